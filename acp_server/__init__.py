@@ -1,0 +1,1 @@
+"""acp_server: the ACP stdio surface (transport, methods, updates, slash commands)."""

@@ -1,0 +1,3 @@
+from acp_server.cli import main
+
+raise SystemExit(main())

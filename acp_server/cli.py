@@ -1,0 +1,53 @@
+"""The `continual-acp` console script.
+
+This module is the composition root: it is the one place allowed to import every package
+(see tests/test_import_boundaries.py), so each subcommand's implementation can live in the
+package that owns it. Heavy imports stay inside the subcommand so `serve` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="continual-acp",
+        description="ACP agent server: one persistent IPython kernel per session and a continual harness.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("serve", help="speak ACP over stdio (the default when no subcommand is given)")
+    sub.add_parser("demo", help="run a scripted end-to-end session offline and print the transcript")
+    sub.add_parser("doctor", help="check kernel start, data dir and model endpoint")
+    harness = sub.add_parser("harness", help="inspect and roll back the continual harness")
+    harness.add_argument("harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones ...")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    args = _build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    command = args.command or "serve"
+    if command == "harness":
+        from harness_store.cli import main as harness_main
+
+        return harness_main(args.harness_argv)
+    if command == "serve":
+        from acp_server.server import serve_stdio
+
+        return serve_stdio()
+    if command == "demo":
+        from acp_server.demo import run_demo
+
+        return run_demo()
+    if command == "doctor":
+        from acp_server.doctor import run_doctor
+
+        return run_doctor()
+    raise AssertionError(command)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""agent_core: sessions, the turn loop, the model client, prompt building and refinement."""

@@ -1,0 +1,1 @@
+"""harness_store: the continual harness (entries, proposals, apply, rollback, persistence)."""

@@ -1,0 +1,1 @@
+"""kernel_bridge: persistent IPython kernels over jupyter_client."""
