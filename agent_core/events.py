@@ -1,0 +1,185 @@
+"""Turn events and prompt parts: the records agent_core speaks in.
+
+acp_server maps these onto ACP `session/update`s; agent_core never sees wire types. Every record is
+frozen so an event can be fanned out (editor, transcript, tests) without being mutated on the way.
+Fields may be added; existing names are a contract with acp_server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# ---------------------------------------------------------------- prompt parts (editor -> agent)
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    data: str  # base64
+    mime_type: str
+    uri: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourcePart:
+    """An embedded resource: text inlined with its URI, or a base64 blob."""
+
+    uri: str
+    text: str | None = None
+    blob: str | None = None
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True)
+class ResourceLinkPart:
+    """A link; `file://` links are read from disk, other schemes kept as references."""
+
+    uri: str
+    name: str
+    mime_type: str | None = None
+
+
+PromptPart = TextPart | ImagePart | ResourcePart | ResourceLinkPart
+
+# ---------------------------------------------------------------- turn events (agent -> editor)
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    """The user's prompt (emitted only in load replays)."""
+
+    parts: tuple[PromptPart, ...]
+    message_id: str
+
+
+@dataclass(frozen=True)
+class MessageChunk:
+    text: str
+    message_id: str
+
+
+@dataclass(frozen=True)
+class ThoughtChunk:
+    text: str
+    message_id: str
+
+
+@dataclass(frozen=True)
+class CellStarted:
+    """A model tool call `ipython(code, title?)` about to run (after permission, if asked)."""
+
+    cell_id: str
+    code: str
+    title: str
+
+
+@dataclass(frozen=True)
+class CellOutput:
+    cell_id: str
+    stream: Literal["stdout", "stderr"]
+    text: str
+
+
+@dataclass(frozen=True)
+class CellDisplay:
+    """display_data / execute_result: a mime bundle (images are base64 strings)."""
+
+    cell_id: str
+    data: Mapping[str, str]
+    is_result: bool = False
+
+
+@dataclass(frozen=True)
+class CellClear:
+    cell_id: str
+
+
+@dataclass(frozen=True)
+class FileEdited:
+    """A file written through the kernel's `editor` skill during a cell (diff + location)."""
+
+    cell_id: str
+    path: str
+    old_text: str | None
+    new_text: str
+
+
+@dataclass(frozen=True)
+class CellFinished:
+    cell_id: str
+    status: Literal["completed", "failed", "cancelled"]
+    error: str | None = None  # "ename: evalue" (or "kernel died ...") when failed
+    output: str = ""  # the head+tail truncated text the model receives
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    used: int  # tokens in context now
+    size: int  # model window
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class TitleChanged:
+    title: str
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    content: str
+    status: Literal["pending", "in_progress", "completed"] = "pending"
+    priority: Literal["high", "medium", "low"] = "medium"
+
+
+@dataclass(frozen=True)
+class PlanChanged:
+    entries: tuple[PlanEntry, ...]
+
+
+@dataclass(frozen=True)
+class RefinementReported:
+    """A refinement result (applied or refused) to show as an edit card + a one-line message."""
+
+    refinement_id: str
+    summary: str
+    scope: Literal["local", "global"]
+    edits: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    applied: bool = True
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    """Always the last event of a turn."""
+
+    stop_reason: StopReason
+    message: str | None = None  # a visible explanation (truncation, limit), already sent as a chunk
+
+
+TurnEvent = (
+    UserMessage
+    | MessageChunk
+    | ThoughtChunk
+    | CellStarted
+    | CellOutput
+    | CellDisplay
+    | CellClear
+    | FileEdited
+    | CellFinished
+    | UsageReport
+    | TitleChanged
+    | PlanChanged
+    | RefinementReported
+    | TurnEnded
+)

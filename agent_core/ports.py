@@ -1,0 +1,51 @@
+"""The editor seen from agent_core: what a turn may ask of the client.
+
+acp_server implements `EditorPort` over JSON-RPC; tests use a recording fake. agent_core never
+imports acp_server, so this Protocol is the whole seam.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+PermissionDecision = Literal["allow_once", "allow_always", "reject", "cancelled"]
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """Ask before running a cell (ask mode). `cell_id`/`title`/`code` match the CellStarted to follow."""
+
+    cell_id: str
+    title: str
+    code: str
+
+
+class EditorPort(Protocol):
+    @property
+    def can_read_files(self) -> bool: ...
+
+    @property
+    def can_write_files(self) -> bool: ...
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionDecision: ...
+
+    async def read_text_file(self, path: str) -> str: ...
+
+    async def write_text_file(self, path: str, content: str) -> None: ...
+
+
+class NoEditor:
+    """An editor that supports nothing and allows every cell (scripts, CLI, tests)."""
+
+    can_read_files = False
+    can_write_files = False
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
+        return "allow_once"
+
+    async def read_text_file(self, path: str) -> str:
+        raise NotImplementedError("client has no fs/read_text_file")
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        raise NotImplementedError("client has no fs/write_text_file")
