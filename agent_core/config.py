@@ -1,0 +1,148 @@
+"""Agent settings: environment first, then `config.toml`, then defaults.
+
+The environment names are a public contract (ARCHITECTURE.md). The TOML file uses the same settings
+in snake_case (`model`, `base_url`, `api_key`, `refine_model`, `home`, `kernel_pool_size`, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MODES = ("ask", "auto", "autonomous")
+REFINE_REVIEW = ("always", "global_only", "never")
+
+# env var -> (config key, parser)
+_ENV: dict[str, tuple[str, type]] = {
+    "CONTINUAL_ACP_MODEL": ("model", str),
+    "OPENAI_BASE_URL": ("base_url", str),
+    "OPENAI_API_KEY": ("api_key", str),
+    "CONTINUAL_ACP_REFINE_MODEL": ("refine_model", str),
+    "CONTINUAL_ACP_HOME": ("home", str),
+    "CONTINUAL_ACP_KERNEL_POOL": ("kernel_pool_size", int),
+    "CONTINUAL_ACP_CONTEXT_WINDOW": ("context_window", int),
+    "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": ("max_output_tokens", int),
+    "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),
+    "CONTINUAL_ACP_MODE": ("mode", str),
+}
+
+
+@dataclass
+class AgentConfig:
+    """Everything the agent needs to know before the first session."""
+
+    home: Path
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    refine_model: str | None = None
+    models: tuple[str, ...] = ()  # extra choices for the model picker
+    kernel_pool_size: int = 1  # 0 = no warm pool (every session cold-starts its kernel)
+    kernel_python: str | None = None
+    context_window: int = 128_000
+    # The output budget comes from the model's configuration; this is a cap, not a clip: a truncated
+    # answer ends the turn visibly with `max_tokens` rather than being stored as complete.
+    max_output_tokens: int = 32_768
+    max_turn_requests: int = 50
+    compact_threshold: float = 0.8  # compact when the context passes this fraction of the window
+    keep_recent_turns: int = 2  # user turns kept verbatim by compaction
+    max_retries: int = 3  # the openai client's own retry (429, 5xx, connection errors), with backoff
+    request_timeout: float = 600.0
+    connect_timeout: float = 10.0
+    mode: str = "auto"
+    refine_review: str = "global_only"
+    cell_timeout: float | None = None
+    config_file: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.home / "sessions"
+
+    @property
+    def model_configured(self) -> bool:
+        return bool(self.model)
+
+
+def default_home(env: Mapping[str, str]) -> Path:
+    if env.get("CONTINUAL_ACP_HOME"):
+        return Path(env["CONTINUAL_ACP_HOME"]).expanduser()
+    if env.get("XDG_DATA_HOME"):
+        return Path(env["XDG_DATA_HOME"]).expanduser() / "continual-acp"
+    return Path(env.get("HOME") or Path.home()) / ".local" / "share" / "continual-acp"
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    if env.get("CONTINUAL_ACP_CONFIG"):
+        return Path(env["CONTINUAL_ACP_CONFIG"]).expanduser()
+    base = (
+        Path(env["XDG_CONFIG_HOME"])
+        if env.get("XDG_CONFIG_HOME")
+        else Path(env.get("HOME") or Path.home()) / ".config"
+    )
+    return base / "continual-acp" / "config.toml"
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        # A broken config file must not stop the server; say where and why on stderr (the log).
+        log.warning("ignoring %s: %s", path, exc)
+        return {}
+
+
+def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
+    """Build the config from `env` (default: `os.environ`) and the optional TOML file.
+
+    Raises `ValueError` naming the setting when a value has the wrong type.
+    """
+    env = os.environ if env is None else env
+    path = config_path(env)
+    values: dict[str, Any] = dict(_read_toml(path))
+    for name, (key, kind) in _ENV.items():
+        raw = env.get(name)
+        if raw is None or raw == "":
+            continue
+        try:
+            values[key] = kind(raw)
+        except ValueError:
+            raise ValueError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+    home = Path(str(values.pop("home"))).expanduser() if values.get("home") else default_home(env)
+    known = {f for f in AgentConfig.__dataclass_fields__ if f not in {"home", "extra", "config_file"}}
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in known:
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    if "models" in kwargs:
+        kwargs["models"] = tuple(str(m) for m in kwargs["models"])
+    config = AgentConfig(home=home, config_file=path, extra=extra, **kwargs)
+    if config.mode not in MODES:
+        raise ValueError(f"mode {config.mode!r} is not one of {', '.join(MODES)}")
+    if config.refine_review not in REFINE_REVIEW:
+        raise ValueError(f"refine_review {config.refine_review!r} is not one of {', '.join(REFINE_REVIEW)}")
+    if config.kernel_pool_size < 0:
+        raise ValueError(f"kernel_pool_size must be >= 0, got {config.kernel_pool_size}")
+    return config
+
+
+NO_MODEL_MESSAGE = (
+    "No model is configured, so I cannot answer yet. Set CONTINUAL_ACP_MODEL to a model id "
+    "(for example `gpt-4.1`), OPENAI_BASE_URL to an OpenAI-compatible endpoint if you do not use "
+    "api.openai.com (for example `http://localhost:11434/v1` for Ollama), and OPENAI_API_KEY if the "
+    "endpoint needs a key - in the environment of the editor that launches continual-acp, or as "
+    "`model`, `base_url` and `api_key` in ~/.config/continual-acp/config.toml. Then start a new prompt."
+)

@@ -1,0 +1,493 @@
+"""A scripted OpenAI-compatible model endpoint on 127.0.0.1.
+
+The tests and `continual-acp demo` talk to this server through the real `openai` client, so the
+whole HTTP + SSE + tool-call-delta path runs for real; only the model's "thinking" is replaced by a
+script. It is stdlib-only and threaded, so sync code, async code and spawned processes can all use it.
+
+A script is a list of responses, consumed one per `POST /v1/chat/completions`. Responses are plain
+JSON-able dicts (so a script can be written to a file for the process mode) built by the helpers
+below: `text`, `tool_call`, `tool_calls`, `reasoning`, `length_cut`, `refusal`, `error`, `stall`.
+
+Run as a process: `python -m agent_core.testing.scripted_model --script FILE.json --port-file PATH`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+Response = dict[str, Any]
+
+# ---------------------------------------------------------------- script helpers
+
+
+def _split(text: str, parts: int) -> list[str]:
+    """Cut `text` into `parts` non-empty pieces (fewer when the text is shorter)."""
+    parts = max(1, min(parts, len(text) or 1))
+    size, extra = divmod(len(text), parts)
+    pieces: list[str] = []
+    start = 0
+    for i in range(parts):
+        end = start + size + (1 if i < extra else 0)
+        pieces.append(text[start:end])
+        start = end
+    return [p for p in pieces if p] or [""]
+
+
+def usage(
+    prompt_tokens: int = 0,
+    completion_tokens: int = 0,
+    *,
+    cached_tokens: int = 0,
+    cache_write_tokens: int = 0,
+) -> dict[str, Any]:
+    """A usage object as OpenAI-compatible servers send it (cache reads under prompt_tokens_details)."""
+    body: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens or cache_write_tokens:
+        body["prompt_tokens_details"] = {
+            "cached_tokens": cached_tokens,
+            "cache_write_tokens": cache_write_tokens,
+        }
+    return body
+
+
+def response(
+    events: Sequence[Mapping[str, Any]],
+    *,
+    finish_reason: str | None = "stop",
+    usage: Mapping[str, Any] | None = None,
+) -> Response:
+    """The general form: a list of delta events, then a finish reason and optional usage.
+
+    An event is one of `{"content": str}`, `{"reasoning_content": str}`, `{"reasoning": str}`,
+    `{"tool_call": {"index", "id"?, "name"?, "arguments"}}` or `{"sleep": seconds}`.
+    """
+    return {
+        "kind": "stream",
+        "events": [dict(e) for e in events],
+        "finish_reason": finish_reason,
+        "usage": dict(usage) if usage is not None else None,
+    }
+
+
+def text(content: str, *, split: int = 1, usage: Mapping[str, Any] | None = None) -> Response:
+    """A plain answer streamed in `split` content deltas."""
+    return response([{"content": p} for p in _split(content, split)], usage=usage)
+
+
+def _tool_call_events(
+    index: int, code: str, title: str | None, split: int, call_id: str | None
+) -> list[dict[str, Any]]:
+    args: dict[str, Any] = {"code": code}
+    if title is not None:
+        args["title"] = title
+    arguments = json.dumps(args)
+    first = {
+        "tool_call": {
+            "index": index,
+            "id": call_id or f"call_{uuid.uuid4().hex[:12]}",
+            "name": "ipython",
+            "arguments": "",
+        }
+    }
+    return [first] + [{"tool_call": {"index": index, "arguments": p}} for p in _split(arguments, split)]
+
+
+def tool_call(
+    code: str,
+    title: str | None = None,
+    *,
+    split: int = 1,
+    text: str | None = None,
+    call_id: str | None = None,
+    usage: Mapping[str, Any] | None = None,
+) -> Response:
+    """One `ipython` tool call whose JSON arguments arrive in `split` pieces (after optional text)."""
+    events: list[dict[str, Any]] = [{"content": text}] if text else []
+    events += _tool_call_events(0, code, title, split, call_id)
+    return response(events, finish_reason="tool_calls", usage=usage)
+
+
+def tool_calls(
+    calls: Sequence[tuple[str, str | None]], *, split: int = 1, usage: Mapping[str, Any] | None = None
+) -> Response:
+    """Several `ipython` calls in one response, `(code, title)` each, interleaved by index."""
+    per_call = [_tool_call_events(i, code, title, split, None) for i, (code, title) in enumerate(calls)]
+    events: list[dict[str, Any]] = []
+    longest = max((len(c) for c in per_call), default=0)
+    for step in range(longest):
+        for call in per_call:
+            if step < len(call):
+                events.append(call[step])
+    return response(events, finish_reason="tool_calls", usage=usage)
+
+
+def reasoning(
+    thought: str,
+    answer: str = "",
+    *,
+    split: int = 1,
+    field: str = "reasoning_content",
+    usage: Mapping[str, Any] | None = None,
+) -> Response:
+    """Reasoning deltas (in `field`: `reasoning_content` or `reasoning`) followed by an answer."""
+    events: list[dict[str, Any]] = [{field: p} for p in _split(thought, split)]
+    if answer:
+        events += [{"content": p} for p in _split(answer, split)]
+    return response(events, usage=usage)
+
+
+def length_cut(
+    content: str = "", *, tool_code: str | None = None, split: int = 2, usage: Mapping[str, Any] | None = None
+) -> Response:
+    """Output stopped by the token limit; with `tool_code`, mid-way through a tool call's arguments."""
+    events: list[dict[str, Any]] = [{"content": p} for p in _split(content, split)] if content else []
+    if tool_code is not None:
+        full = _tool_call_events(0, tool_code, None, split * 2, None)
+        events += full[: max(2, len(full) // 2)]  # the id/name and roughly half of the arguments
+    return response(events, finish_reason="length", usage=usage)
+
+
+def refusal(content: str = "", *, usage: Mapping[str, Any] | None = None) -> Response:
+    """The provider's content filter stopped the answer."""
+    return response([{"content": content}] if content else [], finish_reason="content_filter", usage=usage)
+
+
+def error(status: int, message: str | None = None, *, retry_after_ms: int | None = 10) -> Response:
+    """An HTTP error; `retry_after_ms` keeps the client's own backoff short in tests."""
+    return {
+        "kind": "error",
+        "status": status,
+        "message": message or f"scripted error {status}",
+        "retry_after_ms": retry_after_ms,
+    }
+
+
+def stall(seconds: float, *, before: str = "", then: str = "") -> Response:
+    """Start streaming, go silent for `seconds` (ended early when the server stops), then finish."""
+    events: list[dict[str, Any]] = [{"content": before}] if before else []
+    events.append({"sleep": seconds})
+    if then:
+        events.append({"content": then})
+    return response(events)
+
+
+# ---------------------------------------------------------------- the server
+
+
+class ScriptExhausted(Exception):
+    pass
+
+
+class ScriptedModelServer:
+    """Serves `script` (a list of responses) at `base_url`; records every chat request body.
+
+    `fallback`, when given, answers requests after the script runs out; otherwise they get a 400
+    that says the script is exhausted (a 400 is not retried, so a test fails fast and readably).
+    """
+
+    def __init__(
+        self,
+        script: Sequence[Response] = (),
+        *,
+        models: Sequence[str] = ("scripted-model",),
+        fallback: Response | None = None,
+        port: int = 0,
+    ) -> None:
+        self._script: list[Response] = [dict(r) for r in script]
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self.models = list(models)
+        self.fallback = fallback
+        self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []  # seconds spent serving each chat request
+        self._port = port
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._request_event = threading.Condition(self._lock)
+
+    # -- lifecycle
+
+    def start(self) -> ScriptedModelServer:
+        server = self
+
+        class Handler(_Handler):
+            owner = server
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="scripted-model", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedModelServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("ScriptedModelServer is not started")
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- script
+
+    def push(self, *responses: Response) -> None:
+        """Append responses to the script (tests may extend it while a session runs)."""
+        with self._lock:
+            self._script.extend(dict(r) for r in responses)
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    def wait_for_requests(self, count: int, timeout: float = 30.0) -> bool:
+        """Block until at least `count` chat requests have arrived (for sync tests)."""
+        with self._request_event:
+            return self._request_event.wait_for(lambda: len(self.requests) >= count, timeout=timeout)
+
+    def _next(self, body: dict[str, Any]) -> Response:
+        with self._lock:
+            self.requests.append(body)
+            self._request_event.notify_all()
+            if self._script:
+                return self._script.pop(0)
+            if self.fallback is not None:
+                return dict(self.fallback)
+            raise ScriptExhausted(
+                f"scripted model: script exhausted after {len(self.requests) - 1} responses"
+            )
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: ScriptedModelServer
+    protocol_version = "HTTP/1.1"  # keep-alive, like a real endpoint; streams use chunked encoding
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # never print: the server may share a process whose stdout is a protocol stream
+
+    def _send_json(
+        self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            models = [
+                {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.owner.models
+            ]
+            self._send_json(200, {"object": "list", "data": models})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as exc:
+            self._send_json(
+                400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request"}}
+            )
+            return
+        started = time.perf_counter()
+        try:
+            reply = self.owner._next(body)
+        except ScriptExhausted as exc:
+            self._send_json(400, {"error": {"message": str(exc), "type": "script_exhausted"}})
+            return
+        try:
+            if reply.get("kind") == "error":
+                headers = {}
+                if reply.get("retry_after_ms") is not None:
+                    headers["retry-after-ms"] = str(reply["retry_after_ms"])
+                payload = {
+                    "error": {"message": reply["message"], "type": "scripted", "code": reply["status"]}
+                }
+                self._send_json(int(reply["status"]), payload, headers)
+            elif body.get("stream"):
+                self._stream(body, reply)
+            else:
+                self._send_json(200, _completion(body, reply, self.owner._stopping))
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away (a cancelled turn): nothing to answer
+        finally:
+            with self.owner._lock:
+                self.owner.request_times.append(time.perf_counter() - started)
+
+    def _stream(self, body: Mapping[str, Any], reply: Response) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for chunk in _chunks(body, reply, self.owner._stopping):
+            data = f"data: {json.dumps(chunk)}\n\n".encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        done = b"data: [DONE]\n\n"
+        self.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _default_usage(body: Mapping[str, Any], reply: Response) -> dict[str, Any]:
+    """A rough count (4 characters a token) so usage reporting has something to report."""
+    prompt_chars = len(json.dumps(body.get("messages", [])))
+    out_chars = sum(len(str(v)) for e in reply.get("events", []) for k, v in e.items() if k != "sleep")
+    return usage(prompt_chars // 4, max(1, out_chars // 4))
+
+
+def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event) -> Iterator[dict[str, Any]]:
+    chunk_id = f"chatcmpl-{uuid.uuid4().hex[:16]}"
+    model = str(body.get("model") or "scripted-model")
+
+    def frame(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": chunk_id,
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    yield frame({"role": "assistant", "content": ""})
+    for event in reply.get("events", []):
+        if "sleep" in event:
+            stopping.wait(float(event["sleep"]))
+            if stopping.is_set():
+                return
+            continue
+        if "tool_call" in event:
+            call = event["tool_call"]
+            entry: dict[str, Any] = {
+                "index": call["index"],
+                "function": {"arguments": call.get("arguments", "")},
+            }
+            if call.get("id"):
+                entry["id"] = call["id"]
+                entry["type"] = "function"
+                entry["function"]["name"] = call.get("name", "ipython")
+            yield frame({"tool_calls": [entry]})
+        else:
+            yield frame(dict(event))
+    yield frame({}, reply.get("finish_reason"))
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    if reply.get("usage") is not None or include_usage:
+        final = frame({})
+        final["choices"] = []
+        final["usage"] = reply.get("usage") or _default_usage(body, reply)
+        yield final
+
+
+def _completion(body: Mapping[str, Any], reply: Response, stopping: threading.Event) -> dict[str, Any]:
+    """The same scripted reply as one non-streamed `chat.completion` object."""
+    content, reasoning_text = "", ""
+    calls: dict[int, dict[str, Any]] = {}
+    for event in reply.get("events", []):
+        if "sleep" in event:
+            stopping.wait(float(event["sleep"]))
+        elif "content" in event:
+            content += event["content"]
+        elif "reasoning_content" in event or "reasoning" in event:
+            reasoning_text += event.get("reasoning_content") or event.get("reasoning") or ""
+        elif "tool_call" in event:
+            call = event["tool_call"]
+            slot = calls.setdefault(
+                call["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+            )
+            if call.get("id"):
+                slot["id"] = call["id"]
+                slot["function"]["name"] = call.get("name", "ipython")
+            slot["function"]["arguments"] += call.get("arguments", "")
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if reasoning_text:
+        message["reasoning_content"] = reasoning_text
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:16]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": str(body.get("model") or "scripted-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": reply.get("finish_reason") or "stop"}],
+        "usage": reply.get("usage") or _default_usage(body, reply),
+    }
+
+
+# ---------------------------------------------------------------- process mode
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Serve a scripted OpenAI-compatible model on 127.0.0.1.")
+    parser.add_argument("--script", required=True, type=Path, help="JSON file: a list of responses")
+    parser.add_argument("--port-file", type=Path, help="write the chosen port here once listening")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--requests-file", type=Path, help="on exit, write the recorded request bodies here")
+    args = parser.parse_args(argv)
+    script = json.loads(args.script.read_text(encoding="utf-8"))
+    if not isinstance(script, list):
+        parser.error(f"{args.script}: the script must be a JSON list of responses")
+    server = ScriptedModelServer(script, port=args.port).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if args.port_file:
+        tmp = args.port_file.with_name(args.port_file.name + ".tmp")
+        tmp.write_text(str(server.port), encoding="utf-8")
+        os.replace(tmp, args.port_file)  # readers never see a half-written port
+    # stderr, never stdout: a parent may be reading a protocol stream from the same pipes.
+    print(f"scripted model listening on {server.base_url}", file=sys.stderr, flush=True)
+    try:
+        stop.wait()
+    finally:
+        server.stop()
+        if args.requests_file:
+            args.requests_file.write_text(json.dumps(server.requests), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
