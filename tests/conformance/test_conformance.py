@@ -1,0 +1,166 @@
+"""Conformance with a real ACP client: the official TypeScript SDK drives a full session.
+
+`run-session.mjs` (Node, `@agentclientprotocol/sdk` 2.x app API) spawns the real server over stdio
+and validates every frame in both directions against the JSON schema the npm package ships; this
+test scripts the model endpoint, runs it and asserts on its JSON report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+NODE = shutil.which("node")
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+
+
+def _node(
+    script: str, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    assert (HERE / "node_modules" / "@agentclientprotocol" / "sdk").is_dir(), (
+        "Node deps missing: run `npm ci` in tests/conformance (.ci/run does)"
+    )
+    assert NODE is not None
+    done = subprocess.run(
+        [NODE, str(HERE / script), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=HERE,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"no report on stdout; stderr:\n{done.stderr[-4000:]}"
+    report: dict[str, Any] = json.loads(lines[-1])
+    report["_stderr"] = done.stderr
+    return report
+
+
+def _frame(direction: str, msg: dict[str, Any]) -> list[Any]:
+    return [direction, {"jsonrpc": "2.0", **msg}]
+
+
+def test_validator_accepts_schema_conformant_frames() -> None:
+    frames = [
+        _frame(
+            "client->agent", {"id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+        ),
+        _frame("agent->client", {"id": 1, "result": {"sessionId": "s1"}}),
+        _frame(
+            "agent->client",
+            {
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s1",
+                    "update": {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "hi"},
+                    },
+                },
+            },
+        ),
+        _frame("agent->client", {"method": "_harness/quiescence", "params": {"sessionId": "s1"}}),
+    ]
+    assert _node("validate-frames.mjs", stdin=json.dumps(frames))["findings"] == []
+
+
+def test_validator_rejects_frames_that_break_the_schema() -> None:
+    frames = [
+        # a tool call with an unknown kind and no title
+        _frame(
+            "agent->client",
+            {
+                "method": "session/update",
+                "params": {
+                    "sessionId": "s",
+                    "update": {"sessionUpdate": "tool_call", "toolCallId": "c", "kind": "bogus"},
+                },
+            },
+        ),
+        # a prompt response with a stop reason ACP does not have (the SDK itself passes these through)
+        _frame(
+            "client->agent", {"id": 7, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}
+        ),
+        _frame("agent->client", {"id": 7, "result": {"stopReason": "done"}}),
+        # a batch
+        ["agent->client", [{"jsonrpc": "2.0", "id": 1, "result": {}}]],
+        # a request the agent may not send
+        _frame(
+            "agent->client", {"id": 9, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}
+        ),
+    ]
+    findings = _node("validate-frames.mjs", stdin=json.dumps(frames))["findings"]
+    assert [f["what"] for f in findings] == [
+        "session/update params",
+        "session/prompt result",
+        "envelope",
+        "session/prompt",
+    ]
+
+
+# ------------------------------------------------------------------ the full session
+
+CELL_CODE = "# Greet from the kernel\nprint('hello from the kernel')"
+ASK_CODE = "print(6 * 7)"
+LONG_CODE = "import time\nprint('long cell started', flush=True)\ntime.sleep(60)"
+
+
+def _ready_for_a_full_session() -> str | None:
+    for module in ("acp_server.server", "agent_core.testing.scripted_model"):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not on this checkout yet"
+    return None
+
+
+@pytest.mark.skipif(_ready_for_a_full_session() is not None, reason=str(_ready_for_a_full_session()))
+def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(tmp_path: Path) -> None:
+    from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+
+    script = [
+        tool_call(CELL_CODE, title="Greet from the kernel"),
+        text("The kernel said hello."),
+        tool_call(ASK_CODE),
+        text("6 * 7 is 42."),
+        tool_call(LONG_CODE, title="Wait a minute"),
+    ]
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    plan = {
+        "agent": [sys.executable, "-m", "acp_server"],
+        "cwd": str(workdir),
+        "cell": {"prompt": "Say hello from the kernel", "code": CELL_CODE, "expect": "hello from the kernel"},
+        "ask": {"prompt": "What is 6 * 7?", "code": ASK_CODE, "expect": "42"},
+        "cancel": {"prompt": "Wait a minute", "started": "long cell started"},
+        "slash": "/history",
+    }
+    plan_path = tmp_path / "plan.json"
+    plan_path.write_text(json.dumps(plan), encoding="utf-8")
+    with ScriptedModelServer(script) as model:
+        env = dict(os.environ)
+        env.update(
+            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
+            XDG_CONFIG_HOME=str(tmp_path / "config"),
+            OPENAI_BASE_URL=model.base_url,
+            OPENAI_API_KEY="test-key",
+            CONTINUAL_ACP_MODEL="scripted",
+        )
+        report = _node("run-session.mjs", str(plan_path), env=env)
+    failed = [s for s in report["steps"] if not s["ok"]]
+    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
+    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
+    assert report["sdkErrors"] == []
+    assert report["cancelMs"] is not None and report["cancelMs"] <= 2000
+    assert report["frames"]["agent->client"] > 0 and report["frames"]["client->agent"] > 0
+    assert report["ok"] is True
