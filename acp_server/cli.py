@@ -22,7 +22,9 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="run a scripted end-to-end session offline and print the transcript")
     sub.add_parser("doctor", help="check kernel start, data dir and model endpoint")
     harness = sub.add_parser("harness", help="inspect and roll back the continual harness")
-    harness.add_argument("harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones ...")
+    harness.add_argument(
+        "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones ..."
+    )
     return parser
 
 

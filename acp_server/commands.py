@@ -1,0 +1,240 @@
+"""Slash commands: advertised with `available_commands_update`, answered as readable text.
+
+Zed refuses to send a `/name` that is not advertised, so every command accepted here is listed; a
+`/word` that is not a command goes to the model as ordinary text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    description: str
+    hint: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.hint:
+            wire["input"] = {"hint": self.hint}
+        return wire
+
+
+COMMANDS: tuple[SlashCommand, ...] = (
+    SlashCommand(
+        "history", "Show recent harness refinements (newest first)", "number of entries (default 10)"
+    ),
+    SlashCommand(
+        "harness", "Show the continual harness (notes, memories, skills, subagents)", "kind or search text"
+    ),
+    SlashCommand("rollback", "Roll back a harness refinement by id", "<refinement-id> [--force]"),
+    SlashCommand("undo", "Roll back the most recent harness refinement"),
+    SlashCommand("kernel", "Kernel status, interrupt or restart", "status | interrupt | restart"),
+    SlashCommand(
+        "compact", "Summarize older turns to free context (kernel variables survive)", "instructions"
+    ),
+    SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
+    SlashCommand("review", "Review pending harness refinements"),
+)
+_BY_NAME = {command.name: command for command in COMMANDS}
+
+
+def available_commands_update() -> dict[str, Any]:
+    return {
+        "sessionUpdate": "available_commands_update",
+        "availableCommands": [c.to_wire() for c in COMMANDS],
+    }
+
+
+def parse_command(prompt: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """`(name, argument text)` when the prompt starts with an advertised `/name`, else None."""
+    if not prompt or prompt[0].get("type") != "text":
+        return None
+    match = _COMMAND_RE.match(str(prompt[0].get("text", "")))
+    if match is None or match.group(1) not in _BY_NAME:
+        return None
+    return match.group(1), (match.group(2) or "").strip()
+
+
+_COMMAND_RE = re.compile(r"\s*/([A-Za-z][\w-]*)(?:\s+(.*))?\s*$", re.DOTALL)
+
+
+Reply = Callable[[str], Awaitable[None]]
+
+
+class CommandRunner:
+    """Runs one command against an agent_core `Session` and replies with text."""
+
+    def __init__(self, session: Any, reply: Reply) -> None:
+        self._session = session
+        self._reply = reply
+
+    async def run(self, name: str, argument: str) -> None:
+        handler = getattr(self, f"_cmd_{name}")
+        try:
+            await handler(argument)
+        except Exception as exc:
+            log.exception("/%s failed", name)
+            await self._reply(f"/{name} failed: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------ harness
+
+    def _stores(self) -> list[Any]:
+        return [
+            s
+            for s in (
+                getattr(self._session, "local_store", None),
+                getattr(self._session, "global_store", None),
+            )
+            if s
+        ]
+
+    async def _cmd_history(self, argument: str) -> None:
+        try:
+            limit = int(argument) if argument else 10
+        except ValueError:
+            await self._reply(f"/history takes a number of entries, not {argument!r}. Example: `/history 5`")
+            return
+        limit = max(1, min(limit, 200))
+        records: list[Any] = []
+        for store in self._stores():
+            records.extend(await anyio.to_thread.run_sync(store.history, limit))
+        records.sort(key=lambda r: str(getattr(r, "created_at", "")), reverse=True)
+        records = records[:limit]
+        if not records:
+            await self._reply(
+                "No harness refinements yet. The agent refines its harness as you work; `/refine` asks for one."
+            )
+            return
+        lines = [f"Last {len(records)} harness refinements (newest first):", ""]
+        for record in records:
+            lines.append(_describe(record))
+        lines += ["", "Roll one back with `/rollback <id>`, or the latest with `/undo`."]
+        await self._reply("\n".join(lines))
+
+    async def _cmd_harness(self, argument: str) -> None:
+        from agent_core import merge, render_overview
+
+        local = getattr(self._session, "local_store", None)
+        glob = getattr(self._session, "global_store", None)
+        if local is None or glob is None:
+            await self._reply("The harness store is not available in this session.")
+            return
+        state = merge(glob.state, local.state)
+        text = render_overview(state, query=argument or None)
+        await self._reply(
+            text.strip() or "The harness is empty: no notes, memories, skills or subagents yet."
+        )
+
+    async def _find(self, refinement_id: str) -> Any | None:
+        for store in self._stores():
+            if await anyio.to_thread.run_sync(store.get_refinement, refinement_id) is not None:
+                return store
+        return None
+
+    async def _rollback(self, refinement_id: str, force: bool) -> None:
+        store = await self._find(refinement_id)
+        if store is None:
+            await self._reply(
+                f"No refinement {refinement_id!r} in this session's or the global harness. See `/history`."
+            )
+            return
+
+        def run() -> Any:
+            return store.rollback(refinement_id, force=force, trigger="rollback")
+
+        result = await anyio.to_thread.run_sync(run)
+        errors = list(getattr(result, "errors", []) or [])
+        if errors and not getattr(result, "applied", True):
+            hint = "" if force else " Add `--force` to override."
+            await self._reply(
+                f"Rollback of {refinement_id} was refused:\n" + "\n".join(f"- {e}" for e in errors) + hint
+            )
+            return
+        text = f"Rolled back {refinement_id}: new refinement {result.id} ({getattr(result, 'scope', '?')})."
+        if errors:
+            text += "\nSome edits were not rolled back:\n" + "\n".join(f"- {e}" for e in errors)
+        await self._reply(text)
+
+    async def _cmd_rollback(self, argument: str) -> None:
+        try:
+            words = shlex.split(argument)
+        except ValueError:
+            words = argument.split()
+        force = "--force" in words
+        ids = [w for w in words if w != "--force"]
+        if len(ids) != 1:
+            await self._reply("Usage: `/rollback <refinement-id> [--force]` (ids are listed by `/history`).")
+            return
+        await self._rollback(ids[0], force)
+
+    async def _cmd_undo(self, argument: str) -> None:
+        records: list[Any] = []
+        for store in self._stores():
+            records.extend(await anyio.to_thread.run_sync(store.history, None))
+        rolled_back = {getattr(r, "rollback_of", None) for r in records}
+        candidates = [
+            r
+            for r in records
+            if getattr(r, "rollback_of", None) is None
+            and r.id not in rolled_back
+            and getattr(r, "applied", True)
+        ]
+        if not candidates:
+            await self._reply(
+                "Nothing to undo: no applied harness refinement that is not already rolled back."
+            )
+            return
+        latest = max(candidates, key=lambda r: str(getattr(r, "created_at", "")))
+        await self._rollback(latest.id, force=False)
+
+    # ------------------------------------------------------------ kernel, context
+
+    async def _cmd_kernel(self, argument: str) -> None:
+        action = (argument.split() or ["status"])[0]
+        if action == "status":
+            await self._reply(await self._session.kernel_status())
+        elif action == "interrupt":
+            await self._session.interrupt_kernel()
+            await self._reply("Kernel interrupted.")
+        elif action == "restart":
+            report = await self._session.restart_kernel()
+            await self._reply(f"Kernel restarted. {report}".strip())
+        else:
+            await self._reply(
+                f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt` or `/kernel restart`."
+            )
+
+    async def _cmd_compact(self, argument: str) -> None:
+        summary = await self._session.compact(argument or None)
+        await self._reply(f"Context compacted.\n\n{summary}".strip())
+
+    async def _cmd_refine(self, argument: str) -> None:
+        await self._reply(
+            "Harness refinement from the editor is not available yet in this server build. "
+            "`/history`, `/harness`, `/rollback` and `/undo` work on the existing harness."
+        )
+
+    async def _cmd_review(self, argument: str) -> None:
+        await self._reply(
+            "Reviewing pending refinements is not available yet in this server build; nothing is waiting for review."
+        )
+
+
+def _describe(record: Any) -> str:
+    status = "applied" if getattr(record, "applied", True) else "refused"
+    extra = f", rollback of {record.rollback_of}" if getattr(record, "rollback_of", None) else ""
+    when = str(getattr(record, "created_at", ""))[:19].replace("T", " ")
+    summary = getattr(record, "summary", "") or "(no summary)"
+    return f"- `{record.id}` {when} [{getattr(record, 'scope', '?')}, {getattr(record, 'trigger', '?')}, {status}{extra}] {summary}"

@@ -1,0 +1,120 @@
+"""`EditorPort` over JSON-RPC: permission requests and client file system calls for one session.
+
+fs calls are made only when the client advertised them (ACP forbids the others); agent_core checks
+`can_read_files`/`can_write_files` and falls back to the disk itself.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from acp_server.capabilities import ClientCapabilities
+from acp_server.errors import PeerError
+from acp_server.presenter import TurnPresenter
+from acp_server.transport import Connection, ConnectionClosed
+from agent_core.ports import PermissionDecision, PermissionRequest
+
+log = logging.getLogger(__name__)
+
+FS_TIMEOUT_SECONDS = 60.0
+
+PERMISSION_OPTIONS: list[dict[str, str]] = [
+    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "allow_always", "name": "Allow always (this session)", "kind": "allow_always"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
+_DECISIONS: dict[str, PermissionDecision] = {
+    "allow_once": "allow_once",
+    "allow_always": "allow_always",
+    "reject": "reject",
+}
+
+
+class JsonRpcEditor:
+    """The client editor as agent_core sees it; bound to a session id once the session exists."""
+
+    def __init__(
+        self, connection: Connection, capabilities: ClientCapabilities, presenter: TurnPresenter
+    ) -> None:
+        self._connection = connection
+        self._capabilities = capabilities
+        self.presenter = presenter
+        self.session_id: str | None = None
+        self._pending: set[anyio.CancelScope] = set()
+        self._cancelled_scopes: set[anyio.CancelScope] = set()
+
+    @property
+    def can_read_files(self) -> bool:
+        return self._capabilities.read_text_file
+
+    @property
+    def can_write_files(self) -> bool:
+        return self._capabilities.write_text_file
+
+    def _sid(self) -> str:
+        if self.session_id is None:
+            raise RuntimeError("editor used before its session was created")
+        return self.session_id
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
+        if self.presenter is None:
+            raise RuntimeError("editor used before its session was created")
+        tool_call = await self.presenter.announce_cell(request.cell_id, request.code, request.title)
+        params = {"sessionId": self._sid(), "toolCall": tool_call, "options": PERMISSION_OPTIONS}
+        scope = anyio.CancelScope()
+        self._pending.add(scope)
+        result: Any = None
+        try:
+            with scope:
+                result = await self._connection.request("session/request_permission", params)
+        except (PeerError, ConnectionClosed) as exc:
+            # No answer means no consent: the cell does not run.
+            log.warning("permission request failed (%s); treating it as a rejection", exc)
+            return "reject"
+        finally:
+            self._pending.discard(scope)
+        if scope in self._cancelled_scopes:
+            self._cancelled_scopes.discard(scope)
+            return "cancelled"
+        return _decision(result)
+
+    def cancel_pending_permissions(self) -> int:
+        """Resolve every waiting permission request as "cancelled" (session/cancel); returns how many."""
+        scopes = list(self._pending)
+        for scope in scopes:
+            self._cancelled_scopes.add(scope)
+            scope.cancel()
+        return len(scopes)
+
+    async def read_text_file(self, path: str) -> str:
+        if not self.can_read_files:
+            raise NotImplementedError("the client did not advertise fs/read_text_file")
+        result = await self._connection.request(
+            "fs/read_text_file", {"sessionId": self._sid(), "path": path}, timeout=FS_TIMEOUT_SECONDS
+        )
+        content = result.get("content") if isinstance(result, dict) else None
+        if not isinstance(content, str):
+            raise OSError(f"client answered fs/read_text_file for {path} without text content")
+        return content
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        if not self.can_write_files:
+            raise NotImplementedError("the client did not advertise fs/write_text_file")
+        await self._connection.request(
+            "fs/write_text_file",
+            {"sessionId": self._sid(), "path": path, "content": content},
+            timeout=FS_TIMEOUT_SECONDS,
+        )
+
+
+def _decision(result: Any) -> PermissionDecision:
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    if not isinstance(outcome, dict):
+        log.warning("malformed permission answer %r; treating it as a rejection", result)
+        return "reject"
+    if outcome.get("outcome") == "cancelled":
+        return "cancelled"
+    return _DECISIONS.get(str(outcome.get("optionId")), "reject")

@@ -1,0 +1,342 @@
+"""The ACP agent methods: initialize and the session/* family, on top of agent_core's `Agent`.
+
+The agent (and with it openai, jupyter_client, the kernel pool) is built in the background at
+spawn; `initialize` never waits for it, session methods do.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from acp_server import commands
+from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
+from acp_server.config_options import config_options, session_setup
+from acp_server.editor import JsonRpcEditor
+from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.presenter import TurnPresenter
+from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.transport import Connection
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_TIMEOUT_SECONDS = 30.0
+EXTENSION_PREFIX = "_harness/"
+
+
+@dataclass
+class OpenSession:
+    session: Any  # agent_core.Session
+    editor: JsonRpcEditor
+    presenter: TurnPresenter
+    prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    cancelled: bool = False
+
+
+class AcpServer:
+    """Server state shared by the handlers: client capabilities, the agent, open sessions."""
+
+    def __init__(self, registry: MethodRegistry) -> None:
+        self.registry = registry
+        self.client = ClientCapabilities()
+        self.connection: Connection | None = None
+        self.sessions: dict[str, OpenSession] = {}
+        self._agent: Any = None
+        self._agent_error: str | None = None
+        self._agent_ready = anyio.Event()
+        self.extension_notifications: list[str] = []
+        self._register()
+
+    # ------------------------------------------------------------ agent lifecycle
+
+    async def start_agent(self) -> None:
+        """Import agent_core's heavy half off the loop, build the Agent, start its pool warm-up."""
+        try:
+            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent)
+            self._agent = agent_cls(load_config())
+            await self._agent.start()
+        except Exception as exc:
+            log.exception("the agent failed to start")
+            self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
+        finally:
+            self._agent_ready.set()
+
+    async def agent(self) -> Any:
+        await self._agent_ready.wait()
+        if self._agent is None:
+            raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
+        return self._agent
+
+    async def stop_turns(self) -> None:
+        """EOF, step 1: resolve permission prompts and cancel running turns so prompts can answer."""
+        for session_id in list(self.sessions):
+            with anyio.move_on_after(5):
+                await self.cancel_session(session_id)
+
+    async def shutdown(self) -> None:
+        """EOF, step 2: final snapshots and kernels down (agent.aclose)."""
+        with anyio.move_on_after(SHUTDOWN_TIMEOUT_SECONDS) as scope:
+            await self._agent_ready.wait()
+            if self._agent is not None:
+                await self._agent.aclose()
+        if scope.cancelled_caught:
+            log.error("shutdown did not finish within %.0f s; exiting anyway", SHUTDOWN_TIMEOUT_SECONDS)
+
+    # ------------------------------------------------------------ plumbing
+
+    def _conn(self) -> Connection:
+        assert self.connection is not None
+        return self.connection
+
+    async def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+        await self._conn().notify("session/update", {"sessionId": session_id, "update": update})
+
+    def _bind(self, session: Any, editor: JsonRpcEditor) -> OpenSession:
+        session_id = session.id
+
+        async def send(update: dict[str, Any]) -> None:
+            await self.send_update(session_id, update)
+
+        presenter = TurnPresenter(send, cwd=str(session.cwd), terminal_output=self.client.terminal_output)
+        editor.session_id = session_id
+        editor.presenter = presenter
+        opened = OpenSession(session, editor, presenter)
+        self.sessions[session_id] = opened
+        return opened
+
+    def _new_editor(self) -> JsonRpcEditor:
+        # The presenter is attached in _bind once the session (and its id) exists.
+        return JsonRpcEditor(self._conn(), self.client)
+
+    def _advertise_commands(self, ctx: RequestContext, session_id: str) -> None:
+        async def advertise() -> None:
+            await self.send_update(session_id, commands.available_commands_update())
+
+        ctx.after_response.append(advertise)
+
+    async def open_session(self, session_id: str) -> OpenSession:
+        """An open session, or one resumed from disk; -32002 when it exists nowhere."""
+        opened = self.sessions.get(session_id)
+        if opened is not None:
+            return opened
+        agent = await self.agent()
+        if not agent.session_exists(session_id):
+            raise AcpError.session_not_found(session_id)
+        cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
+        return await self._resume(agent, session_id, cwd)
+
+    async def _resume(self, agent: Any, session_id: str, cwd: str) -> OpenSession:
+        from agent_core import SessionNotFound
+
+        editor = self._new_editor()
+        try:
+            session = await agent.resume_session(session_id, cwd, editor)
+        except SessionNotFound:
+            raise AcpError.session_not_found(session_id) from None
+        return self._bind(session, editor)
+
+    # ------------------------------------------------------------ handlers
+
+    def _register(self) -> None:
+        r = self.registry
+        r.request("initialize")(self.initialize)
+        r.request("session/new", params_model="NewSessionRequest")(self.new_session)
+        r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
+        r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
+        r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
+        r.request("session/close", params_model="CloseSessionRequest")(self.close_session)
+        r.request("session/delete", params_model="DeleteSessionRequest")(self.delete_session)
+        r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
+        r.request("session/set_config_option")(self.set_config_option)
+        r.notification("session/cancel", params_model="CancelNotification")(self.cancel)
+        from acp_server.prompt import register_prompt
+
+        register_prompt(self)
+
+    async def initialize(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        check_initialize_params(params)
+        self.client = ClientCapabilities.from_params(params)
+        extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        return initialize_result(extensions, self.extension_notifications)
+
+    async def new_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        cwd = _absolute_cwd(req.cwd)
+        agent = await self.agent()
+        editor = self._new_editor()
+        session = await agent.new_session(cwd, editor)
+        opened = self._bind(session, editor)
+        self._advertise_commands(ctx, session.id)
+        return {"sessionId": session.id, **session_setup(opened.session)}
+
+    async def load_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        from agent_core import SessionNotFound
+
+        cwd = _absolute_cwd(req.cwd)
+        agent = await self.agent()
+        await self._forget(req.session_id)
+        editor = self._new_editor()
+        try:
+            session, events = await agent.load_session(req.session_id, cwd, editor)
+        except SessionNotFound:
+            raise AcpError.session_not_found(req.session_id) from None
+        opened = self._bind(session, editor)
+        # The whole transcript goes out before the response (PROTOCOL.md §5).
+        opened.presenter.attach(None)
+        for event in events:
+            await opened.presenter.present(event)
+        await opened.presenter.close()
+        self._advertise_commands(ctx, session.id)
+        return session_setup(session)
+
+    async def resume_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        cwd = _absolute_cwd(req.cwd)
+        agent = await self.agent()
+        opened = self.sessions.get(req.session_id) or await self._resume(agent, req.session_id, cwd)
+        self._advertise_commands(ctx, req.session_id)
+        return session_setup(opened.session)
+
+    async def list_sessions(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        agent = await self.agent()
+        cwd = req.cwd
+        if cwd is not None and not os.path.isabs(cwd):
+            raise AcpError.invalid_params(f"session/list: cwd must be an absolute path, got {cwd!r}")
+
+        def page() -> Any:
+            return agent.list_sessions(cwd, req.cursor)
+
+        try:
+            result = await anyio.to_thread.run_sync(page)
+        except ValueError as exc:
+            raise AcpError.invalid_params(f"session/list: {exc}") from None
+        sessions = []
+        for summary in result.sessions:
+            info: dict[str, Any] = {"sessionId": summary.session_id, "cwd": str(summary.cwd)}
+            if summary.title:
+                info["title"] = summary.title
+            if summary.updated_at:
+                info["updatedAt"] = summary.updated_at
+            sessions.append(info)
+        answer: dict[str, Any] = {"sessions": sessions}
+        if result.next_cursor:
+            answer["nextCursor"] = result.next_cursor
+        return answer
+
+    async def _forget(self, session_id: str) -> OpenSession | None:
+        opened = self.sessions.pop(session_id, None)
+        if opened is not None:
+            opened.cancelled = True
+            opened.editor.cancel_pending_permissions()
+            await opened.session.cancel()
+        return opened
+
+    async def close_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        agent = await self.agent()
+        opened = await self._forget(req.session_id)
+        if opened is None and not agent.session_exists(req.session_id):
+            raise AcpError.session_not_found(req.session_id)
+        if opened is not None:
+            await agent.close_session(req.session_id)
+        return {}
+
+    async def delete_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        agent = await self.agent()
+        await self._forget(req.session_id)
+        await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
+        return {}
+
+    async def set_mode(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+        opened = await self.open_session(req.session_id)
+        try:
+            opened.session.set_mode(req.mode_id)
+        except ValueError as exc:
+            raise AcpError.invalid_params(f"session/set_mode: {exc}") from None
+        session_id = req.session_id
+
+        async def announce() -> None:
+            update = {
+                "sessionUpdate": "config_option_update",
+                "configOptions": config_options(opened.session),
+            }
+            await self.send_update(session_id, update)
+
+        ctx.after_response.append(announce)
+        return {}
+
+    async def set_config_option(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        session_id, config_id, value = params.get("sessionId"), params.get("configId"), params.get("value")
+        errors = [
+            {"loc": [key], "msg": msg, "type": "value_error"}
+            for key, ok, msg in (
+                ("sessionId", isinstance(session_id, str), "must be a string"),
+                ("configId", isinstance(config_id, str), "must be a string"),
+                ("value", isinstance(value, str | bool), "must be a string (or a boolean)"),
+            )
+            if not ok
+        ]
+        if errors:
+            first = errors[0]
+            raise AcpError.invalid_params(
+                f"Invalid params for session/set_config_option: {first['loc'][0]}: {first['msg']}",
+                {"errors": errors},
+            )
+        assert isinstance(session_id, str) and isinstance(config_id, str)
+        opened = await self.open_session(session_id)
+        try:
+            if config_id == "mode":
+                opened.session.set_mode(value)
+            else:
+                opened.session.set_config(config_id, value)
+        except ValueError as exc:
+            raise AcpError.invalid_params(f"session/set_config_option: {exc}") from None
+        if config_id == "mode":
+
+            async def announce_mode() -> None:
+                await self.send_update(
+                    session_id, {"sessionUpdate": "current_mode_update", "currentModeId": value}
+                )
+
+            ctx.after_response.append(announce_mode)
+        return {"configOptions": config_options(opened.session)}
+
+    async def cancel(self, ctx: RequestContext, req: Any) -> None:
+        await self.cancel_session(req.session_id)
+
+    async def cancel_session(self, session_id: str) -> None:
+        opened = self.sessions.get(session_id)
+        if opened is None:
+            return  # a notification: nothing to answer, nothing to cancel
+        opened.cancelled = True
+        opened.editor.cancel_pending_permissions()
+        await opened.session.cancel()
+
+
+def _import_agent() -> tuple[Any, Any]:
+    from agent_core import Agent, load_config
+
+    return Agent, load_config
+
+
+def _absolute_cwd(cwd: str) -> str:
+    if not os.path.isabs(cwd):
+        raise AcpError.invalid_params(
+            f"cwd must be an absolute path, got {cwd!r}",
+            {"errors": [{"loc": ["cwd"], "msg": "must be an absolute path", "type": "value_error"}]},
+        )
+    return cwd
+
+
+def _stored_cwd(agent: Any, session_id: str) -> str:
+    """The cwd a stored session was created in (a prompt for a session not open in this process)."""
+    cursor: str | None = None
+    while True:
+        page = agent.list_sessions(None, cursor)
+        for summary in page.sessions:
+            if summary.session_id == session_id:
+                return str(summary.cwd)
+        cursor = page.next_cursor
+        if not cursor:
+            return os.getcwd()

@@ -1,0 +1,109 @@
+"""`session/prompt`: a slash command, or one agent turn streamed as `session/update`s.
+
+Every update of the turn is flushed before the response; a cancelled turn answers
+`stopReason: "cancelled"` (never an error); a final model failure answers a JSON-RPC error whose
+message says which endpoint failed and what to check.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from acp_server.commands import CommandRunner, parse_command
+from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.registry import RequestContext
+
+if TYPE_CHECKING:
+    from acp_server.methods import AcpServer
+
+log = logging.getLogger(__name__)
+
+
+def register_prompt(server: AcpServer) -> None:
+    async def on_cancel_request(ctx: RequestContext) -> None:
+        # `$/cancel_request` for a prompt = session/cancel: the prompt still answers `cancelled`.
+        session_id = ctx.extras.get("sessionId")
+        if isinstance(session_id, str):
+            await server.cancel_session(session_id)
+
+    async def prompt(ctx: RequestContext, req: Any) -> dict[str, Any]:
+        ctx.extras["sessionId"] = req.session_id
+        opened = await server.open_session(req.session_id)
+        blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
+        async with opened.prompt_lock:
+            opened.cancelled = False
+            command = parse_command(blocks)
+            if command is not None:
+                message_id = f"cmd-{uuid.uuid4().hex[:12]}"
+
+                async def reply(text: str) -> None:
+                    await server.send_update(
+                        req.session_id,
+                        {
+                            "sessionUpdate": "agent_message_chunk",
+                            "content": {"type": "text", "text": text},
+                            "messageId": message_id,
+                        },
+                    )
+
+                await CommandRunner(opened.session, reply).run(*command)
+                return {"stopReason": "cancelled" if opened.cancelled else "end_turn"}
+            parts = [_prompt_part(block) for block in req.prompt]
+            return {"stopReason": await _run_turn(opened, parts)}
+
+    server.registry.request(
+        "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
+    )(prompt)
+
+
+async def _run_turn(opened: Any, parts: list[Any]) -> str:
+    from agent_core import ModelError
+
+    presenter = opened.presenter
+    presenter.stop_reason = None
+    failure: AcpError | None = None
+    async with anyio.create_task_group() as tg:
+        presenter.attach(tg)
+        try:
+            async for event in opened.session.run_turn(parts):
+                await presenter.present(event)
+        except ModelError as exc:
+            failure = AcpError(INTERNAL_ERROR, exc.message, {"endpoint": exc.endpoint, "status": exc.status})
+        finally:
+            await presenter.close()
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        if opened.cancelled:
+            return "cancelled"
+        raise failure
+    if opened.cancelled:
+        return "cancelled"
+    return presenter.stop_reason or "end_turn"
+
+
+def _prompt_part(block: Any) -> Any:
+    """An ACP content block (acp.schema model) as an agent_core prompt part."""
+    from agent_core import ImagePart, ResourceLinkPart, ResourcePart, TextPart
+
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return TextPart(block.text)
+    if kind == "image":
+        return ImagePart(block.data, block.mime_type, getattr(block, "uri", None))
+    if kind == "resource":
+        resource = block.resource
+        return ResourcePart(
+            resource.uri,
+            text=getattr(resource, "text", None),
+            blob=getattr(resource, "blob", None),
+            mime_type=getattr(resource, "mime_type", None),
+        )
+    if kind == "resource_link":
+        return ResourceLinkPart(block.uri, block.name, getattr(block, "mime_type", None))
+    raise AcpError.invalid_params(
+        f"session/prompt: {kind} content is not supported (this agent accepts text, image, resource, resource_link)"
+    )

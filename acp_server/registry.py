@@ -1,0 +1,113 @@
+"""The method table: one line per JSON-RPC method, wrapped for `jsonrpcserver` dispatch.
+
+Adding a method (for example a `_harness/*` extension) is one decorator:
+
+    @registry.request("_harness/status", params_model=None)
+    async def harness_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]: ...
+
+`params_model` names an `acp.schema` model: params are validated with it (failures answer -32602
+with the pydantic errors in `data`) and the handler receives the model instance; with `None` the
+handler receives the raw params object. Raise `AcpError` to answer with an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from jsonrpcserver import Error, Success
+
+from acp_server import wire
+from acp_server.errors import INTERNAL_ERROR, AcpError
+
+if TYPE_CHECKING:
+    from acp_server.transport import Connection
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RequestContext:
+    """What a handler knows about the message it is answering."""
+
+    connection: Connection
+    method: str
+    request_id: Any  # None for notifications (see `is_notification`)
+    is_notification: bool
+    # Free slots for handlers (e.g. the session a prompt runs in, for its `$/cancel_request` hook).
+    extras: dict[str, Any] = field(default_factory=dict)
+    # Run by the transport right after the success response is written (commands are advertised
+    # only after the session/new response, never before).
+    after_response: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+CancelHook = Callable[[RequestContext], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    handler: Handler
+    params_model: str | None = None
+    # How `$/cancel_request` stops this request. None: cancel the handler's task and answer -32800.
+    # A hook instead asks the work to stop and lets the handler answer normally (session/prompt).
+    on_cancel_request: CancelHook | None = None
+
+
+class MethodRegistry:
+    def __init__(self) -> None:
+        self._specs: dict[str, MethodSpec] = {}
+
+    def add(self, spec: MethodSpec) -> None:
+        if spec.name in self._specs:
+            raise ValueError(f"method {spec.name!r} registered twice")
+        self._specs[spec.name] = spec
+
+    def request(
+        self, name: str, *, params_model: str | None = None, on_cancel_request: CancelHook | None = None
+    ) -> Callable[[Handler], Handler]:
+        def decorate(handler: Handler) -> Handler:
+            self.add(MethodSpec(name, handler, params_model, on_cancel_request))
+            return handler
+
+        return decorate
+
+    # Notifications and requests share one table: JSON-RPC tells them apart by the id, not the name.
+    notification = request
+
+    def get(self, name: str) -> MethodSpec | None:
+        return self._specs.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
+    def jsonrpc_methods(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+        """The table in the shape `jsonrpcserver.async_dispatch` expects (context first, params as kwargs)."""
+        return {name: _wrap(spec) for name, spec in self._specs.items()}
+
+
+def _wrap(spec: MethodSpec) -> Callable[..., Awaitable[Any]]:
+    # Positional-only context so a params key can never collide with it; **params accepts any
+    # object so shape errors are reported by our validation (-32602 with details), not by binding.
+    async def call(ctx: RequestContext, /, **params: Any) -> Any:
+        try:
+            arg: Any = params
+            if spec.params_model is not None:
+                arg = await wire.validate(spec.params_model, params, spec.name)
+            result = await spec.handler(ctx, arg)
+        except AcpError as exc:
+            return (
+                Error(exc.code, exc.message, exc.data)
+                if exc.data is not None
+                else Error(exc.code, exc.message)
+            )
+        except Exception as exc:
+            log.exception("handler for %s failed", spec.name)
+            return Error(INTERNAL_ERROR, f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
+        return Success({} if result is None else result)
+
+    call.__name__ = f"acp_{spec.name}"
+    return call

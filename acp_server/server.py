@@ -1,0 +1,78 @@
+"""`continual-acp serve`: ACP over the process's stdin/stdout.
+
+Order matters at startup: reserve fd 1 first (nothing may print into the protocol stream), then
+start the slow imports in the background, then answer `initialize` from the light modules only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+
+from acp_server.stdio_guard import ReservedStdio, reserve_stdio
+
+
+def _configure_logging() -> None:
+    level = os.environ.get("CONTINUAL_ACP_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, level, logging.WARNING),
+        format="continual-acp %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def serve_stdio() -> int:
+    """Run the server until stdin closes; returns the exit code (0 after an orderly shutdown)."""
+    reserved = reserve_stdio()
+    _configure_logging()
+    from acp_server import wire
+
+    wire.start_background_import()
+    import anyio
+
+    try:
+        anyio.run(_serve, reserved)
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def _serve(reserved: ReservedStdio) -> None:
+    import anyio
+
+    from acp_server.methods import AcpServer
+    from acp_server.pipes import open_reader, open_writer
+    from acp_server.registry import MethodRegistry
+    from acp_server.transport import DEFAULT_MAX_LINE_BYTES, Connection
+
+    registry = MethodRegistry()
+    server = AcpServer(registry)
+    reader = await open_reader(reserved.read_fd)
+    writer = await open_writer(reserved.write_fd)
+    limit = int(os.environ.get("CONTINUAL_ACP_MAX_MESSAGE_BYTES", DEFAULT_MAX_LINE_BYTES))
+    connection = Connection(reader, writer, registry, max_line_bytes=limit)
+    server.connection = connection
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.start_agent)
+        tg.start_soon(_stop_on_sigterm, tg.cancel_scope, server)
+        await connection.serve(on_eof=server.stop_turns)
+        await server.shutdown()
+        tg.cancel_scope.cancel()
+    await writer.aclose()
+
+
+async def _stop_on_sigterm(scope: object, server: object) -> None:
+    """SIGTERM (an editor closing the agent) gets the same orderly shutdown as EOF, then exit 0."""
+    import anyio
+
+    from acp_server.methods import AcpServer
+
+    assert isinstance(server, AcpServer)
+    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            await server.shutdown()
+            assert isinstance(scope, anyio.CancelScope)
+            scope.cancel()
+            return

@@ -1,0 +1,365 @@
+"""Newline-delimited JSON-RPC 2.0 over a byte stream pair, both directions at once.
+
+* The reader never waits on a handler: each inbound request/notification runs in its own task, so a
+  `session/cancel` is read while a `session/prompt` is still running.
+* Responses to our own agent->client requests resolve waiting futures (with timeouts).
+* Writes are serialized under one lock, one complete line at a time.
+* Bad input is answered and forgotten: invalid JSON (-32700), non-objects and batches (-32600),
+  broken envelopes (-32600), over-long lines (-32600, the line is skipped without buffering it all),
+  unknown methods (-32601, via jsonrpcserver), unknown notifications (ignored).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from jsonrpcserver.async_main import dispatch_to_response
+from jsonrpcserver.response import to_serializable
+
+from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, PeerError
+from acp_server.pipes import ByteReader, ByteWriter
+from acp_server.registry import MethodRegistry, RequestContext
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+CANCEL_REQUEST = "$/cancel_request"
+# After EOF, how long in-flight handlers get to write their answers before they are cancelled.
+DRAIN_TIMEOUT_SECONDS = 10.0
+
+
+class ConnectionClosed(Exception):
+    """The peer went away before answering our request."""
+
+
+@dataclass(frozen=True)
+class _Oversized:
+    size: int
+
+
+@dataclass
+class _Waiter:
+    method: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: Any = None
+    error: Any = None
+    closed: bool = False
+
+
+@dataclass
+class _Inflight:
+    ctx: RequestContext
+    scope: anyio.CancelScope
+    cancelled_by_peer: bool = False
+
+
+def _id_key(value: Any) -> str:
+    # Ids are echoed exactly, and 1 and "1" are different requests; the JSON text keys them apart.
+    return json.dumps(value, sort_keys=True)
+
+
+def _envelope_problem(message: dict[str, Any]) -> str | None:
+    if message.get("jsonrpc") != "2.0":
+        return 'the "jsonrpc" member must be exactly "2.0"'
+    if not isinstance(message.get("method"), str):
+        return 'the "method" member must be a string'
+    if "id" in message:
+        ident = message["id"]
+        if isinstance(ident, bool) or not (ident is None or isinstance(ident, str | int | float)):
+            return 'the "id" member must be a string, a number or null'
+    if "params" in message and not isinstance(message["params"], dict | list):
+        return 'the "params" member must be an object or an array'
+    return None
+
+
+class Connection:
+    """One JSON-RPC peer connection; `serve()` runs it until end of input."""
+
+    def __init__(
+        self,
+        reader: ByteReader,
+        writer: ByteWriter,
+        registry: MethodRegistry,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._registry = registry
+        self._methods = registry.jsonrpc_methods()
+        self._max_line_bytes = max_line_bytes
+        self._write_lock = anyio.Lock()
+        self._ids = itertools.count(1)
+        self._waiters: dict[str, _Waiter] = {}
+        self._inflight: dict[str, _Inflight] = {}
+        self._task_group: TaskGroup | None = None
+        self._broken = False
+        self._active = 0
+        self._idle = anyio.Event()
+        self._idle.set()
+        self.eof = anyio.Event()
+
+    # ------------------------------------------------------------------ outbound
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Write one message as one line. A vanished peer is logged once, never raised."""
+        try:
+            line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            log.error("cannot serialize outgoing message (%s); answering with an internal error", exc)
+            if "id" in message and "method" not in message:
+                line = json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {"code": INTERNAL_ERROR, "message": f"result not serializable: {exc}"},
+                    }
+                )
+            else:
+                return
+        data = (line + "\n").encode("utf-8", errors="surrogatepass")
+        async with self._write_lock:
+            if self._broken:
+                return
+            try:
+                await self._writer.send(data)
+            except (BrokenPipeError, ConnectionResetError, OSError, anyio.ClosedResourceError) as exc:
+                self._broken = True
+                log.warning("client stopped reading our output (%s); dropping further messages", exc)
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+        """Send an agent->client request and wait for its answer.
+
+        Raises `PeerError` for an error answer, `TimeoutError` after `timeout` seconds and
+        `ConnectionClosed` if input ends first.
+        """
+        ident = next(self._ids)
+        key = _id_key(ident)
+        waiter = _Waiter(method)
+        self._waiters[key] = waiter
+        try:
+            if self.eof.is_set():
+                raise ConnectionClosed(f"client disconnected; {method} was not sent")
+            await self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            with anyio.fail_after(timeout):
+                await waiter.done.wait()
+        finally:
+            self._waiters.pop(key, None)
+        if waiter.closed:
+            raise ConnectionClosed(f"client disconnected before answering {method}")
+        if waiter.error is not None:
+            raise PeerError(method, waiter.error)
+        return waiter.result
+
+    # ------------------------------------------------------------------ inbound
+
+    async def serve(
+        self,
+        on_eof: Callable[[], Awaitable[None]] | None = None,
+        *,
+        drain_timeout: float = DRAIN_TIMEOUT_SECONDS,
+    ) -> None:
+        """Read and dispatch until end of input; then run `on_eof` (which should stop long work),
+        let in-flight handlers answer (up to `drain_timeout`), and cancel whatever is left."""
+        async with anyio.create_task_group() as tg:
+            self._task_group = tg
+            try:
+                async for line in self._lines():
+                    self._accept(line)
+            finally:
+                self.eof.set()
+                for waiter in list(self._waiters.values()):
+                    waiter.closed = True
+                    waiter.done.set()
+            if on_eof is not None:
+                await on_eof()
+            with anyio.move_on_after(drain_timeout):
+                await self._idle.wait()
+            tg.cancel_scope.cancel()
+
+    def _spawn(self, func: Callable[..., Awaitable[None]], *args: Any) -> None:
+        assert self._task_group is not None
+        if self._active == 0:
+            self._idle = anyio.Event()
+        self._active += 1
+        self._task_group.start_soon(self._tracked, func, *args)
+
+    async def _tracked(self, func: Callable[..., Awaitable[None]], *args: Any) -> None:
+        try:
+            await func(*args)
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
+
+    async def _lines(self) -> AsyncIterator[bytes | _Oversized]:
+        """Split input on b"\\n"; a line over the limit becomes `_Oversized` without being kept in memory."""
+        buf = bytearray()
+        skipping = False
+        skipped = 0
+        limit = self._max_line_bytes
+        while True:
+            chunk = await self._reader.receive()
+            if not chunk:
+                break
+            start = 0
+            while True:
+                newline = chunk.find(b"\n", start)
+                if newline < 0:
+                    rest = len(chunk) - start
+                    if skipping:
+                        skipped += rest
+                    elif len(buf) + rest > limit:
+                        skipping, skipped = True, len(buf) + rest
+                        buf.clear()
+                    else:
+                        buf += chunk[start:]
+                    break
+                piece = newline - start
+                if skipping:
+                    yield _Oversized(skipped + piece)
+                    skipping = False
+                elif len(buf) + piece > limit:
+                    yield _Oversized(len(buf) + piece)
+                    buf.clear()
+                elif buf:
+                    buf += chunk[start:newline]
+                    yield bytes(buf)
+                    buf.clear()
+                else:
+                    yield chunk[start:newline]
+                start = newline + 1
+        if skipping:
+            yield _Oversized(skipped)
+        elif buf.strip():
+            yield bytes(buf)
+
+    def _accept(self, line: bytes | _Oversized) -> None:
+        if isinstance(line, _Oversized):
+            self._reply_soon(
+                None,
+                INVALID_REQUEST,
+                f"message of {line.size} bytes exceeds the {self._max_line_bytes}-byte limit; it was skipped",
+            )
+            return
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            self._reply_soon(None, PARSE_ERROR, f"Parse error: {exc}"[:500])
+            return
+        if isinstance(message, list):
+            self._reply_soon(None, INVALID_REQUEST, "Invalid request: batches are not supported by ACP")
+            return
+        if not isinstance(message, dict):
+            self._reply_soon(None, INVALID_REQUEST, "Invalid request: a message must be a JSON object")
+            return
+        if "method" not in message and ("result" in message or "error" in message):
+            self._resolve(message)
+            return
+        self._spawn(self._handle, message)
+
+    def _reply_soon(self, ident: Any, code: int, message: str) -> None:
+        self._spawn(self._reply_error, ident, code, message)
+
+    async def _reply_error(self, ident: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        await self.send({"jsonrpc": "2.0", "id": ident, "error": error})
+
+    def _resolve(self, message: dict[str, Any]) -> None:
+        ident = message.get("id")
+        # Tolerate a peer that echoes our integer id as a string.
+        if isinstance(ident, str) and ident.isdigit():
+            ident = int(ident)
+        waiter = self._waiters.get(_id_key(ident))
+        if waiter is None:
+            log.warning("ignoring a response to unknown request id %r", message.get("id"))
+            return
+        if "error" in message:
+            waiter.error = message["error"] if message["error"] is not None else {"message": "null error"}
+        else:
+            waiter.result = message.get("result")
+        waiter.done.set()
+
+    async def _handle(self, message: dict[str, Any]) -> None:
+        problem = _envelope_problem(message)
+        is_notification = "id" not in message
+        ident = message.get("id")
+        if problem is not None:
+            if not is_notification or not isinstance(message.get("method"), str):
+                valid_id = (
+                    ident if isinstance(ident, str | int | float) and not isinstance(ident, bool) else None
+                )
+                await self._reply_error(valid_id, INVALID_REQUEST, f"Invalid request: {problem}")
+            return
+        method: str = message["method"]
+        if method == CANCEL_REQUEST:
+            await self._cancel_request(message.get("params"))
+            if not is_notification:
+                await self.send({"jsonrpc": "2.0", "id": ident, "result": None})
+            return
+        ctx = RequestContext(self, method, ident, is_notification)
+        scope = anyio.CancelScope()
+        key = _id_key(ident)
+        inflight = _Inflight(ctx, scope)
+        if not is_notification:
+            if key in self._inflight:
+                await self._reply_error(
+                    ident, INVALID_REQUEST, f"Invalid request: id {ident!r} is already in use"
+                )
+                return
+            self._inflight[key] = inflight
+        response: Any = None
+        try:
+            with scope:
+                response = await dispatch_to_response(
+                    "",
+                    self._methods,
+                    context=ctx,
+                    deserializer=lambda _unused: message,
+                    validator=lambda deserialized: deserialized,
+                )
+        finally:
+            if not is_notification:
+                self._inflight.pop(key, None)
+        if is_notification:
+            return
+        if inflight.cancelled_by_peer and scope.cancelled_caught:
+            await self._reply_error(ident, REQUEST_CANCELLED, f"{method} was cancelled by $/cancel_request")
+            return
+        if response is not None:
+            payload = to_serializable(response)
+            await self.send(payload)
+            if isinstance(payload, dict) and "result" in payload:
+                for callback in ctx.after_response:
+                    try:
+                        await callback()
+                    except Exception:
+                        log.exception("after-response step of %s failed", method)
+
+    async def _cancel_request(self, params: Any) -> None:
+        if not isinstance(params, dict) or "requestId" not in params:
+            log.warning("ignoring $/cancel_request without a requestId: %r", params)
+            return
+        inflight = self._inflight.get(_id_key(params["requestId"]))
+        if inflight is None:
+            return  # already answered, or never seen: nothing to cancel
+        spec = self._registry.get(inflight.ctx.method)
+        if spec is not None and spec.on_cancel_request is not None:
+            await spec.on_cancel_request(inflight.ctx)
+            return
+        inflight.cancelled_by_peer = True
+        inflight.scope.cancel()

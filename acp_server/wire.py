@@ -1,0 +1,74 @@
+"""The ACP wire models (`acp.schema`), imported off the startup path.
+
+`acp.schema` costs ~0.35 s to import on this machine, more than the whole `initialize` budget, so
+the server starts importing it in a background thread at spawn and `initialize` never needs it.
+Every later handler awaits it (usually long since loaded) to validate its params.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from types import ModuleType
+from typing import Any
+
+import anyio
+
+from acp_server.errors import AcpError
+
+log = logging.getLogger(__name__)
+
+_SCHEMA_MODULE = "acp.schema"
+_module: ModuleType | None = None
+
+
+def start_background_import() -> None:
+    """Begin importing the wire models in a daemon thread (returns immediately)."""
+    threading.Thread(target=_import_now, name="acp-schema-import", daemon=True).start()
+
+
+def _import_now() -> ModuleType:
+    global _module
+    if _module is None:
+        _module = importlib.import_module(_SCHEMA_MODULE)
+    return _module
+
+
+async def schema() -> ModuleType:
+    """The `acp.schema` module, waiting (off the event loop) for the background import if needed."""
+    if _module is not None:
+        return _module
+    return await anyio.to_thread.run_sync(_import_now)
+
+
+def _jsonable_errors(exc: Any) -> list[dict[str, Any]]:
+    errors: list[dict[str, Any]] = []
+    for item in exc.errors(include_url=False, include_context=False, include_input=False):
+        errors.append(
+            {
+                "loc": [str(part) for part in item.get("loc", ())],
+                "msg": item.get("msg", ""),
+                "type": item.get("type", ""),
+            }
+        )
+    return errors
+
+
+async def validate(model_name: str, params: Any, method: str) -> Any:
+    """Validate request params against an `acp.schema` model; -32602 with the errors in `data`."""
+    module = await schema()
+    model = getattr(module, model_name)
+    if not isinstance(params, dict):
+        raise AcpError.invalid_params(f"{method}: params must be an object", {"errors": []})
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(params)
+    except ValidationError as exc:
+        errors = _jsonable_errors(exc)
+        first = errors[0] if errors else {"loc": [], "msg": "invalid"}
+        where = ".".join(first["loc"]) or "params"
+        raise AcpError.invalid_params(
+            f"Invalid params for {method}: {where}: {first['msg']}", {"errors": errors}
+        ) from None
