@@ -1,0 +1,209 @@
+"""`continual-acp harness ...`: the store from a terminal.
+
+    list [--scope global|local] [--session ID] [--kind K]
+    show <entry-or-refinement-id> [--session ID]
+    history [-n N] [--session ID]
+    rollback <refinement-id> [--force] [--session ID]
+    tombstones [--lift TOMBSTONE-ID] [--session ID]
+
+`--json` anywhere prints machine-readable output. The data dir is `CONTINUAL_ACP_HOME` (see
+`paths.data_home`). Errors go to stderr with exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import BaseModel
+
+from harness_store.errors import HarnessStoreError
+from harness_store.models import KINDS, HarnessEntry, RefinementResult
+from harness_store.paths import data_home, global_root, local_root
+from harness_store.store import HarnessStore, RefinementNotFound
+from harness_store.views import render_view
+
+
+class CliError(Exception):
+    """A user-facing error: printed to stderr, exit code 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message}\n{self.format_usage().strip()}")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument("--session", metavar="ID", help="a session id: use that session's local store")
+    parser = _Parser(prog="continual-acp harness", description="Inspect and roll back the continual harness.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("list", parents=[common], help="list entries")
+    p.add_argument("--scope", choices=("global", "local"), help="default: local with --session, else global")
+    p.add_argument("--kind", choices=KINDS)
+    p = sub.add_parser("show", parents=[common], help="show an entry or a refinement with its snapshots")
+    p.add_argument("id")
+    p = sub.add_parser("history", parents=[common], help="list refinements, newest last")
+    p.add_argument("-n", type=int, default=20, metavar="N", help="how many (default 20; 0 = all)")
+    p = sub.add_parser("rollback", parents=[common], help="roll back a refinement")
+    p.add_argument("id")
+    p.add_argument("--force", action="store_true", help="roll back even if entries changed since")
+    p = sub.add_parser("tombstones", parents=[common], help="list (or lift) tombstones")
+    p.add_argument("--lift", metavar="TOMBSTONE_ID", help="remove this tombstone")
+    return parser
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
+    return value
+
+
+def _stores(home: Path, session: str | None, scope: str | None) -> list[HarnessStore]:
+    if scope == "local" or (scope is None and session):
+        if not session:
+            raise CliError("--scope local needs --session ID")
+        return [HarnessStore(local_root(home, session))]
+    return [HarnessStore(global_root(home))]
+
+
+def _all_stores(home: Path, session: str | None) -> list[HarnessStore]:
+    """Where to look for a refinement id: the named session, the global store, then every session."""
+    stores = [HarnessStore(local_root(home, session))] if session else []
+    stores.append(HarnessStore(global_root(home)))
+    sessions = home / "sessions"
+    if not session and sessions.is_dir():
+        for child in sorted(sessions.iterdir()):
+            if (child / "harness").is_dir():
+                stores.append(HarnessStore(child / "harness"))
+    return stores
+
+
+def _find_refinement(
+    home: Path, session: str | None, rid: str
+) -> tuple[HarnessStore, RefinementResult] | None:
+    for store in _all_stores(home, session):
+        if store.history_path.exists():
+            record = store.get_refinement(rid)
+            if record is not None:
+                return store, record
+    return None
+
+
+def _entry_line(e: HarnessEntry) -> str:
+    return f"{e.kind:<9} {e.id:<32} {e.trust:<9} {e.scope:<6} v{e.version:<3} {e.title}"
+
+
+def _result_line(r: RefinementResult) -> str:
+    done = sum(1 for e in r.applied_edits if e.applied)
+    extra = (
+        f" (rollback of {r.rollback_of})"
+        if r.rollback_of
+        else f" (review of {r.review_of})"
+        if r.review_of
+        else ""
+    )
+    return f"{r.id}  {r.trigger:<8} {r.scope:<6} {done}/{len(r.applied_edits)} applied  {r.summary}{extra}"
+
+
+def _result_text(r: RefinementResult) -> str:
+    lines = [
+        _result_line(r),
+        f"created {r.created_at}" + (f", session {r.session_id}" if r.session_id else ""),
+    ]
+    if r.rationale:
+        lines.append(f"rationale: {r.rationale}")
+    for e in r.applied_edits:
+        status = "applied" if e.applied else f"refused: {e.error}"
+        lines.append(f"  {e.action} {e.kind} {e.id or '?'}: {status}")
+        if e.before is not None:
+            lines.append(f"    before v{e.before.version}: {e.before.title} — {e.before.content}")
+        if e.after is not None:
+            lines.append(f"    after  v{e.after.version}: {e.after.title} — {e.after.content}")
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str, int]:
+    """Returns (json payload, human text, exit code)."""
+    if args.command == "list":
+        store = _stores(home, args.session, args.scope)[0]
+        state = store.load()
+        kinds = [args.kind] if args.kind else list(KINDS)
+        entries = [e for k in kinds for _, e in sorted(state.entries[k].items())]
+        text = "\n".join(_entry_line(e) for e in entries) or f"no entries in {store.root}"
+        return entries, text, 0
+    if args.command == "history":
+        store = _stores(home, args.session, None)[0]
+        records = store.history(None if args.n == 0 else args.n)
+        return records, "\n".join(_result_line(r) for r in records) or f"no refinements in {store.root}", 0
+    if args.command == "show":
+        found = _find_refinement(home, args.session, args.id)
+        if found is not None:
+            return found[1], _result_text(found[1]), 0
+        stores = [HarnessStore(global_root(home))]
+        if args.session:
+            stores.insert(0, HarnessStore(local_root(home, args.session)))
+        entries = [e for s in stores for e in s.load().find(args.id)]
+        if not entries:
+            raise CliError(f"no entry or refinement {args.id!r} under {home}")
+        return entries, "\n\n".join(render_view(e) for e in entries), 0
+    if args.command == "rollback":
+        found = _find_refinement(home, args.session, args.id)
+        if found is None:
+            raise CliError(f"no refinement {args.id!r} under {home}")
+        result = found[0].rollback(args.id, force=args.force)
+        refused = [e for e in result.applied_edits if not e.applied]
+        text = _result_text(result)
+        if refused:
+            text += (
+                "\nrollback refused; nothing was changed"
+                if not result.applied
+                else "\nsome edits were refused"
+            )
+            text += " (use --force to override a conflict)"
+        return result, text, 1 if refused else 0
+    if args.command == "tombstones":
+        store = _stores(home, args.session, None)[0]
+        if args.lift:
+            lifted = store.lift_tombstone(args.lift)
+            if lifted is None:
+                raise CliError(f"no tombstone {args.lift!r} in {store.root}")
+            return lifted, f"lifted tombstone {lifted.id} ({lifted.kind}): {lifted.content}", 0
+        stones = store.tombstones()
+        text = "\n".join(f"{t.id}  {t.kind:<9} {t.created_at}  {t.reason}: {t.content}" for t in stones)
+        return stones, text or f"no tombstones in {store.root}", 0
+    raise CliError(f"unknown command {args.command}")
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run one harness command; returns the exit code."""
+    argv = list(argv)
+    as_json = "--json" in argv
+    argv = [a for a in argv if a != "--json"]
+    try:
+        if not argv:
+            raise CliError("a command is needed\n" + _parser().format_usage().strip())
+        args = _parser().parse_args(argv)
+        payload, text, code = _run(args, data_home(), as_json)
+    except (CliError, HarnessStoreError, RefinementNotFound, ValueError) as exc:
+        message = exc.args[0] if isinstance(exc, RefinementNotFound) and exc.args else str(exc)
+        print(f"continual-acp harness: error: {message}", file=sys.stderr)
+        return 1
+    if as_json:
+        print(json.dumps(_dump(payload), indent=2, ensure_ascii=False))
+    else:
+        print(text)
+    if code != 0 and not as_json:
+        print(
+            f"continual-acp harness: {args.command} {getattr(args, 'id', '')} did not fully apply",
+            file=sys.stderr,
+        )
+    return code

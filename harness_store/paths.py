@@ -1,0 +1,32 @@
+"""Where the data lives: `<home>/harness` (global) and `<home>/sessions/<id>/harness` (local)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+STATE_FILE = "harness_state.json"
+HISTORY_FILE = "refinements.jsonl"
+LOCK_FILE = ".harness.lock"
+VIEW_DIR = "view"
+
+
+def data_home(env: Mapping[str, str] | None = None) -> Path:
+    """`$CONTINUAL_ACP_HOME`, else `$XDG_DATA_HOME/continual-acp`, else `~/.local/share/continual-acp`."""
+    env = os.environ if env is None else env
+    explicit = env.get("CONTINUAL_ACP_HOME")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg:
+        return Path(xdg).expanduser() / "continual-acp"
+    return Path.home() / ".local" / "share" / "continual-acp"
+
+
+def global_root(home: Path) -> Path:
+    return home / "harness"
+
+
+def local_root(home: Path, session_id: str) -> Path:
+    return home / "sessions" / session_id / "harness"

@@ -1,0 +1,177 @@
+"""Loading and atomically saving `harness_state.json`.
+
+The state file sits on every prompt build, so loading never raises on damage: a missing,
+unreadable, non-JSON or wrongly shaped file is an empty state plus a warning, and the next save
+rewrites it. Each save carries a random `save_token` near the start of the file so a store can tell
+in O(1) whether the file is still the one it last read or wrote (re-read inside the lock without
+re-parsing 10,000 entries when nothing changed).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness_store.errors import HarnessStoreError
+from harness_store.models import KINDS, HarnessEntry, HarnessState, Tombstone, empty_entries
+
+log = logging.getLogger("harness_store")
+
+FORMAT = 1
+_TOKEN = re.compile(rb'^\{"format":\s*\d+,\s*"save_token":\s*"([0-9a-f]+)"')
+TEMP_MARK = ".tmp-"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    state: HarnessState
+    token: str | None
+    # True when the file existed but could not be used (the warning has been logged).
+    damaged: bool
+
+
+def peek_token(path: Path) -> str | None:
+    """The save token of the file at `path` (reads only its first bytes), or None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(128)
+    except OSError:
+        return None
+    match = _TOKEN.match(head)
+    return match.group(1).decode("ascii") if match else None
+
+
+def _salvage(raw: dict[str, Any], path: Path) -> HarnessState:
+    """Keep every well-formed entry of a file whose overall shape failed validation."""
+    entries = empty_entries()
+    dropped = 0
+    raw_entries = raw.get("entries")
+    if isinstance(raw_entries, dict):
+        for kind in KINDS:
+            items = raw_entries.get(kind)
+            if not isinstance(items, dict):
+                continue
+            for key, value in items.items():
+                try:
+                    entries[kind][key] = HarnessEntry.model_validate(value)
+                except ValidationError:
+                    dropped += 1
+    tombstones: list[Tombstone] = []
+    for item in raw.get("tombstones") or []:
+        try:
+            tombstones.append(Tombstone.model_validate(item))
+        except ValidationError:
+            dropped += 1
+    head = raw.get("head") if isinstance(raw.get("head"), str) else None
+    log.warning("harness state %s: %d malformed item(s) skipped", path, dropped)
+    return HarnessState.build(entries, tombstones, head)
+
+
+def load_state(path: Path) -> Loaded:
+    """Read the state; never raises (see module docstring)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Loaded(HarnessState(), None, damaged=False)
+    except OSError as exc:
+        log.warning("harness state %s is unreadable (%s); using an empty harness", path, exc)
+        return Loaded(HarnessState(), None, damaged=True)
+    match = _TOKEN.match(data)
+    token = match.group(1).decode("ascii") if match else None
+    try:
+        return Loaded(HarnessState.model_validate_json(data), token, damaged=False)
+    except ValidationError:
+        pass
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        log.warning("harness state %s is not valid JSON (%s); using an empty harness", path, exc)
+        return Loaded(HarnessState(), None, damaged=True)
+    if not isinstance(raw, dict):
+        log.warning("harness state %s is not a JSON object; using an empty harness", path)
+        return Loaded(HarnessState(), None, damaged=True)
+    return Loaded(_salvage(raw, path), token, damaged=True)
+
+
+def serialize(state: HarnessState, token: str) -> bytes:
+    body = state.model_dump_json().encode("utf-8")
+    return b'{"format":%d,"save_token":"%s",' % (FORMAT, token.encode("ascii")) + body[1:]
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Delete temp files a killed writer left behind (call only while holding the store lock)."""
+    prefix = f".{path.name}{TEMP_MARK}"
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix):
+            try:
+                os.unlink(path.parent / name)
+            except OSError as exc:
+                log.warning("cannot remove stale temp file %s: %s", path.parent / name, exc)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` via temp file + fsync + rename; keeps an existing file's mode, new files 0600."""
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
+    except OSError as exc:
+        raise HarnessStoreError(f"cannot stat {path}: {exc.strerror}") from exc
+    temp = path.parent / f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise HarnessStoreError(f"cannot write the harness state next to {path}: {exc.strerror}") from exc
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise HarnessStoreError(f"cannot save the harness state {path}: {exc.strerror}") from exc
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Make the rename itself durable; not supported on every platform/filesystem.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save_state(path: Path, state: HarnessState) -> str:
+    """Save atomically and return the new save token."""
+    token = secrets.token_hex(8)
+    write_atomic(path, serialize(state, token))
+    return token

@@ -1,0 +1,384 @@
+"""`HarnessStore`: one scope's store on disk (state file + history + views), safe across processes.
+
+Every read-modify-write runs under the store lock and re-reads the state inside it. The write
+order is history first, then state: a crash between the two leaves a history record the state does
+not include yet, and the next reader rolls the state forward from the history (write-ahead log).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness_store.core import (
+    ApplyOptions,
+    EvidenceChecker,
+    apply_proposal,
+    plan_review,
+    plan_rollback,
+    replay,
+)
+from harness_store.errors import HarnessStoreError
+from harness_store.history import HistoryLog
+from harness_store.ids import new_refinement_id, utc_now
+from harness_store.lock import DEFAULT_TIMEOUT, StoreLock
+from harness_store.models import (
+    TRIGGERS,
+    HarnessState,
+    Proposal,
+    RefinementResult,
+    Tombstone,
+    empty_entries,
+)
+from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE
+from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
+from harness_store.tombstones import add_tombstone, make_tombstone
+from harness_store.views import remove_view, view_path, write_view
+
+log = logging.getLogger("harness_store")
+
+REVIEW_DECISIONS = ("apply", "reject", "reject_forever")
+
+
+class RefinementNotFound(LookupError):
+    """No history record with that id in this store."""
+
+    def __init__(self, refinement_id: str, history_path: Path) -> None:
+        super().__init__(f"no refinement {refinement_id} in {history_path}")
+        self.refinement_id = refinement_id
+
+
+def _as_checker(evidence: EvidenceChecker | Collection[str] | None) -> EvidenceChecker | None:
+    if evidence is None or callable(evidence):
+        return evidence
+    known = frozenset(evidence)
+    return known.__contains__
+
+
+class HarnessStore:
+    """The store of one scope, rooted at `root` (`<home>/harness` or `<home>/sessions/<id>/harness`)."""
+
+    def __init__(self, root: Path | str, *, lock_timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.root = Path(root)
+        self.state_path = self.root / STATE_FILE
+        self.history_path = self.root / HISTORY_FILE
+        self.lock_path = self.root / LOCK_FILE
+        self.lock_timeout = lock_timeout
+        self._history = HistoryLog(self.history_path)
+        self._mutex = threading.RLock()
+        # (file save token, last history id) -> state: lets repeated reads skip parsing and replay.
+        self._cache_key: tuple[str | None, str | None] | None = None
+        self._cache: HarnessState | None = None
+        self._file_token: str | None = None
+        self._file_state: HarnessState | None = None
+        self._file_damaged = False
+
+    @property
+    def default_scope(self) -> str:
+        """`local` for a session's store (`.../sessions/<id>/harness`), else `global`."""
+        parent = self.root.parent.parent
+        return "local" if self.root.name == "harness" and parent.name == "sessions" else "global"
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def load(self) -> HarnessState:
+        """The current state; never raises on a damaged file (empty state + a logged warning)."""
+        with self._mutex:
+            return self._current()
+
+    @property
+    def state(self) -> HarnessState:
+        """The current state (cheap when nothing changed on disk since the last read)."""
+        return self.load()
+
+    def _current(self) -> HarnessState:
+        token = peek_token(self.state_path)
+        last = self._history.last_id()
+        if self._cache is not None and token is not None and self._cache_key == (token, last):
+            return self._cache
+        if token is None or token != self._file_token or self._file_state is None:
+            loaded = load_state(self.state_path)
+            self._file_token, self._file_state, self._file_damaged = (
+                loaded.token,
+                loaded.state,
+                loaded.damaged,
+            )
+            missing = not loaded.damaged and not self.state_path.exists()
+        else:
+            missing = False
+        state = self._file_state
+        assert state is not None
+        if last is not None and last != state.head and not self._file_damaged:
+            state = self._roll_forward(state, missing)
+        self._cache_key, self._cache = (self._file_token, last), state
+        return state
+
+    def _roll_forward(self, state: HarnessState, missing: bool) -> HarnessState:
+        # The history has records the state file does not include: a writer died between the two
+        # writes. Replay their `after` snapshots (or the whole history when the file is missing).
+        if state.head is None:
+            if not missing:
+                return state
+            start = 0
+        else:
+            position = self._history.position(state.head)
+            if position is None:
+                return state  # the state does not come from this history: leave it alone
+            start = position + 1
+        records = list(self._history.records(start))
+        if not records:
+            return state
+        log.warning(
+            "harness state %s was behind its history by %d record(s); rolled forward",
+            self.state_path,
+            len(records),
+        )
+        return HarnessState.build(replay(state.entries, records), state.tombstones, head=records[-1].id)
+
+    def history(self, limit: int | None = None) -> list[RefinementResult]:
+        """History records, oldest first / newest last; `limit` keeps the newest `limit`."""
+        with self._mutex:
+            if limit is not None and limit <= 0:
+                return []
+            count = len(self._history)
+            start = 0 if limit is None else max(count - limit, 0)
+            return list(self._history.records(start))
+
+    def get_refinement(self, refinement_id: str) -> RefinementResult | None:
+        """The history record with this id, or None."""
+        with self._mutex:
+            return self._history.get(refinement_id)
+
+    def state_as_of(self, refinement_id: str) -> HarnessState:
+        """The entries as they were right after `refinement_id` (replayed from history; beyond 8)."""
+        with self._mutex:
+            position = self._history.position(refinement_id)
+            if position is None:
+                raise RefinementNotFound(refinement_id, self.history_path)
+            records = self._history.records(0, position + 1)
+            return HarnessState.build(replay(empty_entries(), records), head=refinement_id)
+
+    def tombstones(self) -> list[Tombstone]:
+        """Every tombstone of this store."""
+        return list(self.load().tombstones)
+
+    def view_path(self, kind: str, entry_id: str, *, scope: str | None = None) -> Path:
+        """The markdown view file of an entry, written if missing (path of a future entry otherwise)."""
+        with self._mutex:
+            entry = self._current().get(kind, entry_id)
+            if entry is None:
+                return view_path(self.root, scope or self.default_scope, kind, entry_id)
+            path = view_path(self.root, entry.scope, kind, entry_id)
+            if not path.exists():
+                write_view(self.root, entry)
+            return path
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def _prepare(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise HarnessStoreError(
+                f"cannot create the harness directory {self.root}: {exc.strerror}"
+            ) from exc
+        if not self.root.is_dir():
+            raise HarnessStoreError(f"the harness path {self.root} is not a directory")
+
+    def _commit(self, state: HarnessState, result: RefinementResult) -> None:
+        """History first, then state (see module docstring); then the views of touched entries."""
+        self._history.append(result)
+        token = save_state(self.state_path, state)
+        self._file_token, self._file_state, self._file_damaged = token, state, False
+        self._cache_key, self._cache = (token, result.id), state
+        for edit in result.applied_edits:
+            if not edit.applied:
+                continue
+            if edit.after is not None:
+                write_view(self.root, edit.after)
+            elif edit.before is not None:
+                remove_view(self.root, edit.before)
+
+    def _save_tombstones(self, state: HarnessState, tombstones: list[Tombstone]) -> HarnessState:
+        updated = HarnessState.build(state.entries, tombstones, head=state.head)
+        token = save_state(self.state_path, updated)
+        self._file_token, self._file_state, self._file_damaged = token, updated, False
+        self._cache_key, self._cache = (token, self._history.last_id()), updated
+        return updated
+
+    def _locked(self) -> StoreLock:
+        self._prepare()
+        return StoreLock(self.lock_path, self.lock_timeout)
+
+    def apply(
+        self,
+        proposal: Proposal | Mapping[str, Any],
+        *,
+        scope: str,
+        trigger: str,
+        session_id: str | None = None,
+        baseline: HarnessState | None = None,
+        global_state: HarnessState | None = None,
+        evidence_checker: EvidenceChecker | Collection[str] | None = None,
+        source: str | None = None,
+    ) -> RefinementResult:
+        """Lock, re-read, validate, apply, append history, save atomically; one result per proposal.
+
+        `evidence_checker` (a callable or a set of transcript message ids) makes apply refuse edits
+        citing messages that do not exist; the store itself cannot read transcripts.
+        `global_state` lets a local refinement refuse updates/deletes of global ids by name.
+        """
+        if scope not in ("local", "global"):
+            raise ValueError(f"scope must be 'local' or 'global', not {scope!r}")
+        if trigger not in TRIGGERS:
+            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        if source is not None and source not in ("refine", "agent", "user"):
+            raise ValueError(f"source must be 'refine', 'agent' or 'user', not {source!r}")
+        if not isinstance(proposal, Proposal):
+            proposal = Proposal.model_validate(dict(proposal))
+        with self._mutex, self._locked():
+            remove_stale_temps(self.state_path)
+            state = self._current()
+            opts = ApplyOptions(
+                refinement_id=new_refinement_id(),
+                now=utc_now(),
+                scope=scope,
+                trigger=trigger,
+                session_id=session_id,
+                baseline=baseline,
+                global_state=global_state,
+                evidence_checker=_as_checker(evidence_checker),
+                source=source,
+            )
+            new_state, result = apply_proposal(state, proposal, opts)
+            self._commit(new_state, result)
+            return result
+
+    def rollback(
+        self, refinement_id: str, *, force: bool = False, trigger: str = "rollback"
+    ) -> RefinementResult:
+        """Undo a refinement by applying its inverse (itself a refinement that can be rolled back).
+
+        Refused (not raised) when an entry changed since that refinement, unless `force`.
+        Raises `RefinementNotFound` for an unknown id.
+        """
+        if trigger not in TRIGGERS:
+            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        with self._mutex, self._locked():
+            remove_stale_temps(self.state_path)
+            state = self._current()
+            target = self._history.get(refinement_id)
+            if target is None:
+                raise RefinementNotFound(refinement_id, self.history_path)
+            plan = plan_rollback(state, target, force=force, later_writer=self._later_writer_after(target.id))
+            opts = ApplyOptions(
+                refinement_id=new_refinement_id(),
+                now=utc_now(),
+                scope=target.scope,
+                trigger=trigger,
+                session_id=target.session_id,
+                rollback_of=target.id,
+                restores=plan.restores,
+                preset_errors=plan.conflicts,
+            )
+            new_state, result = apply_proposal(state, plan.proposal, opts)
+            self._commit(new_state, result)
+            return result
+
+    def _later_writer_after(self, target_id: str) -> Callable[[str, str], str | None]:
+        def later_writer(kind: str, entry_id: str) -> str | None:
+            # Only on a conflict (rare): scan the records after the target for the newest writer.
+            position = self._history.position(target_id)
+            if position is None:
+                return None
+            newest: str | None = None
+            for record in self._history.records(position + 1):
+                if any(e.applied and e.kind == kind and e.id == entry_id for e in record.applied_edits):
+                    newest = record.id
+            return newest
+
+        return later_writer
+
+    def record_review(
+        self, refinement_id: str, decision: str, *, edit_ids: Iterable[str] | None = None
+    ) -> RefinementResult:
+        """Record a review decision on an applied refinement (one history record, trigger `user`).
+
+        `apply`: its candidate entries become verified. `reject`: its entries become `rejected` (kept
+        for the record, never in the prompt) and their content is tombstoned (beyond 5).
+        `reject_forever`: as reject, and the tombstone also blocks the entry id. `edit_ids` limits the
+        decision to some entry ids. Raises `RefinementNotFound` for an unknown id.
+        """
+        if decision not in REVIEW_DECISIONS:
+            raise ValueError(f"decision must be one of {', '.join(REVIEW_DECISIONS)}, not {decision!r}")
+        with self._mutex, self._locked():
+            remove_stale_temps(self.state_path)
+            state = self._current()
+            target = self._history.get(refinement_id)
+            if target is None:
+                raise RefinementNotFound(refinement_id, self.history_path)
+            plan = plan_review(state, target, decision, edit_ids)
+            opts = ApplyOptions(
+                refinement_id=new_refinement_id(),
+                now=utc_now(),
+                scope=target.scope,
+                trigger="user",
+                session_id=target.session_id,
+                review_of=target.id,
+                restores=plan.restores,
+            )
+            new_state, result = apply_proposal(state, plan.proposal, opts)
+            tombstones = new_state.tombstones
+            for stone in plan.tombstones:
+                tombstones = add_tombstone(tombstones, stone)
+            new_state = HarnessState.build(new_state.entries, tombstones, head=new_state.head)
+            self._commit(new_state, result)
+            return result
+
+    def reject_proposal(
+        self,
+        proposal: Proposal | Mapping[str, Any],
+        *,
+        forever: bool = False,
+        reason: str = "rejected in review",
+    ) -> list[Tombstone]:
+        """Tombstone the content of a proposal that was rejected before it was ever applied.
+
+        Returns the tombstones added (already present ones are not repeated).
+        """
+        if not isinstance(proposal, Proposal):
+            proposal = Proposal.model_validate(dict(proposal))
+        with self._mutex, self._locked():
+            state = self._current()
+            tombstones = list(state.tombstones)
+            added: list[Tombstone] = []
+            for edit in proposal.edits:
+                if edit.action not in ("create", "update") or not edit.content:
+                    continue
+                stone = make_tombstone(
+                    edit.kind,
+                    edit.content,
+                    entry_id=edit.id,
+                    reason=reason,
+                    refinement_id=None,
+                    forever=forever,
+                )
+                grown = add_tombstone(tombstones, stone)
+                if len(grown) > len(tombstones):
+                    added.append(stone)
+                tombstones = grown
+            if added:
+                self._save_tombstones(state, tombstones)
+            return added
+
+    def lift_tombstone(self, tombstone_id: str) -> Tombstone | None:
+        """Remove a tombstone so its content may be proposed again; returns it, or None if unknown."""
+        with self._mutex, self._locked():
+            state = self._current()
+            lifted = next((t for t in state.tombstones if t.id == tombstone_id), None)
+            if lifted is not None:
+                self._save_tombstones(state, [t for t in state.tombstones if t.id != tombstone_id])
+            return lifted
