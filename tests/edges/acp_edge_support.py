@@ -15,10 +15,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The server core is written in parallel; until its module exists the launch tests cannot run.
+# The server core and the agent are written in parallel; until their modules exist these cannot run.
 needs_server = pytest.mark.skipif(
     importlib.util.find_spec("acp_server.server") is None,
     reason="acp_server.server is not on this checkout yet",
+)
+needs_agent = pytest.mark.skipif(
+    importlib.util.find_spec("acp_server.server") is None
+    or importlib.util.find_spec("agent_core.agent") is None,
+    reason="acp_server.server or agent_core.agent is not on this checkout yet",
 )
 
 

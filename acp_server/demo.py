@@ -1,0 +1,283 @@
+"""`continual-acp demo`: one scripted session through the real server, offline, as a readable transcript.
+
+Nothing here is a mock of the server: the demo spawns `python -m acp_server` exactly as an editor
+would, with a private temporary data dir, and drives it over stdio with a small built-in client. Only
+the model is scripted: an OpenAI-compatible HTTP server on 127.0.0.1 (`agent_core.testing`) plays a
+fixed conversation, so the real kernel runs the cells and the real harness store records the note
+the agent writes, which the demo then rolls back with `/undo`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+DEMO_TIMEOUT_S = 60.0
+REQUEST_TIMEOUT_S = 45.0
+
+QUESTION = "What is the sum of the squares of 1 to 10? And remember how tests are run in this project."
+CELL_SUM = (
+    "# Sum the squares of 1..10\ntotal = sum(i * i for i in range(1, 11))\nprint(f'sum of squares: {total}')"
+)
+CELL_REMEMBER = (
+    "# Remember the test command for later sessions\n"
+    "note = harness.create('memory', 'Test command', 'Run `make check` before committing; it runs the linters too.')\n"
+    "print('noted as refinement', note['id'])"
+)
+ANSWER = "The sum of the squares of 1 to 10 is 385. I also noted that `make check` runs the tests here."
+
+
+def demo_script() -> list[dict[str, Any]]:
+    """The scripted model's side of the conversation (one entry per model request)."""
+    from agent_core.testing.scripted_model import text, tool_call
+
+    return [
+        tool_call(CELL_SUM, title="Sum the squares of 1..10", text="Let me compute that in the kernel."),
+        tool_call(CELL_REMEMBER, title="Remember the test command"),
+        text(ANSWER, split=4),
+    ]
+
+
+class DemoFailed(Exception):
+    pass
+
+
+class StdioClient:
+    """A minimal ACP client: JSON-RPC over a child's stdin/stdout, one line per message."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, on_update: Callable[[dict[str, Any]], None]) -> None:
+        self._proc = proc
+        self._on_update = on_update
+        self._next_id = 0
+        self._closed = False
+        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self._proc.stdout is not None
+        while line := await self._proc.stdout.readline():
+            message = json.loads(line)
+            if "method" in message:
+                await self._incoming(message)
+            elif message.get("id") in self._waiting:
+                self._waiting.pop(message["id"]).set_result(message)
+        self._closed = True
+        for future in self._waiting.values():
+            future.set_exception(DemoFailed("the server closed its stdout"))
+
+    async def _incoming(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params") or {}
+        if method == "session/update":
+            self._on_update(params)
+            return
+        if "id" not in message:
+            return  # other notifications (e.g. `_harness/quiescence`) need no answer
+        result: dict[str, Any]
+        if method == "session/request_permission":
+            allow = next(o for o in params["options"] if o["kind"] == "allow_once")
+            result = {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+        elif method == "fs/read_text_file":
+            result = {"content": Path(params["path"]).read_text(encoding="utf-8")}
+        elif method == "fs/write_text_file":
+            Path(params["path"]).write_text(params["content"], encoding="utf-8")
+            result = {}
+        else:
+            await self._send(
+                {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": method}}
+            )
+            return
+        await self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write((json.dumps(message) + "\n").encode())
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            raise DemoFailed("the server closed its stdin") from None
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._next_id += 1
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        if self._closed:
+            raise DemoFailed("the server closed its stdout")
+        self._waiting[self._next_id] = future
+        await self._send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        try:
+            answer = await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
+        except TimeoutError:
+            raise DemoFailed(f"{method}: no answer within {REQUEST_TIMEOUT_S:.0f} s") from None
+        if "error" in answer:
+            raise DemoFailed(f"{method} failed: {answer['error']}")
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    async def close(self) -> int:
+        assert self._proc.stdin is not None
+        self._proc.stdin.close()
+        code = await asyncio.wait_for(self._proc.wait(), REQUEST_TIMEOUT_S)
+        await self._reader
+        return code
+
+
+_FENCE = re.compile(r"^(`{3,})[\w-]*\n(.*)\n\1$", re.DOTALL)
+
+
+def _unfence(text: str) -> str:
+    match = _FENCE.match(text.strip())
+    return match.group(2) if match else text
+
+
+class Transcript:
+    """Turns `session/update`s into a transcript a person can read."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.cells: dict[str, dict[str, Any]] = {}
+        self.statuses: dict[str, str] = {}
+        self._speaking = False
+        self.agent_text = ""
+
+    def line(self, text: str = "") -> None:
+        self._end_speech()
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _end_speech(self) -> None:
+        if self._speaking:
+            self.out.write("\n")
+            self._speaking = False
+
+    def update(self, params: dict[str, Any]) -> None:
+        update = params["update"]
+        kind = update["sessionUpdate"]
+        if kind == "agent_message_chunk" and update["content"].get("type") == "text":
+            if not self._speaking:
+                self.out.write("agent> ")
+                self._speaking = True
+            self.out.write(update["content"]["text"])
+            self.agent_text += update["content"]["text"]
+            self.out.flush()
+        elif kind == "tool_call":
+            self.cells[update["toolCallId"]] = update
+            self.line(f"  [cell] {update['title']}")
+            code = update.get("rawInput", {}).get("code", "")
+            self.line(textwrap.indent(code, "    | "))
+        elif kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
+            self.statuses[update["toolCallId"]] = update["status"]
+            texts = [
+                b["content"]["text"]
+                for b in update.get("content") or []
+                if b.get("type") == "content" and b["content"].get("type") == "text"
+            ]
+            for text in texts[1:]:  # the first block is the code, shown already
+                self.line(textwrap.indent(_unfence(text), "    > "))
+            self.line(f"  [cell {update['status']}]")
+        elif kind == "available_commands_update":
+            names = " ".join("/" + c["name"] for c in update["availableCommands"])
+            self.line(f"  (commands offered: {names})")
+        elif kind == "session_info_update" and update.get("title"):
+            self.line(f"  (session title: {update['title']})")
+
+
+async def _demo(out: TextIO, server_argv: Sequence[str]) -> None:
+    from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+    started = time.perf_counter()
+    transcript = Transcript(out)
+    with tempfile.TemporaryDirectory(prefix="continual-acp-demo-") as scratch:
+        project = Path(scratch) / "project"
+        project.mkdir()
+        # Background refinement may ask the model too; it gets a harmless answer once the script is done.
+        with ScriptedModelServer(demo_script(), fallback=text("Nothing to refine.")) as model:
+            env = dict(os.environ)
+            env.update(
+                CONTINUAL_ACP_HOME=str(Path(scratch) / "home"),
+                XDG_CONFIG_HOME=str(Path(scratch) / "config"),
+                OPENAI_BASE_URL=model.base_url,
+                OPENAI_API_KEY="demo",
+                CONTINUAL_ACP_MODEL="scripted-model",
+                CONTINUAL_ACP_MODE="auto",
+            )
+            proc = await asyncio.create_subprocess_exec(
+                *server_argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL,
+                env=env,
+                cwd=project,
+            )
+            client = StdioClient(proc, transcript.update)
+            try:
+                await _conversation(client, transcript, str(project))
+            except BaseException:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+                raise
+            code = await client.close()
+            if code != 0:
+                raise DemoFailed(f"the server exited with status {code} after its input closed")
+    transcript.line(
+        f"Done in {time.perf_counter() - started:.1f} s; the server exited cleanly on end of input."
+    )
+
+
+async def _conversation(client: StdioClient, transcript: Transcript, cwd: str) -> None:
+    line = transcript.line
+    line("continual-acp demo: the real server, kernel and harness store, with a scripted model (offline)")
+    line()
+    init = await client.request(
+        "initialize",
+        {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": False},
+            "clientInfo": {"name": "continual-acp-demo", "version": "1"},
+        },
+    )
+    info = init.get("agentInfo", {})
+    line(f"-> initialize: {info.get('name')} {info.get('version', '')}, protocol {init['protocolVersion']}")
+    created = await client.request("session/new", {"cwd": cwd, "mcpServers": []})
+    session_id = created["sessionId"]
+    line(f"-> session/new: session {session_id}")
+    line()
+
+    async def prompt(text: str) -> str:
+        line(f"you> {text}")
+        result = await client.request(
+            "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+        )
+        line(f"   (turn ended: {result['stopReason']})")
+        line()
+        return str(result["stopReason"])
+
+    if await prompt(QUESTION) != "end_turn":
+        raise DemoFailed("the first turn did not end normally")
+    if "385" not in transcript.agent_text or list(transcript.statuses.values()) != ["completed", "completed"]:
+        raise DemoFailed("the cells did not run as scripted")
+    for command in ("/history", "/undo", "/harness memory"):
+        transcript.agent_text = ""
+        await prompt(command)
+        if not transcript.agent_text.strip():
+            raise DemoFailed(f"{command} sent no reply")
+
+
+def run_demo(out: TextIO | None = None, *, server_argv: Sequence[str] | None = None) -> int:
+    """Run the demo; `server_argv` replaces the server command (tests use it to break the server)."""
+    out = out or sys.stdout
+    argv = list(server_argv or (sys.executable, "-m", "acp_server"))
+    try:
+        asyncio.run(asyncio.wait_for(_demo(out, argv), DEMO_TIMEOUT_S))
+    except (DemoFailed, TimeoutError) as exc:
+        out.write(f"\ndemo failed: {exc or 'timed out'}\n")
+        return 1
+    return 0

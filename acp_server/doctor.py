@@ -1,0 +1,253 @@
+"""`continual-acp doctor`: check what the server needs before an editor launches it.
+
+Each check prints one line, `OK` or `FAIL`, and a failed check prints how to fix it. The checks run the
+same code paths the server uses (agent_core's config loader, its model client on the `openai` library,
+a real kernel started through a real session), so a green doctor means the editor will get a working
+agent. The kernel check runs in a throwaway data dir, so it never adds a session to your history.
+Exit status: 0 when every check passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from agent_core import AgentConfig, load_config
+
+# Generous: a cold kernel start on a busy 2-core machine takes a few seconds.
+KERNEL_TIMEOUT_S = 60.0
+MODEL_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+Check = Callable[[AgentConfig], Awaitable[CheckResult]]
+
+
+# ---------------------------------------------------------------- data dir
+
+
+def _first_existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+async def check_data_dir(config: AgentConfig) -> CheckResult:
+    home = config.home
+    name = "data dir"
+    if not home.exists():
+        parent = _first_existing_ancestor(home)
+        if os.access(parent, os.W_OK | os.X_OK):
+            return CheckResult(
+                name, True, f"{home} does not exist yet; it will be created (0700) on first use"
+            )
+        return CheckResult(
+            name,
+            False,
+            f"{home} does not exist and {parent} is not writable",
+            f"create it yourself (`mkdir -p -m 700 {home}`) or set CONTINUAL_ACP_HOME to a writable directory",
+        )
+    if not home.is_dir():
+        return CheckResult(
+            name, False, f"{home} is not a directory", "remove it, or set CONTINUAL_ACP_HOME to a directory"
+        )
+    probe = home / f".doctor-{os.getpid()}"
+    try:
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        return CheckResult(
+            name,
+            False,
+            f"{home} is not writable ({exc.strerror or exc})",
+            f"`chmod u+rwx {home}` (and check its owner), or set CONTINUAL_ACP_HOME to a writable directory",
+        )
+    # Transcripts, kernel snapshots and the harness can hold secrets: nobody else may read them.
+    loose = [p for p in (home, home / "harness", home / "sessions") if p.exists() and _others_can_read(p)]
+    if loose:
+        shown = ", ".join(f"{p} ({stat.filemode(p.stat().st_mode)})" for p in loose)
+        return CheckResult(
+            name,
+            False,
+            f"readable by other users: {shown}",
+            f"`chmod -R go-rwx {home}` (data dirs are meant to be 0700, files 0600)",
+        )
+    mode = stat.S_IMODE(home.stat().st_mode)
+    return CheckResult(name, True, f"{home} is writable, mode {mode:04o}")
+
+
+def _others_can_read(path: Path) -> bool:
+    return bool(path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO))
+
+
+# ---------------------------------------------------------------- model endpoint
+
+
+async def check_model(config: AgentConfig) -> CheckResult:
+    from agent_core import ModelError
+    from agent_core.model import DEFAULT_BASE_URL, ModelClient
+
+    name = "model endpoint"
+    endpoint = config.base_url or DEFAULT_BASE_URL
+    if not config.model:
+        return CheckResult(
+            name,
+            False,
+            f"no model configured (endpoint {endpoint})",
+            'set CONTINUAL_ACP_MODEL to a model id (e.g. `gpt-4.1`), or `model = "..."` in '
+            "~/.config/continual-acp/config.toml",
+        )
+    # One try with short timeouts: the doctor should answer in seconds, not back off for a minute.
+    probe = dataclasses.replace(config, max_retries=0, connect_timeout=5.0, request_timeout=MODEL_TIMEOUT_S)
+    client = ModelClient(probe)
+    started = time.perf_counter()
+    try:
+        # A real (tiny) completion through the agent's own client: it proves the endpoint is reachable,
+        # the key is accepted and the model id exists, which listing models alone would not.
+        await asyncio.wait_for(
+            client.complete([{"role": "user", "content": "Reply with the single word: ok"}]),
+            MODEL_TIMEOUT_S + 5,
+        )
+    except ModelError as exc:
+        return CheckResult(name, False, exc.message, _model_fix(endpoint, exc.status))
+    except TimeoutError:
+        return CheckResult(
+            name,
+            False,
+            f"{endpoint} did not answer within {MODEL_TIMEOUT_S:.0f} s",
+            "check that the model server at OPENAI_BASE_URL is up and not overloaded",
+        )
+    finally:
+        await client.aclose()
+    elapsed = time.perf_counter() - started
+    return CheckResult(name, True, f"{endpoint} answered model {config.model!r} in {elapsed:.2f} s")
+
+
+def _model_fix(endpoint: str, status: int | None) -> str:
+    if status in (401, 403):
+        return "set OPENAI_API_KEY (in the editor's `env` block for the agent) to a key this endpoint accepts"
+    if status == 404:
+        return "set CONTINUAL_ACP_MODEL to a model id the endpoint lists (`curl $OPENAI_BASE_URL/models`)"
+    return (
+        f"start the model server or correct OPENAI_BASE_URL (now {endpoint}); it must be an OpenAI-compatible "
+        "URL ending in /v1, e.g. http://localhost:11434/v1 for Ollama"
+    )
+
+
+# ---------------------------------------------------------------- kernel
+
+
+async def check_kernel(config: AgentConfig) -> CheckResult:
+    from agent_core import Agent
+
+    name = "kernel"
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="continual-acp-doctor-") as scratch:
+        # A throwaway home: the check must not add a session to the user's history.
+        probe = dataclasses.replace(config, home=Path(scratch) / "home", kernel_pool_size=0)
+        agent: Any = Agent(probe)
+        try:
+            await asyncio.wait_for(_start_kernel(agent, scratch), KERNEL_TIMEOUT_S)
+        except TimeoutError:
+            return CheckResult(
+                name,
+                False,
+                f"no kernel answered within {KERNEL_TIMEOUT_S:.0f} s",
+                "the machine may be overloaded; `python -m ipykernel_launcher --help` should run quickly",
+            )
+        except Exception as exc:
+            return CheckResult(
+                name,
+                False,
+                f"kernel did not start: {type(exc).__name__}: {exc}",
+                f"install ipykernel into the interpreter the server runs with (`{sys.executable} -m pip "
+                "install ipykernel`), and check that nothing in ~/.ipython/profile_default/startup fails",
+            )
+        finally:
+            await agent.aclose()
+    elapsed = time.perf_counter() - started
+    return CheckResult(name, True, f"an IPython kernel started and answered in {elapsed:.1f} s")
+
+
+async def _start_kernel(agent: Any, cwd: str) -> None:
+    from agent_core import NoEditor
+
+    await agent.start()
+    session = await agent.new_session(cwd, NoEditor())
+    status = await session.kernel_status()
+    if not session_kernel_alive(status):
+        raise RuntimeError(status)
+
+
+def session_kernel_alive(status: str) -> bool:
+    """`Session.kernel_status()` is prose for people; a dead or missing kernel says so in words."""
+    lowered = status.lower()
+    return not any(word in lowered for word in ("dead", "died", "not started", "failed", "no kernel"))
+
+
+# ---------------------------------------------------------------- runner
+
+CHECKS: tuple[Check, ...] = (check_data_dir, check_model, check_kernel)
+
+
+async def run_checks(config: AgentConfig, checks: tuple[Check, ...] = CHECKS) -> list[CheckResult]:
+    results = []
+    for check in checks:
+        try:
+            results.append(await check(config))
+        except Exception as exc:  # a check that crashes is a failed check, never a doctor traceback
+            results.append(
+                CheckResult(check.__name__.removeprefix("check_"), False, f"{type(exc).__name__}: {exc}")
+            )
+    return results
+
+
+def _print(result: CheckResult, out: TextIO) -> None:
+    out.write(f"  {'OK  ' if result.ok else 'FAIL'}  {result.name}: {result.detail}\n")
+    if not result.ok and result.fix:
+        out.write(f"        fix: {result.fix}\n")
+    out.flush()
+
+
+def run_doctor(out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    out.write("continual-acp doctor\n")
+    try:
+        config = load_config()
+    except ValueError as exc:
+        _print(
+            CheckResult(
+                "config", False, str(exc), "correct the environment variable or config.toml named above"
+            ),
+            out,
+        )
+        return 1
+    where = config.config_file if config.config_file and config.config_file.exists() else "environment only"
+    _print(
+        CheckResult(
+            "config", True, f"model {config.model or '(none)'}, data dir {config.home}, settings from {where}"
+        ),
+        out,
+    )
+    results = asyncio.run(run_checks(config))
+    for result in results:
+        _print(result, out)
+    failed = sum(not r.ok for r in results)
+    out.write("all checks passed\n" if not failed else f"{failed} check{'s' * (failed > 1)} failed\n")
+    return 1 if failed else 0

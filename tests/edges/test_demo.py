@@ -1,0 +1,51 @@
+"""`continual-acp demo` runs a real session offline and prints a transcript a person can follow."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from acp_edge_support import needs_agent
+
+
+@needs_agent
+def test_demo_shows_the_cell_its_output_a_slash_command_and_a_rollback(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_server", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=hermetic_env,
+        cwd=tmp_path,
+    )
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr[-3000:]
+    # the cell, with its code and its real kernel output
+    assert "[cell] Sum the squares of 1..10" in out
+    assert "total = sum(i * i for i in range(1, 11))" in out
+    assert "sum of squares: 385" in out
+    # the harness note written from a cell, listed by /history, rolled back by /undo
+    noted = re.search(r"noted as refinement (\S+)", out)
+    assert noted, out
+    refinement_id = noted.group(1)
+    history = out.split("you> /history", 1)[1].split("you> /undo", 1)[0]
+    assert refinement_id in history
+    undo = out.split("you> /undo", 1)[1]
+    assert "Rolled back" in undo and refinement_id in undo
+    assert "agent> The sum of the squares of 1 to 10 is 385." in out
+    assert "the server exited cleanly" in out
+
+
+def test_demo_exits_1_with_a_reason_when_the_server_dies(tmp_path: Path) -> None:
+    from acp_server.demo import run_demo
+
+    out = io.StringIO()
+    code = run_demo(out, server_argv=[sys.executable, "-c", "import sys; sys.exit(3)"])
+    assert code == 1
+    assert "demo failed: " in out.getvalue()
+    assert "the server closed its" in out.getvalue()

@@ -1,0 +1,116 @@
+"""`continual-acp doctor`: each check says OK or FAIL, a failure says how to fix it, exit 1 on any failure."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from acp_edge_support import needs_agent
+
+from acp_server.doctor import check_data_dir, check_model
+from agent_core import load_config
+from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+
+def _closed_port() -> int:
+    """A loopback port with nothing listening (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _doctor(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acp_server", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        env=env,
+        cwd=cwd,
+    )
+
+
+def test_model_check_passes_against_a_scripted_endpoint(hermetic_env: dict[str, str]) -> None:
+    with ScriptedModelServer([text("ok")]) as model:
+        config = load_config({**hermetic_env, "OPENAI_BASE_URL": model.base_url})
+        result = asyncio.run(check_model(config))
+        assert result.ok, result
+        assert model.base_url in result.detail
+        assert len(model.requests) == 1  # it really asked the model, through the openai client
+
+
+def test_model_check_fails_with_a_hint_when_the_endpoint_is_unreachable(hermetic_env: dict[str, str]) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    result = asyncio.run(check_model(load_config({**hermetic_env, "OPENAI_BASE_URL": url})))
+    assert not result.ok
+    assert url in result.detail
+    assert result.fix is not None and "OPENAI_BASE_URL" in result.fix
+
+
+def test_model_check_fails_when_no_model_is_configured(hermetic_env: dict[str, str]) -> None:
+    env = {k: v for k, v in hermetic_env.items() if k != "CONTINUAL_ACP_MODEL"}
+    result = asyncio.run(check_model(load_config(env)))
+    assert not result.ok
+    assert result.fix is not None and "CONTINUAL_ACP_MODEL" in result.fix
+
+
+def test_data_dir_check_flags_a_dir_other_users_can_read(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    home = tmp_path / "loose"
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)})))
+    assert not result.ok
+    assert result.fix is not None and "chmod" in result.fix
+
+
+def test_data_dir_check_accepts_a_private_dir_and_a_missing_one(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    private.chmod(0o700)
+    for home in (private, tmp_path / "not-yet" / "created"):
+        result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)})))
+        assert result.ok, result
+    assert not (tmp_path / "not-yet").exists()  # the doctor looks, it does not create
+
+
+def test_data_dir_check_fails_when_the_data_dir_is_a_file(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    home = tmp_path / "file"
+    home.write_text("not a dir")
+    result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)})))
+    assert not result.ok and result.fix
+
+
+@needs_agent
+def test_doctor_passes_every_check_with_a_scripted_endpoint(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    with ScriptedModelServer([], fallback=text("ok")) as model:
+        done = _doctor({**hermetic_env, "OPENAI_BASE_URL": model.base_url}, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    for name in ("config", "data dir", "model endpoint", "kernel"):
+        assert f"OK    {name}:" in done.stdout, done.stdout
+    assert "FAIL" not in done.stdout
+
+
+@needs_agent
+def test_doctor_exits_1_and_explains_an_unreachable_endpoint(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    done = _doctor({**hermetic_env, "OPENAI_BASE_URL": url}, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    failed = [i for i, line in enumerate(lines) if line.strip().startswith("FAIL")]
+    assert [lines[i].split(":")[0].split()[-2:] for i in failed] == [["model", "endpoint"]], done.stdout
+    assert lines[failed[0] + 1].strip().startswith("fix:") and "OPENAI_BASE_URL" in lines[failed[0] + 1]
+    assert "OK    kernel:" in done.stdout  # the other checks still ran
+    assert "1 check failed" in done.stdout
