@@ -1,0 +1,357 @@
+"""A small ACP test client: spawns the real `continual-acp` over real pipes and checks every frame.
+
+* Every line the server writes must be one JSON-RPC object (stdout stays clean).
+* Every `session/update`, every agent->client request and every response is validated against the
+  `acp.schema` pydantic models AND round-tripped: those models are lenient (a bad optional field is
+  silently dropped or defaulted), so a frame whose re-dump differs from what was sent is flagged too.
+* Agent->client requests (permission, fs) are answered by policies the test sets.
+* All messages are kept in arrival order, so tests can pin "updates before the response" and
+  "commands after the response".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import acp.schema as schema
+
+SERVER_ARGV = [sys.executable, "-m", "acp_server"]
+
+RESPONSE_MODELS = {
+    "initialize": "InitializeResponse",
+    "session/new": "NewSessionResponse",
+    "session/load": "LoadSessionResponse",
+    "session/list": "ListSessionsResponse",
+    "session/resume": "ResumeSessionResponse",
+    "session/close": "CloseSessionResponse",
+    "session/delete": "DeleteSessionResponse",
+    "session/set_mode": "SetSessionModeResponse",
+    "session/set_config_option": "SetSessionConfigOptionResponse",
+    "session/prompt": "PromptResponse",
+}
+AGENT_REQUEST_MODELS = {
+    "session/request_permission": "RequestPermissionRequest",
+    "fs/read_text_file": "ReadTextFileRequest",
+    "fs/write_text_file": "WriteTextFileRequest",
+}
+
+
+class RpcError(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.code = error.get("code")
+        self.message = error.get("message")
+        self.data = error.get("data")
+
+
+@dataclass
+class Frame:
+    """One message from the server, in arrival order."""
+
+    seq: int
+    message: dict[str, Any]
+
+
+def _strip_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_strip_none(v) for v in value]
+    return value
+
+
+def check_model(model_name: str, payload: Any) -> str | None:
+    """None if `payload` validates against the model and survives a strict round trip."""
+    model = getattr(schema, model_name)
+    try:
+        parsed = model.model_validate(payload)
+    except Exception as exc:
+        return f"{model_name}: {exc}"
+    dumped = parsed.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    if _strip_none(dumped) != _strip_none(payload):
+        return f"{model_name}: lenient parse changed the frame:\n sent   {payload}\n parsed {dumped}"
+    return None
+
+
+PermissionPolicy = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def select(option_id: str) -> PermissionPolicy:
+    return lambda params: {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+class AcpClient:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        argv: list[str] | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        full_env = {**os.environ, **env}
+        self.proc = subprocess.Popen(
+            argv or SERVER_ARGV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=full_env,
+            cwd=cwd,
+        )
+        self.frames: list[Frame] = []
+        self.garbage: list[bytes] = []
+        self.violations: list[str] = []
+        self.agent_requests: list[dict[str, Any]] = []
+        self.permission_policy: PermissionPolicy = select("allow_once")
+        self.files: dict[str, str] = {}
+        self.hold_permissions = False  # when True, permission requests stay unanswered
+        self._cond = threading.Condition()
+        self._seq = 0
+        self._next_id = 0
+        self._methods: dict[Any, str] = {}
+        self._write_lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    # ------------------------------------------------------------ sending
+
+    def send_raw(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        with self._write_lock:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_raw((json.dumps(message) + "\n").encode())
+
+    def start_request(self, method: str, params: Any = None, *, request_id: Any = None) -> Any:
+        if request_id is None:
+            self._next_id += 1
+            request_id = self._next_id
+        self._methods[json.dumps(request_id)] = method
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return request_id
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, method: str, params: Any = None, *, timeout: float = 60.0) -> Any:
+        return self.result(self.start_request(method, params), timeout=timeout)
+
+    # ------------------------------------------------------------ waiting
+
+    def response_frame(self, request_id: Any, timeout: float = 60.0) -> Frame:
+        def found() -> Frame | None:
+            for frame in self.frames:
+                m = frame.message
+                if "method" not in m and m.get("id") == request_id and type(m.get("id")) is type(request_id):
+                    return frame
+            return None
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None or self.proc.poll() is not None, timeout):
+                raise TimeoutError(f"no response to request {request_id!r} within {timeout} s")
+            frame = found()
+        if frame is None:
+            raise EOFError(
+                f"server exited ({self.proc.returncode}) before answering {request_id!r}:\n{self.stderr()}"
+            )
+        return frame
+
+    def result(self, request_id: Any, timeout: float = 60.0) -> Any:
+        message = self.response_frame(request_id, timeout).message
+        if "error" in message:
+            raise RpcError(message["error"])
+        return message["result"]
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> Frame:
+        def found() -> Frame | None:
+            return next((f for f in self.frames if predicate(f.message)), None)
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None, timeout):
+                raise TimeoutError("no matching message within timeout")
+            frame = found()
+        assert frame is not None
+        return frame
+
+    def wait_for_after(
+        self, seen: int, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30.0
+    ) -> Frame:
+        """The first matching message among those that arrived after the first `seen` frames."""
+
+        def found() -> Frame | None:
+            return next((f for f in self.frames[seen:] if predicate(f.message)), None)
+
+        with self._cond:
+            if not self._cond.wait_for(lambda: found() is not None, timeout):
+                raise TimeoutError("no matching message within timeout")
+            frame = found()
+        assert frame is not None
+        return frame
+
+    def updates(self, session_id: str | None = None) -> list[dict[str, Any]]:
+        with self._cond:
+            return [
+                f.message["params"]["update"]
+                for f in self.frames
+                if f.message.get("method") == "session/update"
+                and (session_id is None or f.message["params"].get("sessionId") == session_id)
+            ]
+
+    def update_frames(self, kind: str | None = None) -> list[Frame]:
+        with self._cond:
+            return [
+                f
+                for f in self.frames
+                if f.message.get("method") == "session/update"
+                and (kind is None or f.message["params"]["update"].get("sessionUpdate") == kind)
+            ]
+
+    # ------------------------------------------------------------ lifecycle
+
+    def close(self, timeout: float = 60.0) -> int:
+        """Close stdin (EOF) and wait for the exit code."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def stderr(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    # ------------------------------------------------------------ reading
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                message = None
+            if not isinstance(message, dict) or not raw.endswith(b"\n"):
+                with self._cond:
+                    self.garbage.append(raw)
+                    self._cond.notify_all()
+                continue
+            self._validate(message)
+            with self._cond:
+                self._seq += 1
+                self.frames.append(Frame(self._seq, message))
+                self._cond.notify_all()
+            if "method" in message and "id" in message:
+                threading.Thread(target=self._answer, args=(message,), daemon=True).start()
+        with self._cond:
+            self._cond.notify_all()
+
+    def _validate(self, message: dict[str, Any]) -> None:
+        problems: list[str] = []
+        if message.get("jsonrpc") != "2.0":
+            problems.append(f"bad envelope: {message}")
+        method = message.get("method")
+        if method == "session/update":
+            problem = check_model("SessionNotification", message.get("params"))
+            if problem:
+                problems.append(problem)
+        elif method in AGENT_REQUEST_MODELS:
+            problem = check_model(AGENT_REQUEST_MODELS[method], message.get("params"))
+            if problem:
+                problems.append(problem)
+        elif method is not None and not method.startswith("_"):
+            problems.append(f"unexpected method from server: {method}")
+        elif method is None:
+            if "error" in message:
+                error = message["error"]
+                if not (
+                    isinstance(error, dict)
+                    and isinstance(error.get("code"), int)
+                    and isinstance(error.get("message"), str)
+                ):
+                    problems.append(f"malformed error object: {message}")
+            else:
+                request_method = self._methods.get(json.dumps(message.get("id")))
+                model = RESPONSE_MODELS.get(request_method or "")
+                if model:
+                    problem = check_model(model, message.get("result"))
+                    if problem:
+                        problems.append(problem)
+        if problems:
+            with self._cond:
+                self.violations.extend(problems)
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        method, params = message["method"], message.get("params") or {}
+        with self._cond:
+            self.agent_requests.append(message)
+        result: Any
+        if method == "session/request_permission":
+            if self.hold_permissions:
+                return
+            result = self.permission_policy(params)
+        elif method == "fs/read_text_file":
+            path = params["path"]
+            if path not in self.files:
+                self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": message["id"],
+                        "error": {"code": -32002, "message": f"no {path}"},
+                    }
+                )
+                return
+            result = {"content": self.files[path]}
+        elif method == "fs/write_text_file":
+            self.files[params["path"]] = params["content"]
+            result = {}
+        else:
+            self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": "Method not found"},
+                }
+            )
+            return
+        problem = None
+        if method == "session/request_permission":
+            problem = check_model("RequestPermissionResponse", result)
+        if problem:
+            self.violations.append(problem)
+        self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+    def answer_permission(self, request: dict[str, Any], result: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+
+
+def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[str, str]:
+    env = {
+        "CONTINUAL_ACP_HOME": str(home),
+        "OPENAI_API_KEY": "test-key",
+        "CONTINUAL_ACP_MODEL": "scripted-model",
+        "CONTINUAL_ACP_LOG_LEVEL": "INFO",
+        "XDG_CONFIG_HOME": str(home / "xdg-config"),
+    }
+    if model_url:
+        env["OPENAI_BASE_URL"] = model_url
+    env.update(extra)
+    return env

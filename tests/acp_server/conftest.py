@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from acp_client import AcpClient, server_env
+
+ClientFactory = Callable[..., AcpClient]
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[ClientFactory]:
+    """Spawn real servers; at teardown every one must have kept stdout clean and every frame valid."""
+    clients: list[AcpClient] = []
+
+    def factory(model_url: str | None = None, *, argv: list[str] | None = None, **env: str) -> AcpClient:
+        home = tmp_path / f"home{len(clients)}"
+        home.mkdir()
+        client = AcpClient(server_env(home, model_url, **env), argv=argv, cwd=str(tmp_path))
+        clients.append(client)
+        return client
+
+    yield factory
+    problems: list[str] = []
+    for client in clients:
+        if client.proc.poll() is None:
+            client.close()
+        problems += [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage]
+        problems += client.violations
+    assert not problems, "\n".join(problems)
+
+
+def initialize(client: AcpClient, **capabilities: object) -> dict[str, object]:
+    result = client.request(
+        "initialize",
+        {
+            "protocolVersion": 1,
+            "clientCapabilities": dict(capabilities),
+            "clientInfo": {"name": "pytest", "version": "1"},
+        },
+    )
+    assert isinstance(result, dict)
+    return result
