@@ -1,0 +1,72 @@
+"""Which Python runs the kernel, and which environment variables it may see."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import sys
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from kernel_bridge.errors import InterpreterNotFound
+
+# Secrets the model's code must not be able to read unless the user opts in by name.
+SECRET_PATTERNS: tuple[str, ...] = ("OPENAI_API_KEY", "*_API_KEY", "*_TOKEN", "*_SECRET")
+
+# Set by kernel_bridge itself for the kernel-side host client; never scrubbed.
+BRIDGE_ADDRESS_VAR = "CONTINUAL_ACP_BRIDGE"
+BRIDGE_TOKEN_VAR = "CONTINUAL_ACP_BRIDGE_TOKEN"
+
+
+def _venv_candidates(root: Path) -> list[Path]:
+    # Windows venvs keep the interpreter in Scripts\python.exe; POSIX ones in bin/python.
+    return [
+        root / "Scripts" / "python.exe",
+        root / "python.exe",
+        root / "bin" / "python3",
+        root / "bin" / "python",
+    ]
+
+
+def resolve_interpreter(python: str | os.PathLike[str] | None) -> Path:
+    """Return the kernel interpreter's path.
+
+    None means this server's own interpreter (it has ipykernel). A directory is taken as a venv or
+    Python install root (`bin/python` or Windows `Scripts\\python.exe`). A bare name is looked up on
+    PATH. Raises InterpreterNotFound naming the path when nothing usable is there.
+    """
+    if python is None:
+        return Path(sys.executable)
+    text = os.fspath(python)
+    if not text:
+        raise InterpreterNotFound("''", "empty path")
+    candidate = Path(text).expanduser()
+    if os.sep not in text and (os.altsep is None or os.altsep not in text) and not candidate.exists():
+        found = shutil.which(text)
+        if found is None:
+            raise InterpreterNotFound(text, "not found on PATH")
+        return Path(found)
+    if candidate.is_dir():
+        for option in _venv_candidates(candidate):
+            if option.is_file() and os.access(option, os.X_OK):
+                return option
+        raise InterpreterNotFound(str(candidate), "a directory with no bin/python or Scripts\\python.exe")
+    if not candidate.exists():
+        raise InterpreterNotFound(str(candidate), "no such file")
+    if not os.access(candidate, os.X_OK):
+        raise InterpreterNotFound(str(candidate), "not executable")
+    return candidate
+
+
+def is_secret(name: str, keep: Collection[str] = ()) -> bool:
+    """True when `name` looks like a credential and the user did not opt in to passing it."""
+    if name in keep or name in (BRIDGE_ADDRESS_VAR, BRIDGE_TOKEN_VAR):
+        return False
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+
+
+def scrub_environment(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:
+    """A copy of `env` without API keys, tokens and secrets (names in `keep` are passed through)."""
+    return {name: value for name, value in env.items() if not is_secret(name, keep)}

@@ -1,0 +1,238 @@
+"""Code that runs INSIDE the kernel: session setup, names, snapshot and restore.
+
+kernel_bridge sends this file's source to each kernel and loads it as the private module
+``_continual_acp_kernel`` (it must not depend on kernel_bridge being importable there). Standard
+library only, plus dill when the kernel's interpreter has it.
+
+The functions are called from cells that run in the user's namespace, where the user may have
+shadowed builtins (``list = 3``, ``open = None``). They live in their own module namespace and use
+aliases of the builtins captured when the module was loaded, so they keep working.
+"""
+
+from __future__ import annotations
+
+import builtins as _builtins
+import io as _io
+import json as _json
+import os as _os
+import pickle as _pickle
+import socket as _socket
+import sys as _sys
+import time as _time
+import types as _types
+from typing import Any
+
+# Private aliases: a user who rebinds builtins.open or builtins.len still gets a working snapshot.
+_open = _builtins.open
+_len = _builtins.len
+_isinstance = _builtins.isinstance
+_sorted = _builtins.sorted
+_str = _builtins.str
+_type = _builtins.type
+_Exception = _builtins.Exception
+_BaseException = _builtins.BaseException
+_getattr = _builtins.getattr
+
+FORMAT = 1
+_shell: Any = None
+_hidden_values: list[Any] = []
+
+
+class _TooLarge(_Exception):
+    pass
+
+
+class _CappedBuffer:
+    """A write-only file that refuses to grow past `cap` bytes (so a 100 MB value is never copied)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.size = 0
+        self.parts: list[bytes] = []
+
+    def write(self, data: Any) -> int:
+        n = _len(data)
+        if self.size + n > self.cap:
+            raise _TooLarge()
+        self.size += n
+        self.parts.append(bytes(data))
+        return n
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def _pickler() -> tuple[str, Any]:
+    try:
+        import dill
+
+        return "dill", dill
+    except ImportError:
+        return "pickle", _pickle
+
+
+def setup(shell: Any, config: dict[str, Any]) -> None:
+    """Apply the session's cwd, environment and sys.path; make the host client importable."""
+    global _shell
+    _shell = shell
+    for name, value in config.get("env", {}).items():
+        if value is None:
+            _os.environ.pop(name, None)
+        else:
+            _os.environ[name] = value
+    cwd = config.get("cwd")
+    if cwd:
+        _os.chdir(cwd)
+        if cwd not in _sys.path:
+            _sys.path.insert(0, cwd)
+    for entry in config.get("sys_path", []):
+        if entry not in _sys.path:
+            _sys.path.insert(0, entry)
+    _ensure_hostclient(config.get("hostclient_source", ""))
+
+
+def _ensure_hostclient(source: str) -> None:
+    try:
+        from kernel_bridge import hostclient  # noqa: F401
+
+        return
+    except _Exception:
+        pass
+    # The kernel's interpreter cannot import kernel_bridge (another Python): build the module from source.
+    package = _sys.modules.get("kernel_bridge")
+    if package is None or not _isinstance(package, _types.ModuleType):
+        package = _types.ModuleType("kernel_bridge")
+        package.__path__ = []
+        _sys.modules["kernel_bridge"] = package
+    module = _types.ModuleType("kernel_bridge.hostclient")
+    module.__file__ = "<continual-acp hostclient>"
+    _sys.modules["kernel_bridge.hostclient"] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    package.hostclient = module  # type: ignore[attr-defined]
+
+
+def _skip_reason(name: str, value: Any) -> str | None:
+    if _isinstance(value, _types.ModuleType) and value.__name__.startswith(
+        ("kernel_bridge", "_continual_acp")
+    ):
+        return "host bridge object (re-created by the session)"
+    module = _getattr(_type(value), "__module__", "") or ""
+    if module.startswith(("kernel_bridge", "_continual_acp")):
+        return "host bridge object (re-created by the session)"
+    if _isinstance(value, _io.IOBase):
+        return "open file or stream (cannot be saved; reopen it)"
+    if _isinstance(value, _socket.socket):
+        return "socket (cannot be saved)"
+    if _isinstance(value, _types.GeneratorType | _types.CoroutineType | _types.AsyncGeneratorType):
+        return f"{_type(value).__name__} (running state cannot be saved)"
+    return None
+
+
+def user_names() -> list[str]:
+    """Names of the user's variables (what a snapshot would try to save)."""
+    shell = _shell
+    if shell is None:
+        return []
+    hidden = shell.user_ns_hidden
+    return _sorted(n for n in shell.user_ns if not n.startswith("_") and n not in hidden)
+
+
+def user_names_json() -> str:
+    return _json.dumps(user_names())
+
+
+def _write_private(path: str, data: bytes) -> None:
+    """Write `data` to `path` atomically with mode 0600 (temp file + rename)."""
+    tmp = f"{path}.tmp-{_os.getpid()}"
+    fd = _os.open(tmp, _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC, 0o600)
+    try:
+        with _os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            _os.fsync(handle.fileno())
+        _os.chmod(tmp, 0o600)
+        _os.replace(tmp, path)
+    except _BaseException:
+        try:
+            _os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def snapshot(state_path: str, manifest_path: str, per_variable_cap: int, total_cap: int) -> str:
+    """Pickle each user variable separately into one file; returns the manifest as JSON.
+
+    Values that cannot be pickled or exceed a cap are skipped with a reason. The files on disk are
+    replaced only after everything is written, so a failure leaves the previous snapshot intact.
+    """
+    kind, pickler = _pickler()
+    ns = _shell.user_ns
+    values: dict[str, bytes] = {}
+    saved: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, str] = {}
+    total = 0
+    for name in user_names():
+        value = ns[name]
+        reason = _skip_reason(name, value)
+        if reason is not None:
+            skipped[name] = reason
+            continue
+        cap = per_variable_cap if per_variable_cap < total_cap - total else total_cap - total
+        buffer = _CappedBuffer(cap)
+        try:
+            if kind == "dill":
+                pickler.dump(value, buffer, recurse=True)
+            else:
+                pickler.dump(value, buffer)
+        except _TooLarge:
+            if cap < per_variable_cap:
+                skipped[name] = f"over the total snapshot cap of {total_cap} bytes"
+            else:
+                skipped[name] = f"larger than the per-variable cap of {per_variable_cap} bytes"
+            continue
+        except _BaseException as exc:  # pickling arbitrary objects can raise anything
+            if _isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            skipped[name] = f"not picklable: {_type(exc).__name__}: {_str(exc)[:200]}"
+            continue
+        blob = buffer.getvalue()
+        values[name] = blob
+        total += _len(blob)
+        saved[name] = {"bytes": _len(blob), "type": _type(value).__name__}
+    created = _time.time()
+    manifest = {
+        "format": FORMAT,
+        "created": created,
+        "pickler": kind,
+        "python": _sys.version.split()[0],
+        "saved": saved,
+        "skipped": skipped,
+        "total_bytes": total,
+    }
+    container = {"format": FORMAT, "created": created, "pickler": kind, "values": values, "skipped": skipped}
+    _write_private(state_path, _pickle.dumps(container, protocol=_pickle.HIGHEST_PROTOCOL))
+    _write_private(manifest_path, _json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+    return _json.dumps(manifest)
+
+
+def restore(state_path: str) -> str:
+    """Load each saved name independently; returns {"restored", "failed", "skipped"} as JSON."""
+    kind, pickler = _pickler()
+    with _open(state_path, "rb") as handle:
+        container = _pickle.load(handle)
+    restored: list[str] = []
+    failed: dict[str, str] = {}
+    if container.get("pickler") == "dill" and kind != "dill":
+        failed = dict.fromkeys(container["values"], "dill is not installed in this kernel's Python")
+        return _json.dumps({"restored": [], "failed": failed, "skipped": container.get("skipped", {})})
+    for name, blob in container["values"].items():
+        try:
+            _shell.user_ns[name] = pickler.loads(blob)
+        except _BaseException as exc:
+            if _isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            failed[name] = f"{_type(exc).__name__}: {_str(exc)[:200]}"
+            continue
+        restored.append(name)
+    return _json.dumps({"restored": restored, "failed": failed, "skipped": container.get("skipped", {})})

@@ -1,0 +1,172 @@
+"""Starting one local kernel process: the provisioner seam.
+
+`start_local_kernel` is the only place that knows how a kernel process comes to exist; a gateway
+launcher (Jupyter Kernel Gateway) would provide the same `RunningKernel` surface.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.asynchronous.client import AsyncKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import AsyncKernelManager
+
+from kernel_bridge import reaper
+from kernel_bridge.errors import KernelStartError
+from kernel_bridge.output import private_dir
+
+log = logging.getLogger(__name__)
+
+# Measured here: a cold start is 0.6 s on an idle 2-core machine; others may load it heavily.
+DEFAULT_STARTUP_TIMEOUT = 60.0
+_SPEC_NAME = "continual-acp-python"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    python: Path
+    cwd: Path
+    env: dict[str, str]
+    runtime_dir: Path
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+
+
+class RunningKernel:
+    """A started kernel process and a connected client."""
+
+    def __init__(self, km: AsyncKernelManager, client: AsyncKernelClient, pid: int, log_path: Path) -> None:
+        self.km = km
+        self.client = client
+        self.pid = pid
+        self.log_path = log_path
+        self._closed = False
+
+    async def is_alive(self) -> bool:
+        if self._closed:
+            return False
+        try:
+            return bool(await self.km.is_alive())
+        except Exception:
+            return False
+
+    def exit_code(self) -> int | None:
+        process = getattr(self.km.provisioner, "process", None)
+        code = process.poll() if process is not None else None
+        return int(code) if code is not None else None
+
+    async def interrupt(self) -> None:
+        # Signal interrupt mode: SIGINT to the kernel's process group.
+        await self.km.interrupt_kernel()
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    async def kill(self) -> None:
+        """Kill now (process group included) and release the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        reaper.kill_group(self.pid)
+        reaper.forget(self.pid)
+        with contextlib.suppress(Exception):
+            self.client.stop_channels()
+        with contextlib.suppress(Exception):
+            # shutdown_kernel also removes the connection file and ipc sockets.
+            await self.km.shutdown_kernel(now=True)
+
+    async def shutdown(self, timeout: float = 3.0) -> None:
+        """Polite shutdown request, bounded by `timeout`, then kill."""
+        if self._closed:
+            return
+        with contextlib.suppress(Exception):
+            self.km.shutdown_wait_time = timeout
+            self.client.stop_channels()
+            await self.km.shutdown_kernel(now=False)
+        self._closed = True
+        reaper.kill_group(self.pid)
+        reaper.forget(self.pid)
+
+
+def _write_spec(runtime_dir: Path, python: Path) -> Path:
+    spec_root = private_dir(runtime_dir / "kernelspecs")
+    spec_dir = private_dir(spec_root / _SPEC_NAME)
+    spec = {
+        "argv": [
+            str(python),
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}",
+            # No sqlite history file per kernel: faster start, nothing left behind.
+            "--HistoryManager.enabled=False",
+        ],
+        "display_name": "continual-acp",
+        "language": "python",
+        "interrupt_mode": "signal",
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    return spec_root
+
+
+async def start_local_kernel(spec: LaunchSpec) -> RunningKernel:
+    """Start a kernel over ipc (tcp on 127.0.0.1 where ipc is missing) and wait until it answers."""
+    runtime = private_dir(spec.runtime_dir)
+    if not spec.cwd.is_dir():
+        raise KernelStartError(f"kernel working directory does not exist: {spec.cwd}")
+    tag = secrets.token_hex(4)
+    spec_root = _write_spec(runtime, spec.python)
+    ksm = KernelSpecManager(kernel_dirs=[str(spec_root)])
+    options: dict[str, Any] = {
+        "kernel_name": _SPEC_NAME,
+        "kernel_spec_manager": ksm,
+        "connection_file": str(runtime / f"kernel-{tag}.json"),
+    }
+    if sys.platform != "win32":
+        # ipc sockets live beside the 0600 connection file in the 0700 runtime dir.
+        options.update(transport="ipc", ip=str(runtime / f"k-{tag}"))
+    else:
+        options.update(transport="tcp", ip="127.0.0.1")
+    km = AsyncKernelManager(**options)
+    log_path = runtime / f"kernel-{tag}.log"
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    log_file = os.fdopen(log_fd, "ab")
+    try:
+        await km.start_kernel(env=spec.env, cwd=str(spec.cwd), stdout=log_file, stderr=log_file)
+    except FileNotFoundError as exc:
+        raise KernelStartError(f"could not run kernel interpreter {spec.python}: {exc}") from exc
+    except Exception as exc:
+        raise KernelStartError(f"could not start a kernel with {spec.python}: {exc}") from exc
+    finally:
+        log_file.close()
+    process = getattr(km.provisioner, "process", None)
+    pid = int(process.pid) if process is not None else -1
+    if pid > 0:
+        reaper.track(pid)
+    client = km.client()
+    client.allow_stdin = False
+    client.start_channels()
+    kernel = RunningKernel(km, client, pid, log_path)
+    try:
+        await client.wait_for_ready(timeout=spec.startup_timeout)
+    except (RuntimeError, TimeoutError) as exc:
+        tail = kernel.log_tail()
+        await kernel.kill()
+        raise KernelStartError(
+            f"kernel started with {spec.python} did not become ready ({exc}). "
+            f"Is ipykernel installed for that interpreter? Kernel log tail:\n{tail}"
+        ) from exc
+    with contextlib.suppress(OSError):
+        os.chmod(km.connection_file, 0o600)
+    return kernel

@@ -1,0 +1,105 @@
+"""A cell's text output: complete on disk, head+tail in memory for the model.
+
+Memory stays bounded however much a cell prints: the head keeps the first half of the budget, the
+tail a rolling window of the last half, and everything goes straight to the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from pathlib import Path
+from typing import BinaryIO
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+DEFAULT_MAX_OUTPUT_CHARS = 20_000
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal colour/cursor codes (IPython tracebacks are coloured)."""
+    return _ANSI.sub("", text)
+
+
+def omitted_marker(count: int) -> str:
+    return f"\n[... {count} characters omitted ...]\n"
+
+
+def truncate_middle(text: str, max_chars: int) -> str:
+    """Head+tail truncation of a string already in memory."""
+    if len(text) <= max_chars:
+        return text
+    head = max_chars // 2
+    tail = max_chars - head
+    return text[:head] + omitted_marker(len(text) - head - tail) + text[len(text) - tail :]
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and parents) with mode 0700 and return it."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+class OutputCollector:
+    """Collects one cell's text; `text()` is what the model sees, `path` holds all of it."""
+
+    def __init__(self, path: Path, max_chars: int = DEFAULT_MAX_OUTPUT_CHARS) -> None:
+        self.path = path
+        self.max_chars = max_chars
+        self._head_cap = max_chars // 2
+        self._tail_cap = max_chars - self._head_cap
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail: deque[str] = deque()
+        self._tail_len = 0
+        self.total_chars = 0
+        self._file: BinaryIO | None = None
+
+    def _open(self) -> BinaryIO:
+        if self._file is None:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            self._file = os.fdopen(fd, "wb")
+        return self._file
+
+    def add(self, text: str) -> None:
+        if not text:
+            return
+        self._open().write(text.encode("utf-8", "replace"))
+        self.total_chars += len(text)
+        if self._head_len < self._head_cap:
+            take = text[: self._head_cap - self._head_len]
+            self._head.append(take)
+            self._head_len += len(take)
+            text = text[len(take) :]
+            if not text:
+                return
+        # Only the last `tail_cap` characters can ever be shown; never keep more than that.
+        if len(text) >= self._tail_cap:
+            self._tail.clear()
+            self._tail.append(text[-self._tail_cap :] if self._tail_cap else "")
+            self._tail_len = len(self._tail[0])
+            return
+        self._tail.append(text)
+        self._tail_len += len(text)
+        while self._tail and self._tail_len - len(self._tail[0]) >= self._tail_cap:
+            self._tail_len -= len(self._tail.popleft())
+
+    def text(self) -> str:
+        head = "".join(self._head)
+        tail = "".join(self._tail)
+        kept = self._head_len + len(tail)
+        if self.total_chars <= kept:
+            return head + tail
+        if len(tail) > self._tail_cap:
+            tail = tail[len(tail) - self._tail_cap :]
+        omitted = self.total_chars - len(head) - len(tail)
+        return head + omitted_marker(omitted) + tail
+
+    def close(self) -> None:
+        if self._file is None:
+            # An empty cell still gets its (empty) file so full_output_path always exists.
+            self._open()
+        assert self._file is not None
+        self._file.close()

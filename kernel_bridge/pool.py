@@ -1,0 +1,234 @@
+"""`KernelPool`: warm kernels ready for new sessions, with a cold-start fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Collection, Mapping
+from pathlib import Path
+
+from kernel_bridge._tasks import spawn
+from kernel_bridge.environment import resolve_interpreter, scrub_environment
+from kernel_bridge.errors import KernelBridgeError, KernelStartError
+from kernel_bridge.hostbridge import HostBridge
+from kernel_bridge.launcher import DEFAULT_STARTUP_TIMEOUT, LaunchSpec, RunningKernel, start_local_kernel
+from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, private_dir
+from kernel_bridge.session import KernelSession, SessionOptions
+from kernel_bridge.snapshot import SnapshotPaths
+
+log = logging.getLogger(__name__)
+
+
+class KernelPool:
+    """Keeps `size` started kernels ready; `acquire` hands one to a session.
+
+    `size=0` switches the pool off (every session cold-starts). A pooled kernel is only ever given
+    to one session, so nothing of an earlier session can leak into it; taking one applies the
+    session's cwd, env and sys.path with a setup cell. If no kernel is ready, or the ready one is
+    unhealthy, `acquire` starts one cold: correctness never depends on the pool.
+
+    The interpreter is validated here, so a wrong path fails at construction with a message naming it.
+    """
+
+    def __init__(
+        self,
+        size: int = 1,
+        *,
+        python: str | os.PathLike[str] | None = None,
+        runtime_dir: str | os.PathLike[str] | None = None,
+        keep_env: Collection[str] = (),
+        base_env: Mapping[str, str] | None = None,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        interrupt_grace: float = 2.0,
+        snapshot_debounce: float = 2.0,
+        snapshot_timeout: float = 30.0,
+        prefer_unix_bridge: bool = True,
+    ) -> None:
+        if size < 0:
+            raise ValueError(f"kernel pool size must be >= 0, got {size}")
+        self.size = size
+        self.python = resolve_interpreter(python)
+        self._owns_runtime = runtime_dir is None
+        self._runtime_arg = Path(runtime_dir) if runtime_dir is not None else None
+        self._runtime: Path | None = None
+        self.keep_env = frozenset(keep_env)
+        self._base_env = scrub_environment(
+            dict(base_env if base_env is not None else os.environ), self.keep_env
+        )
+        self.startup_timeout = startup_timeout
+        self.max_output_chars = max_output_chars
+        self.interrupt_grace = interrupt_grace
+        self.snapshot_debounce = snapshot_debounce
+        self.snapshot_timeout = snapshot_timeout
+        self.prefer_unix_bridge = prefer_unix_bridge
+        self._ready: list[RunningKernel] = []
+        self._warming = 0
+        self._changed: asyncio.Condition | None = None
+        self._sessions: set[KernelSession] = set()
+        self._closed = False
+        self.warm_failures = 0
+        self.last_warm_error: str | None = None
+        self.cold_starts = 0
+
+    @property
+    def runtime_dir(self) -> Path:
+        if self._runtime is None:
+            if self._runtime_arg is not None:
+                self._runtime = private_dir(self._runtime_arg)
+            else:
+                # Short path under the temp dir: Unix socket paths are limited to ~100 bytes.
+                self._runtime = Path(tempfile.mkdtemp(prefix="cacp-"))
+        return self._runtime
+
+    @property
+    def ready_count(self) -> int:
+        return sum(1 for kernel in self._ready if kernel.exit_code() is None)
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def start(self) -> None:
+        """Begin warming kernels in the background; returns at once."""
+        if self._closed:
+            raise KernelBridgeError("the kernel pool was closed")
+        self._refill()
+
+    def _refill(self) -> None:
+        if self._closed or self.warm_failures >= 3:
+            return
+        while len(self._ready) + self._warming < self.size:
+            self._warming += 1
+            spawn(self._warm_one(), "pool-warm")
+
+    async def _warm_one(self) -> None:
+        kernel: RunningKernel | None = None
+        try:
+            kernel = await self._start_kernel(self.runtime_dir, {})
+            self.warm_failures = 0
+        except Exception as exc:
+            self.warm_failures += 1
+            self.last_warm_error = str(exc)
+            log.warning("warming a pooled kernel failed: %s", exc)
+        finally:
+            self._warming -= 1
+        if kernel is not None and self._closed:
+            await kernel.kill()
+            kernel = None
+        async with self._condition():
+            if kernel is not None:
+                self._ready.append(kernel)
+            self._condition().notify_all()
+
+    async def _start_kernel(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
+        spec = LaunchSpec(
+            python=self.python,
+            cwd=cwd,
+            env={**self._base_env, **env},
+            runtime_dir=self.runtime_dir,
+            startup_timeout=self.startup_timeout,
+        )
+        return await start_local_kernel(spec)
+
+    async def _take(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
+        """A healthy ready kernel, one that is about to be ready, or a cold start."""
+        condition = self._condition()
+        async with condition:
+            while True:
+                while self._ready:
+                    kernel = self._ready.pop(0)
+                    if kernel.exit_code() is None:
+                        self._refill()
+                        return kernel
+                    log.warning("discarding a pooled kernel that died (exit %s)", kernel.exit_code())
+                    await kernel.kill()
+                if self._warming == 0:
+                    break
+                await condition.wait()
+        self._refill()
+        self.cold_starts += 1
+        return await self._start_kernel(cwd, env)
+
+    async def acquire(
+        self,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str] | None = None,
+        setup_code: str | None = None,
+        snapshot_path: str | os.PathLike[str] | None = None,
+        *,
+        snapshot_dir: str | os.PathLike[str] | None = None,
+        output_dir: str | os.PathLike[str] | None = None,
+        max_output_chars: int | None = None,
+    ) -> KernelSession:
+        """A kernel session in `cwd` with `env` (secrets scrubbed) applied and `setup_code` run.
+
+        `snapshot_path` (or `snapshot_dir`) is the session directory that holds
+        `kernel-state.dill` + `kernel-state.json` (a path ending in `.dill` names the file itself);
+        without it no snapshots are taken. The snapshot is NOT restored here: call
+        `await session.restore()` when loading a saved session. `output_dir` receives each cell's
+        full output (default: a directory in the pool's runtime dir).
+        """
+        if self._closed:
+            raise KernelBridgeError("the kernel pool was closed")
+        work = Path(cwd).expanduser().resolve()
+        if not work.is_dir():
+            raise KernelStartError(f"session working directory does not exist: {work}")
+        session_env = scrub_environment(dict(env or {}), self.keep_env)
+        location = snapshot_path if snapshot_path is not None else snapshot_dir
+        snapshot = SnapshotPaths.at(Path(location).expanduser()) if location is not None else None
+        if snapshot is not None:
+            private_dir(snapshot.directory)
+        options = SessionOptions(
+            cwd=work,
+            env=session_env,
+            setup_code=setup_code,
+            snapshot=snapshot,
+            output_dir=Path(output_dir) if output_dir is not None else None,
+            max_output_chars=max_output_chars or self.max_output_chars,
+            interrupt_grace=self.interrupt_grace,
+            snapshot_debounce=self.snapshot_debounce,
+            snapshot_timeout=self.snapshot_timeout,
+        )
+        bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
+        await bridge.start()
+        try:
+            kernel = await self._take(work, session_env)
+        except BaseException:
+            await bridge.aclose()
+            raise
+
+        async def source() -> RunningKernel:
+            return await self._take(work, session_env)
+
+        session = KernelSession(kernel, source, bridge, options)
+        try:
+            await session._prepare(kernel)
+        except BaseException:
+            await session.shutdown(final_snapshot=False)
+            raise
+        self._sessions.add(session)
+        return session
+
+    async def aclose(self) -> None:
+        """Shut every session down (with its final snapshot) and stop the warm kernels."""
+        if self._closed:
+            return
+        self._closed = True
+        sessions, self._sessions = list(self._sessions), set()
+        for session in sessions:
+            try:
+                await session.shutdown()
+            except Exception:
+                log.exception("shutting a kernel session down failed")
+        ready, self._ready = self._ready, []
+        for kernel in ready:
+            await kernel.shutdown(timeout=1.0)
+        if self._owns_runtime and self._runtime is not None:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(self._runtime)

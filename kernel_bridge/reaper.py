@@ -1,0 +1,82 @@
+"""Process-wide record of live kernel process groups, killed when the server exits.
+
+Kernels are started in their own session (process group), so killing the group also ends whatever
+the kernel spawned (`%%bash` jobs, test runners). SIGKILL of the server cannot run any of this; that
+case is covered by ipykernel's parent-pid watch (`JPY_PARENT_PID`), which ends the kernel itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import signal
+import threading
+from types import FrameType
+
+log = logging.getLogger(__name__)
+
+_groups: dict[int, int] = {}
+_lock = threading.Lock()
+_installed = False
+
+
+def track(pid: int) -> None:
+    """Remember a kernel process (its process group id equals its pid: it leads a new session)."""
+    _install()
+    pgid = pid
+    if hasattr(os, "getpgid"):
+        with contextlib.suppress(OSError):
+            pgid = os.getpgid(pid)
+    with _lock:
+        _groups[pid] = pgid
+
+
+def forget(pid: int) -> None:
+    with _lock:
+        _groups.pop(pid, None)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the kernel's process group (or the process alone where groups do not exist)."""
+    with _lock:
+        pgid = _groups.get(pid, pid)
+    if hasattr(os, "killpg") and pgid > 1 and pgid != os.getpgrp():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    else:
+        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+            os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+
+
+def kill_all() -> None:
+    """Kill every tracked kernel group now (atexit, SIGTERM)."""
+    with _lock:
+        pids = list(_groups)
+    for pid in pids:
+        kill_group(pid)
+        forget(pid)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    kill_all()
+    # Then die of SIGTERM as if we had not been here, so the exit status stays honest.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _install() -> None:
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    atexit.register(kill_all)
+    # Only take SIGTERM when nobody else has: a server with its own graceful handler keeps it and
+    # reaches kernels through KernelPool.aclose().
+    if threading.current_thread() is threading.main_thread() and hasattr(signal, "SIGTERM"):
+        try:
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        except (ValueError, OSError) as exc:
+            log.debug("could not install SIGTERM handler: %s", exc)

@@ -1,0 +1,625 @@
+"""`KernelSession`: one session's persistent kernel — cells, interrupts, restarts, snapshots."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import queue
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernel_bridge import hostclient, kernelside
+from kernel_bridge._tasks import spawn
+from kernel_bridge.cell import CellRun
+from kernel_bridge.errors import KernelBridgeError, SessionClosed
+from kernel_bridge.events import (
+    CellResult,
+    CellStatus,
+    ClearOutput,
+    Display,
+    Error,
+    RestoreReport,
+    Result,
+    Stream,
+)
+from kernel_bridge.hostbridge import HostBridge
+from kernel_bridge.launcher import RunningKernel
+from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, OutputCollector, private_dir, strip_ansi
+from kernel_bridge.snapshot import (
+    PER_VARIABLE_CAP,
+    TOTAL_CAP,
+    SnapshotPaths,
+    read_manifest,
+    restart_report,
+    restore_code,
+    restore_report,
+    snapshot_code,
+    untrusted_reason,
+)
+
+log = logging.getLogger(__name__)
+
+KernelSource = Callable[[], Awaitable[RunningKernel]]
+
+# Mime types passed on to callers; others (widgets, json) are not meaningful to a model or editor.
+MIME_TYPES = ("text/plain", "text/markdown", "image/png", "image/jpeg")
+_POLL = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    cwd: Path
+    env: Mapping[str, str]
+    setup_code: str | None = None
+    snapshot: SnapshotPaths | None = None
+    output_dir: Path | None = None
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    interrupt_grace: float = 2.0
+    snapshot_debounce: float = 2.0
+    snapshot_timeout: float = 30.0
+    per_variable_cap: int = PER_VARIABLE_CAP
+    total_cap: int = TOTAL_CAP
+    live_buffer_chars: int = 4 * 1024 * 1024
+
+
+class _Request:
+    """Bookkeeping of one execute_request while it is in flight."""
+
+    def __init__(self, run: CellRun | None, collector: OutputCollector | None) -> None:
+        self.run = run
+        self.collector = collector
+        self.idle = asyncio.Event()
+        self.error: Error | None = None
+
+
+def _bundle(content: dict[str, Any]) -> dict[str, str]:
+    data = content.get("data", {})
+    return {mime: value for mime, value in data.items() if mime in MIME_TYPES and isinstance(value, str)}
+
+
+def _bundle_text(bundle: dict[str, str]) -> str:
+    if "text/plain" in bundle:
+        return bundle["text/plain"] + "\n"
+    images = [mime for mime in bundle if mime.startswith("image/")]
+    return "".join(f"[{mime} output]\n" for mime in images)
+
+
+class KernelSession:
+    """One persistent kernel for one session.
+
+    Cells run one at a time in the order `execute` was called. A kernel that dies or will not stop
+    after an interrupt is replaced by a fresh one with the last snapshot restored; the next cell's
+    result carries a report of what was restored and what was lost. Create with `KernelPool.acquire`.
+    """
+
+    def __init__(
+        self, kernel: RunningKernel, source: KernelSource, bridge: HostBridge, options: SessionOptions
+    ) -> None:
+        self._kernel: RunningKernel | None = kernel
+        self._source = source
+        self.host_bridge = bridge
+        self.options = options
+        self._lock = asyncio.Lock()
+        self._requests: dict[str, _Request] = {}
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: list[CellRun] = []
+        self._current: CellRun | None = None
+        self._interrupting: CellRun | None = None
+        self._kill_reason: str | None = None
+        self._restart_reason: str | None = None
+        self._pending_report: str | None = None
+        self._known_names: list[str] = []
+        self._dirty = False
+        self._snapshot_timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._seq = itertools.count(1)
+        self.setup_error: str | None = None
+        self.last_snapshot: dict[str, Any] | None = None
+        self.restarts = 0
+        out = options.output_dir
+        self._output_dir = private_dir(out) if out is not None else None
+
+    # -- properties ------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """True while the session is open and its kernel process runs."""
+        kernel = self._kernel
+        return not self._closed and kernel is not None and kernel.exit_code() is None
+
+    @property
+    def kernel_pid(self) -> int | None:
+        return self._kernel.pid if self._kernel is not None else None
+
+    @property
+    def busy(self) -> bool:
+        return self._current is not None or bool(self._pending)
+
+    @property
+    def snapshot_paths(self) -> SnapshotPaths | None:
+        return self.options.snapshot
+
+    # -- startup ---------------------------------------------------------------------------------
+
+    async def _prepare(self, kernel: RunningKernel) -> None:
+        """Start the iopub reader and apply cwd/env/sys.path and the caller's setup code."""
+        self._kernel = kernel
+        self._reader = spawn(self._read_iopub(kernel), f"iopub-{kernel.pid}")
+        config = {
+            "cwd": str(self.options.cwd),
+            "env": {**self.options.env, **self.host_bridge.environment()},
+            "hostclient_source": Path(hostclient.__file__).read_text(encoding="utf-8"),
+        }
+        boot = (
+            "def __cacp_boot(src):\n"
+            "    import sys, types\n"
+            "    m = types.ModuleType('_continual_acp_kernel')\n"
+            "    exec(compile(src, '<continual-acp kernel side>', 'exec'), m.__dict__)\n"
+            "    sys.modules[m.__name__] = m\n"
+            "    return m\n"
+            f"_cak_ = __cacp_boot({Path(kernelside.__file__).read_text(encoding='utf-8')!r})\n"
+            "del __cacp_boot\n"
+            f"_cak_.setup(get_ipython(), __import__('json').loads({json.dumps(config)!r}))\n"
+        )
+        _, error = await self._internal(boot, timeout=60.0)
+        if error is not None:
+            raise KernelBridgeError(f"kernel setup failed: {error}")
+        self.setup_error = None
+        if self.options.setup_code:
+            _, error = await self._internal(self.options.setup_code, timeout=120.0)
+            if error is not None:
+                self.setup_error = error
+                log.warning("kernel setup code failed: %s", error)
+
+    # -- executing cells -------------------------------------------------------------------------
+
+    def execute(self, code: str, *, timeout: float | None = None) -> CellRun:
+        """Queue `code`; returns at once. Iterate the run for events or await `run.result()`."""
+        if self._closed:
+            raise SessionClosed("this kernel session was shut down; acquire a new one")
+        run = CellRun(code, self.options.live_buffer_chars)
+        self._pending.append(run)
+        spawn(self._drive(run, timeout), "cell")
+        return run
+
+    def _new_collector(self) -> OutputCollector:
+        directory = self._output_dir
+        if directory is None:
+            kernel = self._kernel
+            base = kernel.log_path.parent if kernel is not None else Path(".")
+            directory = self._output_dir = private_dir(base / f"output-{id(self):x}")
+        name = f"cell-{time.strftime('%Y%m%dT%H%M%S')}-{next(self._seq):04d}.txt"
+        return OutputCollector(directory / name, self.options.max_output_chars)
+
+    async def _drive(self, run: CellRun, timeout: float | None) -> None:
+        collector = self._new_collector()
+        run.set_output_path(collector.path)
+        started = time.monotonic()
+        try:
+            async with self._lock:
+                if run.done:  # interrupted or shut down while queued
+                    return
+                self._pending.remove(run)
+                self._current = run
+                run.started.set()
+                started = time.monotonic()
+                await self._run_cell(run, collector, timeout, started)
+        except BaseException as exc:
+            # Never leave a caller waiting on a run that cannot finish.
+            if not run.done:
+                message = f"{type(exc).__name__}: {exc}"
+                collector.add(f"[kernel_bridge failed to run this cell: {message}]\n")
+                collector.close()
+                error = Error("KernelBridgeError", message, [])
+                run.push(error)
+                run.finish(
+                    CellResult("died", collector.text(), error, collector.path, time.monotonic() - started)
+                )
+            if not isinstance(exc, Exception):
+                raise
+            log.exception("cell driver failed")
+        finally:
+            if run in self._pending:
+                self._pending.remove(run)
+            if self._current is run:
+                self._current = None
+
+    async def _ensure_kernel(self) -> str | None:
+        """Called with the lock held: replace a dead kernel; returns the report for the next cell."""
+        kernel = self._kernel
+        if kernel is not None and kernel.exit_code() is None and self._restart_reason is None:
+            return None
+        reason = self._restart_reason or "the kernel process had exited"
+        return await self._replace_kernel(reason, take_snapshot=False)
+
+    async def _run_cell(
+        self, run: CellRun, collector: OutputCollector, timeout: float | None, started: float
+    ) -> None:
+        report = await self._ensure_kernel()
+        if report is None:
+            report, self._pending_report = self._pending_report, None
+        elif self._pending_report:
+            report, self._pending_report = self._pending_report + "\n" + report, None
+        kernel = self._kernel
+        assert kernel is not None
+        request = _Request(run, collector)
+        msg_id = kernel.client.execute(
+            run.code,
+            silent=False,
+            store_history=True,
+            user_expressions={"names": "_cak_.user_names_json()"},
+            allow_stdin=False,
+            stop_on_error=True,
+        )
+        self._requests[msg_id] = request
+        try:
+            reply, died = await self._await_reply(kernel, msg_id, request, timeout, run)
+        finally:
+            self._requests.pop(msg_id, None)
+        duration = time.monotonic() - started
+        status: CellStatus
+        error = request.error
+        execution_count: int | None = None
+        if died:
+            code = kernel.exit_code()
+            if self._kill_reason is not None:
+                status = "interrupted"
+                message = (
+                    f"{self._kill_reason}; the kernel was killed and will be restarted with the last snapshot"
+                )
+                ename = "KernelRestarted"
+            else:
+                status = "died"
+                message = (
+                    f"the kernel died while running this cell (exit code {code}); a fresh kernel will be "
+                    "started for the next cell and the last snapshot restored"
+                )
+                ename = "KernelDied"
+            self._restart_reason = message.split(";")[0]
+            self._kill_reason = None
+            error = Error(ename, message, [])
+            collector.add(f"[{message}]\n")
+            run.push(error)
+            spawn(self._restart_in_background(), "restart")
+        else:
+            assert reply is not None
+            content = reply.get("content", {})
+            execution_count = content.get("execution_count")
+            names = content.get("user_expressions", {}).get("names", {})
+            if names.get("status") == "ok":
+                with contextlib.suppress(ValueError, SyntaxError, TypeError):
+                    self._known_names = list(json.loads(ast.literal_eval(names["data"]["text/plain"])))
+            if content.get("status") == "ok":
+                status = "ok"
+            elif self._interrupting is run or (error is not None and error.ename == "KeyboardInterrupt"):
+                status = "interrupted"
+            else:
+                status = "error"
+                if error is None:
+                    error = Error(str(content.get("ename", "Error")), str(content.get("evalue", "")), [])
+        if self._interrupting is run:
+            self._interrupting = None
+        collector.close()
+        run.finish(
+            CellResult(status, collector.text(), error, collector.path, duration, report, execution_count)
+        )
+        if status == "ok":
+            self._mark_dirty()
+
+    async def _await_reply(
+        self,
+        kernel: RunningKernel,
+        msg_id: str,
+        request: _Request,
+        timeout: float | None,
+        run: CellRun | None,
+    ) -> tuple[dict[str, Any] | None, bool]:
+        """Wait for the execute_reply and the idle status; (reply, died)."""
+        deadline = time.monotonic() + timeout if timeout is not None else None
+        reply: dict[str, Any] | None = None
+        timed_out = False
+        while True:
+            if reply is None:
+                try:
+                    msg = await kernel.client.get_shell_msg(timeout=_POLL)
+                except queue.Empty:
+                    msg = None
+                if msg is not None and msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    reply = msg
+            elif not request.idle.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(request.idle.wait(), _POLL)
+            if reply is not None and request.idle.is_set():
+                return reply, False
+            if kernel.exit_code() is not None or (
+                self._kill_reason is not None and run is self._interrupting
+            ):
+                return reply, True
+            if deadline is not None and not timed_out and time.monotonic() > deadline and run is not None:
+                timed_out = True
+                spawn(self._interrupt_run(run, f"the cell timed out after {timeout:g} s"), "timeout")
+
+    async def _internal(self, code: str, timeout: float) -> tuple[str | None, str | None]:
+        """Run bookkeeping code silently (lock held by caller or at setup); (last_result, error)."""
+        kernel = self._kernel
+        assert kernel is not None
+        request = _Request(None, None)
+        msg_id = kernel.client.execute(
+            code,
+            silent=True,
+            store_history=False,
+            user_expressions={"result": "_cak_.last_result"},
+            allow_stdin=False,
+            stop_on_error=False,
+        )
+        self._requests[msg_id] = request
+        try:
+            reply, died = await self._await_reply(kernel, msg_id, request, timeout, None)
+            if died or reply is None:
+                return None, "the kernel died"
+        finally:
+            self._requests.pop(msg_id, None)
+        content = reply.get("content", {})
+        if content.get("status") != "ok":
+            return None, f"{content.get('ename', 'Error')}: {content.get('evalue', '')}"
+        result = content.get("user_expressions", {}).get("result", {})
+        if result.get("status") != "ok":
+            return None, None
+        try:
+            return str(ast.literal_eval(result["data"]["text/plain"])), None
+        except (ValueError, SyntaxError, KeyError):
+            return None, None
+
+    async def _read_iopub(self, kernel: RunningKernel) -> None:
+        while True:
+            try:
+                msg = await kernel.client.get_iopub_msg()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # channel closed under us: the kernel is gone
+                log.debug("iopub reader stopped: %s", exc)
+                return
+            request = self._requests.get(msg.get("parent_header", {}).get("msg_id", ""))
+            if request is not None:
+                self._dispatch(request, msg)
+
+    def _dispatch(self, request: _Request, msg: dict[str, Any]) -> None:
+        kind = msg.get("msg_type") or msg.get("header", {}).get("msg_type")
+        content = msg.get("content", {})
+        run, collector = request.run, request.collector
+        if kind == "status":
+            if content.get("execution_state") == "idle":
+                request.idle.set()
+            return
+        if kind == "error":
+            error = Error(
+                str(content.get("ename", "")),
+                str(content.get("evalue", "")),
+                [strip_ansi(line) for line in content.get("traceback", [])],
+            )
+            request.error = error
+            if collector is not None:
+                collector.add("\n".join(error.traceback) + "\n")
+            if run is not None:
+                run.push(error)
+            return
+        if run is None or collector is None:
+            return
+        if kind == "stream":
+            text = str(content.get("text", ""))
+            collector.add(strip_ansi(text))
+            run.push(Stream("stderr" if content.get("name") == "stderr" else "stdout", text))
+        elif kind in ("display_data", "update_display_data"):
+            bundle = _bundle(content)
+            collector.add(_bundle_text(bundle))
+            run.push(Display(bundle))
+        elif kind == "execute_result":
+            bundle = _bundle(content)
+            collector.add(_bundle_text(bundle))
+            run.push(Result(bundle))
+        elif kind == "clear_output":
+            run.push(ClearOutput(bool(content.get("wait", False))))
+
+    # -- interrupt and restart -------------------------------------------------------------------
+
+    async def interrupt(self) -> None:
+        """Stop the running cell (and drop queued ones).
+
+        SIGINT first; a cell still running after the grace period gets its kernel killed, and a
+        fresh kernel with the last snapshot restored replaces it (the report reaches the next cell).
+        Returns once the running cell has finished.
+        """
+        for run in list(self._pending):
+            if not run.started.is_set():
+                self._pending.remove(run)
+                collector = self._new_collector()
+                collector.add("[not run: interrupted before it started]\n")
+                collector.close()
+                run.finish(CellResult("interrupted", collector.text(), None, collector.path, 0.0))
+        current = self._current
+        if current is not None and not current.done:
+            await self._interrupt_run(current, "interrupted")
+
+    async def _interrupt_run(self, run: CellRun, why: str) -> None:
+        kernel = self._kernel
+        if kernel is None or run.done:
+            return
+        self._interrupting = run
+        with contextlib.suppress(Exception):
+            await kernel.interrupt()
+        try:
+            await asyncio.wait_for(asyncio.shield(run.result()), self.options.interrupt_grace)
+            return
+        except TimeoutError:
+            pass
+        if run.done:
+            return
+        self._kill_reason = f"{why}; the cell did not stop within {self.options.interrupt_grace:g} s"
+        await kernel.kill()
+        await run.result()
+
+    async def _restart_in_background(self) -> None:
+        async with self._lock:
+            if self._closed or self._restart_reason is None:
+                return
+            report = await self._replace_kernel(self._restart_reason, take_snapshot=False)
+            self._pending_report = (
+                report if not self._pending_report else self._pending_report + "\n" + report
+            )
+
+    async def _replace_kernel(self, reason: str, *, take_snapshot: bool) -> str:
+        """With the lock held: (snapshot,) kill, start fresh, set up, restore; returns the report."""
+        old = self._kernel
+        if take_snapshot and old is not None and old.exit_code() is None and self.options.snapshot:
+            with contextlib.suppress(Exception):
+                await self._snapshot_locked()
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+        if old is not None:
+            await old.kill()
+        self._kernel = None
+        self._restart_reason = None
+        self.restarts += 1
+        known = list(self._known_names)
+        new = await self._source()
+        await self._prepare(new)
+        restored: RestoreReport | None = None
+        if self.options.snapshot is not None:
+            restored = await self._restore_locked()
+        text = restart_report(reason, restored, known)
+        if self.setup_error:
+            text += f" Kernel setup code failed: {self.setup_error}."
+        if restored is not None:
+            self._known_names = list(restored.restored)
+        return text
+
+    async def restart(self, *, restore: bool = True) -> str:
+        """Replace the kernel; with `restore`, state is snapshotted first and restored after."""
+        if self._closed:
+            raise SessionClosed("this kernel session was shut down")
+        if self._current is not None:
+            await self.interrupt()
+        async with self._lock:
+            if not restore:
+                snapshot, self.options = self.options, _without_snapshot(self.options)
+                try:
+                    return await self._replace_kernel("restart requested", take_snapshot=False)
+                finally:
+                    self.options = snapshot
+            return await self._replace_kernel("restart requested", take_snapshot=True)
+
+    # -- snapshots -------------------------------------------------------------------------------
+
+    def _mark_dirty(self) -> None:
+        if self.options.snapshot is None or self._closed:
+            return
+        self._dirty = True
+        if self._snapshot_timer is not None:
+            self._snapshot_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._snapshot_timer = loop.call_later(
+            self.options.snapshot_debounce, lambda: spawn(self._debounced_snapshot(), "snapshot")
+        )
+
+    async def _debounced_snapshot(self) -> None:
+        self._snapshot_timer = None
+        if self._closed or not self._dirty or self.busy:
+            return  # a later cell re-arms the timer when it succeeds
+        async with self._lock:
+            if self._dirty and self.alive:
+                await self._snapshot_locked()
+
+    async def snapshot(self) -> dict[str, Any]:
+        """Save the user's variables now; returns the manifest (saved names, skipped with reasons)."""
+        if self.options.snapshot is None:
+            raise KernelBridgeError("no snapshot location was given for this session (snapshot_path=)")
+        async with self._lock:
+            return await self._snapshot_locked()
+
+    async def _snapshot_locked(self) -> dict[str, Any]:
+        paths = self.options.snapshot
+        assert paths is not None
+        if not self.alive:
+            raise KernelBridgeError("cannot snapshot: the kernel is not running")
+        private_dir(paths.directory)
+        self._dirty = False
+        code = snapshot_code(paths, self.options.per_variable_cap, self.options.total_cap)
+        result, error = await self._internal(code, timeout=self.options.snapshot_timeout)
+        if error is not None or result is None:
+            self._dirty = True
+            raise KernelBridgeError(f"snapshot failed (previous snapshot kept): {error or 'no result'}")
+        manifest: dict[str, Any] = json.loads(result)
+        self.last_snapshot = manifest
+        return manifest
+
+    async def restore(self) -> RestoreReport:
+        """Load the session's snapshot into the kernel, each name independently."""
+        if self.options.snapshot is None:
+            return RestoreReport(snapshot_found=False)
+        async with self._lock:
+            report = await self._ensure_kernel()
+            if report is not None:
+                self._pending_report = report
+            return await self._restore_locked()
+
+    async def _restore_locked(self) -> RestoreReport:
+        paths = self.options.snapshot
+        assert paths is not None
+        if not paths.state.exists():
+            return RestoreReport(snapshot_found=False)
+        refused = untrusted_reason(paths.state)
+        if refused is not None:
+            manifest = read_manifest(paths) or {}
+            names = list(manifest.get("saved", {})) or ["(snapshot)"]
+            return RestoreReport(failed=dict.fromkeys(names, f"snapshot not loaded: {refused}"))
+        result, error = await self._internal(restore_code(paths), timeout=self.options.snapshot_timeout)
+        if error is not None or result is None:
+            manifest = read_manifest(paths) or {}
+            names = list(manifest.get("saved", {})) or ["(snapshot)"]
+            return RestoreReport(failed=dict.fromkeys(names, f"snapshot could not be read: {error}"))
+        report = restore_report(json.loads(result))
+        self._known_names = sorted(set(self._known_names) | set(report.restored))
+        return report
+
+    # -- shutdown --------------------------------------------------------------------------------
+
+    async def shutdown(self, *, final_snapshot: bool = True, timeout: float | None = None) -> None:
+        """Final snapshot (bounded by `timeout`, default the snapshot timeout), then stop the kernel."""
+        if self._closed:
+            return
+        if self._snapshot_timer is not None:
+            self._snapshot_timer.cancel()
+        bound = timeout if timeout is not None else self.options.snapshot_timeout
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.interrupt(), self.options.interrupt_grace + 2.0)
+        if final_snapshot and self.options.snapshot is not None and self.alive:
+            try:
+                await asyncio.wait_for(self.snapshot(), bound)
+            except Exception as exc:
+                log.warning("final snapshot failed: %s", exc)
+        self._closed = True
+        for run in list(self._pending):
+            self._pending.remove(run)
+            collector = self._new_collector()
+            collector.close()
+            run.finish(CellResult("interrupted", "[not run: session shut down]", None, collector.path, 0.0))
+        if self._reader is not None:
+            self._reader.cancel()
+        kernel, self._kernel = self._kernel, None
+        if kernel is not None:
+            await kernel.shutdown(timeout=2.0)
+        await self.host_bridge.aclose()
+
+
+def _without_snapshot(options: SessionOptions) -> SessionOptions:
+    from dataclasses import replace
+
+    return replace(options, snapshot=None)
