@@ -49,3 +49,26 @@ class NoEditor:
 
     async def write_text_file(self, path: str, content: str) -> None:
         raise NotImplementedError("client has no fs/write_text_file")
+
+
+class SkillsPort(Protocol):
+    """Kernel-side skills as the agent needs them (agent_core may not import `skills`).
+
+    The composition root (`acp_server/cli.py`) passes an implementation built on `skills.loader`:
+    `setup_code(cwd)` is run in each new kernel (binds `refine`, `harness`, `editor`, `skills`, ...),
+    `index_text(cwd)` is the system prompt's skill index (name + one line per skill).
+    """
+
+    def setup_code(self, cwd: str) -> str | None: ...
+
+    def index_text(self, cwd: str) -> str: ...
+
+
+class NoSkills:
+    """No kernel-side skills: kernels start bare and the prompt lists no user skills."""
+
+    def setup_code(self, cwd: str) -> str | None:
+        return None
+
+    def index_text(self, cwd: str) -> str:
+        return ""

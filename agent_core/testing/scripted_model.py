@@ -228,7 +228,7 @@ class ScriptedModelServer:
         class Handler(_Handler):
             owner = server
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self._httpd = _QuietHTTPServer(("127.0.0.1", self._port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, args=(0.05,), name="scripted-model", daemon=True
@@ -290,6 +290,14 @@ class ScriptedModelServer:
             raise ScriptExhausted(
                 f"scripted model: script exhausted after {len(self.requests) - 1} responses"
             )
+
+
+class _QuietHTTPServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a cancelled turn, a closed keep-alive connection) is normal here;
+        # the stdlib default would print a traceback to stderr for each one.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

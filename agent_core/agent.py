@@ -1,0 +1,218 @@
+"""The agent: one per server process. Owns the model client, the kernel pool and the sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from agent_core import events as ev
+from agent_core.config import AgentConfig
+from agent_core.errors import SessionNotFound
+from agent_core.model import ModelClient
+from agent_core.ports import EditorPort, NoSkills, SkillsPort
+from agent_core.session import Session
+from agent_core.transcript import SessionPage, SessionStore, resolve_cwd
+
+if TYPE_CHECKING:
+    from harness_store import HarnessStore
+    from kernel_bridge import KernelPool, KernelSession
+
+log = logging.getLogger(__name__)
+
+
+class Agent:
+    """Create with an `AgentConfig`; `await start()` once, `await aclose()` at exit.
+
+    `skills` is the composition root's bridge to the kernel-side skills (agent_core may not import
+    them); `on_session` is called with every session created or loaded (the refinement and
+    autonomous-mode seams attach their after-turn hooks there).
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        *,
+        skills: SkillsPort | None = None,
+        on_session: Callable[[Session], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.skills: SkillsPort = skills or NoSkills()
+        self.on_session = on_session
+        self.model = ModelClient(config)  # shared: the planner/reviewer reuse it (`agent.model.complete`)
+        self.store = SessionStore(config.home)
+        self._pool: KernelPool | None = None
+        self._pool_lock = asyncio.Lock()
+        self._sessions: dict[str, Session] = {}
+        self._global_store: HarnessStore | None = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Returns fast; the kernel pool warms in the background."""
+        await self._kernel_pool()
+
+    async def _kernel_pool(self) -> KernelPool:
+        async with self._pool_lock:
+            if self._pool is None:
+                from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
+
+                self._pool = KernelPool(self.config.kernel_pool_size, python=self.config.kernel_python)
+                await self._pool.start()
+            return self._pool
+
+    async def aclose(self) -> None:
+        """Cancel turns, take final snapshots, shut every kernel down."""
+        sessions, self._sessions = list(self._sessions.values()), {}
+        await asyncio.gather(*(s.cancel() for s in sessions), return_exceptions=True)
+        for session in sessions:
+            try:
+                await session.close()
+            except Exception:
+                log.exception("closing session %s failed", session.id)
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+        await self.model.aclose()
+
+    @property
+    def global_store(self) -> HarnessStore:
+        if self._global_store is None:
+            from harness_store import HarnessStore
+
+            self._global_store = HarnessStore(self.config.home / "harness")
+        return self._global_store
+
+    # ------------------------------------------------------------ sessions
+
+    def _kernel_factory(self, *, restore: bool) -> Callable[[Session], Coroutine[Any, Any, KernelSession]]:
+        async def start(session: Session) -> KernelSession:
+            pool = await self._kernel_pool()
+            setup = None
+            try:
+                setup = self.skills.setup_code(session.cwd)
+            except Exception:
+                log.exception("building the skills setup code failed; the kernel starts without skills")
+            kernel = await pool.acquire(cwd=session.cwd, setup_code=setup, snapshot_path=session.session_dir)
+            session.editor_ops.register(kernel.host_bridge)
+            if restore:
+                report = await kernel.restore()
+                if report.snapshot_found and (report.restored or report.failed or report.skipped):
+                    session.set_kernel_note(_restore_note(report))
+            return kernel
+
+        return start
+
+    def _make(
+        self, session_id: str, cwd: str, editor: EditorPort, *, restore: bool, **state: object
+    ) -> Session:
+        writer = self.store.open(session_id) if restore else self.store.create(session_id, cwd)
+        session = Session(
+            session_id=session_id,
+            cwd=cwd,
+            editor=editor,
+            agent_config=self.config,
+            model=self.model,
+            store=self.store,
+            writer=writer,
+            global_store=self._global_store,
+            skills=self.skills,
+            kernel_factory=self._kernel_factory(restore=restore),
+            **state,  # type: ignore[arg-type]
+        )
+        self._sessions[session_id] = session
+        if self.on_session is not None:
+            self.on_session(session)
+        return session
+
+    async def new_session(self, cwd: str, editor: EditorPort) -> Session:
+        """A fresh session; its kernel starts (or comes from the pool) in the background."""
+        cwd = resolve_cwd(cwd)
+        session_id = f"sess_{uuid.uuid4().hex}"
+        from agent_core.transcript import now_iso
+
+        return self._make(session_id, cwd, editor, restore=False, created_at=now_iso())
+
+    async def _open_saved(
+        self, session_id: str, cwd: str, editor: EditorPort
+    ) -> tuple[Session, list[ev.TurnEvent]]:
+        existing = self._sessions.get(session_id)
+        if existing is not None:
+            # Loading an open session (e.g. the editor reloads a thread): reopen it from disk.
+            await self.close_session(session_id)
+        if not self.store.exists(session_id):
+            raise SessionNotFound(session_id)
+        try:
+            loaded = self.store.load(session_id)
+        except ValueError as exc:
+            raise SessionNotFound(session_id) from exc
+        # The editor's cwd is authoritative for where the kernel runs now; the transcript keeps its own.
+        session = self._make(
+            session_id,
+            resolve_cwd(cwd or loaded.cwd),
+            editor,
+            restore=True,
+            created_at=loaded.created_at,
+            messages=loaded.messages,
+            title=loaded.title,
+            config=loaded.config,
+            last_prompt_tokens=loaded.last_prompt_tokens,
+        )
+        return session, loaded.events
+
+    async def load_session(
+        self, session_id: str, cwd: str, editor: EditorPort
+    ) -> tuple[Session, list[ev.TurnEvent]]:
+        """Reopen a saved session; returns the events to replay (in order). The kernel snapshot is restored."""
+        session, events = await self._open_saved(session_id, cwd, editor)
+        await self._await_kernel(session)
+        return session, events
+
+    async def resume_session(self, session_id: str, cwd: str, editor: EditorPort) -> Session:
+        """Reopen a saved session without replay."""
+        session, _ = await self._open_saved(session_id, cwd, editor)
+        return session
+
+    async def _await_kernel(self, session: Session) -> None:
+        try:
+            await session.kernel()
+        except Exception as exc:
+            # The session is still usable: the failure is reported on the first cell.
+            log.warning("kernel for session %s did not start: %s", session.id, exc)
+
+    def list_sessions(self, cwd: str | None, cursor: str | None = None, limit: int = 50) -> SessionPage:
+        return self.store.list(cwd, cursor, limit)
+
+    def get_session(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
+
+    def session_exists(self, session_id: str) -> bool:
+        return self.store.exists(session_id)
+
+    async def close_session(self, session_id: str) -> None:
+        """Cancel, snapshot and free the kernel; the transcript stays on disk. Idempotent."""
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            await session.close()
+
+    async def delete_session(self, session_id: str) -> None:
+        """Close and remove from disk; idempotent."""
+        await self.close_session(session_id)
+        try:
+            self.store.delete(session_id)
+        except ValueError:
+            return  # not a valid id: nothing of it can exist
+
+
+def _restore_note(report: object) -> str:
+    restored = list(getattr(report, "restored", []))
+    failed = dict(getattr(report, "failed", {}))
+    skipped = dict(getattr(report, "skipped", {}))
+    parts = [f"Session reloaded; kernel variables restored: {', '.join(restored) or 'none'}."]
+    if failed:
+        parts.append("Not restored: " + "; ".join(f"{k} ({v})" for k, v in failed.items()) + ".")
+    if skipped:
+        parts.append("Never saved: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) + ".")
+    return " ".join(parts)

@@ -1,0 +1,108 @@
+"""Prompt parts (text, images, embedded resources, resource links) -> model message content.
+
+Text parts pass through; images become `image_url` parts (data URLs) when the model accepts images,
+else a note saying one was attached; embedded text resources are inlined with their URI; `file://`
+links are read from disk (bounded); other schemes (`zed://`, `https://`, ...) are kept as references
+so the model knows about them without the turn failing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from agent_core.events import ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
+
+log = logging.getLogger(__name__)
+
+LINK_READ_LIMIT = 100_000  # characters read from a file:// link; the rest is noted, not sent
+
+
+def _fenced(uri: str, body: str) -> str:
+    fence = "```"
+    while fence in body:
+        fence += "`"
+    return f'<resource uri="{uri}">\n{fence}\n{body}\n{fence}\n</resource>'
+
+
+def _file_path(uri: str) -> Path | None:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return Path(unquote(parsed.path))
+
+
+def _link_text(part: ResourceLinkPart) -> str:
+    path = _file_path(part.uri)
+    if path is None:
+        return f'<resource-link uri="{part.uri}" name="{part.name}"/> (a reference; not readable from here)'
+    try:
+        with path.open("r", encoding="utf-8", errors="replace") as fh:
+            body = fh.read(LINK_READ_LIMIT + 1)
+    except (OSError, ValueError) as exc:
+        return f'<resource-link uri="{part.uri}" name="{part.name}"/> (could not be read: {exc})'
+    if len(body) > LINK_READ_LIMIT:
+        body = (
+            body[:LINK_READ_LIMIT]
+            + f"\n[... cut at {LINK_READ_LIMIT} characters; read the rest with a cell ...]"
+        )
+    return _fenced(part.uri, body)
+
+
+def _resource_text(part: ResourcePart) -> str:
+    if part.text is not None:
+        return _fenced(part.uri, part.text)
+    size = len(part.blob or "") * 3 // 4
+    return f'<resource uri="{part.uri}" mime="{part.mime_type or "application/octet-stream"}"/> (binary, ~{size} bytes, not inlined)'
+
+
+def to_model_content(parts: Sequence[PromptPart], *, images: bool = True) -> str | list[dict[str, Any]]:
+    """The user message content for Chat Completions: a string when it is text only."""
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            if images:
+                url = f"data:{part.mime_type};base64,{part.data}"
+                blocks.append({"type": "image_url", "image_url": {"url": url}})
+            else:
+                blocks.append(
+                    {
+                        "type": "text",
+                        "text": f"[an image ({part.mime_type}) was attached; this model cannot see images]",
+                    }
+                )
+        elif isinstance(part, ResourcePart):
+            blocks.append({"type": "text", "text": _resource_text(part)})
+        elif isinstance(part, ResourceLinkPart):
+            blocks.append({"type": "text", "text": _link_text(part)})
+    if all(b["type"] == "text" for b in blocks):
+        return "\n\n".join(b["text"] for b in blocks)
+    return blocks
+
+
+def plain_text(parts: Sequence[PromptPart]) -> str:
+    """The words of a prompt (for titles and the harness overview's relevance query)."""
+    words: list[str] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            words.append(part.text)
+        elif isinstance(part, ResourceLinkPart):
+            words.append(part.name)
+        elif isinstance(part, ResourcePart):
+            words.append(Path(urlparse(part.uri).path).name)
+    return " ".join(w.strip() for w in words if w.strip())
+
+
+def title_from(parts: Sequence[PromptPart], limit: int = 60) -> str:
+    """A session title from the first prompt: its first line, whitespace-collapsed and bounded."""
+    text = plain_text(parts)
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    title = " ".join(first.split())
+    if len(title) > limit:
+        title = title[: limit - 1].rstrip() + "…"
+    return title or "Untitled session"

@@ -1,0 +1,330 @@
+"""The model client: Chat Completions over `openai.AsyncOpenAI`, streamed into typed events.
+
+One tool, `ipython(code, title?)`. Text deltas, reasoning deltas (`reasoning_content` / `reasoning`,
+which compatible servers send as extra fields) and tool-call deltas (accumulated by index) become
+small records; the stream ends with a `ModelDone` carrying the finish reason, the complete tool calls
+and the usage. Transient failures (429, 5xx, connection errors) are retried with backoff by the
+openai client itself (`max_retries`); what still fails becomes a `ModelError` that names the endpoint
+and what to check.
+
+The planner and reviewer (refinement) reuse `ModelClient.complete`, so they share the endpoint,
+credentials, retries and error messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agent_core.aio import shielded
+from agent_core.config import AgentConfig
+from agent_core.errors import ModelError
+
+if TYPE_CHECKING:
+    import openai
+
+log = logging.getLogger(__name__)
+
+IPYTHON_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "ipython",
+        "description": (
+            "Run Python in the session's persistent IPython kernel (cwd = the project). Variables, imports "
+            "and functions persist between calls. Use a `%%bash` cell for shell commands. Returns the "
+            "cell's stdout/stderr, its displayed values and any exception."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "code": {"type": "string", "description": "The Python (or %%bash) cell to run."},
+                "title": {
+                    "type": "string",
+                    "description": "A few words saying what the cell does, shown to the user.",
+                },
+            },
+            "required": ["code"],
+        },
+    },
+}
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+# ---------------------------------------------------------------- stream events
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A complete tool call; `arguments` is the raw JSON text the model wrote."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def parsed(self) -> dict[str, Any]:
+        """The arguments as an object; raises ValueError with a readable message if they are not one."""
+        try:
+            value = json.loads(self.arguments or "{}")
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"the arguments of {self.name} are not valid JSON ({exc.msg} at {exc.pos})"
+            ) from None
+        if not isinstance(value, dict):
+            raise ValueError(f"the arguments of {self.name} must be a JSON object")
+        return value
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0  # prompt tokens not served from cache
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens
+
+
+@dataclass(frozen=True)
+class ModelDone:
+    finish_reason: str  # "stop" | "tool_calls" | "length" | "content_filter" | ...
+    text: str
+    reasoning: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+
+
+ModelEvent = TextDelta | ReasoningDelta | ModelDone
+
+
+def parse_usage(raw: Any) -> Usage | None:
+    """Read usage from the shapes compatible servers use (OpenAI, vLLM, OpenRouter/Anthropic-style)."""
+    if raw is None:
+        return None
+    data: Mapping[str, Any] = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
+    prompt = int(data.get("prompt_tokens") or 0)
+    output = int(data.get("completion_tokens") or 0)
+    details = data.get("prompt_tokens_details") or {}
+    cache_read = int(details.get("cached_tokens") or data.get("cache_read_input_tokens") or 0)
+    cache_write = int(
+        details.get("cache_write_tokens")
+        or details.get("cache_creation_tokens")
+        or data.get("cache_creation_input_tokens")
+        or 0
+    )
+    return Usage(
+        input_tokens=max(0, prompt - cache_read),
+        output_tokens=output,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+@dataclass
+class _CallSlot:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- the client
+
+
+class ModelClient:
+    """One per agent; safe to share between sessions (the openai client pools connections)."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self._client: openai.AsyncOpenAI | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return self.config.base_url or DEFAULT_BASE_URL
+
+    def _openai(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            import openai  # deferred: importing openai costs ~0.3 s, and `initialize` must be fast
+
+            self._client = openai.AsyncOpenAI(
+                base_url=self.endpoint,
+                # Local servers (Ollama, llama.cpp) need no key, but the client insists on one.
+                api_key=self.config.api_key or "not-needed",
+                max_retries=self.config.max_retries,
+                timeout=openai.Timeout(self.config.request_timeout, connect=self.config.connect_timeout),
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _model(self, model: str | None) -> str:
+        chosen = model or self.config.model
+        if not chosen:
+            raise ModelError("no model configured: set CONTINUAL_ACP_MODEL", endpoint=self.endpoint)
+        return chosen
+
+    async def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = (IPYTHON_TOOL,),
+        max_tokens: int | None = None,
+    ) -> AsyncIterator[ModelEvent]:
+        """Stream one completion. The last event is always `ModelDone`; errors raise `ModelError`."""
+        chosen = self._model(model)
+        kwargs: dict[str, Any] = {
+            "model": chosen,
+            "messages": list(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_tokens": max_tokens or self.config.max_output_tokens,
+        }
+        if tools:
+            kwargs["tools"] = list(tools)
+        stream: Any = None
+        text: list[str] = []
+        thought: list[str] = []
+        slots: dict[int, _CallSlot] = {}
+        finish = ""
+        usage: Usage | None = None
+        try:
+            stream = await self._openai().chat.completions.create(**kwargs)
+            async for chunk in stream:
+                if getattr(chunk, "usage", None) is not None:
+                    usage = parse_usage(chunk.usage)
+                for choice in chunk.choices or ():
+                    delta = choice.delta
+                    if delta is not None:
+                        extra = delta.model_extra or {}
+                        piece = extra.get("reasoning_content") or extra.get("reasoning")
+                        if isinstance(piece, str) and piece:
+                            thought.append(piece)
+                            yield ReasoningDelta(piece)
+                        if delta.content:
+                            text.append(delta.content)
+                            yield TextDelta(delta.content)
+                        for call in delta.tool_calls or ():
+                            slot = slots.setdefault(call.index, _CallSlot())
+                            if call.id:
+                                slot.id = call.id
+                            if call.function is not None:
+                                if call.function.name:
+                                    slot.name = call.function.name
+                                if call.function.arguments:
+                                    slot.arguments.append(call.function.arguments)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+        except ModelError:
+            raise
+        except Exception as exc:
+            if _is_openai_error(exc):
+                raise self._explain(exc, chosen) from exc
+            raise
+        finally:
+            if stream is not None:
+                # Closing the HTTP response is what stops a cancelled generation on the server side;
+                # shield it so a cancelled turn still closes its stream, but never wait long.
+                await shielded(stream.close(), 0.5)
+        calls = tuple(
+            ToolCall(
+                id=slot.id or f"call_{index}", name=slot.name or "ipython", arguments="".join(slot.arguments)
+            )
+            for index, slot in sorted(slots.items())
+        )
+        if not finish:
+            finish = "tool_calls" if calls else "stop"
+        yield ModelDone(finish, "".join(text), "".join(thought), calls, usage)
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+    ) -> ModelDone:
+        """A tool-less completion collected whole (compaction summaries, refinement planning)."""
+        done: ModelDone | None = None
+        async for event in self.stream(messages, model=model, tools=None, max_tokens=max_tokens):
+            if isinstance(event, ModelDone):
+                done = event
+        assert done is not None
+        return done
+
+    async def list_models(self) -> list[str]:
+        """Models the endpoint offers (`GET /models`); empty when it cannot say."""
+        try:
+            page = await self._openai().models.list()
+        except Exception as exc:
+            log.info("listing models at %s failed: %s", self.endpoint, exc)
+            return []
+        return [m.id for m in page.data]
+
+    def _explain(self, exc: Exception, model: str) -> ModelError:
+        import openai
+
+        where = self.endpoint
+        retried = f" (after {self.config.max_retries} retries)" if self.config.max_retries else ""
+        status = getattr(exc, "status_code", None)
+        detail = _error_detail(exc)
+        if isinstance(exc, openai.APITimeoutError):
+            msg = f"model endpoint {where} timed out{retried}; check that the server at OPENAI_BASE_URL is up and not overloaded"
+        elif isinstance(exc, openai.APIConnectionError):
+            msg = (
+                f"model endpoint {where} could not be reached{retried} ({detail}); "
+                "check OPENAI_BASE_URL and that the model server is running"
+            )
+        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            msg = f"model endpoint {where} rejected the credentials (HTTP {status}: {detail}); check OPENAI_API_KEY"
+        elif isinstance(exc, openai.NotFoundError):
+            msg = (
+                f"model endpoint {where} does not know model {model!r} (HTTP 404: {detail}); "
+                "check CONTINUAL_ACP_MODEL and OPENAI_BASE_URL"
+            )
+        elif isinstance(exc, openai.RateLimitError):
+            msg = f"model endpoint {where} is rate limiting requests{retried} ({detail}); wait and retry, or check your plan's limits"
+        elif status is not None and status >= 500:
+            msg = f"model endpoint {where} failed with HTTP {status}{retried} ({detail}); the server had an internal error, check its logs"
+        elif status is not None:
+            msg = f"model endpoint {where} refused the request (HTTP {status}: {detail}); check CONTINUAL_ACP_MODEL and the endpoint's limits"
+        else:
+            msg = f"model endpoint {where} failed: {detail}; check OPENAI_BASE_URL"
+        return ModelError(msg, endpoint=where, status=status)
+
+
+def _is_openai_error(exc: BaseException) -> bool:
+    import openai
+
+    return isinstance(exc, openai.OpenAIError)
+
+
+def _error_detail(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])
+        if body.get("message"):
+            return str(body["message"])
+    message = str(exc) or type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and str(cause) and str(cause) not in message:
+        message = f"{message}: {cause}"
+    return message

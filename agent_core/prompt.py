@@ -1,0 +1,106 @@
+"""The system prompt: an immutable base, then the parts that may change.
+
+Order: base (fixed text in this module; no harness edit can reach it — harness_store refuses edits
+to `base_system_prompt`, and the builder never reads the base from the store), the ranked harness
+overview, the skill index, project context files, then cwd and date. Only the harness section
+changes after a refinement, so the base stays a stable cache prefix for the model server.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+BASE_PROMPT = """\
+You are continual-acp, a coding agent working inside the user's editor. You act by writing code: your \
+one tool, `ipython`, runs a cell in a persistent IPython kernel whose working directory is the user's \
+project. Variables, imports and functions you define stay alive between cells for the whole session.
+
+# Acting through cells
+- Do the work, do not describe it: read files, edit files, run commands and check results with cells.
+- Keep each cell small and purposeful; give it a short `title` saying what it does.
+- Look at a cell's output before the next step. If a cell fails, read the error and fix the cause.
+- Long outputs are cut in the middle; print only what you need (slices, `head`, counts).
+- Run shell commands in a `%%bash` cell (the cell magic must be the first line); use `!cmd` only for \
+one-liners. Never start interactive programs or commands that wait for input; pass flags instead.
+- The kernel is your scratchpad, not the project's runtime: run the project's own tools with its own \
+interpreter (`.venv/bin/python -m pytest`, `uv run ...`, `npm test`) from a `%%bash` cell instead of \
+importing the project's code into the kernel.
+- Do not stop at a plan when the user asked for a change; finish, verify, then answer briefly.
+
+# Files
+- `editor.read(path)` returns a file as the editor has it (unsaved changes included).
+- `editor.write(path, text)` writes a whole file through the editor so the user sees a diff and can undo. \
+Prefer it over `open(...).write` for project files.
+
+# The continual harness
+You keep a harness of prompt notes, memories, skills and subagent specs that is shown below under \
+"Harness". Entries marked verified were approved by the user; candidates are your own inferences.
+- `harness.list(kind=None)`, `harness.search(query)`, `harness.show(id)` read it.
+- A harness skill is called as Python: import its module and call the named callable with the \
+arguments its contract lists.
+- When you learn something durable (a project convention, a fix for a recurring failure, a user \
+preference), ask for a refinement: `await refine.run("what to remember and why")`. It is reviewed and \
+can be rolled back; it never edits this base prompt.
+- User skills (below, if any) are folders with instructions: `print(skills.read("name"))` before use.
+
+# Answering
+- Answer in Markdown, briefly. Say what you changed and how you checked it; say plainly what failed.
+"""
+
+
+@dataclass(frozen=True)
+class PromptInputs:
+    cwd: str
+    harness_overview: str = ""
+    skill_index: str = ""
+    today: date | None = None
+
+
+PROJECT_FILES = ("AGENTS.md", "CLAUDE.md")
+PROJECT_FILE_LIMIT = 20_000  # characters per file; a huge AGENTS.md must not eat the context window
+
+
+def project_context(cwd: str) -> str:
+    """`AGENTS.md` / `CLAUDE.md` from the session's cwd, each bounded."""
+    sections: list[str] = []
+    for name in PROJECT_FILES:
+        path = Path(cwd) / name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if len(text) > PROJECT_FILE_LIMIT:
+            text = text[:PROJECT_FILE_LIMIT] + f"\n[... {name} cut at {PROJECT_FILE_LIMIT} characters ...]"
+        sections.append(f"## {name}\n{text.strip()}")
+    return "\n\n".join(sections)
+
+
+def build_system_prompt(inputs: PromptInputs) -> str:
+    """Base first (never changed), then harness, skills, project files, cwd and date."""
+    parts = [BASE_PROMPT.rstrip()]
+    if inputs.harness_overview.strip():
+        parts.append("# Harness\n" + inputs.harness_overview.strip())
+    if inputs.skill_index.strip():
+        index = inputs.skill_index.strip()
+        parts.append(index if index.startswith("#") else "# Skills\n" + index)
+    context = project_context(inputs.cwd)
+    if context:
+        parts.append("# Project context\n" + context)
+    today = inputs.today or date.today()
+    parts.append(f"# Environment\nWorking directory: {inputs.cwd}\nToday's date: {today.isoformat()}")
+    return "\n\n".join(parts)
+
+
+def safe_section(name: str, build: Callable[[], str]) -> str:
+    """Build an optional prompt section; a failure drops the section (logged), never the turn."""
+    try:
+        return build()
+    except Exception:
+        log.exception("could not build the %s section of the system prompt; leaving it out", name)
+        return ""

@@ -1,0 +1,406 @@
+"""A session: its model context, transcript, kernel, mode/config, and the turn queue.
+
+`run_turn` runs the turn loop (turn.py) in its own task and relays its events; `cancel` cancels that
+task, so the model stream is closed and the cell interrupted at whatever point the turn is waiting,
+and the relay answers `TurnEnded("cancelled")`. Turns are serialized by a FIFO lock: a second prompt
+waits for the first to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agent_core import events as ev
+from agent_core.compaction import compact_messages
+from agent_core.config import MODES, REFINE_REVIEW, AgentConfig
+from agent_core.content import plain_text, title_from
+from agent_core.editor_ops import EditorOps
+from agent_core.model import ModelClient, Usage
+from agent_core.ports import EditorPort, SkillsPort
+from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
+from agent_core.recorder import TurnRecorder
+from agent_core.transcript import SessionStore, TranscriptWriter, now_iso
+from agent_core.turn import TurnOutcome, run_turn_body
+
+if TYPE_CHECKING:
+    from harness_store import HarnessStore
+    from kernel_bridge import KernelSession
+
+log = logging.getLogger(__name__)
+
+# An after-turn hook (the refinement seam): called after every turn, before `TurnEnded`; the events
+# it returns (e.g. `RefinementReported`) are part of the turn. Background work should spawn its own task.
+AfterTurnHook = Callable[["Session", TurnOutcome], Awaitable[Sequence[ev.TurnEvent]]]
+
+_END = object()
+CANCEL_WAIT = 0.9  # seconds `cancel()` waits for the turn task; the contract is `cancelled` within 1 s
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        cwd: str,
+        editor: EditorPort,
+        agent_config: AgentConfig,
+        model: ModelClient,
+        store: SessionStore,
+        writer: TranscriptWriter,
+        global_store: HarnessStore | None,
+        skills: SkillsPort,
+        kernel_factory: Callable[[Session], Coroutine[Any, Any, KernelSession]],
+        created_at: str,
+        messages: list[dict[str, Any]] | None = None,
+        title: str | None = None,
+        config: dict[str, Any] | None = None,
+        last_prompt_tokens: int = 0,
+    ) -> None:
+        self.id = session_id
+        self.cwd = cwd
+        self.editor = editor
+        self.agent_config = agent_config
+        self.model = model
+        self.store = store
+        self._writer = writer
+        self._global_store = global_store
+        self._local_store: HarnessStore | None = None
+        self.skills = skills
+        self.created_at = created_at
+        self.messages: list[dict[str, Any]] = list(messages or [])
+        self.title = title
+        self.config: dict[str, Any] = {
+            "mode": agent_config.mode,
+            "model": agent_config.model,
+            "refine_review": agent_config.refine_review,
+        }
+        self.config.update(config or {})
+        self.last_prompt_tokens = last_prompt_tokens
+        self.usage_totals = Usage()
+        self.always_allowed = False
+        self.current_cell: str | None = None
+        self.after_turn_hooks: list[AfterTurnHook] = []
+        self._kernel_note: str | None = None
+        self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
+        self._turn_task: asyncio.Task[TurnOutcome] | None = None
+        self._cancel_generation = 0
+        self._emit: Callable[[ev.TurnEvent], None] | None = None
+        self._closed = False
+        self.editor_ops = EditorOps(self)
+        self._kernel_task: asyncio.Task[KernelSession] = asyncio.create_task(kernel_factory(self))
+
+    # ------------------------------------------------------------ mode and config
+
+    @property
+    def mode(self) -> str:
+        return str(self.config["mode"])
+
+    def set_mode(self, mode: str) -> None:
+        self.set_config("mode", mode)
+
+    @property
+    def model_name(self) -> str | None:
+        return self.config.get("model") or None
+
+    @property
+    def model_accepts_images(self) -> bool:
+        return bool(self.config.get("images", self.agent_config.extra.get("images", True)))
+
+    def available_models(self) -> list[str]:
+        models: list[str] = []
+        for name in (self.agent_config.model, *self.agent_config.models, self.agent_config.refine_model):
+            if name and name not in models:
+                models.append(name)
+        return models
+
+    def set_config(self, key: str, value: Any) -> None:
+        """Change one option; raises ValueError with a readable message on a bad key or value."""
+        if key == "mode":
+            if value not in MODES:
+                raise ValueError(f"mode must be one of {', '.join(MODES)}; got {value!r}")
+        elif key == "refine_review":
+            if value not in REFINE_REVIEW:
+                raise ValueError(f"refine_review must be one of {', '.join(REFINE_REVIEW)}; got {value!r}")
+        elif key == "model":
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError("model must be a non-empty model id")
+            known = self.available_models()
+            if known and value not in known:
+                raise ValueError(f"unknown model {value!r}; configured models: {', '.join(known)}")
+        elif key == "max_turn_requests":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"max_turn_requests must be a positive integer; got {value!r}")
+        else:
+            raise ValueError(
+                f"unknown config option {key!r}; options: mode, model, refine_review, max_turn_requests"
+            )
+        self.config[key] = value
+        self._writer.append({"type": "config", "key": key, "value": value})
+
+    # ------------------------------------------------------------ harness
+
+    @property
+    def global_store(self) -> HarnessStore:
+        if self._global_store is None:
+            from harness_store import HarnessStore
+
+            self._global_store = HarnessStore(self.agent_config.home / "harness")
+        return self._global_store
+
+    @property
+    def local_store(self) -> HarnessStore:
+        if self._local_store is None:
+            from harness_store import HarnessStore
+
+            self._local_store = HarnessStore(self.store.session_dir(self.id) / "harness")
+        return self._local_store
+
+    def harness_overview(self, query: str | None) -> str:
+        from harness_store import merge, render_overview
+
+        merged = merge(self.global_store.load(), self.local_store.load())
+        return str(render_overview(merged, query=query))
+
+    def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
+        query = plain_text(parts) or None
+        return build_system_prompt(
+            PromptInputs(
+                cwd=self.cwd,
+                harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
+                skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
+            )
+        )
+
+    # ------------------------------------------------------------ model context
+
+    def append_message(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self._writer.message(message)
+
+    def usage_event(self, usage: Usage) -> ev.UsageReport:
+        totals = self.usage_totals
+        self.usage_totals = Usage(
+            totals.input_tokens + usage.input_tokens,
+            totals.output_tokens + usage.output_tokens,
+            totals.cache_read_tokens + usage.cache_read_tokens,
+            totals.cache_write_tokens + usage.cache_write_tokens,
+        )
+        self.last_prompt_tokens = usage.prompt_tokens + usage.output_tokens
+        return ev.UsageReport(
+            used=self.last_prompt_tokens,
+            size=self.agent_config.context_window,
+            input_tokens=self.usage_totals.input_tokens,
+            output_tokens=self.usage_totals.output_tokens,
+            cache_read_tokens=self.usage_totals.cache_read_tokens,
+            cache_write_tokens=self.usage_totals.cache_write_tokens,
+        )
+
+    async def maybe_compact(self) -> None:
+        threshold = self.agent_config.compact_threshold * self.agent_config.context_window
+        if self.last_prompt_tokens and self.last_prompt_tokens >= threshold:
+            await self._compact(None)
+
+    async def compact(self, instructions: str | None = None) -> str:
+        """Summarize older turns with the model; recent turns and kernel variables are kept."""
+        async with self._turn_lock:
+            return await self._compact(instructions)
+
+    async def _compact(self, instructions: str | None) -> str:
+        result = await compact_messages(
+            self.model,
+            self.messages,
+            model=self.model_name,
+            keep_recent_turns=self.agent_config.keep_recent_turns,
+            instructions=instructions,
+        )
+        if result is None:
+            return "Nothing to compact yet: the conversation is only the most recent turns."
+        self.messages = result.messages
+        self.last_prompt_tokens = 0
+        self._writer.append({"type": "compaction", "summary": result.summary, "messages": result.messages})
+        return result.summary
+
+    def _answer_dangling_tool_calls(self) -> None:
+        """A cancelled cell leaves a tool call without a result; the next request needs one for each."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[index]
+            if message.get("role") == "assistant":
+                answered = {
+                    m.get("tool_call_id") for m in self.messages[index + 1 :] if m.get("role") == "tool"
+                }
+                for call in message.get("tool_calls") or ():
+                    if call.get("id") not in answered:
+                        self.append_message(
+                            {
+                                "role": "tool",
+                                "tool_call_id": call["id"],
+                                "content": "Cancelled by the user before it finished.",
+                            }
+                        )
+                return
+            if message.get("role") == "user":
+                return
+
+    # ------------------------------------------------------------ turns
+
+    async def run_turn(self, parts: Sequence[ev.PromptPart]) -> AsyncIterator[ev.TurnEvent]:
+        """Run one prompt; yields turn events, the last always `TurnEnded`. May raise `ModelError`."""
+        generation = self._cancel_generation
+        async with self._turn_lock:
+            if self._closed:
+                raise RuntimeError(f"session {self.id} is closed")
+            recorder = TurnRecorder(self._writer)
+            if generation != self._cancel_generation:
+                # Cancelled while it waited behind another prompt: it never starts.
+                ended = ev.TurnEnded("cancelled")
+                recorder.record(ended)
+                yield ended
+                return
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+
+            def emit(event: ev.TurnEvent) -> None:
+                recorder.record(event)
+                if not isinstance(event, ev.UserMessage):  # the editor already shows the prompt; replays only
+                    queue.put_nowait(event)
+
+            async def drive() -> TurnOutcome:
+                try:
+                    return await run_turn_body(self, parts, emit)
+                finally:
+                    queue.put_nowait(_END)
+
+            self._emit = emit
+            task = asyncio.create_task(drive())
+            self._turn_task = task
+            try:
+                while True:
+                    item = await queue.get()
+                    if item is _END:
+                        break
+                    yield item
+                if task.cancelled():
+                    outcome = TurnOutcome("cancelled")
+                else:
+                    error = task.exception()
+                    if error is not None:
+                        recorder.flush()
+                        self._answer_dangling_tool_calls()
+                        raise error
+                    outcome = task.result()
+                self._answer_dangling_tool_calls()
+                for event in await self._after_turn(parts, outcome):
+                    recorder.record(event)
+                    yield event
+                ended = ev.TurnEnded(outcome.stop_reason, outcome.message)
+                recorder.record(ended)
+                yield ended
+            finally:
+                if not task.done():
+                    task.cancel()
+                    await asyncio.wait({task}, timeout=2)
+                self._turn_task = None
+                self._emit = None
+                recorder.flush()
+                self._touch()
+
+    async def _after_turn(self, parts: Sequence[ev.PromptPart], outcome: TurnOutcome) -> list[ev.TurnEvent]:
+        events: list[ev.TurnEvent] = []
+        if self.title is None:
+            self.title = title_from(parts)
+            self._writer.append({"type": "title", "title": self.title})
+            events.append(ev.TitleChanged(self.title))
+        for hook in list(self.after_turn_hooks):
+            try:
+                events.extend(await hook(self, outcome))
+            except Exception:
+                log.exception("after-turn hook %r failed in session %s", hook, self.id)
+        return events
+
+    def emit_into_turn(self, event: ev.TurnEvent) -> bool:
+        """Add an event to the running turn's stream (host-bridge handlers); False when no turn runs."""
+        if self._emit is None:
+            return False
+        self._emit(event)
+        return True
+
+    def _touch(self) -> None:
+        try:
+            self.store.write_meta(
+                self.id, cwd=self.cwd, title=self.title, created_at=self.created_at, updated_at=now_iso()
+            )
+        except OSError:
+            log.exception("could not update the metadata of session %s", self.id)
+
+    async def cancel(self) -> None:
+        """End the running turn (and any queued one) with `cancelled`; idempotent."""
+        self._cancel_generation += 1
+        task = self._turn_task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=CANCEL_WAIT)
+
+    @property
+    def busy(self) -> bool:
+        return self._turn_task is not None and not self._turn_task.done()
+
+    # ------------------------------------------------------------ kernel
+
+    def take_kernel_note(self) -> str | None:
+        note, self._kernel_note = self._kernel_note, None
+        return note
+
+    def set_kernel_note(self, note: str | None) -> None:
+        self._kernel_note = note
+
+    async def kernel(self) -> KernelSession:
+        """The session's kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""
+        return await asyncio.shield(self._kernel_task)
+
+    async def kernel_status(self) -> str:
+        task = self._kernel_task
+        if not task.done():
+            return "starting"
+        if task.cancelled():
+            return "stopped"
+        if task.exception() is not None:
+            return f"failed to start: {task.exception()}"
+        kernel = task.result()
+        if not kernel.alive:
+            return "dead (the next cell starts a fresh kernel and restores the last snapshot)"
+        return f"busy (running {self.current_cell})" if self.current_cell else "idle"
+
+    async def interrupt_kernel(self) -> None:
+        kernel = await self.kernel()
+        await kernel.interrupt()
+
+    async def restart_kernel(self) -> str:
+        kernel = await self.kernel()
+        return str(await kernel.restart())
+
+    # ------------------------------------------------------------ lifecycle
+
+    async def close(self, *, snapshot_timeout: float = 10.0) -> None:
+        """Cancel, take a final snapshot (bounded), shut the kernel down, close the transcript."""
+        if self._closed:
+            return
+        await self.cancel()
+        self._closed = True
+        task = self._kernel_task
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+        if task.done() and not task.cancelled() and task.exception() is None:
+            try:
+                # kernel_bridge takes the final snapshot (bounded) before it stops the kernel.
+                await task.result().shutdown(timeout=snapshot_timeout)
+            except Exception:
+                log.exception("kernel shutdown of session %s failed", self.id)
+        self._writer.close()
+
+    @property
+    def session_dir(self) -> Path:
+        return self.store.session_dir(self.id)

@@ -1,0 +1,353 @@
+"""Session transcripts: append-only JSONL under `<home>/sessions/<id>/transcript.jsonl`.
+
+Line 1 is a header (`session_id`, `cwd`, `created_at`, `version`). Every later line is one record:
+`event` (a turn event to replay), `message` (one model-context message), `compaction` (the summary
+and the messages kept; the context restarts from it), `title`, `config`, `usage`. Each line is
+written whole and flushed, so a crash loses at most the line being written; a torn last line is
+ignored on load (and cut off before the next append, so it cannot glue onto a new line).
+
+`meta.json` beside the transcript caches what `session/list` needs (cwd, title, updated_at), so
+listing does not read every transcript. Files are 0600, directories 0700.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from agent_core import events as ev
+from agent_core.codec import event_from_json, event_to_json
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+TRANSCRIPT = "transcript.jsonl"
+META = "meta.json"
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def resolve_cwd(cwd: str) -> str:
+    """Sessions are listed by resolved path, so `~/p`, `/home/u/p/` and a symlink all match."""
+    return str(Path(cwd).expanduser().resolve())
+
+
+def _private_dir(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Atomic replace of a small file, mode 0600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session_id: str
+    cwd: str
+    title: str | None
+    updated_at: str  # ISO-8601 UTC
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    sessions: list[SessionSummary]
+    next_cursor: str | None = None
+
+
+@dataclass
+class LoadedTranscript:
+    """Everything a transcript says: enough to rebuild the model context and replay the session."""
+
+    session_id: str
+    cwd: str
+    created_at: str
+    messages: list[dict[str, Any]] = field(default_factory=list)  # model context (after compaction)
+    events: list[ev.TurnEvent] = field(default_factory=list)  # to replay, in order
+    title: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    last_prompt_tokens: int = 0
+    compactions: int = 0
+    skipped_lines: int = 0
+
+
+class TranscriptWriter:
+    """Appends records to one session's transcript; each line flushed as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        _cut_torn_tail(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._fh: IO[str] | None = os.fdopen(fd, "a", encoding="utf-8")
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        if self._fh is None:
+            raise ValueError(f"transcript {self.path} is closed")
+        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        self._fh.write(line + "\n")
+        self._fh.flush()
+
+    def event(self, event: ev.TurnEvent) -> None:
+        self.append({"type": "event", "event": event_to_json(event)})
+
+    def message(self, message: Mapping[str, Any]) -> None:
+        self.append({"type": "message", "message": dict(message)})
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _cut_torn_tail(path: Path) -> None:
+    """Drop a partial last line (a crash mid-write) so the next record starts on its own line."""
+    try:
+        with path.open("rb+") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            fh.seek(size - 1)
+            if fh.read(1) == b"\n":
+                return
+            # Walk back to the last newline; transcripts are append-only so this is the torn record.
+            pos = size
+            block = 4096
+            while pos > 0:
+                start = max(0, pos - block)
+                fh.seek(start)
+                chunk = fh.read(pos - start)
+                idx = chunk.rfind(b"\n")
+                if idx >= 0:
+                    fh.truncate(start + idx + 1)
+                    return
+                pos = start
+            fh.truncate(0)
+    except FileNotFoundError:
+        return
+
+
+class SessionStore:
+    """The sessions directory: create, append, load, list, delete."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.root = home / "sessions"
+
+    def session_dir(self, session_id: str) -> Path:
+        if not session_id or "/" in session_id or "\\" in session_id or session_id.startswith("."):
+            raise ValueError(f"invalid session id {session_id!r}")
+        return self.root / session_id
+
+    def transcript_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / TRANSCRIPT
+
+    def exists(self, session_id: str) -> bool:
+        try:
+            return self.transcript_path(session_id).is_file()
+        except ValueError:
+            return False
+
+    def create(self, session_id: str, cwd: str) -> TranscriptWriter:
+        """Start a new transcript with its header; the session dir is 0700, files 0600."""
+        _private_dir(self.home)
+        _private_dir(self.root)
+        directory = self.session_dir(session_id)
+        _private_dir(directory)
+        cwd = resolve_cwd(cwd)
+        created = now_iso()
+        writer = TranscriptWriter(directory / TRANSCRIPT)
+        writer.append(
+            {
+                "type": "header",
+                "version": FORMAT_VERSION,
+                "session_id": session_id,
+                "cwd": cwd,
+                "created_at": created,
+            }
+        )
+        self.write_meta(session_id, cwd=cwd, title=None, created_at=created, updated_at=created)
+        return writer
+
+    def open(self, session_id: str) -> TranscriptWriter:
+        path = self.transcript_path(session_id)
+        if not path.is_file():
+            raise FileNotFoundError(path)
+        return TranscriptWriter(path)
+
+    def write_meta(
+        self, session_id: str, *, cwd: str, title: str | None, created_at: str, updated_at: str
+    ) -> None:
+        meta = {
+            "session_id": session_id,
+            "cwd": cwd,
+            "title": title,
+            "created_at": created_at,
+            "updated_at": updated_at,
+        }
+        _write_private(self.session_dir(session_id) / META, json.dumps(meta))
+
+    def read_meta(self, session_id: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.session_dir(session_id) / META).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and data.get("cwd"):
+            return data
+        # No (or a damaged) meta file: fall back to the transcript header.
+        try:
+            header = _read_header(self.transcript_path(session_id))
+        except (OSError, ValueError):
+            return None
+        if header is None:
+            return None
+        return {
+            "session_id": session_id,
+            "cwd": header.get("cwd", ""),
+            "title": None,
+            "created_at": header.get("created_at", ""),
+            "updated_at": header.get("created_at", ""),
+        }
+
+    def load(self, session_id: str) -> LoadedTranscript:
+        """Read a transcript; malformed lines are skipped (a torn last one silently)."""
+        path = self.transcript_path(session_id)
+        loaded: LoadedTranscript | None = None
+        pending_skips = 0
+        for lineno, record in _records(path):
+            if record is None:
+                pending_skips += 1
+                continue
+            if pending_skips:
+                # A bad line followed by good ones is damage, not a torn tail: say so.
+                log.warning("%s: skipped %d malformed line(s) before line %d", path, pending_skips, lineno)
+                if loaded is not None:
+                    loaded.skipped_lines += pending_skips
+                pending_skips = 0
+            kind = record.get("type")
+            if kind == "header":
+                loaded = LoadedTranscript(
+                    session_id=str(record.get("session_id") or session_id),
+                    cwd=str(record.get("cwd") or ""),
+                    created_at=str(record.get("created_at") or ""),
+                )
+                continue
+            if loaded is None:
+                raise ValueError(f"{path}: transcript has no header line")
+            try:
+                _apply(loaded, record)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: skipped line %d: %s", path, lineno, exc)
+                loaded.skipped_lines += 1
+        if loaded is None:
+            raise ValueError(f"{path}: transcript is empty or has no header line")
+        return loaded
+
+    def list(self, cwd: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
+        """Sessions (for `cwd`, resolved, or all), newest first; `cursor` continues a previous page."""
+        want = resolve_cwd(cwd) if cwd else None
+        summaries: list[SessionSummary] = []
+        if self.root.is_dir():
+            for entry in os.scandir(self.root):
+                if not entry.is_dir() or entry.name.startswith("."):
+                    continue
+                meta = self.read_meta(entry.name)
+                if meta is None or (want is not None and meta.get("cwd") != want):
+                    continue
+                summaries.append(
+                    SessionSummary(
+                        session_id=entry.name,
+                        cwd=str(meta.get("cwd")),
+                        title=meta.get("title"),
+                        updated_at=str(meta.get("updated_at") or meta.get("created_at") or ""),
+                    )
+                )
+        summaries.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
+        if cursor:
+            after = _decode_cursor(cursor)
+            summaries = [s for s in summaries if (s.updated_at, s.session_id) < after]
+        limit = max(1, limit)
+        page = summaries[:limit]
+        next_cursor = _encode_cursor(page[-1]) if len(summaries) > limit else None
+        return SessionPage(page, next_cursor)
+
+    def delete(self, session_id: str) -> bool:
+        """Remove a session's directory; False when there was nothing to remove (idempotent)."""
+        directory = self.session_dir(session_id)
+        if not directory.exists():
+            return False
+        shutil.rmtree(directory)
+        return True
+
+
+def _apply(loaded: LoadedTranscript, record: Mapping[str, Any]) -> None:
+    kind = record.get("type")
+    if kind == "event":
+        loaded.events.append(event_from_json(record["event"]))
+    elif kind == "message":
+        message = record["message"]
+        if not isinstance(message, dict) or "role" not in message:
+            raise ValueError("message record without a role")
+        loaded.messages.append(message)
+    elif kind == "compaction":
+        loaded.messages = [dict(m) for m in record["messages"]]
+        loaded.compactions += 1
+    elif kind == "title":
+        loaded.title = str(record["title"])
+    elif kind == "config":
+        loaded.config[str(record["key"])] = record["value"]
+    elif kind == "usage":
+        loaded.last_prompt_tokens = int(record["prompt_tokens"])
+    else:
+        raise ValueError(f"unknown record type {kind!r}")
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError:
+                yield lineno, None
+                continue
+            yield lineno, value if isinstance(value, dict) else None
+
+
+def _read_header(path: Path) -> dict[str, Any] | None:
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        first = fh.readline()
+    try:
+        value = json.loads(first)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) and value.get("type") == "header" else None
+
+
+def _encode_cursor(summary: SessionSummary) -> str:
+    raw = json.dumps([summary.updated_at, summary.session_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        updated_at, session_id = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        return str(updated_at), str(session_id)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"invalid session list cursor {cursor!r}") from exc

@@ -1,0 +1,227 @@
+"""One prompt turn: model -> cells in the kernel -> results back -> repeat.
+
+The loop ends on a final answer, a truncation (`max_tokens`: a half-streamed tool call is never run
+and nothing half-written enters the model context), a content filter (`refusal`), or the limit on
+model requests (`max_turn_requests`). Cancellation is handled by the caller (`Session.run_turn`), which
+cancels the task running this loop; the `except CancelledError` blocks here only do the bounded
+cleanup that must happen on the way out (interrupt the kernel).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agent_core import events as ev
+from agent_core.aio import shielded
+from agent_core.config import NO_MODEL_MESSAGE
+from agent_core.content import to_model_content
+from agent_core.model import ModelDone, ReasoningDelta, TextDelta, ToolCall
+from agent_core.ports import PermissionRequest
+
+if TYPE_CHECKING:
+    from agent_core.session import Session
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[ev.TurnEvent], None]
+
+# How long cancellation may spend interrupting a cell before the turn reports `cancelled` anyway;
+# kernel_bridge escalates to a restart on its own if the cell ignores the interrupt.
+CANCEL_CELL_GRACE = 0.5
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    stop_reason: ev.StopReason
+    message: str | None = None
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+def cell_title(code: str, title: str | None) -> str:
+    """The model's title, else the first comment line, else the first statement (bounded)."""
+    if title and title.strip():
+        chosen = title.strip()
+    else:
+        lines = [line.strip() for line in code.splitlines() if line.strip()]
+        comment = next(
+            (line.lstrip("#").strip() for line in lines if line.startswith("#") and line.lstrip("#").strip()),
+            None,
+        )
+        statement = next((line for line in lines if not line.startswith("#")), "empty cell")
+        chosen = comment or statement
+    chosen = " ".join(chosen.split())
+    return chosen if len(chosen) <= 80 else chosen[:79] + "…"
+
+
+async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: Emit) -> TurnOutcome:
+    """The loop itself; emits events through `emit` (which also records them)."""
+    config = session.agent_config
+    user_id = new_id("msg")
+    emit(ev.UserMessage(parts=tuple(parts), message_id=user_id))
+    content = to_model_content(parts, images=session.model_accepts_images)
+    note = session.take_kernel_note()
+    if note:
+        content = (
+            f"{content}\n\n[kernel] {note}"
+            if isinstance(content, str)
+            else [*content, {"type": "text", "text": f"[kernel] {note}"}]
+        )
+    session.append_message({"role": "user", "content": content})
+
+    if not session.model_name:
+        emit(ev.MessageChunk(NO_MODEL_MESSAGE, new_id("msg")))
+        return TurnOutcome("end_turn")
+
+    await session.maybe_compact()
+    system = session.system_prompt(parts)
+    limit = max(1, int(session.config.get("max_turn_requests") or config.max_turn_requests))
+    for _request in range(limit):
+        done = await _one_request(session, system, emit)
+        if done.usage is not None:
+            emit(session.usage_event(done.usage))
+        if done.finish_reason == "length":
+            message = (
+                f"The model reached its output limit (max_tokens={config.max_output_tokens}) before finishing"
+                + (", in the middle of a tool call that was therefore not run" if done.tool_calls else "")
+                + ". Nothing it half-wrote was kept. Ask for a smaller step, or raise CONTINUAL_ACP_MAX_OUTPUT_TOKENS."
+            )
+            emit(ev.MessageChunk("\n\n" + message if done.text else message, new_id("msg")))
+            return TurnOutcome("max_tokens", message)
+        if done.finish_reason == "content_filter":
+            message = "The model provider's content filter stopped this answer."
+            emit(ev.MessageChunk(message, new_id("msg")))
+            return TurnOutcome("refusal", message)
+        assistant: dict[str, Any] = {"role": "assistant", "content": done.text or None}
+        if done.tool_calls:
+            assistant["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in done.tool_calls
+            ]
+        session.append_message(assistant)
+        if not done.tool_calls:
+            return TurnOutcome("end_turn")
+        for index, call in enumerate(done.tool_calls):
+            result = await _run_tool_call(session, call, emit)
+            session.append_message({"role": "tool", "tool_call_id": call.id, "content": result.text})
+            if result.cancelled:
+                # The user cancelled at the permission prompt: the remaining calls never ran, but
+                # every tool call id still needs an answer or the next request is invalid.
+                for skipped in done.tool_calls[index + 1 :]:
+                    session.append_message(
+                        {
+                            "role": "tool",
+                            "tool_call_id": skipped.id,
+                            "content": "Not run: the turn was cancelled.",
+                        }
+                    )
+                return TurnOutcome("cancelled")
+    message = f"Stopped after {limit} model requests in one prompt (max_turn_requests). Send another prompt to continue."
+    emit(ev.MessageChunk(message, new_id("msg")))
+    return TurnOutcome("max_turn_requests", message)
+
+
+async def _one_request(session: Session, system: str, emit: Emit) -> ModelDone:
+    message_id = new_id("msg")
+    thought_id = new_id("thought")
+    messages = [{"role": "system", "content": system}, *session.messages]
+    done: ModelDone | None = None
+    async for event in session.model.stream(messages, model=session.model_name):
+        if isinstance(event, TextDelta):
+            emit(ev.MessageChunk(event.text, message_id))
+        elif isinstance(event, ReasoningDelta):
+            emit(ev.ThoughtChunk(event.text, thought_id))
+        else:
+            done = event
+    assert done is not None  # ModelClient.stream always ends with ModelDone
+    return done
+
+
+@dataclass(frozen=True)
+class _ToolResult:
+    text: str
+    cancelled: bool = False
+
+
+async def _run_tool_call(session: Session, call: ToolCall, emit: Emit) -> _ToolResult:
+    if call.name != "ipython":
+        return _ToolResult(
+            f"Error: there is no tool named {call.name!r}; the only tool is `ipython(code, title?)`."
+        )
+    try:
+        args = call.parsed()
+    except ValueError as exc:
+        return _ToolResult(f'Error: {exc}. Call ipython with a JSON object like {{"code": "print(1)"}}.')
+    code = args.get("code")
+    if not isinstance(code, str) or not code.strip():
+        return _ToolResult('Error: ipython needs a non-empty string argument "code".')
+    raw_title = args.get("title")
+    title = cell_title(code, raw_title if isinstance(raw_title, str) else None)
+    cell_id = call.id
+
+    if session.mode == "ask" and not session.always_allowed:
+        decision = await session.editor.request_permission(
+            PermissionRequest(cell_id=cell_id, title=title, code=code)
+        )
+        if decision == "allow_always":
+            session.always_allowed = True
+        elif decision == "reject":
+            emit(ev.CellFinished(cell_id, "cancelled", error="rejected by the user"))
+            return _ToolResult("The user rejected this cell; it was not run. Ask or take another approach.")
+        elif decision == "cancelled":
+            emit(ev.CellFinished(cell_id, "cancelled", error="cancelled"))
+            return _ToolResult("Not run: the turn was cancelled.", cancelled=True)
+
+    emit(ev.CellStarted(cell_id=cell_id, code=code, title=title))
+    return await _execute(session, cell_id, code, emit)
+
+
+async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _ToolResult:
+    from kernel_bridge.events import ClearOutput, Display, Result, Stream
+
+    kernel = await session.kernel()
+    session.current_cell = cell_id
+    try:
+        run = kernel.execute(code, timeout=session.agent_config.cell_timeout)
+        try:
+            async for item in run:
+                if isinstance(item, Stream):
+                    emit(ev.CellOutput(cell_id, item.name, item.text))
+                elif isinstance(item, Display):
+                    emit(ev.CellDisplay(cell_id, dict(item.data)))
+                elif isinstance(item, Result):
+                    emit(ev.CellDisplay(cell_id, dict(item.data), is_result=True))
+                elif isinstance(item, ClearOutput):
+                    emit(ev.CellClear(cell_id))
+            result = await run.result()
+        except asyncio.CancelledError:
+            # Cancel: stop the cell now; kernel_bridge restarts the kernel itself if it will not stop.
+            await shielded(kernel.interrupt(), CANCEL_CELL_GRACE)
+            emit(ev.CellFinished(cell_id, "cancelled", error="cancelled by the user"))
+            raise
+    finally:
+        session.current_cell = None
+
+    output = result.output
+    if result.report:
+        output = f"{result.report}\n{output}" if output else result.report
+    if result.status == "ok":
+        emit(ev.CellFinished(cell_id, "completed", output=output))
+    elif result.status == "died":
+        error = "kernel died while running this cell; a fresh kernel will run the next one"
+        emit(ev.CellFinished(cell_id, "failed", error=error, output=output))
+        output = f"{error}\n{output}"
+    elif result.status == "interrupted":
+        emit(ev.CellFinished(cell_id, "cancelled", error="interrupted", output=output))
+        output = f"(the cell was interrupted)\n{output}"
+    else:
+        error = f"{result.error.ename}: {result.error.evalue}" if result.error else "the cell failed"
+        emit(ev.CellFinished(cell_id, "failed", error=error, output=output))
+    return _ToolResult(output or "(no output)")
