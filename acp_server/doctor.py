@@ -182,7 +182,7 @@ async def check_kernel(config: AgentConfig) -> CheckResult:
         finally:
             await agent.aclose()
     elapsed = time.perf_counter() - started
-    return CheckResult(name, True, f"an IPython kernel started and answered in {elapsed:.1f} s")
+    return CheckResult(name, True, f"an IPython kernel started and ran a cell in {elapsed:.1f} s")
 
 
 async def _start_kernel(agent: Any, cwd: str) -> None:
@@ -190,15 +190,10 @@ async def _start_kernel(agent: Any, cwd: str) -> None:
 
     await agent.start()
     session = await agent.new_session(cwd, NoEditor())
-    status = await session.kernel_status()
-    if not session_kernel_alive(status):
-        raise RuntimeError(status)
-
-
-def session_kernel_alive(status: str) -> bool:
-    """`Session.kernel_status()` is prose for people; a dead or missing kernel says so in words."""
-    lowered = status.lower()
-    return not any(word in lowered for word in ("dead", "died", "not started", "failed", "no kernel"))
+    kernel = await session.kernel()  # waits for the start, as the first cell of a session would
+    result = await kernel.execute("print(6 * 7)", timeout=KERNEL_TIMEOUT_S).result()
+    if result.status != "ok" or "42" not in result.output:
+        raise RuntimeError(f"a test cell ended {result.status}: {result.output.strip()[:200]}")
 
 
 # ---------------------------------------------------------------- runner
