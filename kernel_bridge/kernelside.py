@@ -134,7 +134,13 @@ def user_names() -> list[str]:
     if shell is None:
         return []
     hidden = shell.user_ns_hidden
-    return _sorted(n for n in shell.user_ns if not n.startswith("_") and n not in hidden)
+    missing = object()
+    # Hidden names (IPython's own `open`, `In`, `exit`...) count once the user rebinds them.
+    return _sorted(
+        n
+        for n, v in shell.user_ns.items()
+        if not n.startswith("_") and hidden.get(n, missing) is not v and n not in ("In", "Out")
+    )
 
 
 def user_names_json() -> str:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+from collections.abc import AsyncIterator
 
-import anyio
 import pytest
 
 from kernel_bridge import KernelPool, KernelSession
@@ -17,35 +13,6 @@ from kernel_bridge import KernelPool, KernelSession
 def anyio_backend() -> str:
     # jupyter_client's async client is zmq.asyncio: kernel_bridge runs on asyncio.
     return "asyncio"
-
-
-async def wait_until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float = 20.0) -> None:
-    """Poll `predicate` until it holds; fail with a clear message after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if not isinstance(value, bool):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await anyio.sleep(0.05)
-
-
-def process_gone(pid: int) -> bool:
-    """True when `pid` no longer runs (a zombie awaiting its reaper counts as gone)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state in ("Z", "X")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,105 @@
+"""Interrupts, timeouts and dead kernels: each ends the cell clearly and the session recovers."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kernel_bridge_support import process_gone, wait_until
+
+from kernel_bridge import KernelPool, KernelSession
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def fresh(pool: KernelPool, tmp_path: Path) -> AsyncIterator[KernelSession]:
+    """A session of its own (these tests kill and restart kernels), with snapshots on."""
+    s = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "state", output_dir=tmp_path / "out")
+    yield s
+    await s.shutdown(final_snapshot=False)
+
+
+async def test_interrupt_of_sleep_returns_well_under_the_grace_period(fresh: KernelSession) -> None:
+    await fresh.execute("kept = 'still here'").result()
+    run = fresh.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)")
+    await anext(run)  # the cell is running once its first output arrives
+    started = time.monotonic()
+    await fresh.interrupt()
+    result = await run.result()
+    elapsed = time.monotonic() - started
+    assert result.status == "interrupted"
+    assert result.error is not None and result.error.ename == "KeyboardInterrupt"
+    assert elapsed < fresh.options.interrupt_grace
+    after = await fresh.execute("print(kept)").result()
+    assert after.output == "still here\n" and after.report is None
+
+
+async def test_cell_ignoring_sigint_leads_to_restart_with_report(fresh: KernelSession) -> None:
+    await fresh.execute("saved = [1, 2, 3]").result()
+    await fresh.snapshot()
+    await fresh.execute("unsaved = 'gone'").result()
+    old_pid = fresh.kernel_pid
+    code = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('stubborn', flush=True)\ntime.sleep(60)"
+    run = fresh.execute(code)
+    await anext(run)  # the cell is running once its first output arrives
+    await fresh.interrupt()
+    result = await run.result()
+    assert result.status == "interrupted"
+    assert result.error is not None and "did not stop within" in result.error.evalue
+    assert old_pid is not None
+    await wait_until(lambda: process_gone(old_pid))
+    after = await fresh.execute("print(saved)").result()
+    assert after.output == "[1, 2, 3]\n"
+    assert fresh.kernel_pid != old_pid
+    assert after.report is not None
+    assert "saved" in after.report and "Lost" in after.report and "unsaved" in after.report
+
+
+async def test_timeout_interrupts_the_cell(fresh: KernelSession) -> None:
+    result = await fresh.execute("import time\ntime.sleep(60)", timeout=0.5).result()
+    assert result.status == "interrupted"
+    assert result.duration < 10
+
+
+async def test_os_exit_in_a_cell_fails_it_and_next_cell_gets_fresh_kernel_with_snapshot(
+    fresh: KernelSession,
+) -> None:
+    await fresh.execute("survivor = {'a': 1}").result()
+    await fresh.snapshot()
+    old_pid = fresh.kernel_pid
+    result = await fresh.execute("import os\nos._exit(1)").result()
+    assert result.status == "died"
+    assert result.error is not None and result.error.ename == "KernelDied"
+    assert "kernel died" in result.output
+    after = await fresh.execute("print(survivor)").result()
+    assert after.status == "ok" and after.output == "{'a': 1}\n"
+    assert fresh.kernel_pid != old_pid and fresh.alive
+    assert after.report is not None and "survivor" in after.report
+
+
+async def test_kernel_killed_from_outside_fails_running_cell(fresh: KernelSession) -> None:
+    run = fresh.execute("import time\nprint('up', flush=True)\ntime.sleep(60)")
+    await anext(run)  # the cell is running once its first output arrives
+    pid = fresh.kernel_pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    result = await run.result()
+    assert result.status == "died"
+    assert "exit code" in result.output
+    after = await fresh.execute("print('alive again')").result()
+    assert after.output == "alive again\n" and after.report is not None
+
+
+async def test_interrupt_drops_cells_that_have_not_started(fresh: KernelSession) -> None:
+    running = fresh.execute("import time\nprint('go', flush=True)\ntime.sleep(60)")
+    queued = fresh.execute("marker = 'ran'")
+    await anext(running)  # the cell is running once its first output arrives
+    await fresh.interrupt()
+    assert (await queued.result()).status == "interrupted"
+    check = await fresh.execute("print('marker' in globals())").result()
+    assert check.output == "False\n"

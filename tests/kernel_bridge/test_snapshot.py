@@ -1,0 +1,123 @@
+"""Snapshots: per-variable pickling with skip reasons, caps, private files, safe restore."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from kernel_bridge_support import wait_until
+
+from kernel_bridge import KernelBridgeError, KernelPool, KernelSession
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def snap_session(pool: KernelPool, tmp_path: Path) -> AsyncIterator[KernelSession]:
+    s = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "state")
+    yield s
+    await s.shutdown(final_snapshot=False)
+
+
+async def test_round_trip_with_unpicklable_object_and_shadowed_builtins(
+    pool: KernelPool, snap_session: KernelSession, tmp_path: Path
+) -> None:
+    code = (
+        "import socket\n"
+        "numbers = [1, 2, 3]\n"
+        "def double(x):\n    return 2 * x\n"
+        "conn = socket.socket()\n"
+        "handle = open('notes.txt', 'w')\n"
+        "list = 3\nopen = None\nlen = 'shadowed'\ndict = 0\n"
+    )
+    assert (await snap_session.execute(code).result()).status == "ok"
+    manifest = await snap_session.snapshot()
+    assert {"numbers", "double", "list", "open", "len", "dict"} <= set(manifest["saved"])
+    assert "socket" in manifest["skipped"]["conn"]
+    assert "open file" in manifest["skipped"]["handle"]
+
+    other = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "state")
+    try:
+        report = await other.restore()
+        assert "numbers" in report.restored and "double" in report.restored
+        assert set(report.skipped) == {"conn", "handle"}
+        result = await other.execute("print(numbers, double(21), list, open, len)").result()
+        assert result.output == "[1, 2, 3] 42 3 None shadowed\n"
+    finally:
+        await other.shutdown(final_snapshot=False)
+
+
+async def test_oversized_variable_is_skipped_with_reason(snap_session: KernelSession) -> None:
+    await snap_session.execute("big = b'x' * (100 * 1024 * 1024)\nsmall = 'fine'").result()
+    manifest = await snap_session.snapshot()
+    assert "small" in manifest["saved"]
+    assert "per-variable cap" in manifest["skipped"]["big"]
+    paths = snap_session.snapshot_paths
+    assert paths is not None and paths.state.stat().st_size < 1024 * 1024
+
+
+async def test_snapshot_files_are_private(snap_session: KernelSession) -> None:
+    await snap_session.execute("value = 1").result()
+    await snap_session.snapshot()
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+    assert paths.state.stat().st_mode & 0o777 == 0o600
+    assert paths.manifest.stat().st_mode & 0o777 == 0o600
+    assert paths.directory.stat().st_mode & 0o777 == 0o700
+    assert json.loads(paths.manifest.read_text())["saved"]["value"]["type"] == "int"
+
+
+async def test_failed_snapshot_keeps_the_previous_good_one(snap_session: KernelSession) -> None:
+    await snap_session.execute("good = 'v1'").result()
+    await snap_session.snapshot()
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+    before = paths.state.read_bytes(), paths.manifest.read_bytes()
+    poison = "class Poison:\n    def __reduce__(self):\n        raise SystemExit('no')\npoison = Poison()\ngood = 'v2'"
+    await snap_session.execute(poison).result()
+    with pytest.raises(KernelBridgeError, match="previous snapshot kept"):
+        await snap_session.snapshot()
+    assert (paths.state.read_bytes(), paths.manifest.read_bytes()) == before
+    assert not [p for p in paths.directory.iterdir() if ".tmp-" in p.name]
+
+
+async def test_restore_refuses_a_snapshot_others_can_write(snap_session: KernelSession) -> None:
+    await snap_session.execute("secret = 1").result()
+    await snap_session.snapshot()
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+    os.chmod(paths.state, 0o666)
+    report = await snap_session.restore()
+    assert report.restored == []
+    assert "expected 0600" in report.failed["secret"]
+
+
+async def test_successful_cell_triggers_a_debounced_snapshot(snap_session: KernelSession) -> None:
+    await snap_session.execute("after_cell = 'auto'").result()
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+
+    def saved() -> bool:
+        try:
+            return "after_cell" in json.loads(paths.manifest.read_text())["saved"]
+        except (OSError, ValueError):
+            return False
+
+    await wait_until(saved)
+
+
+async def test_shutdown_takes_a_final_snapshot(pool: KernelPool, tmp_path: Path) -> None:
+    s = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "final" / "kernel-state.dill")
+    await s.execute("last_words = 'kept'").result()
+    await s.shutdown()
+    manifest = json.loads((tmp_path / "final" / "kernel-state.json").read_text())
+    assert "last_words" in manifest["saved"]
+    assert not s.alive
+
+
+async def test_restore_without_snapshot_says_so(snap_session: KernelSession) -> None:
+    report = await snap_session.restore()
+    assert report.snapshot_found is False and report.restored == []
