@@ -147,11 +147,18 @@ def extract_json_object(
         first_error = first_error or f"expected a JSON object, got {type(value).__name__}"
     if finish_reason == "length" or (left_open and finish_reason is None):
         raise TruncatedReply()
-    if left_open and first_error is None:
+    if left_open:
         # The model said it was done, yet left an object open: malformed, not cut short.
         raise InvalidJSONReply("the model's reply is not valid JSON: an object is never closed")
     if first_error is not None:
         raise InvalidJSONReply(f"the model's reply is not valid JSON: {first_error}")
+    if text.strip().startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            pass
+        else:
+            raise InvalidJSONReply(f"expected a JSON object, got {type(value).__name__}")
     if not text.strip():
         raise NoJSONObjectReply("the model's reply was empty; expected a JSON object")
     raise NoJSONObjectReply("the model's reply contains no JSON object")

@@ -1,0 +1,82 @@
+"""Refinement: the continual harness in motion (review gate, planner, coordinator, host ops).
+
+The coordinator is per session; the planner's model calls go through the agent's `ModelClient`.
+Nothing here imports acp_server: reports leave as `RefinementReported` and `QuiescenceChanged`.
+"""
+
+from __future__ import annotations
+
+from agent_core.refinement.completion import (
+    Completion,
+    CompletionClient,
+    ModelClientCompletion,
+    RefineBudgets,
+    refine_model,
+)
+from agent_core.refinement.coordinator import (
+    DEFAULT_AUTO_EVERY,
+    DEFAULT_COOLDOWN_SECONDS,
+    CoordinatorEvent,
+    Policy,
+    RefinementCoordinator,
+)
+from agent_core.refinement.extract import (
+    TRUNCATED_MESSAGE,
+    InvalidJSONReply,
+    NoJSONObjectReply,
+    ReplyParseError,
+    TruncatedReply,
+    extract_json_object,
+)
+from agent_core.refinement.host_ops import HostOpError, host_handlers, register_host_ops
+from agent_core.refinement.planner import RefinementPlanner, Windows
+from agent_core.refinement.policy import needs_review
+from agent_core.refinement.records import (
+    PendingReview,
+    QuiescenceChanged,
+    RefinementOutcome,
+    ReviewChoice,
+    ReviewRequested,
+    ReviewVerdict,
+)
+from agent_core.refinement.trajectory import (
+    TrajectoryItem,
+    message_ids,
+    render_trajectory,
+    trajectory_from_events,
+)
+
+__all__ = [
+    "DEFAULT_AUTO_EVERY",
+    "DEFAULT_COOLDOWN_SECONDS",
+    "TRUNCATED_MESSAGE",
+    "Completion",
+    "CompletionClient",
+    "CoordinatorEvent",
+    "HostOpError",
+    "InvalidJSONReply",
+    "ModelClientCompletion",
+    "NoJSONObjectReply",
+    "PendingReview",
+    "Policy",
+    "QuiescenceChanged",
+    "RefineBudgets",
+    "RefinementCoordinator",
+    "RefinementOutcome",
+    "RefinementPlanner",
+    "ReplyParseError",
+    "ReviewChoice",
+    "ReviewRequested",
+    "ReviewVerdict",
+    "TrajectoryItem",
+    "TruncatedReply",
+    "Windows",
+    "extract_json_object",
+    "host_handlers",
+    "message_ids",
+    "needs_review",
+    "refine_model",
+    "register_host_ops",
+    "render_trajectory",
+    "trajectory_from_events",
+]

@@ -1,0 +1,518 @@
+"""The refinement coordinator: one per session, it runs refinement work off the critical path.
+
+It owns three things a session needs and a server reports:
+
+* **Triggers**: `/refine` (`refine_now`, in the caller's task), `refine.run()` from a cell (held until
+  the turn ends), and automatic review every K assistant turns or after compaction, with a cooldown
+  that a failed review stamps too.
+* **Decisions**: plan with a baseline snapshot, then either apply under the store lock (the store
+  re-reads and compares against the baseline) or hold the proposal as a pending review, per the
+  review policy (policy.py). Pending reviews are kept until decided.
+* **Quiescence**: `pending` (queued or waiting for the turn to end), `in_flight` (running), the last
+  refinement id, and an awaitable "settled". Transitions go out through the same ordered outbox as
+  refinement reports, and a waiter wakes only after the listeners have received the transition.
+
+The background worker and the outbox run in `serve()`, which the session starts in its task group.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+
+from agent_core.errors import ModelError
+from agent_core.events import RefinementReported
+from agent_core.refinement.extract import ReplyParseError
+from agent_core.refinement.planner import RefinementPlanner
+from agent_core.refinement.policy import TrustKey, needs_review
+from agent_core.refinement.records import (
+    OutcomeStatus,
+    PendingReview,
+    QuiescenceChanged,
+    RefinementOutcome,
+    ReviewChoice,
+    ReviewRequested,
+    Scope,
+    Trigger,
+    new_job_id,
+)
+from agent_core.refinement.reporting import report_failure, report_rejection, report_result
+from agent_core.refinement.trajectory import TrajectoryItem, message_ids
+from harness_store import HarnessState, Proposal, RefinementResult, merge, render_overview
+
+log = logging.getLogger(__name__)
+
+DEFAULT_AUTO_EVERY = 25
+DEFAULT_COOLDOWN_SECONDS = 300.0
+HISTORY_LINES = 10
+
+CoordinatorEvent = RefinementReported | QuiescenceChanged | ReviewRequested
+Listener = Callable[[CoordinatorEvent], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The session settings the coordinator reads at decision time (they can change mid-session)."""
+
+    mode: str = "auto"
+    refine_review: str = "global_only"
+
+
+@dataclass
+class _Job:
+    trigger: Trigger
+    scope: Scope
+    instructions: str | None
+    gate: bool  # ask the review gate first (automatic triggers only)
+    note: str = ""
+    job_id: str = field(default_factory=lambda: new_job_id("job"))
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcome: RefinementOutcome | None = None
+
+
+class RefinementCoordinator:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        local_store: Any,
+        global_store: Any,
+        planner: RefinementPlanner | None,
+        trajectory: Callable[[], Sequence[TrajectoryItem]],
+        policy: Callable[[], Policy] = Policy,
+        auto_every: int = DEFAULT_AUTO_EVERY,
+        cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session_id = session_id
+        self.local_store = local_store
+        self.global_store = global_store
+        self.planner = planner
+        self._trajectory = trajectory
+        self._policy = policy
+        self.auto_every = auto_every
+        self.cooldown_seconds = cooldown_seconds
+        self._clock = clock
+        self._listeners: list[Listener] = []
+        self._scheduled: list[_Job] = []  # from cells, waiting for the turn to end
+        self._queue: deque[_Job] = deque()
+        self._wakeup = anyio.Event()
+        self._in_flight = 0
+        self._turns_since_auto = 0
+        self._last_auto_finished: float | None = None
+        self._auto_queued = False
+        self.pending_reviews: dict[str, PendingReview] = {}
+        self.trusted: set[TrustKey] = set()
+        self.last: RefinementOutcome | None = None
+        self.last_refinement_id: str | None = None
+        # Quiescence as published: flips here first, listeners hear of it in order, and `_settled`
+        # (one event per busy period) is set only after the quiescent transition was delivered.
+        self._published_quiescent = True
+        self._settled = anyio.Event()
+        self._settled.set()
+        self._outbox_send, self._outbox_recv = anyio.create_memory_object_stream[
+            tuple[CoordinatorEvent, anyio.Event | None]
+        ](max_buffer_size=math.inf)
+
+    # ------------------------------------------------------------ listeners and quiescence
+
+    def add_listener(self, listener: Listener) -> None:
+        """`listener` receives every report and transition, in order; it is awaited before waiters wake."""
+        self._listeners.append(listener)
+
+    @property
+    def pending(self) -> int:
+        return len(self._scheduled) + len(self._queue)
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def quiescent(self) -> bool:
+        """As published: True only once nothing is pending or running."""
+        return self._published_quiescent
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "quiescent": self._published_quiescent,
+            "pending": self.pending,
+            "in_flight": self._in_flight,
+            "awaiting_review": len(self.pending_reviews),
+            "last_refinement_id": self.last_refinement_id,
+            "last": self.last.to_json() if self.last else None,
+        }
+
+    def _emit(self, event: CoordinatorEvent, settle: anyio.Event | None = None) -> None:
+        self._outbox_send.send_nowait((event, settle))
+
+    def _transition(self) -> None:
+        """Publish a quiescence flip if the counters say one happened (call after every change)."""
+        now_quiescent = self.pending == 0 and self._in_flight == 0
+        if now_quiescent == self._published_quiescent:
+            return
+        self._published_quiescent = now_quiescent
+        event = QuiescenceChanged(now_quiescent, self.pending, self._in_flight, self.last_refinement_id)
+        if now_quiescent:
+            self._emit(event, settle=self._settled)
+        else:
+            self._settled = anyio.Event()
+            self._emit(event)
+
+    async def wait_quiescent(self, timeout: float | None = None) -> bool:
+        """Wait until settled (and the settling transition was delivered); False on timeout."""
+        with anyio.move_on_after(timeout if timeout is not None else math.inf):
+            while True:
+                settled = self._settled
+                await settled.wait()
+                if self._published_quiescent and self._settled is settled:
+                    return True
+        return self._published_quiescent and self._settled.is_set()
+
+    async def _deliver(self) -> None:
+        async with self._outbox_recv:
+            async for event, settle in self._outbox_recv:
+                for listener in list(self._listeners):
+                    try:
+                        await listener(event)
+                    except Exception:
+                        log.exception("refinement listener failed on %s", type(event).__name__)
+                if settle is not None:
+                    settle.set()
+
+    # ------------------------------------------------------------ the background worker
+
+    async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Run the outbox and the worker until cancelled (the session's task group owns this)."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._deliver)
+            task_status.started()
+            while True:
+                while not self._queue:
+                    await self._wakeup.wait()
+                    self._wakeup = anyio.Event()
+                job = self._queue.popleft()
+                self._in_flight += 1
+                try:
+                    await self._run(job)
+                finally:
+                    self._in_flight -= 1
+                    self._transition()
+
+    def _enqueue(self, job: _Job) -> None:
+        self._queue.append(job)
+        self._wakeup.set()
+        self._transition()
+
+    # ------------------------------------------------------------ triggers
+
+    def schedule_from_cell(self, instructions: str | None, scope: Scope) -> dict[str, Any]:
+        """`await refine.run()` in a cell: held until the turn ends, then run in the background."""
+        job = _Job("model", scope, instructions, gate=False)
+        self._scheduled.append(job)
+        self._transition()
+        return {
+            "scheduled": True,
+            "job_id": job.job_id,
+            "scope": scope,
+            "message": "refinement scheduled; it runs when this turn ends",
+        }
+
+    def turn_ended(self) -> None:
+        """Call at the end of every assistant turn, before the prompt is answered.
+
+        Releases refinements scheduled from cells and, every `auto_every` turns, queues an automatic
+        review -- synchronously, so a status read right after the prompt response already sees it.
+        """
+        released, self._scheduled = self._scheduled, []
+        for job in released:
+            self._queue.append(job)
+        self._turns_since_auto += 1
+        if self.auto_every > 0 and self._turns_since_auto >= self.auto_every:
+            if self._queue_auto(f"{self._turns_since_auto} assistant turns since the last review"):
+                self._turns_since_auto = 0
+        if self._queue:
+            self._wakeup.set()
+        self._transition()
+
+    def compacted(self) -> None:
+        """The conversation was just compacted: a natural point for an automatic review."""
+        self._queue_auto("the conversation was just compacted")
+        self._transition()
+
+    def _cooling_down(self) -> bool:
+        if self._last_auto_finished is None:
+            return False
+        return self._clock() - self._last_auto_finished < self.cooldown_seconds
+
+    def _queue_auto(self, note: str) -> bool:
+        if self._auto_queued or self._cooling_down() or self.planner is None:
+            return False
+        self._auto_queued = True
+        self._queue.append(_Job("auto", "local", None, gate=True, note=note))
+        self._wakeup.set()
+        return True
+
+    async def refine_now(
+        self, *, instructions: str | None = None, scope: Scope = "local"
+    ) -> RefinementOutcome:
+        """`/refine`: plan (no review gate: the user asked) and apply or hold for review, in this task."""
+        job = _Job("user", scope, instructions, gate=False)
+        self._in_flight += 1
+        self._transition()
+        try:
+            return await self._run(job)
+        finally:
+            self._in_flight -= 1
+            self._transition()
+
+    # ------------------------------------------------------------ one job
+
+    def _store(self, scope: Scope) -> Any:
+        return self.global_store if scope == "global" else self.local_store
+
+    async def _run(self, job: _Job) -> RefinementOutcome:
+        try:
+            outcome = await self._plan_and_decide(job)
+        except (ReplyParseError, ModelError) as exc:
+            outcome = self._failed(job, str(exc))
+        except Exception as exc:
+            log.exception("refinement %s failed", job.job_id)
+            outcome = self._failed(job, f"refinement failed: {type(exc).__name__}: {exc}")
+        finally:
+            if job.trigger == "auto":
+                # A failed review stamps the cooldown too: a broken endpoint must not be hammered.
+                self._auto_queued = False
+                self._last_auto_finished = self._clock()
+        self.last = outcome
+        job.outcome = outcome
+        job.done.set()
+        return outcome
+
+    def _failed(self, job: _Job, message: str) -> RefinementOutcome:
+        self._emit(report_failure(job.job_id, job.scope, message))
+        return RefinementOutcome(job.job_id, job.trigger, job.scope, "failed", error=message)
+
+    async def _plan_and_decide(self, job: _Job) -> RefinementOutcome:
+        if self.planner is None:
+            raise ModelError("refinement needs a model; set CONTINUAL_ACP_MODEL")
+        items = list(self._trajectory())
+        scope, instructions = job.scope, job.instructions
+        if job.gate:
+            verdict = await self.planner.review(items, trigger_note=job.note)
+            if not verdict.should_refine:
+                return RefinementOutcome(
+                    job.job_id, job.trigger, scope, "declined", summary=verdict.rationale
+                )
+            scope, instructions = verdict.scope, verdict.instructions
+        store = self._store(scope)
+        # The planning baseline: what the planner saw. Apply refuses an entry that moved since.
+        baseline: HarnessState = await anyio.to_thread.run_sync(store.load)
+        local_state, global_state = await anyio.to_thread.run_sync(self._both_states)
+        overview = render_overview(merge(global_state, local_state))
+        history = [
+            f"{r.id} ({r.scope}, {r.trigger}): {r.summary}"
+            for r in await anyio.to_thread.run_sync(partial(store.history, limit=HISTORY_LINES))
+        ]
+        proposal = await self.planner.plan(
+            items, overview=overview, history=history, scope=scope, instructions=instructions
+        )
+        if not proposal.edits:
+            summary = proposal.summary or "nothing worth keeping in the harness"
+            return RefinementOutcome(job.job_id, job.trigger, scope, "empty", summary=summary)
+        return await self.submit(proposal, scope=scope, trigger=job.trigger, baseline=baseline, items=items)
+
+    def _both_states(self) -> tuple[HarnessState, HarnessState]:
+        return self.local_store.load(), self.global_store.load()
+
+    async def submit(
+        self,
+        proposal: Proposal,
+        *,
+        scope: Scope,
+        trigger: Trigger,
+        baseline: HarnessState | None,
+        items: Sequence[TrajectoryItem] | None = None,
+        mode_override: str | None = None,
+        source: str = "refine",
+    ) -> RefinementOutcome:
+        """Apply now or hold for review, per the policy. Also the path of direct kernel writes.
+
+        `source` is who wrote the content: `refine` (the planner, even when the user asked for the
+        refinement) or `agent` (a cell). Neither bypasses tombstones; only user-written content does.
+        """
+        policy = self._policy()
+        kinds = {edit.kind for edit in proposal.edits}
+        mode = mode_override or policy.mode
+        if needs_review(
+            scope=scope, mode=mode, refine_review=policy.refine_review, kinds=kinds, trusted=self.trusted
+        ):
+            pending = PendingReview(
+                proposal_id=new_job_id("p"),
+                proposal=proposal,
+                scope=scope,
+                trigger=trigger,
+                baseline=baseline if baseline is not None else self._store(scope).load(),
+                source=source,
+            )
+            self.pending_reviews[pending.proposal_id] = pending
+            self._emit(ReviewRequested(pending))
+            return RefinementOutcome(
+                pending.proposal_id,
+                trigger,
+                scope,
+                "pending_review",
+                proposal_id=pending.proposal_id,
+                summary=proposal.summary,
+            )
+        known = message_ids(items if items is not None else self._trajectory())
+        result = await self._apply(
+            proposal, scope=scope, trigger=trigger, baseline=baseline, known=known, source=source
+        )
+        return self._applied(result, trigger)
+
+    async def _apply(
+        self,
+        proposal: Proposal,
+        *,
+        scope: Scope,
+        trigger: Trigger,
+        baseline: HarnessState | None,
+        known: set[str] | None,
+        source: str,
+    ) -> RefinementResult:
+        store = self._store(scope)
+        kwargs: dict[str, Any] = {
+            "scope": scope,
+            "trigger": trigger,
+            "session_id": self.session_id,
+            "source": source,
+        }
+        if baseline is not None:
+            kwargs["baseline"] = baseline
+        if known is not None:
+            kwargs["evidence_checker"] = known.__contains__
+        if scope == "local":
+            # Lets the store refuse a local update of a global id by name ("read-only"), not "not found".
+            kwargs["global_state"] = await anyio.to_thread.run_sync(self.global_store.load)
+        return await anyio.to_thread.run_sync(partial(store.apply, proposal, **kwargs))
+
+    def _applied(self, result: RefinementResult, trigger: Trigger) -> RefinementOutcome:
+        self.last_refinement_id = result.id
+        self._emit(report_result(result, view_path=self._view_path))
+        status: OutcomeStatus = "applied" if result.applied else "refused"
+        errors = "; ".join(result.errors) or None
+        return RefinementOutcome(
+            result.id,
+            trigger,
+            result.scope,
+            status,
+            refinement_id=result.id,
+            summary=result.summary,
+            error=errors,
+        )
+
+    def _view_path(self, scope: str, kind: str, entry_id: str) -> str | None:
+        try:
+            return str(self._store(scope).view_path(kind, entry_id, scope=scope))  # type: ignore[arg-type]
+        except Exception:
+            log.exception("no view path for %s %s/%s", scope, kind, entry_id)
+            return None
+
+    # ------------------------------------------------------------ review decisions
+
+    async def decide(
+        self, proposal_id: str, choice: ReviewChoice, *, edit_ids: Sequence[str] | None = None
+    ) -> RefinementOutcome:
+        """Decide a pending review (or review an applied refinement of candidates by its id).
+
+        Raises KeyError naming the id when there is nothing to decide under it.
+        """
+        self._in_flight += 1
+        self._transition()
+        try:
+            pending = self.pending_reviews.pop(proposal_id, None)
+            if pending is None:
+                return await self._review_applied(proposal_id, choice, edit_ids)
+            return await self._decide_pending(pending, choice, edit_ids)
+        finally:
+            self._in_flight -= 1
+            self._transition()
+
+    async def _decide_pending(
+        self, pending: PendingReview, choice: ReviewChoice, edit_ids: Sequence[str] | None
+    ) -> RefinementOutcome:
+        proposal = _select(pending.proposal, edit_ids)
+        store = self._store(pending.scope)
+        if choice in ("reject", "reject_forever"):
+            forever = choice == "reject_forever"
+            stones = await anyio.to_thread.run_sync(
+                partial(
+                    store.reject_proposal,
+                    proposal,
+                    forever=forever,
+                    reason=f"{choice} in review of proposal {pending.proposal_id}",
+                )
+            )
+            message = "rejected in review" + (" forever (tombstoned)" if forever else "")
+            self._emit(report_rejection(pending, proposal, message, [s.id for s in stones]))
+            return RefinementOutcome(
+                pending.proposal_id,
+                pending.trigger,
+                pending.scope,
+                "rejected",
+                proposal_id=pending.proposal_id,
+                summary=proposal.summary,
+                error=message,
+            )
+        if choice == "apply_always":
+            self.trusted.update((pending.scope, kind) for kind in pending.kinds)
+        result = await self._apply(
+            proposal,
+            scope=pending.scope,
+            trigger=pending.trigger,
+            baseline=pending.baseline,
+            known=message_ids(self._trajectory()),
+            source=pending.source,
+        )
+        if result.applied and pending.trigger != "user":
+            # Approved by a human: promote what was written from candidate to verified.
+            await anyio.to_thread.run_sync(partial(store.record_review, result.id, "apply"))
+        return self._applied(result, pending.trigger)
+
+    async def _review_applied(
+        self, refinement_id: str, choice: ReviewChoice, edit_ids: Sequence[str] | None
+    ) -> RefinementOutcome:
+        for store in (self.local_store, self.global_store):
+            target = await anyio.to_thread.run_sync(store.get_refinement, refinement_id)
+            if target is None:
+                continue
+            decision = "apply" if choice == "apply_always" else choice
+            if choice == "apply_always":
+                self.trusted.update((target.scope, e.kind) for e in target.applied_edits if e.applied)
+            kwargs: dict[str, Any] = {} if edit_ids is None else {"edit_ids": list(edit_ids)}
+            result = await anyio.to_thread.run_sync(
+                partial(store.record_review, refinement_id, decision, **kwargs)
+            )
+            return self._applied(result, "user")
+        known = ", ".join(self.pending_reviews) or "none"
+        raise KeyError(f"no pending review or refinement {refinement_id!r} (pending reviews: {known})")
+
+
+def _select(proposal: Proposal, edit_ids: Sequence[str] | None) -> Proposal:
+    """Only the edits whose (resolved) ids were chosen; all when `edit_ids` is None."""
+    if edit_ids is None:
+        return proposal
+    from harness_store.validation import resolve_id
+
+    wanted = set(edit_ids)
+    edits = [edit for edit in proposal.edits if resolve_id(edit) in wanted]
+    return proposal.model_copy(update={"edits": edits})

@@ -1,0 +1,42 @@
+"""Who decides a proposal: apply it now, or hold it for a human review.
+
+The table (refine_review x mode), for a proposal whose kinds are not yet trusted this session:
+
+| refine_review | ask            | auto           | autonomous     |
+|---------------|----------------|----------------|----------------|
+| always        | review         | review         | review         |
+| global_only   | review         | global: review | global: review |
+| never         | apply          | apply          | apply          |
+
+`ask` means "permission before every cell and every refinement" (ACP.md), so it reviews local
+proposals too -- unless the user explicitly chose `never`, which is the one setting that says
+"do not ask me about refinements". A kind trusted for the session ("apply and trust this kind")
+skips review for that scope and kind only; it never widens to the other scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from agent_core.refinement.records import Scope
+
+TrustKey = tuple[str, str]  # (scope, kind)
+
+
+def needs_review(
+    *,
+    scope: Scope,
+    mode: str,
+    refine_review: str,
+    kinds: Iterable[str],
+    trusted: frozenset[TrustKey] | set[TrustKey] = frozenset(),
+) -> bool:
+    """True when the proposal must wait for a human decision before it touches the store."""
+    if refine_review == "never":
+        return False
+    kinds = set(kinds)
+    if kinds and all((scope, kind) in trusted for kind in kinds):
+        return False
+    if refine_review == "always" or mode == "ask":
+        return True
+    return scope == "global"

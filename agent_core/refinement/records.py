@@ -1,0 +1,110 @@
+"""Small records the refinement coordinator speaks in (besides the store's own models)."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from harness_store import HarnessState, Proposal
+
+Scope = Literal["local", "global"]
+Trigger = Literal["user", "model", "auto"]
+Mode = Literal["ask", "auto", "autonomous"]
+RefineReview = Literal["always", "global_only", "never"]
+# What a reviewer may answer. `apply_always` = apply, and trust this kind of edit for the session.
+ReviewChoice = Literal["apply", "apply_always", "reject", "reject_forever"]
+OutcomeStatus = Literal["applied", "refused", "pending_review", "rejected", "failed", "declined", "empty"]
+REVIEW_CHOICES: tuple[str, ...] = ("apply", "apply_always", "reject", "reject_forever")
+
+
+def new_job_id(prefix: str = "p") -> str:
+    """Time-ordered id with a random suffix for proposals and jobs (not store refinement ids)."""
+    return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(4)}"
+
+
+@dataclass(frozen=True)
+class ReviewVerdict:
+    """The review gate's answer."""
+
+    should_refine: bool
+    rationale: str
+    instructions: str | None = None
+    scope: Scope = "local"
+
+
+@dataclass
+class PendingReview:
+    """A planned proposal waiting for a human decision; kept until decided (or the session ends)."""
+
+    proposal_id: str
+    proposal: Proposal
+    scope: Scope
+    trigger: Trigger
+    baseline: HarnessState
+    source: str = "refine"
+    created_at: float = field(default_factory=time.time)
+
+    @property
+    def kinds(self) -> set[str]:
+        return {edit.kind for edit in self.proposal.edits}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "proposalId": self.proposal_id,
+            "scope": self.scope,
+            "trigger": self.trigger,
+            "summary": self.proposal.summary,
+            "rationale": self.proposal.rationale,
+            "expectedOutcome": self.proposal.expected_outcome,
+            "edits": [edit.model_dump(exclude_none=True) for edit in self.proposal.edits],
+        }
+
+
+@dataclass(frozen=True)
+class QuiescenceChanged:
+    """A quiescence transition, delivered to listeners before anyone waiting for it wakes."""
+
+    quiescent: bool
+    pending: int
+    in_flight: int
+    last_refinement_id: str | None
+
+
+@dataclass(frozen=True)
+class ReviewRequested:
+    """A proposal now needs a human decision (the server may ask at once if a prompt is live)."""
+
+    pending: PendingReview
+
+
+@dataclass(frozen=True)
+class RefinementOutcome:
+    """How one refinement job ended: applied/refused result id, awaiting review, or failed."""
+
+    job_id: str
+    trigger: Trigger
+    scope: Scope
+    status: OutcomeStatus
+    refinement_id: str | None = None
+    proposal_id: str | None = None
+    summary: str = ""
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "jobId": self.job_id,
+            "trigger": self.trigger,
+            "scope": self.scope,
+            "status": self.status,
+            "summary": self.summary,
+        }
+        if self.refinement_id:
+            body["refinementId"] = self.refinement_id
+        if self.proposal_id:
+            body["proposalId"] = self.proposal_id
+        if self.error:
+            body["error"] = self.error
+        return body

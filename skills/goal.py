@@ -1,0 +1,29 @@
+"""`goal`: persistent session goals -- not available yet.
+
+Goals (one objective per session, continued until `goal.complete()`) arrive with autonomous mode.
+Until then every call says so plainly instead of pretending to work.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+__all__ = ["complete", "set", "status"]
+
+NOT_AVAILABLE = "goals are not available yet in continual-acp; keep working on the user's request directly"
+
+
+class GoalsNotAvailable(RuntimeError):
+    pass
+
+
+def status() -> dict[str, Any]:
+    return {"available": False, "message": NOT_AVAILABLE}
+
+
+def set(objective: str, *, token_budget: int | None = None) -> NoReturn:
+    raise GoalsNotAvailable(NOT_AVAILABLE)
+
+
+def complete(summary: str | None = None) -> NoReturn:
+    raise GoalsNotAvailable(NOT_AVAILABLE)

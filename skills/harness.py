@@ -1,0 +1,114 @@
+"""`harness`: read and write the continual harness from a cell.
+
+    harness.list()                         # every entry (global and this session's), ranked
+    harness.list("memory")                 # one kind
+    harness.search("pytest")               # entries matching words
+    harness.show("run_tests")              # one entry in full
+    harness.create("memory", "Test command", "Run `make check`, not pytest directly.")
+    harness.update("memory", "test_command", content="...")
+    harness.delete("memory", "test_command")
+
+Writes go through the host to the same store API as refinements, so they are versioned, shown as a
+refinement, and can be rolled back with `/rollback <id>`. They are local to this session unless
+`global_=True`; a global write may wait for the user's review.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from kernel_bridge import hostclient as bridge
+
+__all__ = ["create", "delete", "list", "search", "show", "update"]
+
+KINDS = ("prompt", "memory", "skill", "subagent")
+
+
+def _kind(kind: str | None) -> str | None:
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+    return kind
+
+
+def list(kind: str | None = None, scope: str = "merged") -> builtins.list[dict[str, Any]]:
+    """Entries as dicts (id, kind, scope, title, trust, ...); `scope` is merged, local or global."""
+    return builtins.list(bridge.call("harness.list", kind=_kind(kind), scope=scope))
+
+
+def search(query: str, kind: str | None = None, limit: int = 20) -> builtins.list[dict[str, Any]]:
+    """Entries whose title, content or path share words with `query`, best first."""
+    return builtins.list(bridge.call("harness.search", query=query, kind=_kind(kind), limit=limit))
+
+
+def show(id: str, kind: str | None = None) -> dict[str, Any]:
+    """One entry in full (content, reference, arguments, evidence, version)."""
+    return dict(bridge.call("harness.show", id=id, kind=_kind(kind)))
+
+
+def create(
+    kind: str,
+    title: str,
+    content: str,
+    *,
+    id: str | None = None,
+    path: str | None = None,
+    reference: dict[str, Any] | None = None,
+    arguments: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    reason: str | None = None,
+    global_: bool = False,
+) -> dict[str, Any]:
+    """Create an entry; returns the refinement record (its id rolls the write back)."""
+    edit = {
+        "action": "create",
+        "kind": _kind(kind),
+        "id": id,
+        "title": title,
+        "content": content,
+        "path": path,
+        "reference": reference,
+        "arguments": arguments,
+        "metadata": metadata,
+        "reason": reason,
+    }
+    return _write(edit, global_)
+
+
+def update(
+    kind: str,
+    id: str,
+    *,
+    title: str | None = None,
+    content: str | None = None,
+    path: str | None = None,
+    reference: dict[str, Any] | None = None,
+    arguments: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    reason: str | None = None,
+    global_: bool = False,
+) -> dict[str, Any]:
+    """Change the given fields of an entry (the others keep their values)."""
+    edit = {
+        "action": "update",
+        "kind": _kind(kind),
+        "id": id,
+        "title": title,
+        "content": content,
+        "path": path,
+        "reference": reference,
+        "arguments": arguments,
+        "metadata": metadata,
+        "reason": reason,
+    }
+    return _write(edit, global_)
+
+
+def delete(kind: str, id: str, *, reason: str | None = None, global_: bool = False) -> dict[str, Any]:
+    """Delete an entry (rollback re-creates it)."""
+    return _write({"action": "delete", "kind": _kind(kind), "id": id, "reason": reason}, global_)
+
+
+def _write(edit: dict[str, Any], global_: bool) -> dict[str, Any]:
+    clean = {k: v for k, v in edit.items() if v is not None}
+    return dict(bridge.call("harness.write", edit=clean, scope="global" if global_ else "local"))

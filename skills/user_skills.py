@@ -1,0 +1,223 @@
+"""Agent Skills folders: find them, read their `SKILL.md` frontmatter, index them.
+
+A skill is a folder holding `SKILL.md`, whose YAML frontmatter names it (`name`) and says when to use
+it (`description`); the body is the full instructions, read on demand. A folder may also carry Python
+(a package or modules) that the kernel can import. Stdlib only: this runs on the host (to list skills
+in the system prompt and as `/skill:<name>` commands) and inside the kernel (`skills.list()`).
+
+Roots are searched in order and the first skill with a given name wins, so a project's own skill
+(`<cwd>/.continual-acp/skills`) shadows a user-wide one of the same name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SKILL_FILE = "SKILL.md"
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+DESCRIPTION_MAX = 1024
+
+
+@dataclass(frozen=True)
+class SkillInfo:
+    name: str
+    description: str
+    folder: str
+    root: str
+    # Directories to put on the kernel's sys.path so the skill's Python is importable.
+    python_paths: tuple[str, ...] = ()
+
+    @property
+    def skill_file(self) -> str:
+        return str(Path(self.folder) / SKILL_FILE)
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "description": self.description, "path": self.skill_file}
+
+
+@dataclass(frozen=True)
+class SkillIndex:
+    skills: tuple[SkillInfo, ...] = ()
+    # Folders that look like skills but could not be used, with the reason (for `doctor` and logs).
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    def get(self, name: str) -> SkillInfo | None:
+        for skill in self.skills:
+            if skill.name == name:
+                return skill
+        return None
+
+    @property
+    def python_paths(self) -> list[str]:
+        paths: list[str] = []
+        for skill in self.skills:
+            for path in skill.python_paths:
+                if path not in paths:
+                    paths.append(path)
+        return paths
+
+
+def skill_roots(cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> list[Path]:
+    """The four roots, project first: `<cwd>/.continual-acp/skills`, the user's config dir, Claude's, Codex's."""
+    env = os.environ if env is None else env
+    home = Path(env.get("HOME") or Path.home())
+    config = Path(env["XDG_CONFIG_HOME"]) if env.get("XDG_CONFIG_HOME") else home / ".config"
+    return [
+        Path(cwd) / ".continual-acp" / "skills",
+        config / "continual-acp" / "skills",
+        home / ".claude" / "skills",
+        home / ".codex" / "skills",
+    ]
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        inner = value[1:-1]
+        return inner.replace('\\"', '"') if value[0] == '"' else inner.replace("''", "'")
+    return value
+
+
+def parse_frontmatter(text: str) -> dict[str, str] | None:
+    """Top-level `key: value` pairs of a `---` fenced YAML header (None when there is no header).
+
+    Deliberately small: scalars, quoted scalars, and block scalars (`|`, `>`) or indented
+    continuation lines -- what SKILL.md headers use. Nested mappings are kept as raw text.
+    """
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
+    except StopIteration:
+        return None
+    values: dict[str, str] = {}
+    key: str | None = None
+    block: str | None = None  # "|" keeps newlines, ">" folds them
+    pieces: list[str] = []
+
+    def flush() -> None:
+        if key is not None:
+            joined = "\n".join(pieces) if block == "|" else " ".join(p.strip() for p in pieces if p.strip())
+            values[key] = _unquote(joined) if block is None else joined.strip()
+
+    for raw in lines[1:end]:
+        if raw and not raw[0].isspace() and ":" in raw and not raw.lstrip().startswith("#"):
+            flush()
+            name, _, rest = raw.partition(":")
+            key, rest = name.strip(), rest.strip()
+            block = rest[0] if rest[:1] in ("|", ">") else None
+            pieces = [] if block else [rest]
+        elif key is not None:
+            pieces.append(raw.strip())
+    flush()
+    return values
+
+
+def _python_paths(folder: Path) -> tuple[str, ...]:
+    """Where imports of this skill's Python should resolve from."""
+    paths: list[str] = []
+    if (folder / "__init__.py").is_file() and folder.name.isidentifier():
+        paths.append(str(folder.parent))  # the folder itself is the package
+    try:
+        children = list(folder.iterdir())
+    except OSError:
+        children = []
+    if any(
+        (c.is_file() and c.suffix == ".py" and c.name != "__init__.py")
+        or (c.is_dir() and (c / "__init__.py").is_file())
+        for c in children
+    ):
+        paths.append(str(folder))  # modules or packages inside the folder
+    return tuple(paths)
+
+
+def read_skill_folder(folder: Path, root: Path) -> SkillInfo | str:
+    """The skill in `folder`, or a reason it cannot be used."""
+    path = folder / SKILL_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return f"{path}: cannot read ({exc})"
+    meta = parse_frontmatter(text)
+    if meta is None:
+        return f"{path}: no frontmatter (expected a '---' header with name and description)"
+    name = meta.get("name", "").strip()
+    description = meta.get("description", "").strip()
+    if not name:
+        return f"{path}: frontmatter has no name"
+    if not _NAME.match(name):
+        return f"{path}: name {name!r} must be lowercase letters, digits and hyphens (at most 64)"
+    if not description:
+        return f"{path}: frontmatter has no description"
+    return SkillInfo(
+        name=name,
+        description=description[:DESCRIPTION_MAX],
+        folder=str(folder),
+        root=str(root),
+        python_paths=_python_paths(folder),
+    )
+
+
+def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
+    """Every usable skill under `roots` (one level deep), first name wins; problems listed."""
+    found: list[SkillInfo] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for root_like in roots:
+        root = Path(root_like).expanduser()
+        if not root.is_dir():
+            continue
+        try:
+            folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / SKILL_FILE).is_file())
+        except OSError as exc:
+            problems.append(f"{root}: cannot list ({exc})")
+            continue
+        for folder in folders:
+            info = read_skill_folder(folder, root)
+            if isinstance(info, str):
+                problems.append(info)
+            elif info.name in seen:
+                problems.append(f"{info.skill_file}: skill {info.name!r} is shadowed by an earlier root")
+            else:
+                seen.add(info.name)
+                found.append(info)
+    return SkillIndex(tuple(found), tuple(problems))
+
+
+def read_skill_text(index: SkillIndex, name: str) -> str:
+    """The full SKILL.md of `name`; KeyError naming the known skills when there is none."""
+    skill = index.get(name)
+    if skill is None:
+        known = ", ".join(s.name for s in index.skills) or "none"
+        raise KeyError(f"no skill named {name!r} (known: {known})")
+    return Path(skill.skill_file).read_text(encoding="utf-8")
+
+
+def render_index(skills: Sequence[SkillInfo], *, max_chars: int = 4_000) -> str:
+    """The system-prompt section: one line per skill (name + description), bounded."""
+    if not skills:
+        return ""
+    lines = [
+        "# Skills",
+        'Read a skill\'s full instructions before using it: `print(skills.read("<name>"))` in a cell.',
+    ]
+    used = sum(len(line) + 1 for line in lines)
+    shown = 0
+    for skill in skills:
+        description = " ".join(skill.description.split())
+        if len(description) > 200:
+            description = description[:197] + "..."
+        line = f"- {skill.name}: {description}"
+        if used + len(line) + 1 > max_chars:
+            break
+        lines.append(line)
+        used += len(line) + 1
+        shown += 1
+    if shown < len(skills):
+        lines.append(f"(+{len(skills) - shown} more skills; `skills.list()` lists them all)")
+    return "\n".join(lines)
