@@ -71,7 +71,8 @@ class CellCard:
     terminal_sent: int = 0
     terminal_capped: bool = False
     dirty: bool = False
-    started: bool = False
+    started: bool = False  # the `tool_call` went out
+    running: bool = False  # the cell really started in the kernel
 
     # ------------------------------------------------------------ accumulate
 
@@ -194,7 +195,7 @@ class CellCard:
             self.error = error
         wire_status = "completed" if status == "completed" else "failed"
         if status == "cancelled" and not self.error:
-            self.error = "cancelled (the cell was interrupted)"
+            self.error = "cancelled (the cell was interrupted)" if self.running else "cancelled before it ran"
         update = self.progress_update(wire_status)
         update["rawOutput"] = {"status": status, **({"error": error} if error else {})}
         if self.terminal:

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from acp_server.capabilities import ClientCapabilities
-from acp_server.errors import PeerError
+from acp_server.errors import RESOURCE_NOT_FOUND, PeerError
 from acp_server.presenter import TurnPresenter
 from acp_server.transport import Connection, ConnectionClosed
 from agent_core.ports import PermissionDecision, PermissionRequest
@@ -37,7 +37,7 @@ class JsonRpcEditor:
     """The client editor as agent_core sees it; bound to a session id once the session exists."""
 
     def __init__(
-        self, connection: Connection, capabilities: ClientCapabilities, presenter: TurnPresenter
+        self, connection: Connection, capabilities: ClientCapabilities, presenter: TurnPresenter | None = None
     ) -> None:
         self._connection = connection
         self._capabilities = capabilities
@@ -92,9 +92,14 @@ class JsonRpcEditor:
     async def read_text_file(self, path: str) -> str:
         if not self.can_read_files:
             raise NotImplementedError("the client did not advertise fs/read_text_file")
-        result = await self._connection.request(
-            "fs/read_text_file", {"sessionId": self._sid(), "path": path}, timeout=FS_TIMEOUT_SECONDS
-        )
+        try:
+            result = await self._connection.request(
+                "fs/read_text_file", {"sessionId": self._sid(), "path": path}, timeout=FS_TIMEOUT_SECONDS
+            )
+        except PeerError as exc:
+            if exc.code == RESOURCE_NOT_FOUND:
+                raise FileNotFoundError(f"the editor has no file {path}") from None
+            raise OSError(f"the editor could not read {path}: {exc}") from None
         content = result.get("content") if isinstance(result, dict) else None
         if not isinstance(content, str):
             raise OSError(f"client answered fs/read_text_file for {path} without text content")

@@ -89,10 +89,23 @@ class TurnPresenter:
         self._task_group = task_group
 
     async def close(self) -> None:
-        """Flush every pending output update (call before answering the prompt)."""
+        """Flush pending output and settle every card still open (call before answering the prompt).
+
+        A cancelled turn stops without `CellFinished`, and a rejected permission leaves a card that
+        never ran; both would spin forever in the editor, so they are closed here as failed.
+        """
         for card in list(self._cards.values()):
-            if card.dirty and card.started:
-                await self._flush(card)
+            self._flush_scheduled.discard(card.cell_id)
+            if not card.started:
+                continue
+            if self.stop_reason == "cancelled":
+                status, error = "cancelled", None
+            elif card.running:
+                status, error = "failed", "the turn ended before the cell finished"
+            else:
+                status, error = "failed", "not run"
+            await self._send(card.final_update(status, error, ""))
+        self._cards.clear()
         self._task_group = None
 
     # ------------------------------------------------------------ permission cards
@@ -137,6 +150,7 @@ class TurnPresenter:
                 )
         elif isinstance(event, CellStarted):
             card = self._card(event.cell_id, event.code, event.title)
+            card.running = True
             if not card.started:
                 card.started = True
                 await self._send(card.start_update())

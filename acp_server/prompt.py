@@ -74,6 +74,8 @@ async def _run_turn(opened: Any, parts: list[Any]) -> str:
         except ModelError as exc:
             failure = AcpError(INTERNAL_ERROR, exc.message, {"endpoint": exc.endpoint, "status": exc.status})
         finally:
+            if opened.cancelled and presenter.stop_reason is None:
+                presenter.stop_reason = "cancelled"
             await presenter.close()
             tg.cancel_scope.cancel()
     if failure is not None:

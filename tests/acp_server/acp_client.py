@@ -63,7 +63,13 @@ class Frame:
 
 def _strip_none(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _strip_none(v) for k, v in value.items() if v is not None}
+        # The schema allows custom `_`-prefixed config option categories; the 0.12.1 models predate
+        # that and drop them, so they are left out of the strict comparison.
+        return {
+            k: _strip_none(v)
+            for k, v in value.items()
+            if v is not None and not (k == "category" and isinstance(v, str) and v.startswith("_"))
+        }
     if isinstance(value, list):
         return [_strip_none(v) for v in value]
     return value

@@ -1,0 +1,271 @@
+"""Every session method over real stdio against the real agent, kernel and scripted model endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from acp_client import AcpClient, RpcError, select
+from conftest import ClientFactory, initialize
+
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+
+COMMANDS = {"history", "harness", "rollback", "undo", "kernel", "compact", "refine", "review"}
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+def new_session(client: AcpClient, cwd: str) -> tuple[str, dict[str, Any]]:
+    rid = client.start_request("session/new", {"cwd": cwd, "mcpServers": []})
+    result = client.result(rid)
+    return result["sessionId"], result
+
+
+def prompt(client: AcpClient, session_id: str, words: str, timeout: float = 60.0) -> tuple[str, int]:
+    """Run a prompt; returns (stopReason, sequence number of the response frame)."""
+    rid = client.start_request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": words}]}
+    )
+    frame = client.response_frame(rid, timeout)
+    if "error" in frame.message:
+        raise RpcError(frame.message["error"])
+    return frame.message["result"]["stopReason"], frame.seq
+
+
+def cell_updates(client: AcpClient, session_id: str, cell_id: str) -> list[dict[str, Any]]:
+    return [u for u in client.updates(session_id) if u.get("toolCallId") == cell_id]
+
+
+def final_card(client: AcpClient, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The last cell's `tool_call` start and all its updates."""
+    starts = [u for u in client.updates(session_id) if u["sessionUpdate"] == "tool_call"]
+    assert starts, "no tool card was sent"
+    start = starts[-1]
+    return start, cell_updates(client, session_id, start["toolCallId"])
+
+
+def texts(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(b["content"].get("text", "") for b in blocks if b.get("type") == "content")
+
+
+def test_new_session_answers_modes_and_config_options_then_advertises_commands(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    rid = client.start_request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+    response = client.response_frame(rid)
+    result = response.message["result"]
+    assert result["modes"]["currentModeId"] == "auto"
+    assert {m["id"] for m in result["modes"]["availableModes"]} == {"ask", "auto", "autonomous"}
+    options = {o["id"]: o for o in result["configOptions"]}
+    assert set(options) == {"mode", "model", "refine_review"}
+    assert options["mode"]["category"] == "mode" and options["mode"]["currentValue"] == "auto"
+    assert options["model"]["category"] == "model"
+    assert options["refine_review"]["currentValue"] == "global_only"
+    advert = client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+        )
+    )
+    assert advert.seq > response.seq, "commands must be advertised after the session/new response"
+    names = {c["name"] for c in advert.message["params"]["update"]["availableCommands"]}
+    assert COMMANDS <= names
+
+
+def test_prompt_with_a_cell_streams_a_titled_tool_card_and_answers_after_every_update(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("# compute the answer\nprint(6 * 7)"), text("The answer is 42."))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    stop, response_seq = prompt(client, sid, "what is six times seven?")
+    assert stop == "end_turn"
+    start, updates = final_card(client, sid)
+    assert start["kind"] == "execute"
+    assert start["title"] == "compute the answer"
+    assert start["rawInput"] == {"code": "# compute the answer\nprint(6 * 7)"}
+    assert start["content"][0]["content"]["text"].startswith("```python\n# compute the answer")
+    assert any(u.get("status") == "in_progress" for u in updates)
+    assert updates[-1]["status"] == "completed"
+    assert "42" in texts(updates[-1]["content"])
+    chunks = [u for u in client.updates(sid) if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(c["content"]["text"] for c in chunks).endswith("The answer is 42.")
+    turn_frames = [
+        f
+        for f in client.update_frames()
+        if f.message["params"]["update"]["sessionUpdate"] != "available_commands_update"
+    ]
+    assert all(f.seq < response_seq for f in turn_frames), "an update arrived after the prompt response"
+    assert any(u["sessionUpdate"] == "session_info_update" and u.get("title") for u in client.updates(sid))
+
+
+def test_failed_cell_is_marked_failed_and_shows_the_exception(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("1 / 0", title="Divide by zero"), text("That failed."))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    assert prompt(client, sid, "divide")[0] == "end_turn"
+    start, updates = final_card(client, sid)
+    assert start["title"] == "Divide by zero"
+    assert updates[-1]["status"] == "failed"
+    assert "ZeroDivisionError" in texts(updates[-1]["content"])
+
+
+def test_terminal_trio_is_sent_when_the_client_advertises_terminal_output(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("print('hello terminal')"), text("done"))
+    client = spawn(model.base_url)
+    initialize(client, _meta={"terminal_output": True})
+    sid, _ = new_session(client, str(tmp_path))
+    assert prompt(client, sid, "say hello")[0] == "end_turn"
+    start, updates = final_card(client, sid)
+    assert start["_meta"]["terminal_info"]["terminal_id"] == start["toolCallId"]
+    data = "".join(u.get("_meta", {}).get("terminal_output", {}).get("data", "") for u in updates)
+    assert "hello terminal" in data
+    assert updates[-1]["_meta"]["terminal_exit"]["exit_code"] == 0
+
+
+def test_stdout_stays_clean_when_the_kernel_writes_to_its_fd_1(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("import os\nos.write(1, b'raw kernel fd1 write\\n')\nprint('ok')"), text("done"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    assert prompt(client, sid, "write to fd 1")[0] == "end_turn"
+    assert client.garbage == []
+
+
+def test_ask_mode_requests_permission_before_the_cell_runs(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("print('allowed cell ran')"), text("done"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    result = client.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"}
+    )
+    assert {o["id"]: o["currentValue"] for o in result["configOptions"]}["mode"] == "ask"
+    client.wait_for(
+        lambda m: m.get("method") == "session/update" and m["params"]["update"].get("currentModeId") == "ask"
+    )
+    assert prompt(client, sid, "run it")[0] == "end_turn"
+    asks = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    assert len(asks) == 1
+    assert {o["kind"] for o in asks[0]["params"]["options"]} == {"allow_once", "allow_always", "reject_once"}
+    start, updates = final_card(client, sid)
+    assert asks[0]["params"]["toolCall"]["toolCallId"] == start["toolCallId"]
+    assert updates[-1]["status"] == "completed"
+
+
+def test_allow_always_is_remembered_for_the_session(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("print(1)"), tool_call("print(2)"), text("done"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
+    client.permission_policy = select("allow_always")
+    assert prompt(client, sid, "two cells")[0] == "end_turn"
+    asks = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    assert len(asks) == 1
+
+
+def test_rejected_cell_does_not_run(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any) -> None:
+    model.push(tool_call("print('must not run')"), text("ok, I will not"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
+    client.permission_policy = select("reject")
+    assert prompt(client, sid, "try")[0] == "end_turn"
+    everything = str(client.updates(sid))
+    assert "must not run\\n" not in everything and "in_progress" not in everything
+
+
+def test_cancel_while_permission_is_pending_answers_cancelled(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("print('never')"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
+    client.hold_permissions = True
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+    )
+    client.wait_for(lambda m: m.get("method") == "session/request_permission")
+    client.notify("session/cancel", {"sessionId": sid})
+    assert client.result(rid, timeout=10)["stopReason"] == "cancelled"
+
+
+def test_cancel_mid_cell_interrupts_it_and_answers_cancelled(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(tool_call("import time\nprint('started', flush=True)\ntime.sleep(120)"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "sleep"}]}
+    )
+    client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update" and "started" in str(m["params"]["update"].get("content", ""))
+        )
+    )
+    client.notify("session/cancel", {"sessionId": sid})
+    assert client.result(rid, timeout=10)["stopReason"] == "cancelled"
+    _, updates = final_card(client, sid)
+    assert updates[-1]["status"] == "failed"
+
+
+def test_unknown_session_answers_resource_not_found(spawn: ClientFactory, model: ScriptedModelServer) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    for method, params in (
+        ("session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}),
+        ("session/set_mode", {"sessionId": "nope", "modeId": "ask"}),
+        ("session/set_config_option", {"sessionId": "nope", "configId": "mode", "value": "ask"}),
+        ("session/load", {"sessionId": "nope", "cwd": "/tmp", "mcpServers": []}),
+        ("session/resume", {"sessionId": "nope", "cwd": "/tmp", "mcpServers": []}),
+        ("session/close", {"sessionId": "nope"}),
+    ):
+        with pytest.raises(RpcError) as info:
+            client.request(method, params)
+        assert info.value.code == -32002, method
+
+
+def test_bad_mode_and_config_values_answer_invalid_params(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    with pytest.raises(RpcError) as info:
+        client.request("session/set_mode", {"sessionId": sid, "modeId": "reckless"})
+    assert info.value.code == -32602
+    with pytest.raises(RpcError) as info:
+        client.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "refine_review", "value": "sometimes"}
+        )
+    assert info.value.code == -32602
+    result = client.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "refine_review", "value": "never"}
+    )
+    assert [o["id"] for o in result["configOptions"]] == ["mode", "model", "refine_review"]
+    assert result["configOptions"][2]["currentValue"] == "never"
