@@ -65,7 +65,8 @@ def _salvage(raw: dict[str, Any], path: Path) -> HarnessState:
                 except ValidationError:
                     dropped += 1
     tombstones: list[Tombstone] = []
-    for item in raw.get("tombstones") or []:
+    raw_tombstones = raw.get("tombstones")
+    for item in raw_tombstones if isinstance(raw_tombstones, list) else []:
         try:
             tombstones.append(Tombstone.model_validate(item))
         except ValidationError:
