@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -28,6 +29,29 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _KernelSkills:
+    """agent_core's `SkillsPort` over `skills.loader` (only this composition root may import both)."""
+
+    def setup_code(self, cwd: str) -> str | None:
+        from skills.loader import session_skills, setup_code
+
+        roots, _index = session_skills(cwd)
+        return setup_code(roots)
+
+    def index_text(self, cwd: str) -> str:
+        from skills.loader import session_skills
+
+        _roots, index = session_skills(cwd)
+        return "\n".join(f"- {skill.name}: {skill.description}" for skill in index.skills)
+
+
+def _build_agent(config: Any) -> Any:
+    """The server's Agent: agent_core wired to the kernel-side skills (built off the startup path)."""
+    from agent_core import Agent
+
+    return Agent(config, skills=_KernelSkills())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     args = _build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
@@ -39,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "serve":
         from acp_server.server import serve_stdio
 
-        return serve_stdio()
+        return serve_stdio(agent_factory=_build_agent)
     if command == "demo":
         from acp_server.demo import run_demo
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,8 +41,11 @@ class OpenSession:
 class AcpServer:
     """Server state shared by the handlers: client capabilities, the agent, open sessions."""
 
-    def __init__(self, registry: MethodRegistry) -> None:
+    def __init__(
+        self, registry: MethodRegistry, *, agent_factory: Callable[[Any], Any] | None = None
+    ) -> None:
         self.registry = registry
+        self._agent_factory = agent_factory
         self.client = ClientCapabilities()
         self.connection: Connection | None = None
         self.sessions: dict[str, OpenSession] = {}
@@ -57,7 +61,8 @@ class AcpServer:
         """Import agent_core's heavy half off the loop, build the Agent, start its pool warm-up."""
         try:
             agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent)
-            self._agent = agent_cls(load_config())
+            config = load_config()
+            self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             await self._agent.start()
         except Exception as exc:
             log.exception("the agent failed to start")

@@ -10,6 +10,8 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from acp_server.stdio_guard import ReservedStdio, reserve_stdio
 
@@ -23,8 +25,17 @@ def _configure_logging() -> None:
     )
 
 
-def serve_stdio() -> int:
-    """Run the server until stdin closes; returns the exit code (0 after an orderly shutdown)."""
+def serve_stdio(
+    *,
+    agent_factory: Callable[[Any], Any] | None = None,
+    extensions: Sequence[Callable[[Any], None]] = (),
+) -> int:
+    """Run the server until stdin closes; returns the exit code (0 after an orderly shutdown).
+
+    `agent_factory(config)` builds the agent_core `Agent` (the composition root wires skills and
+    refinement into it); each `extensions` callable receives the `AcpServer` before the first
+    message is read and may register methods on `server.registry` (e.g. `_harness/*`).
+    """
     reserved = reserve_stdio()
     _configure_logging()
     from acp_server import wire
@@ -33,13 +44,17 @@ def serve_stdio() -> int:
     import anyio
 
     try:
-        anyio.run(_serve, reserved)
+        anyio.run(_serve, reserved, agent_factory, extensions)
     except KeyboardInterrupt:
         return 130
     return 0
 
 
-async def _serve(reserved: ReservedStdio) -> None:
+async def _serve(
+    reserved: ReservedStdio,
+    agent_factory: Callable[[Any], Any] | None,
+    extensions: Sequence[Callable[[Any], None]],
+) -> None:
     import anyio
 
     from acp_server.methods import AcpServer
@@ -48,7 +63,9 @@ async def _serve(reserved: ReservedStdio) -> None:
     from acp_server.transport import DEFAULT_MAX_LINE_BYTES, Connection
 
     registry = MethodRegistry()
-    server = AcpServer(registry)
+    server = AcpServer(registry, agent_factory=agent_factory)
+    for extend in extensions:
+        extend(server)
     reader = await open_reader(reserved.read_fd)
     writer = await open_writer(reserved.write_fd)
     limit = int(os.environ.get("CONTINUAL_ACP_MAX_MESSAGE_BYTES", DEFAULT_MAX_LINE_BYTES))
