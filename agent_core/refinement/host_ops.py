@@ -179,7 +179,7 @@ async def harness_write(coordinator: RefinementCoordinator, args: dict[str, Any]
     # The cell running this was already permitted (or the mode allows cells), so ask mode does not
     # ask twice for a local write; global writes still follow the review policy.
     outcome = await coordinator.submit(
-        proposal, scope=scope, trigger="model", baseline=None, mode_override="auto"
+        proposal, scope=scope, trigger="model", baseline=None, mode_override="auto", source="agent"
     )
     return outcome.to_json()
 

@@ -154,8 +154,9 @@ async def serving(coordinator: RefinementCoordinator, rig: Rig) -> AsyncIterator
         await rig.aclose()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def anyio_backend() -> str:
+    # kernel_bridge runs on asyncio (jupyter_client's zmq.asyncio); the coordinator is plain anyio.
     return "asyncio"
 
 
