@@ -1,0 +1,132 @@
+"""`continual-acp harness ...` run as the real console script against a temp CONTINUAL_ACP_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness_store import HarnessStore, global_root, local_root
+
+SCRIPT = Path(sys.executable).with_name("continual-acp")
+
+
+def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CONTINUAL_ACP_HOME": str(home)}
+    return subprocess.run(
+        [str(SCRIPT), "harness", *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    if not SCRIPT.exists():
+        pytest.fail(f"console script missing at {SCRIPT}; install the project with pip install -e .")
+    return tmp_path / "home"
+
+
+def seed(home: Path) -> tuple[str, str]:
+    store = HarnessStore(global_root(home))
+    first = store.apply(
+        {
+            "summary": "remember uv",
+            "edits": [{"action": "create", "kind": "memory", "title": "Use uv", "content": "Prefer uv"}],
+        },
+        scope="global",
+        trigger="cli",
+    )
+    local = HarnessStore(local_root(home, "sess1")).apply(
+        {
+            "summary": "local note",
+            "edits": [{"action": "create", "kind": "prompt", "title": "Terse", "content": "Be terse"}],
+        },
+        scope="local",
+        trigger="model",
+        session_id="sess1",
+    )
+    return first.id, local.id
+
+
+def test_list_shows_global_entries_and_local_ones_with_a_session(home: Path) -> None:
+    seed(home)
+    out = run(home, "list")
+    assert out.returncode == 0 and "use_uv" in out.stdout and "terse" not in out.stdout
+    local = run(home, "list", "--scope", "local", "--session", "sess1", "--json")
+    assert local.returncode == 0
+    assert [e["id"] for e in json.loads(local.stdout)] == ["terse"]
+    assert json.loads(run(home, "list", "--kind", "skill", "--json").stdout) == []
+
+
+def test_show_finds_a_refinement_or_an_entry(home: Path) -> None:
+    first, local = seed(home)
+    shown = run(home, "show", first, "--json")
+    assert (
+        shown.returncode == 0
+        and json.loads(shown.stdout)["applied_edits"][0]["after"]["content"] == "Prefer uv"
+    )
+    # A local refinement is found without naming its session (rollback from any later session).
+    assert json.loads(run(home, "show", local, "--json").stdout)["id"] == local
+    entry = run(home, "show", "use_uv")
+    assert entry.returncode == 0 and "# Use uv" in entry.stdout and "Prefer uv" in entry.stdout
+
+
+def test_history_lists_newest_last_and_honours_n(home: Path) -> None:
+    first, _ = seed(home)
+    store = HarnessStore(global_root(home))
+    second = store.apply({"summary": "second", "edits": []}, scope="global", trigger="cli")
+    records = json.loads(run(home, "history", "--json").stdout)
+    assert [r["id"] for r in records] == [first, second.id]
+    assert [r["id"] for r in json.loads(run(home, "history", "-n", "1", "--json").stdout)] == [second.id]
+    assert second.id in run(home, "history").stdout
+
+
+def test_rollback_undoes_a_refinement_and_refuses_conflicts_without_force(home: Path) -> None:
+    first, _ = seed(home)
+    store = HarnessStore(global_root(home))
+    store.apply(
+        {
+            "edits": [
+                {"action": "update", "kind": "memory", "id": "use_uv", "title": "Use uv", "content": "v2"}
+            ]
+        },
+        scope="global",
+        trigger="cli",
+    )
+    refused = run(home, "rollback", first)
+    assert refused.returncode == 1 and "entry changed since refinement" in refused.stdout + refused.stderr
+    assert store.state.get("memory", "use_uv") is not None
+    forced = run(home, "rollback", first, "--force", "--json")
+    assert forced.returncode == 0 and json.loads(forced.stdout)["rollback_of"] == first
+    assert store.state.get("memory", "use_uv") is None
+
+
+def test_tombstones_are_listed_and_can_be_lifted(home: Path) -> None:
+    first, _ = seed(home)
+    assert run(home, "rollback", first).returncode == 0
+    stones = json.loads(run(home, "tombstones", "--json").stdout)
+    assert [s["content"] for s in stones] == ["Prefer uv"]
+    lifted = run(home, "tombstones", "--lift", stones[0]["id"])
+    assert lifted.returncode == 0 and "lifted" in lifted.stdout
+    assert json.loads(run(home, "tombstones", "--json").stdout) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("rollback", "r-unknown"), "no refinement 'r-unknown'"),
+        (("show", "nothing-here"), "no entry or refinement 'nothing-here'"),
+        (("list", "--scope", "local"), "--scope local needs --session ID"),
+        (("frobnicate",), "invalid choice"),
+        ((), "a command is needed"),
+        (("tombstones", "--lift", "t-nope"), "no tombstone 't-nope'"),
+    ],
+)
+def test_errors_go_to_stderr_with_exit_code_1(home: Path, args: tuple[str, ...], message: str) -> None:
+    seed(home)
+    out = run(home, *args)
+    assert out.returncode == 1
+    assert message in out.stderr and out.stdout == ""
