@@ -1,12 +1,19 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from acp_client import AcpClient, server_env
+from acp_helpers import ClientFactory
 
-ClientFactory = Callable[..., AcpClient]
+from agent_core.testing.scripted_model import ScriptedModelServer
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
 
 
 @pytest.fixture
@@ -29,16 +36,3 @@ def spawn(tmp_path: Path) -> Iterator[ClientFactory]:
         problems += [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage]
         problems += client.violations
     assert not problems, "\n".join(problems)
-
-
-def initialize(client: AcpClient, **capabilities: object) -> dict[str, object]:
-    result = client.request(
-        "initialize",
-        {
-            "protocolVersion": 1,
-            "clientCapabilities": dict(capabilities),
-            "clientInfo": {"name": "pytest", "version": "1"},
-        },
-    )
-    assert isinstance(result, dict)
-    return result

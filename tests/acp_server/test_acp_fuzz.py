@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from acp_client import AcpClient
-from conftest import ClientFactory, initialize
+from acp_helpers import ClientFactory, initialize
 
 LINES = 5000
 # Methods whose handlers are cheap with no session open (fuzzing session/new would start kernels).

@@ -2,55 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from acp_client import AcpClient, RpcError, select
-from conftest import ClientFactory, initialize
+from acp_client import RpcError, select
+from acp_helpers import ClientFactory, final_card, initialize, new_session, prompt, texts
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
 COMMANDS = {"history", "harness", "rollback", "undo", "kernel", "compact", "refine", "review"}
-
-
-@pytest.fixture
-def model() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer() as server:
-        yield server
-
-
-def new_session(client: AcpClient, cwd: str) -> tuple[str, dict[str, Any]]:
-    rid = client.start_request("session/new", {"cwd": cwd, "mcpServers": []})
-    result = client.result(rid)
-    return result["sessionId"], result
-
-
-def prompt(client: AcpClient, session_id: str, words: str, timeout: float = 60.0) -> tuple[str, int]:
-    """Run a prompt; returns (stopReason, sequence number of the response frame)."""
-    rid = client.start_request(
-        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": words}]}
-    )
-    frame = client.response_frame(rid, timeout)
-    if "error" in frame.message:
-        raise RpcError(frame.message["error"])
-    return frame.message["result"]["stopReason"], frame.seq
-
-
-def cell_updates(client: AcpClient, session_id: str, cell_id: str) -> list[dict[str, Any]]:
-    return [u for u in client.updates(session_id) if u.get("toolCallId") == cell_id]
-
-
-def final_card(client: AcpClient, session_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The last cell's `tool_call` start and all its updates."""
-    starts = [u for u in client.updates(session_id) if u["sessionUpdate"] == "tool_call"]
-    assert starts, "no tool card was sent"
-    start = starts[-1]
-    return start, cell_updates(client, session_id, start["toolCallId"])
-
-
-def texts(blocks: list[dict[str, Any]]) -> str:
-    return "\n".join(b["content"].get("text", "") for b in blocks if b.get("type") == "content")
 
 
 def test_new_session_answers_modes_and_config_options_then_advertises_commands(

@@ -6,7 +6,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from conftest import ClientFactory, initialize
+from acp_helpers import ClientFactory, initialize
 
 # The real server, with `initialize` wrapped to misbehave in every way a stray print can happen:
 # Python print, a C-level write to fd 1, and a child process inheriting fd 1. (Kernel processes are

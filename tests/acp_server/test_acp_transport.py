@@ -6,7 +6,7 @@ import json
 
 import pytest
 from acp_client import AcpClient, RpcError
-from conftest import ClientFactory, initialize
+from acp_helpers import ClientFactory, initialize
 
 
 def _next_error(client: AcpClient, line: bytes) -> dict[str, object]:

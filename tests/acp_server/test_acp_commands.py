@@ -1,0 +1,93 @@
+"""Slash commands answer with readable text; an unknown /word goes to the model; $/cancel_request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp_client import AcpClient
+from acp_helpers import ClientFactory, initialize, new_session
+
+from agent_core.testing.scripted_model import ScriptedModelServer, stall, text
+
+
+def run_command(client: AcpClient, session_id: str, line: str) -> str:
+    seen = len(client.frames)
+    rid = client.start_request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": line}]}
+    )
+    response = client.response_frame(rid)
+    assert response.message["result"]["stopReason"] == "end_turn", response.message
+    return "".join(
+        f.message["params"]["update"]["content"]["text"]
+        for f in client.frames[seen:]
+        if f.seq < response.seq
+        and f.message.get("method") == "session/update"
+        and f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+
+
+@pytest.fixture
+def session(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path) -> tuple[AcpClient, str]:
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    return client, sid
+
+
+def test_harness_commands_reply_with_readable_text(
+    session: tuple[AcpClient, str], model: ScriptedModelServer
+) -> None:
+    client, sid = session
+    assert "No harness refinements yet" in run_command(client, sid, "/history")
+    assert "number" in run_command(client, sid, "/history lots")
+    assert run_command(client, sid, "/harness").strip()
+    assert "No refinement 'r-missing'" in run_command(client, sid, "/rollback r-missing")
+    assert "Usage: `/rollback" in run_command(client, sid, "/rollback")
+    assert "Nothing to undo" in run_command(client, sid, "/undo")
+    assert "not available yet" in run_command(client, sid, "/refine be tidier")
+    assert "not available yet" in run_command(client, sid, "/review")
+    assert model.requests == []  # none of these needed the model
+
+
+def test_kernel_commands_report_status_and_restart(session: tuple[AcpClient, str]) -> None:
+    client, sid = session
+    assert run_command(client, sid, "/kernel status").strip()
+    assert "interrupted" in run_command(client, sid, "/kernel interrupt").lower()
+    assert "restarted" in run_command(client, sid, "/kernel restart").lower()
+    assert "Unknown /kernel action" in run_command(client, sid, "/kernel explode")
+
+
+def test_unknown_slash_word_goes_to_the_model_as_text(
+    session: tuple[AcpClient, str], model: ScriptedModelServer
+) -> None:
+    client, sid = session
+    model.push(text("I do not know that command."))
+    assert run_command(client, sid, "/frobnicate the widgets") == "I do not know that command."
+    assert "/frobnicate the widgets" in str(model.requests[-1]["messages"])
+
+
+def test_compact_replies_with_the_summary(session: tuple[AcpClient, str], model: ScriptedModelServer) -> None:
+    client, sid = session
+    model.push(text("hello"), text("Summary: we said hello."))
+    run_command(client, sid, "hi")
+    reply = run_command(client, sid, "/compact keep it short")
+    assert reply.startswith("Context compacted")
+
+
+def test_cancel_request_for_a_prompt_answers_it_cancelled(
+    session: tuple[AcpClient, str], model: ScriptedModelServer
+) -> None:
+    client, sid = session
+    model.push(stall(60, before="thinking..."))
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "stall"}]}
+    )
+    client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        )
+    )
+    client.notify("$/cancel_request", {"requestId": rid})
+    assert client.result(rid, timeout=10)["stopReason"] == "cancelled"
