@@ -46,6 +46,9 @@ class AgentConfig:
     models: tuple[str, ...] = ()  # extra choices for the model picker
     kernel_pool_size: int = 1  # 0 = no warm pool (every session cold-starts its kernel)
     kernel_python: str | None = None
+    # Start a session's kernel as soon as the session exists (so the first cell does not wait for it);
+    # False defers it to the first cell (scripts and tests that may never run one).
+    eager_kernel: bool = True
     context_window: int = 128_000
     # The output budget comes from the model's configuration; this is a cap, not a clip: a truncated
     # answer ends the turn visibly with `max_tokens` rather than being stored as complete.

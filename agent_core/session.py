@@ -91,7 +91,10 @@ class Session:
         self._emit: Callable[[ev.TurnEvent], None] | None = None
         self._closed = False
         self.editor_ops = EditorOps(self)
-        self._kernel_task: asyncio.Task[KernelSession] = asyncio.create_task(kernel_factory(self))
+        self._kernel_factory = kernel_factory
+        self._kernel_task: asyncio.Task[KernelSession] | None = None
+        if agent_config.eager_kernel:
+            self._start_kernel()
 
     # ------------------------------------------------------------ mode and config
 
@@ -356,12 +359,21 @@ class Session:
     def set_kernel_note(self, note: str | None) -> None:
         self._kernel_note = note
 
+    def _start_kernel(self) -> asyncio.Task[KernelSession]:
+        if self._kernel_task is None:
+            self._kernel_task = asyncio.create_task(self._kernel_factory(self))
+        return self._kernel_task
+
     async def kernel(self) -> KernelSession:
         """The session's kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""
-        return await asyncio.shield(self._kernel_task)
+        if self._closed:
+            raise RuntimeError(f"session {self.id} is closed")
+        return await asyncio.shield(self._start_kernel())
 
     async def kernel_status(self) -> str:
         task = self._kernel_task
+        if task is None:
+            return "not started (starts with the first cell)"
         if not task.done():
             return "starting"
         if task.cancelled():
@@ -390,9 +402,12 @@ class Session:
         await self.cancel()
         self._closed = True
         task = self._kernel_task
+        if task is None:
+            self._writer.close()
+            return
         if not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=5)
+            # Let a starting kernel finish starting so it can be shut down (never orphaned).
+            await asyncio.wait({task}, timeout=60)
         if task.done() and not task.cancelled() and task.exception() is None:
             try:
                 # kernel_bridge takes the final snapshot (bounded) before it stops the kernel.

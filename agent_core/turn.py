@@ -186,7 +186,12 @@ async def _run_tool_call(session: Session, call: ToolCall, emit: Emit) -> _ToolR
 async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _ToolResult:
     from kernel_bridge.events import ClearOutput, Display, Result, Stream
 
-    kernel = await session.kernel()
+    try:
+        kernel = await session.kernel()
+    except Exception as exc:
+        error = f"the kernel could not start: {exc}"
+        emit(ev.CellFinished(cell_id, "failed", error=error))
+        return _ToolResult(f"Error: {error}. The cell was not run.")
     session.current_cell = cell_id
     try:
         run = kernel.execute(code, timeout=session.agent_config.cell_timeout)
