@@ -17,7 +17,11 @@ from agent_core.testing import ScriptedModelServer
 def config_for(home: Path, server: ScriptedModelServer | None, **overrides: Any) -> AgentConfig:
     env = {"CONTINUAL_ACP_HOME": str(home / "data"), "HOME": str(home), "CONTINUAL_ACP_KERNEL_POOL": "0"}
     if server is not None:
-        env |= {"CONTINUAL_ACP_MODEL": "scripted-model", "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k"}
+        env |= {
+            "CONTINUAL_ACP_MODEL": "scripted-model",
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "k",
+        }
     config = load_config(env)
     config.eager_kernel = False  # tests that never run a cell never pay for a kernel
     config.max_retries = 2

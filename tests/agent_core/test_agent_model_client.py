@@ -12,7 +12,17 @@ import pytest
 from agent_core.config import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.model import ModelClient, ModelDone, ReasoningDelta, TextDelta, parse_usage
-from agent_core.testing import ScriptedModelServer, error, length_cut, reasoning, refusal, text, tool_call, tool_calls, usage
+from agent_core.testing import (
+    ScriptedModelServer,
+    error,
+    length_cut,
+    reasoning,
+    refusal,
+    text,
+    tool_call,
+    tool_calls,
+    usage,
+)
 
 
 def _client(base_url: str, **kw: object) -> ModelClient:
@@ -52,7 +62,7 @@ def test_reasoning_fields_become_reasoning_deltas(field: str) -> None:
 
 
 def test_tool_call_split_over_many_chunks_is_reassembled() -> None:
-    code = "for i in range(3):\n    print(i)  # a loop with \"quotes\""
+    code = 'for i in range(3):\n    print(i)  # a loop with "quotes"'
     events, _ = _run([tool_call(code, "loop", split=40)])
     done = events[-1]
     assert isinstance(done, ModelDone) and done.finish_reason == "tool_calls"
@@ -84,13 +94,28 @@ def test_usage_reports_cache_reads_apart_from_input() -> None:
     events, _ = _run([text("x", usage=usage(1000, 20, cached_tokens=800, cache_write_tokens=50))])
     done = events[-1]
     assert isinstance(done, ModelDone) and done.usage is not None
-    assert (done.usage.input_tokens, done.usage.cache_read_tokens, done.usage.cache_write_tokens) == (200, 800, 50)
+    assert (done.usage.input_tokens, done.usage.cache_read_tokens, done.usage.cache_write_tokens) == (
+        200,
+        800,
+        50,
+    )
     assert done.usage.output_tokens == 20
 
 
 def test_anthropic_style_cache_fields_are_understood() -> None:
-    parsed = parse_usage({"prompt_tokens": 10, "completion_tokens": 1, "cache_creation_input_tokens": 7, "cache_read_input_tokens": 3})
-    assert parsed is not None and (parsed.cache_write_tokens, parsed.cache_read_tokens, parsed.input_tokens) == (7, 3, 7)
+    parsed = parse_usage(
+        {
+            "prompt_tokens": 10,
+            "completion_tokens": 1,
+            "cache_creation_input_tokens": 7,
+            "cache_read_input_tokens": 3,
+        }
+    )
+    assert parsed is not None and (
+        parsed.cache_write_tokens,
+        parsed.cache_read_tokens,
+        parsed.input_tokens,
+    ) == (7, 3, 7)
 
 
 def test_request_carries_the_ipython_tool_streaming_and_output_budget() -> None:
@@ -132,12 +157,18 @@ def test_endpoint_down_says_which_endpoint_and_what_to_check() -> None:
 
 
 def test_bad_key_points_at_openai_api_key() -> None:
-    with ScriptedModelServer([error(401, "invalid api key")]) as server, pytest.raises(ModelError, match="OPENAI_API_KEY"):
+    with (
+        ScriptedModelServer([error(401, "invalid api key")]) as server,
+        pytest.raises(ModelError, match="OPENAI_API_KEY"),
+    ):
         asyncio.run(_events(_client(server.base_url)))
 
 
 def test_unknown_model_points_at_the_model_setting() -> None:
-    with ScriptedModelServer([error(404, "model not found")]) as server, pytest.raises(ModelError, match="CONTINUAL_ACP_MODEL"):
+    with (
+        ScriptedModelServer([error(404, "model not found")]) as server,
+        pytest.raises(ModelError, match="CONTINUAL_ACP_MODEL"),
+    ):
         asyncio.run(_events(_client(server.base_url)))
 
 

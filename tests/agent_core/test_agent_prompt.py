@@ -18,10 +18,27 @@ def test_prompt_sections_come_in_order_after_the_base(tmp_path: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("Use tabs.")
     (tmp_path / "CLAUDE.md").write_text("Run make test.")
     prompt = build_system_prompt(
-        PromptInputs(cwd=str(tmp_path), harness_overview="- memory: tests are slow", skill_index="- lint: run ruff", today=date(2026, 1, 2))
+        PromptInputs(
+            cwd=str(tmp_path),
+            harness_overview="- memory: tests are slow",
+            skill_index="- lint: run ruff",
+            today=date(2026, 1, 2),
+        )
     )
     assert prompt.startswith(BASE_PROMPT.rstrip())
-    order = [prompt.index(s) for s in ("# Harness", "tests are slow", "# Skills", "# Project context", "Use tabs.", "Run make test.", str(tmp_path), "2026-01-02")]
+    order = [
+        prompt.index(s)
+        for s in (
+            "# Harness",
+            "tests are slow",
+            "# Skills",
+            "# Project context",
+            "Use tabs.",
+            "Run make test.",
+            str(tmp_path),
+            "2026-01-02",
+        )
+    ]
     assert order == sorted(order)
 
 
@@ -37,8 +54,12 @@ def test_base_prompt_states_the_rules_the_agent_depends_on() -> None:
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(overview=st.text(max_size=300), skills=st.text(max_size=100))
-def test_base_prompt_is_a_fixed_prefix_whatever_the_harness_says(tmp_path: Path, overview: str, skills: str) -> None:
-    prompt = build_system_prompt(PromptInputs(cwd=str(tmp_path), harness_overview=overview, skill_index=skills))
+def test_base_prompt_is_a_fixed_prefix_whatever_the_harness_says(
+    tmp_path: Path, overview: str, skills: str
+) -> None:
+    prompt = build_system_prompt(
+        PromptInputs(cwd=str(tmp_path), harness_overview=overview, skill_index=skills)
+    )
     assert prompt.startswith(BASE_PROMPT.rstrip())
 
 
@@ -80,7 +101,10 @@ def test_file_link_is_read_from_disk(tmp_path: Path) -> None:
 
 def test_other_schemes_and_missing_files_are_kept_as_references(tmp_path: Path) -> None:
     content = to_model_content(
-        [ResourceLinkPart("zed://thread/42", "thread"), ResourceLinkPart((tmp_path / "gone.txt").as_uri(), "gone.txt")]
+        [
+            ResourceLinkPart("zed://thread/42", "thread"),
+            ResourceLinkPart((tmp_path / "gone.txt").as_uri(), "gone.txt"),
+        ]
     )
     assert isinstance(content, str)
     assert 'uri="zed://thread/42"' in content and "could not be read" in content

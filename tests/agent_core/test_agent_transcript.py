@@ -22,7 +22,17 @@ def test_round_trip_rebuilds_the_same_model_context_and_replay_events(tmp_path: 
     writer = store.create("s1", str(tmp_path))
     messages = [
         {"role": "user", "content": "hello"},
-        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ipython", "arguments": "{\"code\": \"1\"}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "ipython", "arguments": '{"code": "1"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "1"},
         {"role": "assistant", "content": "done"},
     ]
@@ -55,7 +65,9 @@ def test_compaction_record_restarts_the_context_from_its_messages(tmp_path: Path
     store = _store(tmp_path)
     writer = store.create("s1", str(tmp_path))
     writer.message({"role": "user", "content": "old"})
-    writer.append({"type": "compaction", "summary": "S", "messages": [{"role": "user", "content": "summary S"}]})
+    writer.append(
+        {"type": "compaction", "summary": "S", "messages": [{"role": "user", "content": "summary S"}]}
+    )
     writer.message({"role": "user", "content": "new"})
     writer.close()
     loaded = store.load("s1")
@@ -120,7 +132,13 @@ def test_list_by_cwd_newest_first_with_cursor_paging(tmp_path: Path) -> None:
     other.mkdir()
     for i in range(7):
         store.create(f"p{i}", str(project)).close()
-        store.write_meta(f"p{i}", cwd=str(project.resolve()), title=f"t{i}", created_at="x", updated_at=f"2026-01-0{i + 1}T00:00:00Z")
+        store.write_meta(
+            f"p{i}",
+            cwd=str(project.resolve()),
+            title=f"t{i}",
+            created_at="x",
+            updated_at=f"2026-01-0{i + 1}T00:00:00Z",
+        )
     store.create("o1", str(other)).close()
 
     seen: list[str] = []

@@ -31,7 +31,10 @@ CANCEL_BUDGET = 1.0  # seconds: the contract for `session/cancel` (ACP.md, AGENT
 
 def _bad_args_call() -> dict:
     """A tool call whose arguments are not JSON: answered with an error, no kernel needed."""
-    return response([{"tool_call": {"index": 0, "id": "c_bad", "name": "ipython", "arguments": "{oops"}}], finish_reason="tool_calls")
+    return response(
+        [{"tool_call": {"index": 0, "id": "c_bad", "name": "ipython", "arguments": "{oops"}}],
+        finish_reason="tool_calls",
+    )
 
 
 def test_text_only_turn_streams_chunks_reports_usage_and_titles_the_session(tmp_path: Path) -> None:
@@ -42,13 +45,21 @@ def test_text_only_turn_streams_chunks_reports_usage_and_titles_the_session(tmp_
             second = await collect(session, "thanks")
             return first, second, await session.kernel_status()
 
-    script = [text("It uses make.", split=3, usage=usage(500, 10, cached_tokens=300, cache_write_tokens=40)), text("ok")]
+    script = [
+        text("It uses make.", split=3, usage=usage(500, 10, cached_tokens=300, cache_write_tokens=40)),
+        text("ok"),
+    ]
     with ScriptedModelServer(script) as server:
         first, second, status = asyncio.run(scenario(server))
     assert "".join(e.text for e in of_type(first, ev.MessageChunk)) == "It uses make."
     assert len({e.message_id for e in of_type(first, ev.MessageChunk)}) == 1
     [report] = of_type(first, ev.UsageReport)
-    assert (report.used, report.input_tokens, report.cache_read_tokens, report.cache_write_tokens) == (510, 200, 300, 40)
+    assert (report.used, report.input_tokens, report.cache_read_tokens, report.cache_write_tokens) == (
+        510,
+        200,
+        300,
+        40,
+    )
     assert of_type(first, ev.TitleChanged) == [ev.TitleChanged("Explain the build")]
     assert of_type(second, ev.TitleChanged) == []
     assert first[-1] == ev.TurnEnded("end_turn") and second[-1] == ev.TurnEnded("end_turn")
@@ -72,15 +83,23 @@ def test_two_cells_feed_their_outputs_into_the_next_requests(tmp_path: Path) -> 
         requests = server.requests
     assert len(requests) == 3
     assert requests[0]["messages"][0]["role"] == "system"
-    assert requests[1]["messages"][-1] == {"role": "tool", "tool_call_id": requests[1]["messages"][-2]["tool_calls"][0]["id"], "content": "42\n"}
+    assert requests[1]["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": requests[1]["messages"][-2]["tool_calls"][0]["id"],
+        "content": "42\n",
+    }
     last_tool = requests[2]["messages"][-1]
-    assert last_tool["role"] == "tool" and "43" in last_tool["content"] and "ZeroDivisionError" in last_tool["content"]
+    assert (
+        last_tool["role"] == "tool"
+        and "43" in last_tool["content"]
+        and "ZeroDivisionError" in last_tool["content"]
+    )
     started = of_type(events, ev.CellStarted)
     assert [s.title for s in started] == ["multiply", "print(a + 1)"]
     finished = of_type(events, ev.CellFinished)
     assert [f.status for f in finished] == ["completed", "failed"]
     assert finished[1].error is not None and finished[1].error.startswith("ZeroDivisionError")
-    assert [o.text for o in of_type(events, ev.CellOutput)][0] == "42\n"
+    assert next(o.text for o in of_type(events, ev.CellOutput)) == "42\n"
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
@@ -289,7 +308,9 @@ def test_ask_mode_reject_skips_the_cell_and_tells_the_model(tmp_path: Path) -> N
             return await collect(session, "delete things")
 
     editor = RecordingEditor(["reject"])
-    with ScriptedModelServer([tool_call("import shutil; shutil.rmtree('/')", "wipe"), text("ok, I will not")]) as server:
+    with ScriptedModelServer(
+        [tool_call("import shutil; shutil.rmtree('/')", "wipe"), text("ok, I will not")]
+    ) as server:
         events = asyncio.run(scenario(server, editor))
         told = server.requests[1]["messages"][-1]
     assert [r.title for r in editor.requests] == ["wipe"]
@@ -317,7 +338,9 @@ def test_ask_mode_allow_always_is_remembered_for_the_session(tmp_path: Path) -> 
 
 
 def test_cancel_while_permission_is_pending_resolves_it(tmp_path: Path) -> None:
-    async def scenario(server: ScriptedModelServer, editor: RecordingEditor) -> tuple[list[ev.TurnEvent], float]:
+    async def scenario(
+        server: ScriptedModelServer, editor: RecordingEditor
+    ) -> tuple[list[ev.TurnEvent], float]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), editor)
             session.set_mode("ask")
@@ -358,7 +381,9 @@ def test_editor_write_from_a_cell_emits_file_edited(tmp_path: Path, client_fs: b
     [edited] = of_type(events, ev.FileEdited)
     [started] = of_type(events, ev.CellStarted)
     old = "in the buffer\n" if client_fs else "on disk\n"
-    assert edited == ev.FileEdited(cell_id=started.cell_id, path=str(target), old_text=old, new_text=old.upper())
+    assert edited == ev.FileEdited(
+        cell_id=started.cell_id, path=str(target), old_text=old, new_text=old.upper()
+    )
     if client_fs:
         assert editor.writes == [(str(target), old.upper())] and target.read_text() == "on disk\n"
     else:
