@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 DEMO_TIMEOUT_S = 60.0
-REQUEST_TIMEOUT_S = 45.0
+EXIT_TIMEOUT_S = 30.0
 
 QUESTION = "What is the sum of the squares of 1 to 10? And remember how tests are run in this project."
 CELL_SUM = (
@@ -33,7 +33,7 @@ CELL_REMEMBER = (
     "note = harness.create('memory', 'Test command', 'Run `make check` before committing; it runs the linters too.')\n"
     "print('noted as refinement', note['id'])"
 )
-ANSWER = "The sum of the squares of 1 to 10 is 385. I also noted that `make check` runs the tests here."
+ANSWER = "The sum of the squares of 1 to 10 is 385, and I asked the harness to remember the test command."
 
 
 def demo_script() -> list[dict[str, Any]]:
@@ -64,15 +64,21 @@ class StdioClient:
 
     async def _read(self) -> None:
         assert self._proc.stdout is not None
-        while line := await self._proc.stdout.readline():
-            message = json.loads(line)
-            if "method" in message:
-                await self._incoming(message)
-            elif message.get("id") in self._waiting:
-                self._waiting.pop(message["id"]).set_result(message)
+        failure: Exception = DemoFailed("the server closed its stdout")
+        try:
+            while line := await self._proc.stdout.readline():
+                message = json.loads(line)
+                if "method" in message:
+                    await self._incoming(message)
+                elif message.get("id") in self._waiting:
+                    self._waiting.pop(message["id"]).set_result(message)
+                    # Let the requester print the response before the updates that follow it.
+                    await asyncio.sleep(0)
+        except Exception as exc:  # a bad line or a closed terminal: fail the waiting requests, not hang
+            failure = DemoFailed(f"reading the server failed: {type(exc).__name__}: {exc}")
         self._closed = True
         for future in self._waiting.values():
-            future.set_exception(DemoFailed("the server closed its stdout"))
+            future.set_exception(failure)
 
     async def _incoming(self, message: dict[str, Any]) -> None:
         method, params = message["method"], message.get("params") or {}
@@ -112,10 +118,7 @@ class StdioClient:
             raise DemoFailed("the server closed its stdout")
         self._waiting[self._next_id] = future
         await self._send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
-        try:
-            answer = await asyncio.wait_for(future, REQUEST_TIMEOUT_S)
-        except TimeoutError:
-            raise DemoFailed(f"{method}: no answer within {REQUEST_TIMEOUT_S:.0f} s") from None
+        answer = await future  # bounded by the demo's overall timeout
         if "error" in answer:
             raise DemoFailed(f"{method} failed: {answer['error']}")
         result: dict[str, Any] = answer["result"]
@@ -124,7 +127,7 @@ class StdioClient:
     async def close(self) -> int:
         assert self._proc.stdin is not None
         self._proc.stdin.close()
-        code = await asyncio.wait_for(self._proc.wait(), REQUEST_TIMEOUT_S)
+        code = await asyncio.wait_for(self._proc.wait(), EXIT_TIMEOUT_S)
         await self._reader
         return code
 
@@ -146,6 +149,7 @@ class Transcript:
         self.statuses: dict[str, str] = {}
         self._speaking = False
         self.agent_text = ""
+        self.commands_offered = asyncio.Event()
 
     def line(self, text: str = "") -> None:
         self._end_speech()
@@ -185,6 +189,7 @@ class Transcript:
         elif kind == "available_commands_update":
             names = " ".join("/" + c["name"] for c in update["availableCommands"])
             self.line(f"  (commands offered: {names})")
+            self.commands_offered.set()
         elif kind == "session_info_update" and update.get("title"):
             self.line(f"  (session title: {update['title']})")
 
@@ -249,6 +254,7 @@ async def _conversation(client: StdioClient, transcript: Transcript, cwd: str) -
     created = await client.request("session/new", {"cwd": cwd, "mcpServers": []})
     session_id = created["sessionId"]
     line(f"-> session/new: session {session_id}")
+    await transcript.commands_offered.wait()  # advertised right after the response, as editors expect
     line()
 
     async def prompt(text: str) -> str:
@@ -262,9 +268,17 @@ async def _conversation(client: StdioClient, transcript: Transcript, cwd: str) -
 
     if await prompt(QUESTION) != "end_turn":
         raise DemoFailed("the first turn did not end normally")
-    if "385" not in transcript.agent_text or list(transcript.statuses.values()) != ["completed", "completed"]:
+    statuses = list(transcript.statuses.values())
+    if "385" not in transcript.agent_text or len(statuses) != 2 or statuses[0] != "completed":
         raise DemoFailed("the cells did not run as scripted")
-    for command in ("/history", "/undo", "/harness memory"):
+    if statuses[1] == "completed":
+        commands = ["/history", "/undo", "/history"]
+    else:
+        # A build without the kernel's `harness` skill: show the harness commands that need no refinement.
+        line("(the harness skill is not available in this build, so there is no refinement to roll back)")
+        line()
+        commands = ["/history", "/harness"]
+    for command in commands:
         transcript.agent_text = ""
         await prompt(command)
         if not transcript.agent_text.strip():
