@@ -7,7 +7,6 @@ test scripts the model endpoint, runs it and asserts on its JSON report.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -117,14 +116,6 @@ ASK_CODE = "print(6 * 7)"
 LONG_CODE = "import time\nprint('long cell started', flush=True)\ntime.sleep(60)"
 
 
-def _ready_for_a_full_session() -> str | None:
-    for module in ("acp_server.server", "agent_core.testing.scripted_model"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not on this checkout yet"
-    return None
-
-
-@pytest.mark.skipif(_ready_for_a_full_session() is not None, reason=str(_ready_for_a_full_session()))
 def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(tmp_path: Path) -> None:
     from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import queue
 import subprocess
@@ -11,20 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[2]
-
-# The server core and the agent are written in parallel; until their modules exist these cannot run.
-needs_server = pytest.mark.skipif(
-    importlib.util.find_spec("acp_server.server") is None,
-    reason="acp_server.server is not on this checkout yet",
-)
-needs_agent = pytest.mark.skipif(
-    importlib.util.find_spec("acp_server.server") is None
-    or importlib.util.find_spec("agent_core.agent") is None,
-    reason="acp_server.server or agent_core.agent is not on this checkout yet",
-)
 
 
 class StdioPeer:

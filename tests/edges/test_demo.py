@@ -8,10 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp_edge_support import needs_agent
 
-
-@needs_agent
 def test_demo_shows_the_cell_its_output_a_slash_command_and_a_rollback(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp_edge_support import needs_agent
-
 from acp_server.doctor import check_data_dir, check_model
 from agent_core import load_config
 from agent_core.testing.scripted_model import ScriptedModelServer, text
@@ -89,7 +87,6 @@ def test_data_dir_check_fails_when_the_data_dir_is_a_file(
     assert not result.ok and result.fix
 
 
-@needs_agent
 def test_doctor_passes_every_check_with_a_scripted_endpoint(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -101,7 +98,6 @@ def test_doctor_passes_every_check_with_a_scripted_endpoint(
     assert "FAIL" not in done.stdout
 
 
-@needs_agent
 def test_doctor_exits_1_and_explains_an_unreachable_endpoint(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:

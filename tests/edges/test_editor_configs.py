@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_edge_support import needs_server
 
 CONFIGS = Path(__file__).resolve().parents[2] / "editor-configs"
 PLACEHOLDER_BIN = "/ABSOLUTE/PATH/TO/continual-acp/.venv/bin"
@@ -93,7 +92,6 @@ def test_config_uses_an_absolute_placeholder_path(name: str) -> None:
     assert launch.args == ["serve"]
 
 
-@needs_server
 @pytest.mark.parametrize("name", sorted(PARSERS))
 def test_config_command_answers_initialize(
     name: str, hermetic_env: dict[str, str], spawn_peer: Any, tmp_path: Path
