@@ -1,42 +1,52 @@
 """Refinement outcomes as `RefinementReported` events (an edit card + a one-line message).
 
-The edits carry the before/after snapshots (and the entry's view file, the path an editor shows
-the diff under) so the server can render one `diff` per edit without reading the store again; a
-failure carries the reason, so a cut-off planner reply is shown as exactly that rather than as a
-silent no-op.
+Each edit carries what the server needs for one `diff` per edit without reading the store again:
+`path` (the entry's view file under the data dir), `before`/`after` (the view text, the same
+markdown the view file holds) and the structured snapshots (`before_entry`/`after_entry`). A failure
+carries the reason, so a cut-off planner reply is shown as exactly that rather than as a no-op.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from agent_core.events import RefinementReported
 from agent_core.refinement.records import PendingReview
-from harness_store import Proposal, RefinementResult
+from harness_store import Edit, HarnessEntry, HarnessState, Proposal, RefinementResult, render_view
 
 ViewPath = Callable[[str, str, str], str | None]  # (scope, kind, id) -> path of the entry's view file
 
 
+def _view(entry: HarnessEntry | None) -> str | None:
+    return render_view(entry) if entry is not None else None
+
+
 def edit_summary(edit: Any, *, scope: str, view_path: ViewPath | None = None) -> dict[str, Any]:
-    before = edit.before.model_dump(mode="json") if edit.before is not None else None
-    after = edit.after.model_dump(mode="json") if edit.after is not None else None
-    entry_scope = (after or before or {}).get("scope") or scope
+    before: HarnessEntry | None = edit.before
+    after: HarnessEntry | None = edit.after
+    entry_scope = (after or before).scope if (after or before) is not None else scope  # type: ignore[union-attr]
     body: dict[str, Any] = {
         "action": edit.action,
         "kind": edit.kind,
         "id": edit.id,
         "scope": entry_scope,
         "applied": edit.applied,
-        "before": before,
-        "after": after,
+        "before_entry": before.model_dump(mode="json") if before is not None else None,
+        "after_entry": after.model_dump(mode="json") if after is not None else None,
     }
+    if edit.applied or before is not None:
+        body["before"] = _view(before)
+        body["after"] = _view(after) or ""
     if edit.error:
         body["error"] = edit.error
     if edit.evidence:
         body["evidence"] = list(edit.evidence)
     if view_path is not None and edit.id:
-        body["view_path"] = view_path(entry_scope, edit.kind, edit.id)
+        path = view_path(entry_scope, edit.kind, edit.id)
+        if path:
+            body["path"] = path
     return body
 
 
@@ -63,6 +73,59 @@ def report_failure(job_id: str, scope: str, message: str) -> RefinementReported:
     )
 
 
+def _proposed_entry(edit: Edit, current: HarnessEntry | None, scope: str) -> HarnessEntry | None:
+    """What the entry would look like if the edit applied (for a review diff); None for a delete."""
+    if edit.action == "delete":
+        return None
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    base: dict[str, Any] = (
+        current.model_dump()
+        if current is not None
+        else {"id": edit.id or "", "kind": edit.kind, "scope": scope, "created_at": now, "version": 0}
+    )
+    for name in ("title", "content", "path", "reference", "arguments", "metadata", "evidence"):
+        value = getattr(edit, name)
+        if value is not None:
+            base[name] = value
+    base.update(updated_at=now, version=int(base.get("version", 0)) + 1, trust="candidate")
+    try:
+        return HarnessEntry.model_validate(base)
+    except Exception:  # an invalid edit (unknown kind, no title): the card shows it as text instead
+        return None
+
+
+def preview_edits(
+    pending: PendingReview, state: HarnessState, *, view_path: ViewPath | None = None
+) -> tuple[dict[str, Any], ...]:
+    """The pending proposal's edits as review diffs against the store as it is now."""
+    from harness_store.validation import resolve_id
+
+    edits: list[dict[str, Any]] = []
+    for edit in pending.proposal.edits:
+        entry_id = resolve_id(edit)
+        current = state.get(edit.kind, entry_id) if entry_id else None
+        proposed = _proposed_entry(edit, current, pending.scope) if entry_id else None
+        body: dict[str, Any] = {
+            "action": edit.action,
+            "kind": edit.kind,
+            "id": entry_id,
+            "scope": pending.scope,
+            "applied": False,
+            "before": _view(current),
+            "after": _view(proposed) or "",
+        }
+        if edit.reason:
+            body["reason"] = edit.reason
+        if edit.evidence:
+            body["evidence"] = list(edit.evidence)
+        if view_path is not None and entry_id:
+            path = view_path(pending.scope, edit.kind, entry_id)
+            if path:
+                body["path"] = path
+        edits.append(body)
+    return tuple(edits)
+
+
 def report_rejection(
     pending: PendingReview, proposal: Proposal, message: str, tombstone_ids: Sequence[str]
 ) -> RefinementReported:
@@ -74,7 +137,6 @@ def report_rejection(
             "scope": pending.scope,
             "applied": False,
             "error": message,
-            "proposed": edit.model_dump(mode="json", exclude_none=True),
         }
         for edit in proposal.edits
     )

@@ -64,8 +64,9 @@ async def test_user_refine_applies_a_local_proposal_with_its_evidence(rig: Rig) 
     assert entry is not None and entry.evidence == ["u-1"] and entry.trust == "verified"
     [report] = recorder.of(RefinementReported)
     assert report.refinement_id == outcome.refinement_id == coordinator.last_refinement_id
-    assert report.edits[0]["after"]["content"] == "Run `make check`, not bare pytest."
-    assert report.edits[0]["view_path"].endswith("memory/test_command.md")
+    assert "Run `make check`, not bare pytest." in report.edits[0]["after"]
+    assert report.edits[0]["after_entry"]["content"] == "Run `make check`, not bare pytest."
+    assert report.edits[0]["path"].endswith("view/local/memory/test_command.md")
     planner_request = rig.server.requests[0]
     assert planner_request["messages"][0]["content"] == PLANNER_SYSTEM_PROMPT
     user_text = planner_request["messages"][1]["content"]

@@ -1,0 +1,107 @@
+"""Refinement for one `Session`: the coordinator wired to the session's stores, model and kernel.
+
+`SessionRefinement.attach(session)` is what the agent's `on_session` seam calls. It builds the
+coordinator (planner on the agent's shared `ModelClient`, the optional refine model, budgets from the
+model config), hooks it after every turn, starts its background worker on the running loop, and
+exposes `on_kernel` (register the `refine.*`/`harness.*` host ops on a new kernel's bridge),
+`compacted()` and `aclose()`.
+
+Settings (config.toml; no env var needed): `auto_refine_every` (assistant turns between automatic
+reviews, default 25, 0 = off) and `refine_cooldown_seconds` (default 300).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from agent_core import events as ev
+from agent_core.refinement.completion import ModelClientCompletion, RefineBudgets, refine_model
+from agent_core.refinement.coordinator import (
+    DEFAULT_AUTO_EVERY,
+    DEFAULT_COOLDOWN_SECONDS,
+    Policy,
+    RefinementCoordinator,
+)
+from agent_core.refinement.host_ops import register_host_ops
+from agent_core.refinement.planner import RefinementPlanner
+from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
+
+log = logging.getLogger(__name__)
+
+
+def _setting(config: Any, name: str, default: float, kind: type) -> Any:
+    raw = getattr(config, "extra", {}).get(name, default)
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        log.warning("ignoring %s=%r: not a %s", name, raw, kind.__name__)
+        return kind(default)
+    return value if value >= 0 else kind(default)
+
+
+class SessionRefinement:
+    def __init__(self, session: Any, coordinator: RefinementCoordinator) -> None:
+        self.session = session
+        self.coordinator = coordinator
+        self._task: asyncio.Task[None] | None = None
+
+    @classmethod
+    def attach(cls, session: Any) -> SessionRefinement:
+        """Build and start refinement for `session` (call from a running event loop)."""
+        config = session.agent_config
+        planner = RefinementPlanner(
+            ModelClientCompletion(session.model, model=refine_model(config)),
+            RefineBudgets.from_model_limit(getattr(config, "max_output_tokens", None)),
+        )
+
+        def trajectory() -> Sequence[TrajectoryItem]:
+            # The transcript on disk is the record of the session (ids included, compaction or not).
+            return trajectory_from_events(session.store.load(session.id).events)
+
+        def policy() -> Policy:
+            return Policy(
+                mode=session.mode, refine_review=str(session.config.get("refine_review", "global_only"))
+            )
+
+        coordinator = RefinementCoordinator(
+            session_id=session.id,
+            local_store=session.local_store,
+            global_store=session.global_store,
+            planner=planner,
+            trajectory=trajectory,
+            policy=policy,
+            auto_every=_setting(config, "auto_refine_every", DEFAULT_AUTO_EVERY, int),
+            cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
+        )
+        refinement = cls(session, coordinator)
+        session.after_turn_hooks.append(refinement.after_turn)
+        refinement.start()
+        return refinement
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self.coordinator.serve(), name=f"refinement-{self.session.id}"
+            )
+
+    async def after_turn(self, session: Any, outcome: Any) -> Sequence[ev.TurnEvent]:
+        """Before `TurnEnded`: release cell-scheduled refinements and maybe queue an automatic review."""
+        self.coordinator.turn_ended()
+        return ()
+
+    def on_kernel(self, kernel: Any) -> None:
+        register_host_ops(kernel.host_bridge, self.coordinator)
+
+    def compacted(self) -> None:
+        self.coordinator.compacted()
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,94 @@
+"""Refinement attached to a real agent session: after-turn trigger, background apply, next prompt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_core import Agent, NoEditor, TextPart, load_config
+from agent_core.refinement.attach import SessionRefinement
+from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+from .conftest import gate_reply, memory_edit, plan_reply
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 30.0
+
+SKILL = {
+    "action": "create",
+    "kind": "skill",
+    "id": "run_checks",
+    "title": "Run checks",
+    "content": "Runs `make check` and returns its exit code.",
+    "reference": {"type": "python", "import": "project_tools.checks", "callable": "run_checks"},
+    "arguments": {},
+}
+
+
+def _config(tmp_path: Path, server: ScriptedModelServer) -> Any:
+    env = {
+        "CONTINUAL_ACP_HOME": str(tmp_path / "data"),
+        "HOME": str(tmp_path),
+        "CONTINUAL_ACP_KERNEL_POOL": "0",
+        "CONTINUAL_ACP_MODEL": "scripted-model",
+        "OPENAI_BASE_URL": server.base_url,
+    }
+    config = load_config(env)
+    config.eager_kernel = False
+    config.max_retries = 0
+    config.extra.update(auto_refine_every=1, refine_cooldown_seconds=0)
+    return config
+
+
+async def _turn(session: Any, prompt: str) -> list[Any]:
+    return [event async for event in session.run_turn([TextPart(prompt)])]
+
+
+async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_removes_it(
+    tmp_path: Path,
+) -> None:
+    with ScriptedModelServer() as server:
+        attached: dict[str, SessionRefinement] = {}
+        agent = Agent(
+            _config(tmp_path, server),
+            on_session=lambda s: attached.setdefault(s.id, SessionRefinement.attach(s)),
+        )
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            refinement = attached[session.id]
+            server.push(
+                text("Noted: checks run with make check."),
+                gate_reply(True),
+                plan_reply(memory_edit(evidence=[]), SKILL),
+            )
+            await _turn(session, "We always run `make check`, never bare pytest.")
+            assert await refinement.coordinator.wait_quiescent(WAIT)
+            last = refinement.coordinator.last
+            assert last is not None and last.status == "applied", last
+            memory = session.local_store.load().get("memory", "test_command")
+            assert memory is not None and memory.trust == "candidate"
+
+            server.push(text("Running them."), gate_reply(False))
+            await _turn(session, "run the checks")
+            assert await refinement.coordinator.wait_quiescent(WAIT)
+            system = server.requests[3]["messages"][0]["content"]
+            assert "Run `make check`, not bare pytest." in system and "run_checks" in system
+
+            assert last.refinement_id is not None
+            session.local_store.rollback(last.refinement_id)
+            server.push(text("Done."), gate_reply(True), plan_reply(memory_edit(evidence=[])))
+            await _turn(session, "thanks")
+            assert await refinement.coordinator.wait_quiescent(WAIT)
+            system = server.requests[5]["messages"][0]["content"]
+            assert "make check`, not bare pytest" not in system and "run_checks" not in system
+            again = refinement.coordinator.last
+            assert again is not None and again.status == "refused"
+            assert again.error is not None and "content was rejected before (tombstone" in again.error
+        finally:
+            for item in attached.values():
+                await item.aclose()
+            await agent.aclose()
