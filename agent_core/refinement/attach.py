@@ -78,6 +78,7 @@ class SessionRefinement:
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
         refinement = cls(session, coordinator)
+        session.refinement = refinement  # how acp_server finds it (`_harness/*`, /refine, /review)
         session.after_turn_hooks.append(refinement.after_turn)
         refinement.start()
         return refinement

@@ -55,6 +55,7 @@ DEFAULT_COOLDOWN_SECONDS = 300.0
 HISTORY_LINES = 10
 
 CoordinatorEvent = RefinementReported | QuiescenceChanged | ReviewRequested
+_FLUSH: Any = object()  # outbox marker: "everything before me was delivered"
 Listener = Callable[[CoordinatorEvent], Awaitable[None]]
 
 
@@ -177,9 +178,25 @@ class RefinementCoordinator:
                     return True
         return self._published_quiescent and self._settled.is_set()
 
+    async def flushed(self, timeout: float = 30.0) -> bool:
+        """Wait until every event emitted so far has been delivered to the listeners.
+
+        A command that reports through the outbox (`/refine`) awaits this before it answers, so the
+        refinement card goes out before the prompt response. False if the outbox is not served.
+        """
+        done = anyio.Event()
+        self._outbox_send.send_nowait((_FLUSH, done))
+        with anyio.move_on_after(timeout):
+            await done.wait()
+        return done.is_set()
+
     async def _deliver(self) -> None:
         async with self._outbox_recv:
             async for event, settle in self._outbox_recv:
+                if event is _FLUSH:
+                    if settle is not None:
+                        settle.set()
+                    continue
                 for listener in list(self._listeners):
                     try:
                         await listener(event)
@@ -426,6 +443,28 @@ class RefinementCoordinator:
         except Exception:
             log.exception("no view path for %s %s/%s", scope, kind, entry_id)
             return None
+
+    async def rollback(self, refinement_id: str, *, force: bool = False) -> RefinementResult:
+        """Roll back a refinement of this session's or the global store (no model call) and report it.
+
+        Raises KeyError when neither store has the id. A refused rollback is returned (and reported),
+        not raised: its `errors` name the edits that conflict.
+        """
+        self._in_flight += 1
+        self._transition()
+        try:
+            for store in (self.local_store, self.global_store):
+                if await anyio.to_thread.run_sync(store.get_refinement, refinement_id) is None:
+                    continue
+                result: RefinementResult = await anyio.to_thread.run_sync(
+                    partial(store.rollback, refinement_id, force=force)
+                )
+                self._applied(result, "user")
+                return result
+            raise KeyError(f"no refinement {refinement_id!r} in this session's or the global harness")
+        finally:
+            self._in_flight -= 1
+            self._transition()
 
     # ------------------------------------------------------------ review decisions
 

@@ -279,3 +279,63 @@ async def test_reviewing_applied_candidates_by_refinement_id_rejects_them_from_t
 
     assert "make check" not in render_overview(rig.local.load())
     assert json.dumps(coordinator.status())  # JSON-able for the status op
+
+
+async def test_rollback_through_the_coordinator_is_reported_and_restores_the_store(rig: Rig) -> None:
+    rig.server.push(plan_reply(memory_edit()))
+    coordinator = rig.coordinator(auto_every=0)
+    recorder = Recorder()
+    coordinator.add_listener(recorder)
+    async with serving(coordinator, rig):
+        applied = await coordinator.refine_now()
+        assert applied.refinement_id is not None
+        undo = await coordinator.rollback(applied.refinement_id)
+        assert await coordinator.flushed()
+        with pytest.raises(KeyError, match="no refinement 'r-missing'"):
+            await coordinator.rollback("r-missing")
+    assert undo.rollback_of == applied.refinement_id and undo.applied
+    assert rig.local.load().get("memory", "test_command") is None
+    reports = recorder.of(RefinementReported)
+    assert [r.refinement_id for r in reports] == [applied.refinement_id, undo.id]
+    assert coordinator.last_refinement_id == undo.id
+
+
+async def test_flushed_returns_once_earlier_reports_reached_the_listeners(rig: Rig) -> None:
+    rig.server.push(text("no json here"))
+    coordinator = rig.coordinator(auto_every=0)
+    seen: list[str] = []
+
+    async def slow(event: object) -> None:
+        if isinstance(event, RefinementReported):
+            await anyio.sleep(0.05)
+            seen.append(event.summary)
+
+    coordinator.add_listener(slow)
+    async with serving(coordinator, rig):
+        await coordinator.refine_now()
+        assert await coordinator.flushed()
+        assert seen == ["Refinement failed"]
+
+
+async def test_pending_review_preview_diffs_against_the_current_entry(rig: Rig) -> None:
+    from agent_core.refinement.reporting import preview_edits
+
+    seed = {
+        "action": "create",
+        "kind": "memory",
+        "id": "test_command",
+        "title": "Test command",
+        "content": "pytest",
+    }
+    rig.local.apply({"summary": "seed", "edits": [seed]}, scope="local", trigger="user")
+    rig.policy = Policy(mode="auto", refine_review="always")
+    rig.server.push(plan_reply(memory_edit() | {"action": "update"}))
+    coordinator = rig.coordinator(auto_every=0)
+    async with serving(coordinator, rig):
+        outcome = await coordinator.refine_now()
+    assert outcome.proposal_id is not None
+    pending = coordinator.pending_reviews[outcome.proposal_id]
+    [edit] = preview_edits(pending, rig.local.load(), view_path=lambda s, k, i: f"/v/{s}/{k}/{i}.md")
+    assert edit["path"] == "/v/local/memory/test_command.md"
+    assert "pytest" in edit["before"] and "Run `make check`, not bare pytest." in edit["after"]
+    assert "version: 2" in edit["after"]
