@@ -48,8 +48,9 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(_WORD.findall(text.lower()))
 
 
-def _entry_words(entry: HarnessEntry) -> frozenset[str]:
-    return _words(entry.title) | _words(entry.content) | _words(entry.path)
+@lru_cache(maxsize=65536)
+def _text_words(title: str, content: str, path: str) -> frozenset[str]:
+    return _words(title) | _words(content) | _words(path)
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -72,23 +73,38 @@ def _format(key: str, entry: HarnessEntry) -> str:
 
 def _ranked(
     items: dict[str, HarnessEntry], query_words: frozenset[str], limit: int
-) -> list[tuple[str, HarnessEntry]]:
-    def key(pair: tuple[str, HarnessEntry]) -> tuple[int, int, str]:
-        entry = pair[1]
-        relevance = len(query_words & _entry_words(entry)) if query_words else 0
-        # heapq.nsmallest: smaller is better, so negate relevance; recency via inverted timestamp order.
-        return (_TRUST_RANK[entry.trust], -relevance, _invert(entry.updated_at))
+) -> tuple[list[tuple[str, HarnessEntry]], int]:
+    """The best `limit` visible entries by (trust, relevance, recency), and the visible count.
 
-    visible = [(k, e) for k, e in items.items() if e.trust != "rejected"]
-    return heapq.nsmallest(limit, visible, key=key)
+    Entries are bucketed by (trust, relevance) in one pass and only the buckets needed to fill
+    `limit` are ordered by recency: ranking 10k entries costs one cheap pass, not a 10k-key sort.
+    """
+    buckets: dict[tuple[int, int], list[tuple[str, str, HarnessEntry]]] = {}
+    visible = 0
+    for key, entry in items.items():
+        rank = _TRUST_RANK.get(entry.trust)
+        if rank is None:
+            continue  # rejected: never shown, never counted as "more"
+        visible += 1
+        # Inlined word lookup: this loop runs once per entry on every prompt build.
+        relevance = (
+            len(query_words & _text_words(entry.title, entry.content, entry.path)) if query_words else 0
+        )
+        bucket = buckets.get((rank, -relevance))
+        if bucket is None:
+            bucket = buckets[(rank, -relevance)] = []
+        bucket.append((entry.updated_at, key, entry))
+    chosen: list[tuple[str, HarnessEntry]] = []
+    for group in sorted(buckets):
+        need = limit - len(chosen)
+        if need <= 0:
+            break
+        chosen.extend((key, entry) for _, key, entry in heapq.nlargest(need, buckets[group], key=_by_recency))
+    return chosen, visible
 
 
-def _invert(stamp: str) -> str:
-    # Newest first inside an ascending sort: map each character so later timestamps sort earlier.
-    return stamp.translate(_INVERT)
-
-
-_INVERT = str.maketrans("0123456789", "9876543210")
+def _by_recency(item: tuple[str, str, HarnessEntry]) -> tuple[str, str]:
+    return item[0], item[1]
 
 
 def render_overview(
@@ -98,20 +114,22 @@ def render_overview(
     if isinstance(budget, int):
         budget = OverviewBudget(max_chars=budget)
     query_words = _words(query) if query else frozenset()
-    kinds = [k for k in KINDS if any(e.trust != "rejected" for e in state.entries.get(k, {}).values())]
+    ranked = {
+        kind: _ranked(state.entries.get(kind, {}), query_words, budget.entries_per_kind) for kind in KINDS
+    }
+    kinds = [kind for kind in KINDS if ranked[kind][1]]
     if not kinds:
         return ""
     sections: list[str] = []
     remaining_chars = budget.max_chars
     for position, kind in enumerate(kinds):
-        items = state.entries[kind]
-        total = sum(1 for e in items.values() if e.trust != "rejected")
+        best, total = ranked[kind]
         # Each kind gets a fair share of what is left, so one big kind cannot starve the others.
         share = remaining_chars // (len(kinds) - position)
         lines = [f"### {_HEADINGS[kind]}"]
         used = len(lines[0]) + 1
         shown = 0
-        for key, entry in _ranked(items, query_words, budget.entries_per_kind):
+        for key, entry in best:
             line = _format(key, entry)
             if used + len(line) + 1 > share and shown > 0:
                 break
