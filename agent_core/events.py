@@ -118,6 +118,7 @@ class CellFinished:
     status: Literal["completed", "failed", "cancelled"]
     error: str | None = None  # "ename: evalue" (or "kernel died ...") when failed
     output: str = ""  # the head+tail truncated text the model receives
+    duration: float = 0.0  # seconds the kernel spent on the cell (0 when it never ran)
 
 
 @dataclass(frozen=True)

@@ -218,15 +218,19 @@ async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _To
     if result.report:
         output = f"{result.report}\n{output}" if output else result.report
     if result.status == "ok":
-        emit(ev.CellFinished(cell_id, "completed", output=output))
+        emit(ev.CellFinished(cell_id, "completed", output=output, duration=result.duration))
     elif result.status == "died":
         error = "kernel died while running this cell; a fresh kernel will run the next one"
-        emit(ev.CellFinished(cell_id, "failed", error=error, output=output))
+        emit(ev.CellFinished(cell_id, "failed", error=error, output=output, duration=result.duration))
         output = f"{error}\n{output}"
     elif result.status == "interrupted":
-        emit(ev.CellFinished(cell_id, "cancelled", error="interrupted", output=output))
+        emit(
+            ev.CellFinished(
+                cell_id, "cancelled", error="interrupted", output=output, duration=result.duration
+            )
+        )
         output = f"(the cell was interrupted)\n{output}"
     else:
         error = f"{result.error.ename}: {result.error.evalue}" if result.error else "the cell failed"
-        emit(ev.CellFinished(cell_id, "failed", error=error, output=output))
+        emit(ev.CellFinished(cell_id, "failed", error=error, output=output, duration=result.duration))
     return _ToolResult(output or "(no output)")

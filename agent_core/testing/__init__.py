@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_core.testing.scripted_model import (
         ScriptedModelServer,
+        drop,
         error,
         length_cut,
         reasoning,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ScriptedModelServer",
+    "drop",
     "error",
     "length_cut",
     "reasoning",

@@ -6,7 +6,7 @@ script. It is stdlib-only and threaded, so sync code, async code and spawned pro
 
 A script is a list of responses, consumed one per `POST /v1/chat/completions`. Responses are plain
 JSON-able dicts (so a script can be written to a file for the process mode) built by the helpers
-below: `text`, `tool_call`, `tool_calls`, `reasoning`, `length_cut`, `refusal`, `error`, `stall`.
+below: `text`, `tool_call`, `tool_calls`, `reasoning`, `length_cut`, `refusal`, `error`, `stall`, `drop`.
 
 Run as a process: `python -m agent_core.testing.scripted_model --script FILE.json --port-file PATH`.
 """
@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -186,6 +187,13 @@ def stall(seconds: float, *, before: str = "", then: str = "") -> Response:
     return response(events)
 
 
+def drop(before: str = "") -> Response:
+    """Start streaming, then cut the connection without finishing the HTTP response."""
+    events: list[dict[str, Any]] = [{"content": before}] if before else []
+    events.append({"drop": True})
+    return response(events, finish_reason=None)
+
+
 # ---------------------------------------------------------------- the server
 
 
@@ -303,6 +311,8 @@ class _QuietHTTPServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     owner: ScriptedModelServer
     protocol_version = "HTTP/1.1"  # keep-alive, like a real endpoint; streams use chunked encoding
+    # Small SSE writes must leave at once: with Nagle on, each waits for the peer's delayed ACK (~40 ms).
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # never print: the server may share a process whose stdout is a protocol stream
@@ -373,6 +383,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for chunk in _chunks(body, reply, self.owner._stopping):
+            if chunk is _DROP:
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
             data = f"data: {json.dumps(chunk)}\n\n".encode()
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
@@ -386,6 +401,9 @@ def _default_usage(body: Mapping[str, Any], reply: Response) -> dict[str, Any]:
     prompt_chars = len(json.dumps(body.get("messages", [])))
     out_chars = sum(len(str(v)) for e in reply.get("events", []) for k, v in e.items() if k != "sleep")
     return usage(prompt_chars // 4, max(1, out_chars // 4))
+
+
+_DROP: dict[str, Any] = {"drop": True}  # sentinel: cut the connection here
 
 
 def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event) -> Iterator[dict[str, Any]]:
@@ -403,6 +421,9 @@ def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event)
 
     yield frame({"role": "assistant", "content": ""})
     for event in reply.get("events", []):
+        if event.get("drop"):
+            yield _DROP
+            return
         if "sleep" in event:
             stopping.wait(float(event["sleep"]))
             if stopping.is_set():
@@ -441,6 +462,8 @@ def _completion(body: Mapping[str, Any], reply: Response, stopping: threading.Ev
             content += event["content"]
         elif "reasoning_content" in event or "reasoning" in event:
             reasoning_text += event.get("reasoning_content") or event.get("reasoning") or ""
+        elif "drop" in event:
+            raise ConnectionResetError("scripted drop")
         elif "tool_call" in event:
             call = event["tool_call"]
             slot = calls.setdefault(

@@ -192,3 +192,12 @@ def test_invalid_json_arguments_give_a_readable_error() -> None:
     with pytest.raises(ValueError, match="ipython are not valid JSON"):
         ToolCall("c1", "ipython", '{"code": ').parsed()
     assert json.loads('{"code": "1"}') == ToolCall("c", "ipython", '{"code": "1"}').parsed()
+
+
+def test_connection_cut_mid_stream_is_a_model_error_not_a_partial_answer() -> None:
+    from agent_core.testing import drop
+
+    with ScriptedModelServer([drop(before="partial ans")]) as server, pytest.raises(ModelError) as info:
+        base_url = server.base_url
+        asyncio.run(_events(_client(base_url)))
+    assert base_url in str(info.value) and "broke off" in str(info.value)
