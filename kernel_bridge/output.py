@@ -89,13 +89,11 @@ class OutputCollector:
     def text(self) -> str:
         head = "".join(self._head)
         tail = "".join(self._tail)
-        kept = self._head_len + len(tail)
-        if self.total_chars <= kept:
-            return head + tail
-        if len(tail) > self._tail_cap:
-            tail = tail[len(tail) - self._tail_cap :]
-        omitted = self.total_chars - len(head) - len(tail)
-        return head + omitted_marker(omitted) + tail
+        if self.total_chars <= self.max_chars:
+            return head + tail  # nothing was dropped
+        # The tail window may hold a few characters more than its cap; show exactly the cap.
+        tail = tail[len(tail) - self._tail_cap :]
+        return head + omitted_marker(self.total_chars - len(head) - len(tail)) + tail
 
     def close(self) -> None:
         if self._file is None:

@@ -331,6 +331,13 @@ class KernelSession:
                     msg = await kernel.client.get_shell_msg(timeout=_POLL)
                 except queue.Empty:
                     msg = None
+                except asyncio.CancelledError:
+                    if _really_cancelled():
+                        raise
+                    return reply, True  # zmq cancels pending receives when the kernel is killed
+                except Exception as exc:
+                    log.debug("shell channel failed: %s", exc)
+                    return reply, True
                 if msg is not None and msg.get("parent_header", {}).get("msg_id") == msg_id:
                     reply = msg
             elif not request.idle.is_set():
@@ -382,7 +389,9 @@ class KernelSession:
             try:
                 msg = await kernel.client.get_iopub_msg()
             except asyncio.CancelledError:
-                raise
+                if _really_cancelled():
+                    raise
+                return  # the socket was closed under us (kernel killed)
             except Exception as exc:  # channel closed under us: the kernel is gone
                 log.debug("iopub reader stopped: %s", exc)
                 return
@@ -617,6 +626,12 @@ class KernelSession:
         if kernel is not None:
             await kernel.shutdown(timeout=2.0)
         await self.host_bridge.aclose()
+
+
+def _really_cancelled() -> bool:
+    """True when this task is being cancelled, as opposed to zmq cancelling a receive on close."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _without_snapshot(options: SessionOptions) -> SessionOptions:

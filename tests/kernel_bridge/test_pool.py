@@ -1,0 +1,160 @@
+"""The warm pool, cold-start fallback, interpreter discovery and the kernel's environment."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+from kernel_bridge_support import process_gone, wait_until
+
+from kernel_bridge import InterpreterNotFound, KernelPool, resolve_interpreter, scrub_environment
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_pool_hands_out_a_ready_kernel_with_the_session_cwd(tmp_path: Path) -> None:
+    pool = KernelPool(1)
+    await pool.start()
+    try:
+        await wait_until(lambda: pool.ready_count == 1, timeout=60)
+        work = tmp_path / "project"
+        (work / "pkg").mkdir(parents=True)
+        (work / "pkg" / "__init__.py").write_text("NAME = 'from project'\n")
+        session = await pool.acquire(cwd=work, env={"SESSION_FLAG": "on"})
+        assert pool.cold_starts == 0
+        code = "import os\nimport pkg\nprint(os.getcwd(), os.environ['SESSION_FLAG'], pkg.NAME)"
+        result = await session.execute(code).result()
+        assert result.output == f"{work} on from project\n"
+        await wait_until(lambda: pool.ready_count == 1, timeout=60)  # refilled in the background
+    finally:
+        await pool.aclose()
+
+
+async def test_pool_of_size_zero_cold_starts(tmp_path: Path) -> None:
+    pool = KernelPool(0)
+    await pool.start()
+    try:
+        session = await pool.acquire(cwd=tmp_path)
+        assert pool.cold_starts == 1 and pool.ready_count == 0
+        assert (await session.execute("print(6 * 7)").result()).output == "42\n"
+    finally:
+        await pool.aclose()
+
+
+async def test_dead_pooled_kernel_is_replaced_by_a_cold_start(tmp_path: Path) -> None:
+    pool = KernelPool(1)
+    await pool.start()
+    try:
+        await wait_until(lambda: pool.ready_count == 1, timeout=60)
+        warm_pid = pool._ready[0].pid
+        os.kill(warm_pid, signal.SIGKILL)
+        await wait_until(lambda: pool.ready_count == 0)
+        session = await pool.acquire(cwd=tmp_path)
+        assert session.kernel_pid != warm_pid and pool.cold_starts == 1
+        assert (await session.execute("print('ok')").result()).output == "ok\n"
+    finally:
+        await pool.aclose()
+
+
+async def test_api_keys_are_scrubbed_from_the_kernel_env_unless_kept(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "OPENAI_API_KEY": "sk-1",
+        "GITHUB_TOKEN": "t",
+        "AWS_SECRET": "s",
+        "MY_API_KEY": "kept",
+        "PLAIN": "visible",
+    }
+    pool = KernelPool(0, base_env=env, keep_env={"MY_API_KEY"})
+    try:
+        session = await pool.acquire(cwd=tmp_path, env={"SESSION_TOKEN": "x"})
+        code = "import os\nprint(sorted(k for k in ('OPENAI_API_KEY','GITHUB_TOKEN','AWS_SECRET','MY_API_KEY','PLAIN','SESSION_TOKEN') if k in os.environ))"
+        result = await session.execute(code).result()
+        assert result.output == "['MY_API_KEY', 'PLAIN']\n"
+        bridge_vars = await session.execute(
+            "print(sorted(k for k in os.environ if k.startswith('CONTINUAL_ACP_BRIDGE')))"
+        ).result()
+        assert bridge_vars.output == "['CONTINUAL_ACP_BRIDGE', 'CONTINUAL_ACP_BRIDGE_TOKEN']\n"
+    finally:
+        await pool.aclose()
+
+
+async def test_runtime_files_are_private(tmp_path: Path) -> None:
+    pool = KernelPool(0)
+    try:
+        await pool.acquire(cwd=tmp_path)
+        runtime = pool.runtime_dir
+        assert runtime.stat().st_mode & 0o777 == 0o700  # jupyter_client adds the sticky bit
+        connection_files = list(runtime.glob("kernel-*.json"))
+        assert connection_files
+        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in connection_files)
+    finally:
+        await pool.aclose()
+    assert not runtime.exists()
+
+
+async def test_setup_code_runs_after_setup_and_failures_are_reported(tmp_path: Path) -> None:
+    pool = KernelPool(0)
+    try:
+        good = await pool.acquire(cwd=tmp_path, setup_code="import os\nskill_cwd = os.getcwd()")
+        assert (await good.execute("print(skill_cwd)").result()).output == f"{tmp_path}\n"
+        bad = await pool.acquire(cwd=tmp_path, setup_code="raise RuntimeError('skill failed to load')")
+        assert bad.setup_error is not None and "skill failed to load" in bad.setup_error
+        assert (await bad.execute("print('usable')").result()).output == "usable\n"
+    finally:
+        await pool.aclose()
+
+
+async def test_pool_close_leaves_no_kernel_running(tmp_path: Path) -> None:
+    pool = KernelPool(1)
+    await pool.start()
+    session = await pool.acquire(cwd=tmp_path)
+    await wait_until(lambda: pool.ready_count == 1, timeout=60)
+    pids = [session.kernel_pid, pool._ready[0].pid]
+    await pool.aclose()
+    for pid in pids:
+        assert pid is not None
+        await wait_until(lambda pid=pid: process_gone(pid))
+
+
+def test_missing_interpreter_path_fails_with_an_error_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "python3"
+    with pytest.raises(InterpreterNotFound, match=str(missing)):
+        KernelPool(0, python=missing)
+
+
+def test_interpreter_discovery_understands_windows_venv_layout(tmp_path: Path) -> None:
+    exe = tmp_path / "venv" / "Scripts" / "python.exe"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("")
+    exe.chmod(0o755)
+    assert resolve_interpreter(tmp_path / "venv") == exe
+    posix = tmp_path / "env2" / "bin" / "python"
+    posix.parent.mkdir(parents=True)
+    posix.write_text("")
+    posix.chmod(0o755)
+    assert resolve_interpreter(tmp_path / "env2") == posix
+    empty = tmp_path / "empty-dir"
+    empty.mkdir()
+    with pytest.raises(InterpreterNotFound, match="empty-dir"):
+        resolve_interpreter(empty)
+
+
+def test_scrub_keeps_ordinary_variables_and_drops_secrets() -> None:
+    env = {"PATH": "/bin", "OPENAI_API_KEY": "k", "X_TOKEN": "t", "db_secret": "s", "KEEP_TOKEN": "k2"}
+    assert scrub_environment(env, keep={"KEEP_TOKEN"}) == {"PATH": "/bin", "KEEP_TOKEN": "k2"}
+
+
+async def test_interpreter_without_ipykernel_fails_with_log_tail(tmp_path: Path) -> None:
+    fake = tmp_path / "fakepython"
+    fake.write_text("#!/bin/sh\necho 'No module named ipykernel_launcher' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    pool = KernelPool(0, python=fake, startup_timeout=30)
+    try:
+        with pytest.raises(Exception, match="ipykernel"):
+            await pool.acquire(cwd=tmp_path)
+    finally:
+        await pool.aclose()
