@@ -96,7 +96,7 @@ class Agent:
             except Exception:
                 log.exception("building the skills setup code failed; the kernel starts without skills")
             kernel = await pool.acquire(cwd=session.cwd, setup_code=setup, snapshot_path=session.session_dir)
-            session.editor_ops.register(kernel.host_bridge)
+            session.kernel_ready(kernel)
             if restore:
                 report = await kernel.restore()
                 if report.snapshot_found and (report.restored or report.failed or report.skipped):

@@ -84,6 +84,11 @@ class Session:
         self.always_allowed = False
         self.current_cell: str | None = None
         self.after_turn_hooks: list[AfterTurnHook] = []
+        # Seams for refinement/autonomous mode (attached via `Agent(on_session=...)`):
+        self.kernel_hooks: list[Callable[[KernelSession], None]] = []  # a kernel is ready (host ops)
+        self.compaction_hooks: list[Callable[[], None]] = []  # the context was just compacted
+        self.close_hooks: list[Callable[[], Awaitable[None]]] = []  # the session is closing
+        self.refinement: Any = None  # set by the refinement package; acp_server reads it
         self._kernel_note: str | None = None
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
@@ -225,6 +230,11 @@ class Session:
         self.messages = result.messages
         self.last_prompt_tokens = 0
         self._writer.append({"type": "compaction", "summary": result.summary, "messages": result.messages})
+        for hook in list(self.compaction_hooks):
+            try:
+                hook()
+            except Exception:
+                log.exception("compaction hook %r failed in session %s", hook, self.id)
         return result.summary
 
     def _answer_dangling_tool_calls(self) -> None:
@@ -352,6 +362,15 @@ class Session:
 
     # ------------------------------------------------------------ kernel
 
+    def kernel_ready(self, kernel: KernelSession) -> None:
+        """Called by the agent once the kernel is acquired, before any model cell runs in it."""
+        self.editor_ops.register(kernel.host_bridge)
+        for hook in list(self.kernel_hooks):
+            try:
+                hook(kernel)
+            except Exception:
+                log.exception("kernel hook %r failed in session %s", hook, self.id)
+
     def take_kernel_note(self) -> str | None:
         note, self._kernel_note = self._kernel_note, None
         return note
@@ -401,6 +420,11 @@ class Session:
             return
         await self.cancel()
         self._closed = True
+        for close_hook in list(self.close_hooks):
+            try:
+                await asyncio.wait_for(close_hook(), 10)
+            except Exception:
+                log.exception("close hook %r failed in session %s", close_hook, self.id)
         task = self._kernel_task
         if task is None:
             self._writer.close()
