@@ -78,8 +78,10 @@ def _ranked(
 
     Entries are bucketed by (trust, relevance) in one pass and only the buckets needed to fill
     `limit` are ordered by recency: ranking 10k entries costs one cheap pass, not a 10k-key sort.
+    Buckets hold the existing key strings, not new tuples: keeping 10k fresh container objects alive
+    per call made the cyclic GC walk every entry of the state (measured: 2.4 ms -> 15 ms).
     """
-    buckets: dict[tuple[int, int], list[tuple[str, str, HarnessEntry]]] = {}
+    buckets: dict[tuple[int, int], list[str]] = {}
     visible = 0
     for key, entry in items.items():
         rank = _TRUST_RANK.get(entry.trust)
@@ -93,18 +95,15 @@ def _ranked(
         bucket = buckets.get((rank, -relevance))
         if bucket is None:
             bucket = buckets[(rank, -relevance)] = []
-        bucket.append((entry.updated_at, key, entry))
+        bucket.append(key)
     chosen: list[tuple[str, HarnessEntry]] = []
     for group in sorted(buckets):
         need = limit - len(chosen)
         if need <= 0:
             break
-        chosen.extend((key, entry) for _, key, entry in heapq.nlargest(need, buckets[group], key=_by_recency))
+        newest = heapq.nlargest(need, buckets[group], key=lambda k: (items[k].updated_at, k))
+        chosen.extend((k, items[k]) for k in newest)
     return chosen, visible
-
-
-def _by_recency(item: tuple[str, str, HarnessEntry]) -> tuple[str, str]:
-    return item[0], item[1]
 
 
 def render_overview(
