@@ -74,6 +74,7 @@ class _Job:
     instructions: str | None
     gate: bool  # ask the review gate first (automatic triggers only)
     note: str = ""
+    interactive: bool = False
     job_id: str = field(default_factory=lambda: new_job_id("job"))
     done: anyio.Event = field(default_factory=anyio.Event)
     outcome: RefinementOutcome | None = None
@@ -128,6 +129,10 @@ class RefinementCoordinator:
     def add_listener(self, listener: Listener) -> None:
         """`listener` receives every report and transition, in order; it is awaited before waiters wake."""
         self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     @property
     def pending(self) -> int:
@@ -282,7 +287,7 @@ class RefinementCoordinator:
         self, *, instructions: str | None = None, scope: Scope = "local"
     ) -> RefinementOutcome:
         """`/refine`: plan (no review gate: the user asked) and apply or hold for review, in this task."""
-        job = _Job("user", scope, instructions, gate=False)
+        job = _Job("user", scope, instructions, gate=False, interactive=True)
         self._in_flight += 1
         self._transition()
         try:
@@ -345,7 +350,14 @@ class RefinementCoordinator:
         if not proposal.edits:
             summary = proposal.summary or "nothing worth keeping in the harness"
             return RefinementOutcome(job.job_id, job.trigger, scope, "empty", summary=summary)
-        return await self.submit(proposal, scope=scope, trigger=job.trigger, baseline=baseline, items=items)
+        return await self.submit(
+            proposal,
+            scope=scope,
+            trigger=job.trigger,
+            baseline=baseline,
+            items=items,
+            interactive=job.interactive,
+        )
 
     def _both_states(self) -> tuple[HarnessState, HarnessState]:
         return self.local_store.load(), self.global_store.load()
@@ -360,6 +372,7 @@ class RefinementCoordinator:
         items: Sequence[TrajectoryItem] | None = None,
         mode_override: str | None = None,
         source: str = "refine",
+        interactive: bool = False,
     ) -> RefinementOutcome:
         """Apply now or hold for review, per the policy. Also the path of direct kernel writes.
 
@@ -379,6 +392,7 @@ class RefinementCoordinator:
                 trigger=trigger,
                 baseline=baseline if baseline is not None else self._store(scope).load(),
                 source=source,
+                interactive=interactive,
             )
             self.pending_reviews[pending.proposal_id] = pending
             self._emit(ReviewRequested(pending))

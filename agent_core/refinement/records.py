@@ -45,6 +45,8 @@ class PendingReview:
     trigger: Trigger
     baseline: HarnessState
     source: str = "refine"
+    # Asked at once by whoever requested it (`/refine` in a live prompt), not left for later.
+    interactive: bool = False
     created_at: float = field(default_factory=time.time)
 
     @property
