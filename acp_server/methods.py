@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from acp_server import commands
+from acp_server import commands, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
 from acp_server.config_options import config_options, session_setup
 from acp_server.editor import JsonRpcEditor
@@ -26,6 +26,7 @@ from acp_server.transport import Connection
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_SECONDS = 30.0
+WARM_UP_DELAY = 0.15
 EXTENSION_PREFIX = "_harness/"
 
 
@@ -52,13 +53,31 @@ class AcpServer:
         self._agent: Any = None
         self._agent_error: str | None = None
         self._agent_ready = anyio.Event()
+        self._warm = anyio.Event()
         self.extension_notifications: list[str] = []
         self._register()
 
     # ------------------------------------------------------------ agent lifecycle
 
+    def warm_up(self) -> None:
+        """Start the heavy imports (wire models, agent) now; idempotent.
+
+        Triggered right after the `initialize` answer is written (or `WARM_UP_DELAY` after spawn if
+        the client is slow to ask): imports hold the GIL, so running them during `initialize` would
+        slow the one answer an editor waits on at startup.
+        """
+        if not self._warm.is_set():
+            wire.start_background_import()
+            self._warm.set()
+
+    async def warm_up_soon(self) -> None:
+        with anyio.move_on_after(WARM_UP_DELAY):
+            await self._warm.wait()
+        self.warm_up()
+
     async def start_agent(self) -> None:
         """Import agent_core's heavy half off the loop, build the Agent, start its pool warm-up."""
+        await self._warm.wait()
         try:
             agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent)
             config = load_config()
@@ -165,6 +184,11 @@ class AcpServer:
     async def initialize(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         check_initialize_params(params)
         self.client = ClientCapabilities.from_params(params)
+
+        async def warm_up() -> None:
+            self.warm_up()
+
+        ctx.after_response.append(warm_up)
         extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
         return initialize_result(extensions, self.extension_notifications)
 

@@ -38,9 +38,6 @@ def serve_stdio(
     """
     reserved = reserve_stdio()
     _configure_logging()
-    from acp_server import wire
-
-    wire.start_background_import()
     import anyio
 
     try:
@@ -72,6 +69,7 @@ async def _serve(
     connection = Connection(reader, writer, registry, max_line_bytes=limit)
     server.connection = connection
     async with anyio.create_task_group() as tg:
+        tg.start_soon(server.warm_up_soon)
         tg.start_soon(server.start_agent)
         tg.start_soon(_stop_on_sigterm, tg.cancel_scope, server)
         await connection.serve(on_eof=server.stop_turns)
