@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -37,8 +38,15 @@ INIT_PARAMS = {
     "clientInfo": {"name": "bench", "version": "0"},
 }
 TEN_MB = 10 * 1024 * 1024
-# 10 MiB in 1 KiB lines (1023 characters + newline), printed in a loop so the kernel streams it.
-BIG_CELL = "import sys\nline = 'x' * 1023\nfor _ in range(10 * 1024):\n    sys.stdout.write(line + '\\n')\n"
+# 10 MiB in 1 KiB lines (1023 characters + newline), flushed every 64 KiB so it streams as ~160
+# messages (unflushed, ipykernel would batch it into a few huge ones that the live view truncates).
+BIG_CELL = (
+    "import sys\nline = 'x' * 1023 + '\\n'\n"
+    "for i in range(10 * 1024):\n"
+    "    sys.stdout.write(line)\n"
+    "    if i % 64 == 63:\n"
+    "        sys.stdout.flush()\n"
+)
 
 
 # ---------------------------------------------------------------- the baseline: SDK echo agent
@@ -97,6 +105,7 @@ class Wire:
         self.updates = 0
         self.update_bytes = 0
         self.statuses: list[str] = []
+        self.last_card_chars = 0
 
     def send(self, method: str, params: dict[str, Any]) -> int:
         self._id += 1
@@ -119,9 +128,12 @@ class Wire:
             if msg.get("method") == "session/update":
                 self.updates += 1
                 self.update_bytes += len(line)
-                status = msg["params"]["update"].get("status")
+                update = msg["params"]["update"]
+                status = update.get("status")
                 if status:
                     self.statuses.append(status)
+                if status in ("completed", "failed"):
+                    self.last_card_chars = card_output_chars(update)
                 continue
             if msg.get("id") == rid and "method" not in msg:
                 if "error" in msg:
@@ -140,6 +152,25 @@ class Wire:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+_OMITTED = re.compile(r"\n\[\.\.\. (\d+) characters omitted \.\.\.\]\n")
+
+
+def card_output_chars(update: dict[str, Any]) -> int:
+    """Characters of cell output the final card accounts for: shown head + tail + the omitted count.
+
+    Equal to what the cell printed when no output was lost on the way (the card keeps head and tail).
+    """
+    texts = [b["content"]["text"] for b in update.get("content") or [] if b.get("type") == "content"]
+    texts = [t for t in texts if t.startswith("```") and not t.startswith("```python")]
+    if not texts:
+        return 0
+    body = texts[0].split("\n", 1)[1].rsplit("\n", 1)[0]  # strip the fence lines
+    match = _OMITTED.search(body)
+    if match is None:
+        return len(body) + 1  # the card drops the final newline
+    return len(body) - len(match.group(0)) + int(match.group(1)) + 1
 
 
 def rss_kib(pid: int, field: str = "VmRSS") -> int:
@@ -201,7 +232,15 @@ def big_output_and_idle_rss(env: dict[str, str]) -> dict[str, Any]:
         }
         wire = Wire(OUR_SERVER, run_env, scratch)
         try:
-            wire.call("initialize", INIT_PARAMS)
+            # Advertise Zed's terminal view too: the heaviest way a client can ask for cell output.
+            init = {
+                **INIT_PARAMS,
+                "clientCapabilities": {
+                    **INIT_PARAMS["clientCapabilities"],
+                    "_meta": {"terminal_output": True},
+                },
+            }
+            wire.call("initialize", init)
             sid = wire.call("session/new", {"cwd": scratch, "mcpServers": []})["sessionId"]
             # Idle RSS: one session, its kernel started (the status command waits for it), nothing running.
             wire.call(
@@ -217,6 +256,7 @@ def big_output_and_idle_rss(env: dict[str, str]) -> dict[str, Any]:
             elapsed = time.perf_counter() - t0
             peak = rss_kib(wire.proc.pid, "VmHWM")
             return {
+                "chars_accounted": wire.last_card_chars,
                 "idle_rss_mib": idle / 1024,
                 "stop_reason": stop["stopReason"],
                 "cell_status": next(
@@ -300,7 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"session/list round trip (empty store): median {rt['median']:.0f} us, p90 {rt['p90']:.0f} us")
     print(
         f"10 MB cell output: {big['updates']} updates ({big['update_mib']:.1f} MiB on the wire), cell {big['cell_status']}, "
-        f"stop {big['stop_reason']}, {big['seconds']:.1f} s, server RSS growth {big['rss_growth_mib']:.1f} MiB"
+        f"stop {big['stop_reason']}, {big['seconds']:.1f} s, server RSS growth {big['rss_growth_mib']:.1f} MiB; "
+        f"card accounts for {big['chars_accounted']} of {TEN_MB} characters printed"
     )
     print(f"idle server RSS with one session (kernel excluded): {big['idle_rss_mib']:.1f} MiB")
     if args.json:
