@@ -80,6 +80,10 @@ class SessionRefinement:
         refinement = cls(session, coordinator)
         session.refinement = refinement  # how acp_server finds it (`_harness/*`, /refine, /review)
         session.after_turn_hooks.append(refinement.after_turn)
+        # The agent's seams (older sessions without them still get turns and background work).
+        getattr(session, "kernel_hooks", []).append(refinement.on_kernel)
+        getattr(session, "compaction_hooks", []).append(refinement.compacted)
+        getattr(session, "close_hooks", []).append(refinement.aclose)
         refinement.start()
         return refinement
 

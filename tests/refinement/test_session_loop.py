@@ -92,3 +92,55 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
             for item in attached.values():
                 await item.aclose()
             await agent.aclose()
+
+
+class LoaderSkills:
+    """The composition root's SkillsPort, built on skills.loader (tests may import both sides)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+
+    def setup_code(self, cwd: str) -> str | None:
+        from skills.loader import setup_code
+        from skills.user_skills import skill_roots
+
+        return setup_code(skill_roots(cwd, self.env))
+
+    def index_text(self, cwd: str) -> str:
+        return ""
+
+
+async def test_refine_run_in_a_model_cell_applies_after_the_turn_through_the_real_kernel(
+    tmp_path: Path,
+) -> None:
+    from agent_core.testing.scripted_model import tool_call
+
+    with ScriptedModelServer() as server:
+        attached: dict[str, SessionRefinement] = {}
+        config = _config(tmp_path, server)
+        config.extra.update(auto_refine_every=0)
+        agent = Agent(
+            config,
+            skills=LoaderSkills({"HOME": str(tmp_path)}),
+            on_session=lambda s: attached.setdefault(s.id, SessionRefinement.attach(s)),
+        )
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            server.push(
+                tool_call("r = await refine.run('remember the test command')\nprint(r['scheduled'])"),
+                text("Scheduled a refinement."),
+                plan_reply(memory_edit(evidence=[])),
+            )
+            events = await _turn(session, "Remember: we run `make check`.")
+            finished = [e for e in events if type(e).__name__ == "CellFinished"]
+            assert finished and finished[0].status == "completed" and "True" in finished[0].output
+            refinement = attached[session.id]
+            assert await refinement.coordinator.wait_quiescent(WAIT)
+            assert refinement.coordinator.last is not None and refinement.coordinator.last.trigger == "model"
+            entry = session.local_store.load().get("memory", "test_command")
+            assert entry is not None and entry.trust == "candidate"
+            planner_prompt = server.requests[2]["messages"][1]["content"]
+            assert "remember the test command" in planner_prompt
+        finally:
+            await agent.aclose()
