@@ -25,14 +25,17 @@ from harness_store.models import AppliedEdit
 from harness_store.statefile import save_state
 
 NOW = "2026-01-01T00:00:00.000Z"
+# 16 common topic words plus a long tail of 2,000 others, so entries overlap with a prompt the way
+# real notes do (some share a word or two, most share none).
 WORDS = (
     "pandas numpy plot csv git rebase test pytest ruff format docker kernel model prompt cache deploy".split()
 )
+TAIL = [f"word{i}" for i in range(2000)]
 
 
 def make_entry(i: int, rng: random.Random) -> HarnessEntry:
     kind = ("prompt", "memory", "skill", "subagent")[i % 4]
-    words = " ".join(rng.choice(WORDS) for _ in range(30))
+    words = " ".join(rng.choice(WORDS) if rng.random() < 0.1 else rng.choice(TAIL) for _ in range(30))
     return HarnessEntry(
         id=f"e{i:06d}",
         kind=kind,

@@ -89,9 +89,12 @@ def _ranked(
             continue  # rejected: never shown, never counted as "more"
         visible += 1
         # Inlined word lookup: this loop runs once per entry on every prompt build.
-        relevance = (
-            len(query_words & _text_words(entry.title, entry.content, entry.path)) if query_words else 0
-        )
+        relevance = 0
+        if query_words:
+            words = _text_words(entry.title, entry.content, entry.path)
+            # isdisjoint allocates nothing; most entries share no word with a given prompt.
+            if not query_words.isdisjoint(words):
+                relevance = len(query_words & words)
         bucket = buckets.get((rank, -relevance))
         if bucket is None:
             bucket = buckets[(rank, -relevance)] = []
