@@ -5,7 +5,8 @@
 //
 // PLAN.json (written by tests/conformance/test_conformance.py, which also scripts the model):
 //   {"agent": [cmd, ...args], "cwd": "/abs", "cell": {"prompt", "code", "expect"},
-//    "ask": {"prompt", "code", "expect"}, "cancel": {"prompt", "started"}, "slash": "/history"}
+//    "ask": {"prompt", "code", "expect"}, "reject": {"prompt", "marker"}, "hold": {"prompt"},
+//    "cancel": {"prompt", "started"}, "slash": "/history"}
 // Prints one JSON report on stdout: {ok, steps: [{name, ok, ms, detail}], findings, frames, cancelMs}.
 // Progress and the agent's stderr go to stderr.
 import { spawn } from "node:child_process";
@@ -146,6 +147,12 @@ function buildClient(recorder) {
     .client({ name: "continual-acp-conformance" })
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       recorder.permissions.push(params);
+      // "hold": leave the request open until the test cancels the turn, as a user who walked away would.
+      if (recorder.permissionChoice === "hold") {
+        return new Promise((resolve) => {
+          recorder.releasePermission = () => resolve({ outcome: { outcome: "cancelled" } });
+        });
+      }
       const option = params.options.find((o) => o.kind === recorder.permissionChoice);
       check(option, `no ${recorder.permissionChoice} option offered: ${JSON.stringify(params.options)}`);
       return { outcome: { outcome: "selected", optionId: option.optionId } };
@@ -248,6 +255,36 @@ async function firstConnection(recorder) {
       check(finalStatus(ups, id) === "completed", `cell status ${finalStatus(ups, id)}`);
       check(mentions(ups, id, plan.ask.expect), `cell output ${plan.ask.expect} not streamed`);
       return { options: kinds };
+    });
+
+    await step("ask mode: a rejected cell does not run", async () => {
+      const mark = recorder.updates.length;
+      const asked = recorder.permissions.length;
+      recorder.permissionChoice = "reject_once";
+      const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.reject.prompt) }, 60_000);
+      check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+      check(recorder.permissions.length === asked + 1, "no permission request for the rejected cell");
+      const ups = recorder.since(mark, sessionId);
+      const [id] = toolCallIds(ups);
+      check(!ups.some((u) => JSON.stringify(u).includes(plan.reject.marker)), "the rejected cell ran (its output streamed)");
+      return { cellStatus: id ? finalStatus(ups, id) : "no tool call shown" };
+    });
+
+    await step("cancel while a permission request is pending answers cancelled within 2 s", async () => {
+      recorder.permissionChoice = "hold";
+      const asked = recorder.permissions.length;
+      const pending = request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.hold.prompt) }, 60_000);
+      while (recorder.permissions.length === asked) await new Promise((r) => setTimeout(r, 20));
+      const t0 = performance.now();
+      await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+      // The protocol asks the client to answer pending permission requests with "cancelled" too.
+      recorder.releasePermission();
+      const res = await pending;
+      const ms = Math.round(performance.now() - t0);
+      check(res.stopReason === "cancelled", `stopReason ${res.stopReason}`);
+      check(ms <= CANCEL_LIMIT_MS, `cancel took ${ms} ms`);
+      recorder.permissionChoice = "allow_once";
+      return { ms };
     });
 
     await step("set_mode back to auto", async () => {

@@ -113,6 +113,8 @@ def test_validator_rejects_frames_that_break_the_schema() -> None:
 
 CELL_CODE = "# Greet from the kernel\nprint('hello from the kernel')"
 ASK_CODE = "print(6 * 7)"
+REJECT_CODE = "print('SIDE' + 'EFFECT')"  # the joined word appears only if the cell really ran
+HOLD_CODE = "print('never asked twice')"
 LONG_CODE = "import time\nprint('long cell started', flush=True)\ntime.sleep(60)"
 
 
@@ -124,6 +126,9 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
         text("The kernel said hello."),
         tool_call(ASK_CODE),
         text("6 * 7 is 42."),
+        tool_call(REJECT_CODE, title="Print a side effect"),
+        text("Understood, I will not run it."),
+        tool_call(HOLD_CODE, title="Wait for permission"),
         tool_call(LONG_CODE, title="Wait a minute"),
     ]
     workdir = tmp_path / "project"
@@ -133,6 +138,8 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
         "cwd": str(workdir),
         "cell": {"prompt": "Say hello from the kernel", "code": CELL_CODE, "expect": "hello from the kernel"},
         "ask": {"prompt": "What is 6 * 7?", "code": ASK_CODE, "expect": "42"},
+        "reject": {"prompt": "Print a side effect", "marker": "SIDEEFFECT"},
+        "hold": {"prompt": "Ask me first"},
         "cancel": {"prompt": "Wait a minute", "started": "long cell started"},
         "slash": "/history",
     }
