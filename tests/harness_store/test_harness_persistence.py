@@ -178,3 +178,42 @@ def test_a_root_that_is_a_file_is_a_store_error(tmp_path: Path) -> None:
         HarnessStore(tmp_path / "harness").apply(
             proposal(create("memory", "A", "x")), scope="global", trigger="user"
         )
+
+
+def test_threads_with_separate_store_objects_on_one_root_lose_nothing(store: HarnessStore) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def work(tag: str) -> None:
+        mine = HarnessStore(store.root)
+        try:
+            for i in range(40):
+                result = mine.apply(
+                    proposal(create("memory", f"{tag} {i}", f"fact {tag} {i}")),
+                    scope="global",
+                    trigger="model",
+                )
+                assert result.applied, result.errors
+        except BaseException as exc:  # surfaced in the main thread below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(tag,)) for tag in ("left", "right")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert store.load().count() == 80
+    assert len(store.history()) == 80
+
+
+def test_history_limit_keeps_the_newest(store: HarnessStore) -> None:
+    ids = [
+        store.apply(proposal(create("memory", f"m{i}", "x")), scope="global", trigger="user").id
+        for i in range(5)
+    ]
+    assert [r.id for r in store.history(limit=2)] == ids[-2:]
+    assert [r.id for r in store.history()] == ids
+    assert store.history(limit=0) == []
+    assert [r.id for r in store.history(limit=50)] == ids
