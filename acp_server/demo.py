@@ -213,21 +213,28 @@ async def _demo(out: TextIO, server_argv: Sequence[str]) -> None:
                 CONTINUAL_ACP_MODEL="scripted-model",
                 CONTINUAL_ACP_MODE="auto",
             )
-            proc = await asyncio.create_subprocess_exec(
-                *server_argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                env=env,
-                cwd=project,
-            )
+            # The model is on loopback: a proxy configured for the real internet must not intercept it.
+            for key in ("NO_PROXY", "no_proxy"):
+                env[key] = ",".join(filter(None, ["127.0.0.1,localhost", env.get(key)]))
+            log_path = Path(scratch) / "server.log"
+            with log_path.open("wb") as log:
+                proc = await asyncio.create_subprocess_exec(
+                    *server_argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=log,
+                    env=env,
+                    cwd=project,
+                )
             client = StdioClient(proc, transcript.update)
             try:
                 await _conversation(client, transcript, str(project))
-            except BaseException:
+            except BaseException as exc:
                 if proc.returncode is None:
                     proc.kill()
                     await proc.wait()
+                if isinstance(exc, DemoFailed):
+                    raise DemoFailed(f"{exc}{_log_tail(log_path)}") from None
                 raise
             code = await client.close()
             if code != 0:
@@ -235,6 +242,15 @@ async def _demo(out: TextIO, server_argv: Sequence[str]) -> None:
     transcript.line(
         f"Done in {time.perf_counter() - started:.1f} s; the server exited cleanly on end of input."
     )
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    """The end of the server's stderr, to say why it failed."""
+    try:
+        tail = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+    except OSError:
+        return ""
+    return "\nserver log (last lines):\n" + "\n".join(f"  {t}" for t in tail) if tail else ""
 
 
 async def _conversation(client: StdioClient, transcript: Transcript, cwd: str) -> None:

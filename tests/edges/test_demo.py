@@ -48,7 +48,15 @@ def test_demo_exits_1_with_a_reason_when_the_server_dies(tmp_path: Path) -> None
     from acp_server.demo import run_demo
 
     out = io.StringIO()
-    code = run_demo(out, server_argv=[sys.executable, "-c", "import sys; sys.exit(3)"])
+    code = run_demo(
+        out,
+        server_argv=[
+            sys.executable,
+            "-c",
+            "import sys; print('boom: cannot start', file=sys.stderr); sys.exit(3)",
+        ],
+    )
     assert code == 1
     assert "demo failed: " in out.getvalue()
     assert "the server closed its" in out.getvalue()
+    assert "boom: cannot start" in out.getvalue()  # the server's stderr says why
