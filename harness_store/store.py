@@ -36,6 +36,7 @@ from harness_store.models import (
 from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
 from harness_store.tombstones import add_tombstone, make_tombstone
+from harness_store.validation import resolve_id
 from harness_store.views import remove_view, view_path, write_view
 
 log = logging.getLogger("harness_store")
@@ -361,7 +362,7 @@ class HarnessStore:
                 stone = make_tombstone(
                     edit.kind,
                     edit.content,
-                    entry_id=edit.id,
+                    entry_id=resolve_id(edit),
                     reason=reason,
                     refinement_id=None,
                     forever=forever,
