@@ -50,9 +50,14 @@ class AgentConfig:
     # False defers it to the first cell (scripts and tests that may never run one).
     eager_kernel: bool = True
     context_window: int = 128_000
-    # The output budget comes from the model's configuration; this is a cap, not a clip: a truncated
-    # answer ends the turn visibly with `max_tokens` rather than being stored as complete.
+    # Output budget. A turn request sends `max_tokens` only when the user configured it
+    # (`send_max_tokens`): otherwise the server's own limit for the model applies, because a fixed
+    # default would be refused by endpoints whose model allows less (vLLM rejects max_tokens + prompt
+    # over the model length; OpenAI rejects values over the model's cap). Either way a truncated
+    # answer ends the turn visibly with `max_tokens`. The value is also the cap for budgets agent_core
+    # chooses itself (refinement planning).
     max_output_tokens: int = 32_768
+    send_max_tokens: bool = False
     max_turn_requests: int = 50
     compact_threshold: float = 0.8  # compact when the context passes this fraction of the window
     keep_recent_turns: int = 2  # user turns kept verbatim by compaction
@@ -132,7 +137,11 @@ def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
             extra[key] = value
     if "models" in kwargs:
         kwargs["models"] = tuple(str(m) for m in kwargs["models"])
+    if "max_output_tokens" in kwargs:
+        kwargs["send_max_tokens"] = True
     config = AgentConfig(home=home, config_file=path, extra=extra, **kwargs)
+    if config.max_output_tokens < 1:
+        raise ValueError(f"max_output_tokens must be >= 1, got {config.max_output_tokens}")
     if config.mode not in MODES:
         raise ValueError(f"mode {config.mode!r} is not one of {', '.join(MODES)}")
     if config.refine_review not in REFINE_REVIEW:

@@ -195,8 +195,11 @@ class ModelClient:
             "messages": list(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "max_tokens": max_tokens or self.config.max_output_tokens,
         }
+        if max_tokens is None and self.config.send_max_tokens:
+            max_tokens = self.config.max_output_tokens
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         if tools:
             kwargs["tools"] = list(tools)
         stream: Any = None

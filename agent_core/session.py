@@ -19,6 +19,7 @@ from agent_core.compaction import compact_messages
 from agent_core.config import MODES, REFINE_REVIEW, AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.editor_ops import EditorOps
+from agent_core.errors import ModelError
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
 from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
@@ -210,7 +211,12 @@ class Session:
     async def maybe_compact(self) -> None:
         threshold = self.agent_config.compact_threshold * self.agent_config.context_window
         if self.last_prompt_tokens and self.last_prompt_tokens >= threshold:
-            await self._compact(None)
+            try:
+                await self._compact(None)
+            except ModelError as exc:
+                # The turn can still try with the full context; the user sees the model's own
+                # error if it really no longer fits.
+                log.warning("automatic compaction of session %s failed: %s", self.id, exc)
 
     async def compact(self, instructions: str | None = None) -> str:
         """Summarize older turns with the model; recent turns and kernel variables are kept."""
@@ -260,9 +266,15 @@ class Session:
 
     # ------------------------------------------------------------ turns
 
-    async def run_turn(self, parts: Sequence[ev.PromptPart]) -> AsyncIterator[ev.TurnEvent]:
-        """Run one prompt; yields turn events, the last always `TurnEnded`. May raise `ModelError`."""
-        generation = self._cancel_generation
+    def run_turn(self, parts: Sequence[ev.PromptPart]) -> AsyncIterator[ev.TurnEvent]:
+        """Run one prompt; yields turn events, the last always `TurnEnded`. May raise `ModelError`.
+
+        A `cancel()` after this call and before the turn starts (it may be queued behind another)
+        cancels it too: the prompt was sent before the cancel.
+        """
+        return self._turn(list(parts), self._cancel_generation)
+
+    async def _turn(self, parts: Sequence[ev.PromptPart], generation: int) -> AsyncIterator[ev.TurnEvent]:
         async with self._turn_lock:
             if self._closed:
                 raise RuntimeError(f"session {self.id} is closed")

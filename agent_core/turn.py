@@ -89,7 +89,9 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
             emit(session.usage_event(done.usage))
         if done.finish_reason == "length":
             message = (
-                f"The model reached its output limit (max_tokens={config.max_output_tokens}) before finishing"
+                "The model reached its output limit"
+                + (f" (max_tokens={config.max_output_tokens})" if config.send_max_tokens else "")
+                + " before finishing"
                 + (", in the middle of a tool call that was therefore not run" if done.tool_calls else "")
                 + ". Nothing it half-wrote was kept. Ask for a smaller step, or raise CONTINUAL_ACP_MAX_OUTPUT_TOKENS."
             )

@@ -118,8 +118,8 @@ def test_anthropic_style_cache_fields_are_understood() -> None:
     ) == (7, 3, 7)
 
 
-def test_request_carries_the_ipython_tool_streaming_and_output_budget() -> None:
-    _, server = _run([text("x")], max_output_tokens=1234)
+def test_request_carries_the_ipython_tool_streaming_and_a_configured_output_budget() -> None:
+    _, server = _run([text("x")], max_output_tokens=1234, send_max_tokens=True)
     body = server.requests[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["max_tokens"] == 1234
@@ -201,3 +201,8 @@ def test_connection_cut_mid_stream_is_a_model_error_not_a_partial_answer() -> No
         base_url = server.base_url
         asyncio.run(_events(_client(base_url)))
     assert base_url in str(info.value) and "broke off" in str(info.value)
+
+
+def test_without_a_configured_budget_the_servers_own_limit_applies() -> None:
+    _, server = _run([text("x")])
+    assert "max_tokens" not in server.requests[0]

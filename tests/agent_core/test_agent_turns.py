@@ -416,3 +416,51 @@ def test_prompt_with_image_resource_and_links_reaches_the_model(tmp_path: Path) 
     assert kinds == ["text", "image_url", "text", "text", "text"]
     flat = json.dumps(content)
     assert "the spec says 7" in flat and "A = 1" in flat and "zed://selection/1" in flat
+
+
+def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kernel(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            return await collect(session, "crash it")
+
+    script = [tool_call("import os\nos._exit(1)", "crash"), tool_call("print('back')"), text("recovered")]
+    with ScriptedModelServer(script) as server:
+        events = asyncio.run(scenario(server))
+        told = server.requests[1]["messages"][-1]["content"]
+    first, second = of_type(events, ev.CellFinished)
+    assert first.status == "failed" and first.error is not None and "kernel died" in first.error
+    assert "kernel died" in told
+    assert second.status == "completed" and "back" in second.output
+    assert events[-1] == ev.TurnEnded("end_turn")
+
+
+def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[ev.TurnEvent]]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            chunk = asyncio.Event()
+            first_events: list[ev.TurnEvent] = []
+
+            async def first() -> None:
+                async for event in session.run_turn([ev.TextPart("slow")]):
+                    first_events.append(event)
+                    chunk.set()
+
+            a = asyncio.create_task(first())
+            await asyncio.wait_for(chunk.wait(), 30)
+            queued = session.run_turn([ev.TextPart("queued")])  # sent before the cancel
+
+            async def drain() -> list[ev.TurnEvent]:
+                return [event async for event in queued]
+
+            b = asyncio.create_task(drain())
+            await session.cancel()
+            await asyncio.wait_for(a, 10)
+            return first_events, await asyncio.wait_for(b, 10)
+
+    with ScriptedModelServer([stall(60, before="working")]) as server:
+        first_events, queued = asyncio.run(scenario(server))
+        assert len(server.requests) == 1  # the queued prompt never reached the model
+    assert first_events[-1] == ev.TurnEnded("cancelled")
+    assert queued == [ev.TurnEnded("cancelled")]
