@@ -30,3 +30,20 @@ def global_root(home: Path) -> Path:
 
 def local_root(home: Path, session_id: str) -> Path:
     return home / "sessions" / session_id / "harness"
+
+
+def ensure_dir(path: Path) -> None:
+    """Create `path` and any missing parents with mode 0700 (`mkdir(parents=True)` applies the mode
+    only to the last component). Raises OSError."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass  # another process made it meanwhile

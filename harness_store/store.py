@@ -33,7 +33,7 @@ from harness_store.models import (
     Tombstone,
     empty_entries,
 )
-from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE
+from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE, ensure_dir
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
 from harness_store.tombstones import add_tombstone, make_tombstone
 from harness_store.validation import resolve_id
@@ -181,7 +181,7 @@ class HarnessStore:
 
     def _prepare(self) -> None:
         try:
-            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            ensure_dir(self.root)
         except OSError as exc:
             raise HarnessStoreError(
                 f"cannot create the harness directory {self.root}: {exc.strerror}"

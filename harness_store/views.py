@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness_store.ids import slugify
 from harness_store.models import HarnessEntry
+from harness_store.paths import ensure_dir
 
 log = logging.getLogger("harness_store")
 
@@ -52,8 +53,9 @@ def render_view(entry: HarnessEntry) -> str:
 def write_view(root: Path, entry: HarnessEntry) -> Path:
     path = view_path(root, entry.scope, entry.kind, entry.id)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        ensure_dir(path.parent)
+        # A fixed temp name: a writer killed here leaves one file that the next write reuses.
+        temp = path.with_name(f".{path.name}.tmp")
         temp.write_text(render_view(entry), encoding="utf-8")
         os.chmod(temp, 0o600)
         os.replace(temp, path)

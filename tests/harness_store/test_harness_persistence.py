@@ -156,6 +156,19 @@ def test_views_are_written_for_applied_entries_and_removed_on_delete(store: Harn
     assert not path.exists()
 
 
+def test_new_directories_are_private_down_from_the_first_missing_one(tmp_path: Path) -> None:
+    local = HarnessStore(tmp_path / "home" / "sessions" / "s1" / "harness")
+    local.apply(proposal(create("memory", "A", "x")), scope="local", trigger="model")
+    for directory in (
+        tmp_path / "home",
+        tmp_path / "home" / "sessions",
+        local.root,
+        local.root / "view" / "local" / "memory",
+    ):
+        assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700, directory
+    assert stat.S_IMODE(os.stat(local.view_path("memory", "a")).st_mode) == 0o600
+
+
 def test_view_path_of_a_future_entry_uses_the_store_scope(tmp_path: Path) -> None:
     local = HarnessStore(tmp_path / "sessions" / "s1" / "harness")
     assert (

@@ -247,7 +247,9 @@ def test_rejecting_a_pending_proposal_tombstones_it_without_applying(store: Harn
     assert store.history() == []
     assert store.apply(pending, scope="local", trigger="model").applied_edits[0].error is not None
     # "Forever" also blocks the (derived) entry id, whatever the new content says.
-    other = store.apply(proposal(create("memory", "Guess", "something unrelated")), scope="local", trigger="model")
+    other = store.apply(
+        proposal(create("memory", "Guess", "something unrelated")), scope="local", trigger="model"
+    )
     assert other.applied_edits[0].error == f"content was rejected before (tombstone {added[0].id})"
 
 
