@@ -148,6 +148,26 @@ class HarnessStore:
             start = 0 if limit is None else max(count - limit, 0)
             return list(self._history.records(start))
 
+    def history_page(
+        self, limit: int = 50, before: str | None = None
+    ) -> tuple[list[RefinementResult], str | None]:
+        """One page of history for cursor paging (newest last): the `limit` records older than
+        `before` (or the newest ones), and the cursor for the next older page (None at the start).
+
+        Raises `RefinementNotFound` when `before` is not a record of this store.
+        """
+        with self._mutex:
+            ids = self._history.ids()
+            end = len(ids)
+            if before is not None:
+                position = self._history.position(before)
+                if position is None:
+                    raise RefinementNotFound(before, self.history_path)
+                end = position
+            start = max(end - max(limit, 0), 0)
+            records = list(self._history.records(start, end))
+            return records, (ids[start] if start > 0 and records else None)
+
     def get_refinement(self, refinement_id: str) -> RefinementResult | None:
         """The history record with this id, or None."""
         with self._mutex:

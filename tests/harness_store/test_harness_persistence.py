@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import create, proposal, update
 
-from harness_store import HarnessStore, HarnessStoreError
+from harness_store import HarnessStore, HarnessStoreError, RefinementNotFound
 from harness_store.lock import StoreLock
 
 CORRUPT_SHAPES: dict[str, bytes] = {
@@ -230,3 +230,18 @@ def test_history_limit_keeps_the_newest(store: HarnessStore) -> None:
     assert [r.id for r in store.history()] == ids
     assert store.history(limit=0) == []
     assert [r.id for r in store.history(limit=50)] == ids
+
+
+def test_history_pages_walk_back_with_a_cursor(store: HarnessStore) -> None:
+    ids = [
+        store.apply(proposal(create("memory", f"m{i}", "x")), scope="global", trigger="user").id
+        for i in range(5)
+    ]
+    page, cursor = store.history_page(limit=2)
+    assert [r.id for r in page] == ids[3:] and cursor == ids[3]
+    page, cursor = store.history_page(limit=2, before=cursor)
+    assert [r.id for r in page] == ids[1:3] and cursor == ids[1]
+    page, cursor = store.history_page(limit=2, before=cursor)
+    assert [r.id for r in page] == ids[:1] and cursor is None
+    with pytest.raises(RefinementNotFound):
+        store.history_page(before="r-unknown")
