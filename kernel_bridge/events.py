@@ -67,7 +67,7 @@ class CellResult:
 
     `output` is the text meant for the model: stdout/stderr, text/plain of results and displays, the
     traceback; head+tail truncated with a `[... N characters omitted ...]` marker. The complete text is
-    at `full_output_path`. `report` tells about a kernel restart that happened before or because of
+    at `full_output_path` (no file is created for a cell that printed nothing). `report` tells about a kernel restart that happened before or because of
     this cell (restored and lost names), else None.
     """
 

@@ -59,7 +59,7 @@ class HostBridge:
 
     @property
     def ops(self) -> list[str]:
-        return sorted(self._handlers)
+        return sorted(op for op in self._handlers if not op.startswith("_kernel_bridge."))
 
     def environment(self) -> dict[str, str]:
         """The variables the kernel needs to reach this server."""
@@ -145,7 +145,8 @@ class HostBridge:
         if handler is None:
             known = ", ".join(self.ops) or "none registered"
             return {"id": request_id, "ok": False, "error": f"unknown host operation {op!r} (known: {known})"}
-        self.calls_served += 1
+        if not op.startswith("_kernel_bridge."):  # count the session's own ops, not internal ones
+            self.calls_served += 1
         try:
             result = await handler(args)
         except Exception as exc:

@@ -89,6 +89,34 @@ def setup(shell: Any, config: dict[str, Any]) -> None:
         if entry not in _sys.path:
             _sys.path.insert(0, entry)
     _ensure_hostclient(config.get("hostclient_source", ""))
+    events = shell.events
+    try:
+        events.unregister("post_run_cell", _after_cell)
+    except ValueError:
+        pass
+    events.register("post_run_cell", _after_cell)
+
+
+_last_names: list[str] | None = None
+NAMES_OP = "_kernel_bridge.names"
+
+
+def _after_cell(result: Any = None) -> None:
+    """Tell the host the user's variable names when they change, so a crash report can list them.
+
+    Pushed over the host bridge only on change (most cells define nothing new), which is cheaper
+    than asking for names with every execute_request.
+    """
+    global _last_names
+    try:
+        names = user_names()
+        if names != _last_names:
+            from kernel_bridge import hostclient
+
+            hostclient.call(NAMES_OP, names=names)
+            _last_names = names
+    except _Exception:
+        pass  # the report of lost names is best effort; never disturb the user's cell
 
 
 def _ensure_hostclient(source: str) -> None:
@@ -141,10 +169,6 @@ def user_names() -> list[str]:
         for n, v in shell.user_ns.items()
         if not n.startswith("_") and hidden.get(n, missing) is not v and n not in ("In", "Out")
     )
-
-
-def user_names_json() -> str:
-    return _json.dumps(user_names())
 
 
 def _write_private(path: str, data: bytes) -> None:
@@ -241,4 +265,6 @@ def restore(state_path: str) -> str:
             failed[name] = f"{_type(exc).__name__}: {_str(exc)[:200]}"
             continue
         restored.append(name)
+    global _last_names
+    _last_names = None
     return _json.dumps({"restored": restored, "failed": failed, "skipped": container.get("skipped", {})})

@@ -160,9 +160,11 @@ async def start_local_kernel(spec: LaunchSpec) -> RunningKernel:
     kernel = RunningKernel(km, client, pid, log_path)
     try:
         await client.wait_for_ready(timeout=spec.startup_timeout)
-    except (RuntimeError, TimeoutError) as exc:
+    except BaseException as exc:
         tail = kernel.log_tail()
         await kernel.kill()
+        if not isinstance(exc, RuntimeError | TimeoutError):
+            raise  # cancelled: the half-started kernel is gone, nothing to report
         raise KernelStartError(
             f"kernel started with {spec.python} did not become ready ({exc}). "
             f"Is ipykernel installed for that interpreter? Kernel log tail:\n{tail}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel_bridge import hostclient, kernelside
+from kernel_bridge import bootstrap
 from kernel_bridge._tasks import spawn
 from kernel_bridge.cell import CellRun
 from kernel_bridge.errors import KernelBridgeError, SessionClosed
@@ -30,6 +30,7 @@ from kernel_bridge.events import (
     Stream,
 )
 from kernel_bridge.hostbridge import HostBridge
+from kernel_bridge.kernelside import NAMES_OP
 from kernel_bridge.launcher import RunningKernel
 from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, OutputCollector, private_dir, strip_ansi
 from kernel_bridge.snapshot import (
@@ -123,8 +124,14 @@ class KernelSession:
         self.setup_error: str | None = None
         self.last_snapshot: dict[str, Any] | None = None
         self.restarts = 0
+        bridge.register(NAMES_OP, self._names_changed)
         out = options.output_dir
         self._output_dir = private_dir(out) if out is not None else None
+
+    async def _names_changed(self, args: dict[str, Any]) -> None:
+        names = args.get("names")
+        if isinstance(names, list):
+            self._known_names = [str(name) for name in names]
 
     # -- properties ------------------------------------------------------------------------------
 
@@ -155,19 +162,8 @@ class KernelSession:
         config = {
             "cwd": str(self.options.cwd),
             "env": {**self.options.env, **self.host_bridge.environment()},
-            "hostclient_source": Path(hostclient.__file__).read_text(encoding="utf-8"),
         }
-        boot = (
-            "def __cacp_boot(src):\n"
-            "    import sys, types\n"
-            "    m = types.ModuleType('_continual_acp_kernel')\n"
-            "    exec(compile(src, '<continual-acp kernel side>', 'exec'), m.__dict__)\n"
-            "    sys.modules[m.__name__] = m\n"
-            "    return m\n"
-            f"_cak_ = __cacp_boot({Path(kernelside.__file__).read_text(encoding='utf-8')!r})\n"
-            "del __cacp_boot\n"
-            f"_cak_.setup(get_ipython(), __import__('json').loads({json.dumps(config)!r}))\n"
-        )
+        boot = bootstrap.setup_code(config)
         _, error = await self._internal(boot, timeout=60.0)
         if error is not None:
             raise KernelBridgeError(f"kernel setup failed: {error}")
@@ -254,7 +250,6 @@ class KernelSession:
             run.code,
             silent=False,
             store_history=True,
-            user_expressions={"names": "_cak_.user_names_json()"},
             allow_stdin=False,
             stop_on_error=True,
         )
@@ -292,10 +287,6 @@ class KernelSession:
             assert reply is not None
             content = reply.get("content", {})
             execution_count = content.get("execution_count")
-            names = content.get("user_expressions", {}).get("names", {})
-            if names.get("status") == "ok":
-                with contextlib.suppress(ValueError, SyntaxError, TypeError):
-                    self._known_names = list(json.loads(ast.literal_eval(names["data"]["text/plain"])))
             if content.get("status") == "ok":
                 status = "ok"
             elif self._interrupting is run or (error is not None and error.ename == "KeyboardInterrupt"):

@@ -1,0 +1,220 @@
+"""kernel_bridge benchmarks: medians and ratios measured side by side in one run.
+
+Run: .venv/bin/python benchmarks/bench_kernel.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernel_bridge import Finished, KernelPool, Stream
+from kernel_bridge.launcher import LaunchSpec, start_local_kernel
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+async def bench_acquire(rounds: int, work: Path) -> dict[str, float]:
+    """Warm pool acquire -> first cell result, against a cold start -> first cell result."""
+    warm: list[float] = []
+    cold: list[float] = []
+    pool = KernelPool(1)
+    cold_pool = KernelPool(0)
+    await pool.start()
+    try:
+        for _ in range(rounds):
+            deadline = time.monotonic() + 60
+            while pool.ready_count < 1 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)  # wait for the refill; not part of the measurement
+            await asyncio.sleep(0.3)  # let the just-started kernel settle (idle machine for both)
+            start = time.perf_counter()
+            session = await pool.acquire(cwd=work)
+            await session.execute("1").result()
+            warm.append(time.perf_counter() - start)
+            await session.shutdown(final_snapshot=False)
+
+            start = time.perf_counter()
+            session = await cold_pool.acquire(cwd=work)
+            await session.execute("1").result()
+            cold.append(time.perf_counter() - start)
+            await session.shutdown(final_snapshot=False)
+    finally:
+        await pool.aclose()
+        await cold_pool.aclose()
+    return {"warm": statistics.median(warm), "cold": statistics.median(cold)}
+
+
+async def _bare_round_trip(client: Any, code: str) -> float:
+    start = time.perf_counter()
+    msg_id = client.execute(code, store_history=True, allow_stdin=False)
+    got_reply = got_idle = False
+    while not got_reply:
+        reply = await client.get_shell_msg()
+        got_reply = reply["parent_header"].get("msg_id") == msg_id
+    while not got_idle:
+        msg = await client.get_iopub_msg()
+        got_idle = (
+            msg["parent_header"].get("msg_id") == msg_id
+            and msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+        )
+    return time.perf_counter() - start
+
+
+async def bench_round_trip(rounds: int, work: Path) -> dict[str, float]:
+    """execute("x=1+1") through the bridge against bare jupyter_client, interleaved."""
+    pool = KernelPool(0)
+    session = await pool.acquire(cwd=work)
+    # The same kernel command and transport as the bridge (ipc, no history db), driven directly,
+    # so the comparison is only about the bridge's own work.
+    bare = await start_local_kernel(
+        LaunchSpec(python=Path(sys.executable), cwd=work, env=dict(os.environ), runtime_dir=work / "bare")
+    )
+    client = bare.client
+    bridge_times: list[float] = []
+    bare_times: list[float] = []
+    try:
+        for _ in range(20):  # warm up both
+            await session.execute("x=1+1").result()
+            await _bare_round_trip(client, "x=1+1")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            await session.execute("x=1+1").result()
+            bridge_times.append(time.perf_counter() - start)
+            bare_times.append(await _bare_round_trip(client, "x=1+1"))
+    finally:
+        await bare.kill()
+        await pool.aclose()
+    bridge, bare = statistics.median(bridge_times), statistics.median(bare_times)
+    return {"bridge": bridge, "bare": bare, "ratio": bridge / bare}
+
+
+async def bench_streaming_and_interrupt(rounds: int, work: Path) -> dict[str, float]:
+    pool = KernelPool(0)
+    session = await pool.acquire(cwd=work)
+    latencies: list[float] = []
+    interrupts: list[float] = []
+    try:
+        code = "import time, sys\nfor i in range(40):\n    print(repr(time.time()), flush=True)\n    time.sleep(0.01)"
+        run = session.execute(code)
+        async for event in run:
+            if isinstance(event, Stream):
+                now = time.time()
+                for line in event.text.split():
+                    latencies.append(now - float(line))
+        for _ in range(rounds):
+            run = session.execute("import time\nprint('go', flush=True)\ntime.sleep(60)")
+            await anext(run)
+            start = time.perf_counter()
+            await session.interrupt()
+            async for event in run:
+                if isinstance(event, Finished):
+                    interrupts.append(time.perf_counter() - start)
+    finally:
+        await pool.aclose()
+    return {"chunk": statistics.median(latencies), "interrupt": statistics.median(interrupts)}
+
+
+async def bench_snapshot(rounds: int, work: Path) -> dict[str, float]:
+    """Snapshot and restore of 50 MB of picklable data across 100 variables."""
+    pool = KernelPool(0)
+    snap = work / "snap"
+    session = await pool.acquire(cwd=work, snapshot_path=snap)
+    saves: list[float] = []
+    restores: list[float] = []
+    try:
+        await session.execute(
+            "import os\nfor i in range(100):\n    globals()[f'blob_{i}'] = os.urandom(500_000)"
+        ).result()
+        for _ in range(rounds):
+            start = time.perf_counter()
+            manifest = await session.snapshot()
+            saves.append(time.perf_counter() - start)
+            assert len(manifest["saved"]) >= 100, manifest["skipped"]
+            start = time.perf_counter()
+            report = await session.restore()
+            restores.append(time.perf_counter() - start)
+            assert len(report.restored) >= 100 and not report.failed
+    finally:
+        await pool.aclose()
+    return {"snapshot": statistics.median(saves), "restore": statistics.median(restores)}
+
+
+async def bench_host_call(work: Path) -> dict[str, float]:
+    pool = KernelPool(0)
+    session = await pool.acquire(cwd=work)
+
+    async def echo(args: dict[str, Any]) -> Any:
+        return args
+
+    session.host_bridge.register("echo", echo)
+    code = (
+        "import time, statistics, json\n"
+        "from kernel_bridge import hostclient as bridge\n"
+        "for _ in range(100):\n    bridge.call('echo', n=0)\n"
+        "t = []\n"
+        "for i in range(2000):\n"
+        "    s = time.perf_counter(); bridge.call('echo', n=i); t.append(time.perf_counter() - s)\n"
+        "print(json.dumps(statistics.median(t)))"
+    )
+    try:
+        result = await session.execute(code).result()
+        median = float(json.loads(result.output))
+    finally:
+        await pool.aclose()
+    return {"call": median}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke run)")
+    args = parser.parse_args()
+    scale = 1 if args.quick else 3
+    work = Path(tempfile.mkdtemp(prefix="bench-kernel-"))
+    print(f"# kernel_bridge benchmarks — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"nproc={os.cpu_count()} cpu={_cpu()} python={sys.version.split()[0]}")
+    acquire = await bench_acquire(3 * scale, work)
+    print(
+        f"acquire warm->first result: {_ms(acquire['warm'])} | cold start->first result: {_ms(acquire['cold'])}"
+        f" | warm/cold = {acquire['warm'] / acquire['cold']:.3f}   (target warm <= 50 ms)"
+    )
+    rt = await bench_round_trip(100 * scale, work)
+    print(
+        f"execute('x=1+1') round trip: bridge {_ms(rt['bridge'])} | bare AsyncKernelClient {_ms(rt['bare'])}"
+        f" | ratio {rt['ratio']:.3f}   (target <= 1.15)"
+    )
+    si = await bench_streaming_and_interrupt(3 * scale, work)
+    print(f"stdout chunk latency (kernel print -> event): {_ms(si['chunk'])}   (target <= 20 ms)")
+    print(f"interrupt of time.sleep(60) -> Finished: {_ms(si['interrupt'])}   (target <= 200 ms)")
+    snap = await bench_snapshot(scale, work)
+    print(
+        f"snapshot of 50 MB / 100 variables: {_ms(snap['snapshot'])} | restore: {_ms(snap['restore'])}"
+        "   (target <= 2 s each)"
+    )
+    host = await bench_host_call(work)
+    print(f"host bridge call round trip (in-kernel median of 2000): {_ms(host['call'])}   (target <= 1 ms)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
