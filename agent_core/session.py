@@ -74,6 +74,7 @@ class Session:
         self.created_at = created_at
         self.messages: list[dict[str, Any]] = list(messages or [])
         self.title = title
+        self._meta_title = title  # the title meta.json holds
         self.config: dict[str, Any] = {
             "mode": agent_config.mode,
             "model": agent_config.model,
@@ -353,6 +354,9 @@ class Session:
         return True
 
     def _touch(self) -> None:
+        if self.title == self._meta_title:
+            return  # listing takes the last activity from the transcript's mtime
+        self._meta_title = self.title
         try:
             self.store.write_meta(
                 self.id, cwd=self.cwd, title=self.title, created_at=self.created_at, updated_at=now_iso()

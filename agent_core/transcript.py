@@ -6,8 +6,8 @@ and the messages kept; the context restarts from it), `title`, `config`, `usage`
 written whole and flushed, so a crash loses at most the line being written; a torn last line is
 ignored on load (and cut off before the next append, so it cannot glue onto a new line).
 
-`meta.json` beside the transcript caches what `session/list` needs (cwd, title, updated_at), so
-listing does not read every transcript. Files are 0600, directories 0700.
+`meta.json` beside the transcript caches what `session/list` needs (cwd, title), so listing does
+not read every transcript; the last activity is the transcript's mtime. Files are 0600, directories 0700.
 """
 
 from __future__ import annotations
@@ -33,8 +33,16 @@ TRANSCRIPT = "transcript.jsonl"
 META = "meta.json"
 
 
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return _iso(datetime.now(UTC))
+
+
+def _iso_from_timestamp(timestamp: float) -> str:
+    return _iso(datetime.fromtimestamp(timestamp, UTC))
 
 
 def resolve_cwd(cwd: str) -> str:
@@ -268,12 +276,20 @@ class SessionStore:
                 meta = self.read_meta(entry.name)
                 if meta is None or (want is not None and meta.get("cwd") != want):
                     continue
+                updated = str(meta.get("updated_at") or meta.get("created_at") or "")
+                try:
+                    # Every append touches the transcript, so its mtime is the last activity; meta.json
+                    # is only rewritten when the title changes (keeps turns free of extra file writes).
+                    mtime = self.transcript_path(entry.name).stat().st_mtime
+                    updated = max(updated, _iso_from_timestamp(mtime))
+                except OSError:
+                    pass
                 summaries.append(
                     SessionSummary(
                         session_id=entry.name,
                         cwd=str(meta.get("cwd")),
                         title=meta.get("title"),
-                        updated_at=str(meta.get("updated_at") or meta.get("created_at") or ""),
+                        updated_at=updated,
                     )
                 )
         summaries.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)

@@ -130,15 +130,11 @@ def test_list_by_cwd_newest_first_with_cursor_paging(tmp_path: Path) -> None:
     project, other = tmp_path / "project", tmp_path / "other"
     project.mkdir()
     other.mkdir()
-    for i in range(7):
+    base, OLD = 1_700_000_000, "2020-01-01T00:00:00.000Z"
+    for i in (3, 0, 6, 1, 5, 2, 4):  # creation order differs from activity order
         store.create(f"p{i}", str(project)).close()
-        store.write_meta(
-            f"p{i}",
-            cwd=str(project.resolve()),
-            title=f"t{i}",
-            created_at="x",
-            updated_at=f"2026-01-0{i + 1}T00:00:00Z",
-        )
+        store.write_meta(f"p{i}", cwd=str(project.resolve()), title=f"t{i}", created_at=OLD, updated_at=OLD)
+        os.utime(store.transcript_path(f"p{i}"), (base + i * 60, base + i * 60))  # the last activity
     store.create("o1", str(other)).close()
 
     seen: list[str] = []
@@ -154,6 +150,7 @@ def test_list_by_cwd_newest_first_with_cursor_paging(tmp_path: Path) -> None:
     assert seen == [f"p{i}" for i in reversed(range(7))]
     assert pages == 3
     assert store.list(str(project) + "/").sessions[0].title == "t6"  # the path is resolved
+    assert store.list(str(project)).sessions[0].updated_at == "2023-11-14T22:19:20.000Z"
     assert {s.session_id for s in store.list(None).sessions} == {*(f"p{i}" for i in range(7)), "o1"}
 
 
