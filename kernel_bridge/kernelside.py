@@ -222,8 +222,8 @@ def snapshot(state_path: str, manifest_path: str, per_variable_cap: int, total_c
                 skipped[name] = f"larger than the per-variable cap of {per_variable_cap} bytes"
             continue
         except _BaseException as exc:  # pickling arbitrary objects can raise anything
-            if _isinstance(exc, KeyboardInterrupt | SystemExit):
-                raise
+            if _isinstance(exc, KeyboardInterrupt):
+                raise  # an interrupt aborts the snapshot; the previous one stays on disk
             skipped[name] = f"not picklable: {_type(exc).__name__}: {_str(exc)[:200]}"
             continue
         blob = buffer.getvalue()

@@ -19,7 +19,7 @@ from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.launcher import DEFAULT_STARTUP_TIMEOUT, LaunchSpec, RunningKernel, start_local_kernel
 from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, private_dir
 from kernel_bridge.session import KernelSession, SessionOptions
-from kernel_bridge.snapshot import SnapshotPaths
+from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class KernelPool:
         snapshot_timeout: float = 30.0,
         prefer_unix_bridge: bool = True,
         refill_delay: float = 1.0,
+        per_variable_cap: int = PER_VARIABLE_CAP,
+        total_cap: int = TOTAL_CAP,
     ) -> None:
         if size < 0:
             raise ValueError(f"kernel pool size must be >= 0, got {size}")
@@ -69,6 +71,8 @@ class KernelPool:
         self.snapshot_timeout = snapshot_timeout
         self.prefer_unix_bridge = prefer_unix_bridge
         self.refill_delay = refill_delay
+        self.per_variable_cap = per_variable_cap
+        self.total_cap = total_cap
         self._ready: list[RunningKernel] = []
         self._warming = 0
         self._warm_tasks: set[asyncio.Task[None]] = set()
@@ -210,6 +214,8 @@ class KernelPool:
             interrupt_grace=self.interrupt_grace,
             snapshot_debounce=self.snapshot_debounce,
             snapshot_timeout=self.snapshot_timeout,
+            per_variable_cap=self.per_variable_cap,
+            total_cap=self.total_cap,
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()
@@ -228,6 +234,7 @@ class KernelPool:
         except BaseException:
             await session.shutdown(final_snapshot=False)
             raise
+        self._sessions = {s for s in self._sessions if not s.closed}
         self._sessions.add(session)
         return session
 

@@ -142,6 +142,10 @@ class KernelSession:
         return not self._closed and kernel is not None and kernel.exit_code() is None
 
     @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
     def kernel_pid(self) -> int | None:
         return self._kernel.pid if self._kernel is not None else None
 
@@ -535,7 +539,10 @@ class KernelSession:
             return  # a later cell re-arms the timer when it succeeds
         async with self._lock:
             if self._dirty and self.alive:
-                await self._snapshot_locked()
+                try:
+                    await self._snapshot_locked()
+                except KernelBridgeError as exc:
+                    log.warning("background snapshot failed: %s", exc)
 
     async def snapshot(self) -> dict[str, Any]:
         """Save the user's variables now; returns the manifest (saved names, skipped with reasons)."""

@@ -81,7 +81,7 @@ def restart_report(reason: str, restore: RestoreReport | None, known_names: list
     """The text the model gets after its kernel was replaced: what came back and what is gone."""
     lines = [f"The kernel was restarted: {reason}."]
     if restore is None:
-        lines.append("No snapshot is configured; all variables were lost.")
+        lines.append("Nothing was restored; the kernel starts empty.")
         if known_names:
             lines.append("Lost: " + ", ".join(known_names) + ".")
         return " ".join(lines)

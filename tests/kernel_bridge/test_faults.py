@@ -103,3 +103,25 @@ async def test_interrupt_drops_cells_that_have_not_started(fresh: KernelSession)
     assert (await queued.result()).status == "interrupted"
     check = await fresh.execute("print('marker' in globals())").result()
     assert check.output == "False\n"
+
+
+async def test_restart_restores_state_and_reports_it(fresh: KernelSession) -> None:
+    await fresh.execute("kept_over_restart = 7").result()
+    old_pid = fresh.kernel_pid
+    report = await fresh.restart()
+    assert fresh.kernel_pid != old_pid
+    assert "kept_over_restart" in report and "restart requested" in report
+    assert (await fresh.execute("print(kept_over_restart)").result()).output == "7\n"
+
+
+async def test_restart_without_restore_starts_empty(fresh: KernelSession) -> None:
+    await fresh.execute("temporary = 1").result()
+    report = await fresh.restart(restore=False)
+    assert "temporary" in report and "lost" in report.lower()
+    result = await fresh.execute("print('temporary' in globals())").result()
+    assert result.output == "False\n"
+
+
+async def test_interrupt_with_nothing_running_is_harmless(fresh: KernelSession) -> None:
+    await fresh.interrupt()
+    assert (await fresh.execute("print('fine')").result()).output == "fine\n"

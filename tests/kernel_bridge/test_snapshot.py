@@ -76,7 +76,7 @@ async def test_failed_snapshot_keeps_the_previous_good_one(snap_session: KernelS
     paths = snap_session.snapshot_paths
     assert paths is not None
     before = paths.state.read_bytes(), paths.manifest.read_bytes()
-    poison = "class Poison:\n    def __reduce__(self):\n        raise SystemExit('no')\npoison = Poison()\ngood = 'v2'"
+    poison = "class Poison:\n    def __reduce__(self):\n        raise KeyboardInterrupt\npoison = Poison()\ngood = 'v2'"
     await snap_session.execute(poison).result()
     with pytest.raises(KernelBridgeError, match="previous snapshot kept"):
         await snap_session.snapshot()
@@ -121,3 +121,23 @@ async def test_shutdown_takes_a_final_snapshot(pool: KernelPool, tmp_path: Path)
 async def test_restore_without_snapshot_says_so(snap_session: KernelSession) -> None:
     report = await snap_session.restore()
     assert report.snapshot_found is False and report.restored == []
+
+
+async def test_variable_beyond_the_total_cap_is_skipped_with_reason(tmp_path: Path) -> None:
+    small_caps = KernelPool(0, per_variable_cap=600_000, total_cap=1_000_000)
+    try:
+        s = await small_caps.acquire(cwd=tmp_path, snapshot_path=tmp_path / "caps")
+        await s.execute("a_first = b'a' * 500_000\nb_second = b'b' * 500_000\nc_small = 1").result()
+        manifest = await s.snapshot()
+        assert set(manifest["saved"]) == {"a_first", "c_small"}
+        assert "total snapshot cap" in manifest["skipped"]["b_second"]
+    finally:
+        await small_caps.aclose()
+
+
+async def test_pickling_that_raises_system_exit_only_skips_that_variable(snap_session: KernelSession) -> None:
+    code = "class Quitter:\n    def __reduce__(self):\n        raise SystemExit('nope')\nq = Quitter()\nkeep_me = 5"
+    await snap_session.execute(code).result()
+    manifest = await snap_session.snapshot()
+    assert "keep_me" in manifest["saved"]
+    assert "SystemExit" in manifest["skipped"]["q"]
