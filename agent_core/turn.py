@@ -51,6 +51,8 @@ def cell_title(code: str, title: str | None) -> str:
         chosen = title.strip()
     else:
         lines = [line.strip() for line in code.splitlines() if line.strip()]
+        # A `%%bash` header says nothing about what the cell does; the command after it does.
+        lines = [line for line in lines if not line.startswith("%%")] or lines
         comment = next(
             (line.lstrip("#").strip() for line in lines if line.startswith("#") and line.lstrip("#").strip()),
             None,

@@ -464,3 +464,52 @@ def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(tmp_path: Pa
         assert len(server.requests) == 1  # the queued prompt never reached the model
     assert first_events[-1] == ev.TurnEnded("cancelled")
     assert queued == [ev.TurnEnded("cancelled")]
+
+
+def test_parallel_tool_calls_run_in_order_and_each_gets_its_result(tmp_path: Path) -> None:
+    from agent_core.testing import tool_calls
+
+    async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            return await collect(session, "two at once")
+
+    with ScriptedModelServer(
+        [tool_calls([("n = 1\nprint(n)", "one"), ("print(n + 1)", "two")], split=3), text("ok")]
+    ) as server:
+        events = asyncio.run(scenario(server))
+        messages = server.requests[1]["messages"]
+    assert [s.title for s in of_type(events, ev.CellStarted)] == ["one", "two"]
+    call_ids = [c["id"] for c in messages[-3]["tool_calls"]]
+    assert [(m["tool_call_id"], m["content"]) for m in messages[-2:]] == [
+        (call_ids[0], "1\n"),
+        (call_ids[1], "2\n"),
+    ]
+
+
+def test_permission_answered_cancelled_ends_the_turn_cancelled(tmp_path: Path) -> None:
+    async def scenario(
+        server: ScriptedModelServer, editor: RecordingEditor
+    ) -> tuple[list[ev.TurnEvent], list[dict]]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), editor)
+            session.set_mode("ask")
+            events = await collect(session, "run")
+            return events, list(session.messages)
+
+    with ScriptedModelServer([tool_call("print(1)")]) as server:
+        events, messages = asyncio.run(scenario(server, RecordingEditor(["cancelled"])))
+    assert events[-1] == ev.TurnEnded("cancelled")
+    assert of_type(events, ev.CellStarted) == []
+    assert messages[-1]["role"] == "tool"  # the call is answered, so the next request stays valid
+
+
+def test_cell_titles_prefer_the_model_then_a_comment_then_the_first_statement() -> None:
+    from agent_core.turn import cell_title
+
+    assert cell_title("x = 1", "  Set x ") == "Set x"
+    assert cell_title("\n# load the data\nimport pandas", None) == "load the data"
+    assert cell_title("%%bash\nls -la", None) == "ls -la"
+    assert cell_title("%%bash", None) == "%%bash"
+    assert cell_title("y = " + "1" * 200, None).endswith("…")
+    assert len(cell_title("y = " + "1" * 200, None)) == 80
