@@ -4,7 +4,7 @@
 
 * apply of a 5-edit proposal (lock + re-read + validate + save + history append) with 1k / 10k entries
 * the same apply with 1k vs 100k history records (history-length independence)
-* get_refinement and rollback with 100k history records (warm index; the cold index build is shown)
+* get_refinement with 100k history records, warm (index) and cold (fresh store: binary search); rollback
 * render_overview with 10k entries (with and without a query)
 """
 
@@ -81,7 +81,8 @@ def write_history(path: Path, count: int) -> list[str]:
             )
         ],
     ).model_dump_json()
-    ids = [f"r-20260101-000000000-{i:08x}" for i in range(count)]
+    # Real ids ascend in time (they are made under the store lock); a few share a millisecond.
+    ids = [f"r-20260101-{(i // 3) // 1000 % 1000000:06d}{(i // 3) % 1000:03d}-{i:08x}" for i in range(count)]
     with open(path, "w", encoding="utf-8") as handle:
         for chunk in range(0, count, 10_000):
             handle.write(
@@ -170,13 +171,16 @@ def main() -> None:
         )
 
         store, ids = make_store(tmp / "lookup", 1_000, big)
-        start = time.perf_counter()
-        store.get_refinement(ids[0])
-        cold = (time.perf_counter() - start) * 1000
         rng = random.Random(7)
+        # Cold: a fresh store object per lookup (a CLI process, a new session): binary search.
+        cold_ms = median_ms(lambda i: HarnessStore(store.root).get_refinement(rng.choice(ids)), 50, "cold")
+        start = time.perf_counter()
+        len(store._history)  # the full id -> offset index, built once per process when needed
+        build = (time.perf_counter() - start) * 1000
         get_ms = median_ms(lambda i: store.get_refinement(rng.choice(ids)), 200, "get")
+        print(f"get_refinement, {big:,} records, warm: {get_ms:8.3f} ms   (target <= 50)")
         print(
-            f"get_refinement, {big:,} records:     {get_ms:8.3f} ms   (target <= 50; cold index build {cold:.0f} ms once)"
+            f"get_refinement, {big:,} records, cold: {cold_ms:8.3f} ms   (full index build once: {build:.0f} ms)"
         )
         # Rollback of the newest record (a create of e000000 in history; the entry exists in the state).
         rb_ms = median_ms(lambda i: store.rollback(ids[-1 - i], force=True), min(runs, 10), "rollback")

@@ -25,6 +25,14 @@ log = logging.getLogger("harness_store")
 # Records are written by us with `id` first, so the id is found without parsing the line.
 _ID_PREFIX = re.compile(rb'^\{"id":"([^"\\]+)"')
 _TAIL_CHUNK = 65536
+_BISECT_SPAN = 8192
+# Our refinement ids: "r-YYYYMMDD-HHMMSSmmm-<hex>"; the part before the suffix sorts by time.
+_OUR_ID = re.compile(r"^(r-\d{8}-\d{9})-[0-9a-f]+$")
+
+
+def _time_key(record_id: str) -> str | None:
+    match = _OUR_ID.match(record_id)
+    return match.group(1) if match else None
 
 
 def _line_id(line: bytes) -> str | None:
@@ -179,8 +187,13 @@ class HistoryLog:
 
     def get(self, record_id: str) -> RefinementResult | None:
         """The record with this id, or None (malformed or unknown)."""
-        self.refresh()
         offset = self._offsets.get(record_id)
+        if offset is None and self._scanned == 0:
+            # Cold (e.g. a CLI process): binary search instead of indexing 100k lines first.
+            offset = self._bisect(record_id)
+        if offset is None:
+            self.refresh()
+            offset = self._offsets.get(record_id)
         if offset is None:
             return None
         try:
@@ -190,6 +203,49 @@ class HistoryLog:
             return None
         record = _parse(line, f"at byte {offset} of {self.path}")
         return record if record is not None and record.id == record_id else None
+
+    def _bisect(self, record_id: str) -> int | None:
+        """Offset of the record's line, by binary search on the time part of our ids.
+
+        Records are appended under the store lock with ids made inside it, so their time parts
+        ascend in file order. Where that does not hold (a clock stepped back, ids of another form)
+        this returns None and the caller falls back to the full index, so it is never wrong.
+        """
+        key = _time_key(record_id)
+        if key is None:
+            return None
+        try:
+            with open(self.path, "rb") as handle:
+                lo, hi = 0, handle.seek(0, os.SEEK_END)
+                # Invariant: lo is a line start whose key is < key (or 0); the wanted line starts before hi's next line.
+                while hi - lo > _BISECT_SPAN:
+                    mid = (lo + hi) // 2
+                    handle.seek(mid)
+                    handle.readline()  # skip to the next line start
+                    start = handle.tell()
+                    line = handle.readline()
+                    found = _line_id(line) if line.endswith(b"\n") else None
+                    mid_key = _time_key(found) if found else None
+                    if mid_key is None:
+                        return None
+                    if mid_key < key:
+                        lo = start
+                    else:
+                        hi = mid
+                handle.seek(lo)
+                while True:
+                    start = handle.tell()
+                    line = handle.readline()
+                    if not line.endswith(b"\n"):
+                        return None
+                    found = _line_id(line)
+                    if found == record_id:
+                        return start
+                    found_key = _time_key(found) if found else None
+                    if found_key is not None and found_key > key:
+                        return None
+        except OSError:
+            return None
 
     def ids(self) -> list[str]:
         """Every indexed record id in file order (oldest first)."""
