@@ -15,6 +15,7 @@ import logging
 import os
 import secrets
 import socket
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -71,7 +72,8 @@ class HostBridge:
         """Listen; returns the address (`unix:/path` or `tcp:127.0.0.1:port`)."""
         if self._server is not None:
             return self.address
-        if self._prefer_unix and hasattr(socket, "AF_UNIX"):
+        # asyncio has no Unix-socket server on Windows event loops.
+        if self._prefer_unix and hasattr(socket, "AF_UNIX") and sys.platform != "win32":
             directory = self._runtime_dir or Path(tempfile.gettempdir())
             path = directory / f"bridge-{secrets.token_hex(4)}.sock"
             if len(os.fsencode(path)) <= _MAX_UNIX_PATH:

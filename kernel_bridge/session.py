@@ -346,6 +346,10 @@ class KernelSession:
                 return reply, True
             if deadline is not None and not timed_out and time.monotonic() > deadline and run is not None:
                 timed_out = True
+                notice = f"[the cell timed out after {timeout:g} s and was interrupted]\n"
+                if request.collector is not None:
+                    request.collector.add(notice)
+                run.push(Stream("stderr", notice))
                 spawn(self._interrupt_run(run, f"the cell timed out after {timeout:g} s"), "timeout")
 
     async def _internal(self, code: str, timeout: float) -> tuple[str | None, str | None]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kernel_bridge_support import process_gone, wait_until
 
-from kernel_bridge import KernelPool, KernelSession
+from kernel_bridge import KernelPool, KernelSession, SessionClosed
 
 pytestmark = pytest.mark.anyio
 
@@ -63,6 +63,7 @@ async def test_cell_ignoring_sigint_leads_to_restart_with_report(fresh: KernelSe
 async def test_timeout_interrupts_the_cell(fresh: KernelSession) -> None:
     result = await fresh.execute("import time\ntime.sleep(60)", timeout=0.5).result()
     assert result.status == "interrupted"
+    assert "timed out after 0.5 s" in result.output
     assert result.duration < 10
 
 
@@ -125,3 +126,10 @@ async def test_restart_without_restore_starts_empty(fresh: KernelSession) -> Non
 async def test_interrupt_with_nothing_running_is_harmless(fresh: KernelSession) -> None:
     await fresh.interrupt()
     assert (await fresh.execute("print('fine')").result()).output == "fine\n"
+
+
+async def test_execute_after_shutdown_raises_session_closed(pool: KernelPool, tmp_path: Path) -> None:
+    s = await pool.acquire(cwd=tmp_path)
+    await s.shutdown()
+    with pytest.raises(SessionClosed, match="shut down"):
+        s.execute("1")

@@ -53,6 +53,15 @@ async def test_a_cell_can_call_the_host_a_thousand_times(bridged: KernelSession)
     assert bridged.host_bridge.calls_served - before == 1000
 
 
+async def test_concurrent_awaitable_calls_each_get_their_own_reply(bridged: KernelSession) -> None:
+    code = (
+        "import asyncio\n"
+        "replies = await asyncio.gather(*(bridge.acall('echo', i=i) for i in range(50)))\n"
+        "print([r['echo']['i'] for r in replies] == list(range(50)))"
+    )
+    assert (await bridged.execute(code).result()).output == "True\n"
+
+
 async def test_unknown_host_op_raises_host_error_naming_it(bridged: KernelSession) -> None:
     result = await bridged.execute("bridge.call('no.such.op')").result()
     assert result.status == "error" and result.error is not None
