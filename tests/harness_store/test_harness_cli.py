@@ -130,3 +130,26 @@ def test_errors_go_to_stderr_with_exit_code_1(home: Path, args: tuple[str, ...],
     out = run(home, *args)
     assert out.returncode == 1
     assert message in out.stderr and out.stdout == ""
+
+
+def test_data_home_prefers_continual_acp_home_then_xdg_then_the_default() -> None:
+    from harness_store import data_home
+
+    assert data_home({"CONTINUAL_ACP_HOME": "/a", "XDG_DATA_HOME": "/x"}) == Path("/a")
+    assert data_home({"XDG_DATA_HOME": "/x"}) == Path("/x/continual-acp")
+    assert data_home({}) == Path.home() / ".local" / "share" / "continual-acp"
+
+
+def test_cli_uses_xdg_data_home_when_continual_acp_home_is_unset(tmp_path: Path) -> None:
+    xdg_home = tmp_path / "xdg" / "continual-acp"
+    HarnessStore(global_root(xdg_home)).apply(
+        {"edits": [{"action": "create", "kind": "memory", "title": "Via XDG", "content": "x"}]},
+        scope="global",
+        trigger="cli",
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CONTINUAL_ACP_HOME"}
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    out = subprocess.run(
+        [str(SCRIPT), "harness", "list"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert out.returncode == 0 and "via_xdg" in out.stdout
