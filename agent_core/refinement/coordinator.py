@@ -326,7 +326,8 @@ class RefinementCoordinator:
     async def _plan_and_decide(self, job: _Job) -> RefinementOutcome:
         if self.planner is None:
             raise ModelError("refinement needs a model; set CONTINUAL_ACP_MODEL")
-        items = list(self._trajectory())
+        # Reading the transcript is file I/O: off the event loop, which is busy answering the prompt.
+        items = await self._items()
         scope, instructions = job.scope, job.instructions
         if job.gate:
             verdict = await self.planner.review(items, trigger_note=job.note)
@@ -358,6 +359,9 @@ class RefinementCoordinator:
             items=items,
             interactive=job.interactive,
         )
+
+    async def _items(self) -> list[TrajectoryItem]:
+        return await anyio.to_thread.run_sync(lambda: list(self._trajectory()))
 
     def _both_states(self) -> tuple[HarnessState, HarnessState]:
         return self.local_store.load(), self.global_store.load()
@@ -404,7 +408,7 @@ class RefinementCoordinator:
                 proposal_id=pending.proposal_id,
                 summary=proposal.summary,
             )
-        known = message_ids(items if items is not None else self._trajectory())
+        known = message_ids(items if items is not None else await self._items())
         result = await self._apply(
             proposal, scope=scope, trigger=trigger, baseline=baseline, known=known, source=source
         )
@@ -533,7 +537,7 @@ class RefinementCoordinator:
             scope=pending.scope,
             trigger=pending.trigger,
             baseline=pending.baseline,
-            known=message_ids(self._trajectory()),
+            known=message_ids(await self._items()),
             source=pending.source,
         )
         if result.applied and pending.trigger != "user":
