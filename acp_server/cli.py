@@ -54,12 +54,15 @@ def _build_agent(config: Any) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    args = _build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
-    command = args.command or "serve"
-    if command == "harness":
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    # `harness` owns its whole argv (`continual-acp harness --json list` must work), so route it
+    # before the top-level parser can reject options it does not know.
+    if argv_list[:1] == ["harness"]:
         from harness_store.cli import main as harness_main
 
-        return harness_main(args.harness_argv)
+        return harness_main(argv_list[1:])
+    args = _build_parser().parse_args(argv_list)
+    command = args.command or "serve"
     if command == "serve":
         from acp_server.server import serve_stdio
 
