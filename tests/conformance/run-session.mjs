@@ -216,7 +216,20 @@ async function firstConnection(recorder) {
 
     await step("prompt runs a cell shown as a live tool call", async () => {
       const mark = recorder.updates.length;
+      const frameMark = frames.length;
       const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.cell.prompt) }, 60_000);
+      // Every update of the turn precedes the prompt response on the wire.
+      const responseAt = frames.findIndex(
+        (f, i) => i >= frameMark && f.direction === "agent->client" && f.msg?.result?.stopReason !== undefined,
+      );
+      const turnKinds = ["tool_call", "tool_call_update", "agent_message_chunk", "agent_thought_chunk", "plan"];
+      const lastUpdateAt = frames.findLastIndex(
+        (f) =>
+          f.msg?.method === "session/update" &&
+          f.msg.params.sessionId === sessionId &&
+          turnKinds.includes(f.msg.params.update.sessionUpdate),
+      );
+      check(responseAt > frameMark && lastUpdateAt < responseAt, "a session/update of the turn came after the prompt response");
       check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
       const ups = recorder.since(mark, sessionId);
       const [id] = toolCallIds(ups);
