@@ -90,6 +90,8 @@ def test_config_uses_an_absolute_placeholder_path(name: str) -> None:
     launch = PARSERS[name](CONFIGS / name)
     assert launch.command.startswith(PLACEHOLDER_BIN + "/"), launch.command
     assert launch.args == ["serve"]
+    # Editors pass `env` verbatim to the process: string to string only (Zed rejects anything else).
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in launch.env.items()), launch.env
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))
