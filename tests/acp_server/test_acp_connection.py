@@ -1,0 +1,178 @@
+"""The Connection in-process over in-memory byte streams: cancellation, timeouts, the agent->client
+direction and write serialization, which are awkward to provoke through a real client."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from acp_server.errors import PeerError
+from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.transport import Connection
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+class _Reader:
+    def __init__(self, stream: MemoryObjectReceiveStream[bytes]) -> None:
+        self._stream = stream
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._stream.receive()
+        except anyio.EndOfStream:
+            return b""
+
+
+class _Writer:
+    def __init__(self, stream: MemoryObjectSendStream[bytes]) -> None:
+        self._stream = stream
+
+    async def send(self, data: bytes) -> None:
+        # Deliver a line in two pieces with a checkpoint between: interleaved writers would show.
+        half = len(data) // 2
+        await self._stream.send(data[:half])
+        await anyio.lowlevel.checkpoint()
+        await self._stream.send(data[half:])
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class Peer:
+    """The client side of an in-memory connection."""
+
+    def __init__(self, registry: MethodRegistry) -> None:
+        to_server, self._server_in = anyio.create_memory_object_stream[bytes](1000)
+        self._server_out, from_server = anyio.create_memory_object_stream[bytes](1000)
+        self.connection = Connection(_Reader(self._server_in), _Writer(self._server_out), registry)
+        self._to_server = to_server
+        self._from_server = from_server
+        self._buffer = b""
+
+    async def send(self, message: Any) -> None:
+        await self._to_server.send(json.dumps(message).encode() + b"\n")
+
+    async def close_input(self) -> None:
+        await self._to_server.aclose()
+
+    async def receive(self) -> dict[str, Any]:
+        while b"\n" not in self._buffer:
+            self._buffer += await self._from_server.receive()
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message = json.loads(line)
+        assert isinstance(message, dict)
+        return message
+
+
+@pytest.fixture
+async def peer() -> AsyncIterator[tuple[Peer, MethodRegistry, anyio.Event]]:
+    registry = MethodRegistry()
+    started = anyio.Event()
+
+    @registry.request("slow")
+    async def slow(ctx: RequestContext, params: Any) -> Any:
+        started.set()
+        await anyio.sleep_forever()
+
+    @registry.request("ask_client")
+    async def ask_client(ctx: RequestContext, params: Any) -> Any:
+        try:
+            answer = await ctx.connection.request("client/thing", {"q": 1}, timeout=params.get("timeout"))
+        except TimeoutError:
+            return {"timedOut": True}
+        except PeerError as exc:
+            return {"peerError": exc.code}
+        return {"answer": answer}
+
+    @registry.request("chatty")
+    async def chatty(ctx: RequestContext, params: Any) -> Any:
+        async with anyio.create_task_group() as tg:
+            for i in range(50):
+                tg.start_soon(ctx.connection.notify, "note", {"i": i, "pad": "y" * 5000})
+        return {}
+
+    side = Peer(registry)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(side.connection.serve)
+        yield side, registry, started
+        tg.cancel_scope.cancel()
+
+
+async def test_cancel_request_answers_the_cancelled_request_with_32800(
+    peer: tuple[Peer, MethodRegistry, anyio.Event],
+) -> None:
+    side, _, started = peer
+    await side.send({"jsonrpc": "2.0", "id": "long-1", "method": "slow", "params": {}})
+    with anyio.fail_after(10):
+        await started.wait()
+        await side.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "long-1"}})
+        answer = await side.receive()
+    assert answer["id"] == "long-1" and answer["error"]["code"] == -32800
+
+
+async def test_agent_to_client_requests_resolve_with_the_answer_or_the_error(
+    peer: tuple[Peer, MethodRegistry, anyio.Event],
+) -> None:
+    side, _, _ = peer
+    with anyio.fail_after(10):
+        await side.send({"jsonrpc": "2.0", "id": 1, "method": "ask_client", "params": {}})
+        outgoing = await side.receive()
+        assert outgoing["method"] == "client/thing"
+        await side.send({"jsonrpc": "2.0", "id": outgoing["id"], "result": {"ok": True}})
+        assert (await side.receive())["result"] == {"answer": {"ok": True}}
+        await side.send({"jsonrpc": "2.0", "id": 2, "method": "ask_client", "params": {}})
+        outgoing = await side.receive()
+        await side.send({"jsonrpc": "2.0", "id": outgoing["id"], "error": {"code": -32099, "message": "no"}})
+        assert (await side.receive())["result"] == {"peerError": -32099}
+
+
+async def test_agent_to_client_requests_time_out(peer: tuple[Peer, MethodRegistry, anyio.Event]) -> None:
+    side, _, _ = peer
+    with anyio.fail_after(10):
+        await side.send({"jsonrpc": "2.0", "id": 1, "method": "ask_client", "params": {"timeout": 0.2}})
+        assert (await side.receive())["method"] == "client/thing"  # never answered
+        assert (await side.receive())["result"] == {"timedOut": True}
+
+
+async def test_concurrent_writes_never_interleave_within_a_line(
+    peer: tuple[Peer, MethodRegistry, anyio.Event],
+) -> None:
+    side, _, _ = peer
+    with anyio.fail_after(10):
+        await side.send({"jsonrpc": "2.0", "id": 9, "method": "chatty", "params": {}})
+        seen = [await side.receive() for _ in range(51)]  # receive() fails on a torn line
+    assert sorted(m["params"]["i"] for m in seen if m.get("method") == "note") == list(range(50))
+    assert seen[-1]["id"] == 9
+
+
+async def test_end_of_input_fails_waiting_client_requests_instead_of_hanging() -> None:
+    registry = MethodRegistry()
+    outcome: list[str] = []
+
+    @registry.request("ask")
+    async def ask(ctx: RequestContext, params: Any) -> Any:
+        try:
+            await ctx.connection.request("client/thing", {})
+        except Exception as exc:
+            outcome.append(type(exc).__name__)
+        return {}
+
+    side = Peer(registry)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(side.connection.serve)
+            await side.send({"jsonrpc": "2.0", "id": 1, "method": "ask", "params": {}})
+            assert (await side.receive())["method"] == "client/thing"
+            await side.close_input()
+    assert outcome == ["ConnectionClosed"]
