@@ -160,6 +160,7 @@ class Agent:
             config=loaded.config,
             last_prompt_tokens=loaded.last_prompt_tokens,
         )
+        session.repair_after_load()
         return session, loaded.events
 
     async def load_session(

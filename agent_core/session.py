@@ -244,7 +244,7 @@ class Session:
                 log.exception("compaction hook %r failed in session %s", hook, self.id)
         return result.summary
 
-    def _answer_dangling_tool_calls(self) -> None:
+    def _answer_dangling_tool_calls(self, answer: str = "Cancelled by the user before it finished.") -> None:
         """A cancelled cell leaves a tool call without a result; the next request needs one for each."""
         for index in range(len(self.messages) - 1, -1, -1):
             message = self.messages[index]
@@ -258,7 +258,7 @@ class Session:
                             {
                                 "role": "tool",
                                 "tool_call_id": call["id"],
-                                "content": "Cancelled by the user before it finished.",
+                                "content": answer,
                             }
                         )
                 return
@@ -352,6 +352,12 @@ class Session:
             return False
         self._emit(event)
         return True
+
+    def repair_after_load(self) -> None:
+        """A transcript cut off mid-cell (the server died) ends in an unanswered tool call; answer it."""
+        self._answer_dangling_tool_calls(
+            "Not finished: the session ended (server stopped) while this cell ran."
+        )
 
     def _touch(self) -> None:
         if self.title == self._meta_title:

@@ -141,11 +141,16 @@ def reasoning(
     thought: str,
     answer: str = "",
     *,
+    then: str | None = None,
     split: int = 1,
     field: str = "reasoning_content",
     usage: Mapping[str, Any] | None = None,
 ) -> Response:
-    """Reasoning deltas (in `field`: `reasoning_content` or `reasoning`) followed by an answer."""
+    """Reasoning deltas (in `field`: `reasoning_content` or `reasoning`) followed by an answer.
+
+    `then` is another name for `answer` (reads better at call sites: `reasoning("hmm", then="42")`).
+    """
+    answer = then if then is not None else answer
     events: list[dict[str, Any]] = [{field: p} for p in _split(thought, split)]
     if answer:
         events += [{"content": p} for p in _split(answer, split)]

@@ -272,3 +272,30 @@ def test_damaged_harness_file_leaves_the_base_prompt_intact(tmp_path: Path) -> N
             return session.system_prompt([ev.TextPart("x")])
 
     assert asyncio.run(scenario()).startswith(BASE_PROMPT.rstrip())
+
+
+def test_a_transcript_cut_off_mid_cell_loads_with_the_call_answered(tmp_path: Path) -> None:
+    from agent_core.transcript import SessionStore
+
+    async def scenario(server: ScriptedModelServer) -> list[dict]:
+        config = config_for(tmp_path, server)
+        store = SessionStore(config.home)
+        writer = store.create("sess_crashed", str(tmp_path))
+        writer.message({"role": "user", "content": "run something long"})
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "ipython", "arguments": '{"code": "1"}'},
+        }
+        writer.message({"role": "assistant", "content": None, "tool_calls": [call]})
+        writer.close()  # the server died here: no tool result was ever written
+        async with running_agent(config) as agent:
+            session = await agent.resume_session("sess_crashed", str(tmp_path), NoEditor())
+            await collect(session, "are you there?")
+        return server.requests[0]["messages"]
+
+    with ScriptedModelServer([text("yes")]) as server:
+        messages = asyncio.run(scenario(server))
+    assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == "call_1"
+    assert "session ended" in messages[3]["content"]
+    assert messages[4]["role"] == "user"
