@@ -87,6 +87,7 @@ async def _stop_on_sigterm(scope: object, server: object) -> None:
     assert isinstance(server, AcpServer)
     with anyio.open_signal_receiver(signal.SIGTERM) as signals:
         async for _ in signals:
+            await server.stop_turns()
             await server.shutdown()
             assert isinstance(scope, anyio.CancelScope)
             scope.cancel()
