@@ -140,8 +140,10 @@ class Agent:
     ) -> tuple[Session, list[ev.TurnEvent]]:
         existing = self._sessions.get(session_id)
         if existing is not None:
-            # Loading an open session (e.g. the editor reloads a thread): reopen it from disk.
-            await self.close_session(session_id)
+            # Already open here (the editor reopened the thread): keep the live kernel, whose state
+            # is richer than its snapshot, and bind the session to the asking editor connection.
+            existing.editor = editor
+            return existing, self.store.load(session_id).events
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
         try:

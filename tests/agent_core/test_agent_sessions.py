@@ -299,3 +299,26 @@ def test_a_transcript_cut_off_mid_cell_loads_with_the_call_answered(tmp_path: Pa
     assert messages[3]["role"] == "tool" and messages[3]["tool_call_id"] == "call_1"
     assert "session ended" in messages[3]["content"]
     assert messages[4]["role"] == "user"
+
+
+def test_loading_an_open_session_keeps_its_live_kernel(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> tuple[bool, list[ev.TurnEvent], list[ev.TurnEvent]]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            await collect(session, "make a generator")
+            other_editor = NoEditor()
+            again, replay = await agent.load_session(session.id, str(tmp_path), other_editor)
+            after = await collect(again, "next value")
+            return again is session and again.editor is other_editor, replay, after
+
+    script = [
+        tool_call("gen = iter(range(10))\nprint(next(gen))"),
+        text("made"),
+        tool_call("print(next(gen))"),
+        text("1"),
+    ]
+    with ScriptedModelServer(script) as server:
+        same, replay, after = asyncio.run(scenario(server))
+    assert same
+    assert isinstance(replay[0], ev.UserMessage) and isinstance(replay[-1], ev.TurnEnded)
+    assert of_type(after, ev.CellOutput)[0].text == "1\n"  # an unpicklable generator kept its place
