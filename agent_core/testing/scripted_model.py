@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -228,6 +229,7 @@ class ScriptedModelServer:
         self.fallback = fallback
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []  # seconds spent serving each chat request
+        self.disconnects = 0  # stalled streams whose client hung up (see `wait_for_disconnects`)
         self._port = port
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -286,6 +288,16 @@ class ScriptedModelServer:
     def remaining(self) -> int:
         with self._lock:
             return len(self._script)
+
+    def _note_disconnect(self) -> None:
+        with self._request_event:
+            self.disconnects += 1
+            self._request_event.notify_all()
+
+    def wait_for_disconnects(self, count: int = 1, timeout: float = 30.0) -> bool:
+        """Block until clients have hung up on `count` stalled streams (a cancel closes its stream)."""
+        with self._request_event:
+            return self._request_event.wait_for(lambda: self.disconnects >= count, timeout=timeout)
 
     def wait_for_requests(self, count: int, timeout: float = 30.0) -> bool:
         """Block until at least `count` chat requests have arrived (for sync tests)."""
@@ -393,12 +405,37 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            if "sleep" in chunk:
+                if self._client_hung_up(chunk["sleep"]):
+                    self.close_connection = True
+                    self.owner._note_disconnect()
+                    return
+                continue
             data = f"data: {json.dumps(chunk)}\n\n".encode()
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
         done = b"data: [DONE]\n\n"
         self.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
         self.wfile.flush()
+
+    def _client_hung_up(self, seconds: float) -> bool:
+        """Wait up to `seconds` (less if the server stops); True as soon as the client closes."""
+        deadline = time.monotonic() + seconds
+        while not self.owner._stopping.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            readable, _, _ = select.select([self.connection], [], [], min(remaining, 0.05))
+            if readable:
+                try:
+                    if self.connection.recv(1, socket.MSG_PEEK) == b"":
+                        return True
+                except OSError:
+                    return True
+                # The client sent something (a pipelined request): keep waiting on the clock only.
+                self.owner._stopping.wait(max(0.0, deadline - time.monotonic()))
+                return False
+        return False
 
 
 def _default_usage(body: Mapping[str, Any], reply: Response) -> dict[str, Any]:
@@ -430,7 +467,7 @@ def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event)
             yield _DROP
             return
         if "sleep" in event:
-            stopping.wait(float(event["sleep"]))
+            yield {"sleep": float(event["sleep"])}  # the handler waits (and watches for a hang-up)
             if stopping.is_set():
                 return
             continue

@@ -158,6 +158,7 @@ def test_stall_is_ended_by_a_client_that_gives_up() -> None:
 
     with ScriptedModelServer([stall(30, before="thinking")]) as server:
         elapsed = anyio.run(read_until_timeout, server)
+        assert server.wait_for_disconnects(1, timeout=10)
     assert elapsed < 10
 
 

@@ -256,6 +256,7 @@ def test_cancel_during_streaming_ends_the_turn_within_a_second(tmp_path: Path) -
 
     with ScriptedModelServer([stall(60, before="thinking"), text("next answer")]) as server:
         events, elapsed, after = asyncio.run(scenario(server))
+        assert server.wait_for_disconnects(1, timeout=10)  # the model stream was really closed
     assert events[-1] == ev.TurnEnded("cancelled")
     assert elapsed < CANCEL_BUDGET
     assert after[-1] == ev.TurnEnded("end_turn")
