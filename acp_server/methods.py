@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,15 +61,13 @@ class AcpServer:
     # ------------------------------------------------------------ agent lifecycle
 
     def warm_up(self) -> None:
-        """Start the heavy imports (wire models, agent) now; idempotent.
+        """Start the heavy imports (the agent, then the wire models) now; idempotent.
 
         Triggered right after the `initialize` answer is written (or `WARM_UP_DELAY` after spawn if
         the client is slow to ask): imports hold the GIL, so running them during `initialize` would
         slow the one answer an editor waits on at startup.
         """
-        if not self._warm.is_set():
-            wire.start_background_import()
-            self._warm.set()
+        self._warm.set()
 
     async def warm_up_soon(self) -> None:
         with anyio.move_on_after(WARM_UP_DELAY):
@@ -83,11 +82,16 @@ class AcpServer:
             config = load_config()
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             await self._agent.start()
+            log.info("agent ready %.0f ms after spawn", _since_spawn_ms())
+            # The wire models next (not in parallel with the agent: both imports want the GIL and
+            # session/new, the first call after initialize, needs only the agent).
+            wire.start_background_import()
         except Exception as exc:
             log.exception("the agent failed to start")
             self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
         finally:
             self._agent_ready.set()
+            wire.start_background_import()
 
     async def agent(self) -> Any:
         await self._agent_ready.wait()
@@ -168,7 +172,9 @@ class AcpServer:
     def _register(self) -> None:
         r = self.registry
         r.request("initialize")(self.initialize)
-        r.request("session/new", params_model="NewSessionRequest")(self.new_session)
+        # Checked by hand: session/new is the one call that races the background import of the
+        # wire models at startup (the 400 ms spawn->session/new budget), and its params are two fields.
+        r.request("session/new")(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
         r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
@@ -192,11 +198,13 @@ class AcpServer:
         extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
         return initialize_result(extensions, self.extension_notifications)
 
-    async def new_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
-        cwd = _absolute_cwd(req.cwd)
+    async def new_session(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        cwd = _absolute_cwd(_check_new_session(params))
         agent = await self.agent()
         editor = self._new_editor()
+        started = time.monotonic()
         session = await agent.new_session(cwd, editor)
+        log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
         return {"sessionId": session.id, **session_setup(opened.session)}
@@ -343,10 +351,59 @@ class AcpServer:
         await opened.session.cancel()
 
 
+def _since_spawn_ms() -> float:
+    """Milliseconds since this process started (for the startup log lines)."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return (uptime - start_ticks / os.sysconf("SC_CLK_TCK")) * 1000
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
 def _import_agent() -> tuple[Any, Any]:
     from agent_core import Agent, load_config
 
     return Agent, load_config
+
+
+def _check_new_session(params: dict[str, Any]) -> str:
+    errors: list[dict[str, Any]] = []
+    cwd = params.get("cwd")
+    if not isinstance(cwd, str):
+        errors.append(
+            {
+                "loc": ["cwd"],
+                "msg": "Field required" if cwd is None else "must be a string",
+                "type": "missing",
+            }
+        )
+    servers = params.get("mcpServers")
+    if not isinstance(servers, list) or not all(isinstance(item, dict) for item in servers):
+        missing = servers is None
+        errors.append(
+            {
+                "loc": ["mcpServers"],
+                "msg": "Field required" if missing else "must be a list of objects",
+                "type": "missing",
+            }
+        )
+    extra_dirs = params.get("additionalDirectories")
+    if extra_dirs is not None and not (
+        isinstance(extra_dirs, list) and all(isinstance(d, str) for d in extra_dirs)
+    ):
+        errors.append(
+            {"loc": ["additionalDirectories"], "msg": "must be a list of strings", "type": "list_type"}
+        )
+    if errors:
+        first = errors[0]
+        raise AcpError.invalid_params(
+            f"Invalid params for session/new: {first['loc'][0]}: {first['msg']}", {"errors": errors}
+        )
+    assert isinstance(cwd, str)
+    return cwd
 
 
 def _absolute_cwd(cwd: str) -> str:

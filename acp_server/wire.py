@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 from types import ModuleType
 from typing import Any
 
@@ -23,15 +24,23 @@ _SCHEMA_MODULE = "acp.schema"
 _module: ModuleType | None = None
 
 
+_started = False
+
+
 def start_background_import() -> None:
-    """Begin importing the wire models in a daemon thread (returns immediately)."""
-    threading.Thread(target=_import_now, name="acp-schema-import", daemon=True).start()
+    """Begin importing the wire models in a daemon thread (returns immediately; idempotent)."""
+    global _started
+    if not _started:
+        _started = True
+        threading.Thread(target=_import_now, name="acp-schema-import", daemon=True).start()
 
 
 def _import_now() -> ModuleType:
     global _module
     if _module is None:
+        started = time.monotonic()
         _module = importlib.import_module(_SCHEMA_MODULE)
+        log.info("acp.schema imported in %.0f ms", (time.monotonic() - started) * 1000)
     return _module
 
 
