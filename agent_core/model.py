@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -254,11 +255,14 @@ class ModelClient:
                 # Closing the HTTP response is what stops a cancelled generation on the server side;
                 # shield it so a cancelled turn still closes its stream, but never wait long.
                 await shielded(stream.close(), 0.5)
+        # Some servers (older Ollama, llama.cpp) send no call id; the context still needs unique ones.
         calls = tuple(
             ToolCall(
-                id=slot.id or f"call_{index}", name=slot.name or "ipython", arguments="".join(slot.arguments)
+                id=slot.id or f"call_{uuid.uuid4().hex[:16]}",
+                name=slot.name or "ipython",
+                arguments="".join(slot.arguments),
             )
-            for index, slot in sorted(slots.items())
+            for _, slot in sorted(slots.items())
         )
         if not finish:
             finish = "tool_calls" if calls else "stop"

@@ -103,6 +103,11 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
             message = "The model provider's content filter stopped this answer."
             emit(ev.MessageChunk(message, new_id("msg")))
             return TurnOutcome("refusal", message)
+        if not done.text and not done.tool_calls:
+            # Nothing to show or keep (a reasoning-only or empty reply): say so rather than end
+            # silently, and keep no empty assistant message (endpoints reject one on the next request).
+            emit(ev.MessageChunk("(The model returned an empty answer.)", new_id("msg")))
+            return TurnOutcome("end_turn")
         assistant: dict[str, Any] = {"role": "assistant", "content": done.text or None}
         if done.tool_calls:
             assistant["tool_calls"] = [

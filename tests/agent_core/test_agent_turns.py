@@ -514,3 +514,36 @@ def test_cell_titles_prefer_the_model_then_a_comment_then_the_first_statement() 
     assert cell_title("%%bash", None) == "%%bash"
     assert cell_title("y = " + "1" * 200, None).endswith("…")
     assert len(cell_title("y = " + "1" * 200, None)) == 80
+
+
+def test_an_empty_or_reasoning_only_reply_is_said_and_not_kept(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict]]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            events = await collect(session, "anything?")
+            return events, list(session.messages)
+
+    with ScriptedModelServer([reasoning("only thinking")]) as server:
+        events, messages = asyncio.run(scenario(server))
+    assert "empty answer" in "".join(m.text for m in of_type(events, ev.MessageChunk))
+    assert [m["role"] for m in messages] == ["user"]
+    assert events[-1] == ev.TurnEnded("end_turn")
+
+
+def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
+    no_id = response(
+        [{"tool_call": {"index": 0, "name": "ipython", "arguments": '{"code": "print(5)"}'}}],
+        finish_reason="tool_calls",
+    )
+
+    async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            return await collect(session, "x")
+
+    with ScriptedModelServer([no_id, no_id, text("ok")]) as server:
+        events = asyncio.run(scenario(server))
+        messages = server.requests[2]["messages"]
+    ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert len(ids) == 2 and len(set(ids)) == 2 and all(ids)
+    assert [o.text for o in of_type(events, ev.CellOutput)] == ["5\n", "5\n"]
