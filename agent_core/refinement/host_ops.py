@@ -181,7 +181,8 @@ async def harness_write(coordinator: RefinementCoordinator, args: dict[str, Any]
     outcome = await coordinator.submit(
         proposal, scope=scope, trigger="model", baseline=None, mode_override="auto", source="agent"
     )
-    return outcome.to_json()
+    # `id` names what the write became: the refinement to roll back, or the proposal awaiting review.
+    return {"id": outcome.refinement_id or outcome.proposal_id or outcome.job_id, **outcome.to_json()}
 
 
 OPS: dict[str, Callable[[RefinementCoordinator, dict[str, Any]], Awaitable[Any]]] = {

@@ -116,7 +116,7 @@ async def test_harness_writes_from_a_cell_are_refinements_that_roll_back(
             "r = harness.create('memory', 'Deploy day', 'We deploy on Tuesdays only.')\nprint(json.dumps(r))",
         )
         answer = json.loads(out)
-        assert answer["status"] == "applied"
+        assert answer["status"] == "applied" and answer["id"] == answer["refinementId"]
         listed = await run_cell(kernel, "print(json.dumps([e['id'] for e in harness.list('memory')]))")
         assert json.loads(listed) == ["deploy_day"]
         found = await run_cell(kernel, "print(harness.search('tuesdays')[0]['id'])")
