@@ -66,12 +66,11 @@ class Agent:
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
         sessions, self._sessions = list(self._sessions.values()), {}
-        await asyncio.gather(*(s.cancel() for s in sessions), return_exceptions=True)
-        for session in sessions:
-            try:
-                await session.close()
-            except Exception:
-                log.exception("closing session %s failed", session.id)
+        # Concurrently: each close waits for a final snapshot, and an editor exit must not take N x that.
+        results = await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        for session, result in zip(sessions, results, strict=True):
+            if isinstance(result, BaseException):
+                log.error("closing session %s failed: %r", session.id, result)
         if self._pool is not None:
             await self._pool.aclose()
             self._pool = None

@@ -82,10 +82,11 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
         emit(ev.MessageChunk(NO_MODEL_MESSAGE, new_id("msg")))
         return TurnOutcome("end_turn")
 
-    await session.maybe_compact()
     system = session.system_prompt(parts)
     limit = max(1, int(session.config.get("max_turn_requests") or config.max_turn_requests))
     for _request in range(limit):
+        # Before every request, not only at the start: one long turn of cells can fill the window.
+        await session.maybe_compact()
         done = await _one_request(session, system, emit)
         if done.usage is not None:
             emit(session.usage_event(done.usage))

@@ -322,3 +322,28 @@ def test_loading_an_open_session_keeps_its_live_kernel(tmp_path: Path) -> None:
     assert same
     assert isinstance(replay[0], ev.UserMessage) and isinstance(replay[-1], ev.TurnEnded)
     assert of_type(after, ev.CellOutput)[0].text == "1\n"  # an unpicklable generator kept its place
+
+
+def test_a_long_turn_is_compacted_between_its_requests(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
+        config = config_for(tmp_path, server, context_window=1000, compact_threshold=0.8, keep_recent_turns=1)
+        async with running_agent(config) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            await collect(session, "first")
+            return await collect(session, "second, with a big cell")
+
+    script = [
+        text("small", usage=usage(100, 5)),
+        tool_call("print('big')", usage=usage(900, 20)),
+        text("summary of the first turn"),
+        text("finished"),
+    ]
+    with ScriptedModelServer(script) as server:
+        events = asyncio.run(scenario(server))
+        summary_request, last_request = server.requests[2], server.requests[3]
+    assert "tools" not in summary_request
+    messages = last_request["messages"][1:]  # after the system prompt
+    assert messages[0]["content"].startswith(SUMMARY_PREFIX)
+    assert [m["role"] for m in messages[1:]] == ["user", "assistant", "tool"]
+    assert messages[3]["content"] == "big\n"
+    assert events[-1] == ev.TurnEnded("end_turn")
