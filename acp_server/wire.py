@@ -25,6 +25,7 @@ _module: ModuleType | None = None
 
 
 _started = False
+_import_lock = threading.Lock()
 
 
 def start_background_import() -> None:
@@ -37,11 +38,12 @@ def start_background_import() -> None:
 
 def _import_now() -> ModuleType:
     global _module
-    if _module is None:
-        started = time.monotonic()
-        _module = importlib.import_module(_SCHEMA_MODULE)
-        log.info("acp.schema imported in %.0f ms", (time.monotonic() - started) * 1000)
-    return _module
+    with _import_lock:
+        if _module is None:
+            started = time.monotonic()
+            _module = importlib.import_module(_SCHEMA_MODULE)
+            log.info("acp.schema imported in %.0f ms", (time.monotonic() - started) * 1000)
+        return _module
 
 
 async def schema() -> ModuleType:
