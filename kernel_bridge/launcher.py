@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zmq
 from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
@@ -156,6 +157,10 @@ async def start_local_kernel(spec: LaunchSpec) -> RunningKernel:
         reaper.track(pid)
     client = km.client()
     client.allow_stdin = False
+    # No receive high-water mark: with the default (1,000) a flood of output while our event loop
+    # is busy made zmq drop iopub messages -- the idle status among them, which stalled the cell.
+    # zmq's I/O thread drains the kernel's PUB socket into this process regardless of the loop.
+    client.context.setsockopt(zmq.RCVHWM, 0)
     client.start_channels()
     kernel = RunningKernel(km, client, pid, log_path)
     try:

@@ -52,6 +52,8 @@ KernelSource = Callable[[], Awaitable[RunningKernel]]
 # Mime types passed on to callers; others (widgets, json) are not meaningful to a model or editor.
 MIME_TYPES = ("text/plain", "text/markdown", "image/png", "image/jpeg")
 _POLL = 0.2
+# After the execute_reply, how long to wait for more iopub traffic before giving up on `idle`.
+_IDLE_GRACE = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class _Request:
         self.collector = collector
         self.idle = asyncio.Event()
         self.error: Error | None = None
+        self.last_message = time.monotonic()
 
 
 def _bundle(content: dict[str, Any]) -> dict[str, str]:
@@ -338,6 +341,13 @@ class KernelSession:
             elif not request.idle.is_set():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(request.idle.wait(), _POLL)
+                if not request.idle.is_set() and time.monotonic() - request.last_message > _IDLE_GRACE:
+                    # The reply is in and the output has stopped, but the idle status never came
+                    # (dropped by zmq). Finish rather than hang; say the output may be incomplete.
+                    log.warning("no idle status for %s after its reply; finishing the cell", msg_id)
+                    if request.collector is not None:
+                        request.collector.add("[kernel_bridge: some output of this cell may be missing]\n")
+                    return reply, False
             if reply is not None and request.idle.is_set():
                 return reply, False
             if kernel.exit_code() is not None or (
@@ -396,6 +406,7 @@ class KernelSession:
                 return
             request = self._requests.get(msg.get("parent_header", {}).get("msg_id", ""))
             if request is not None:
+                request.last_message = time.monotonic()
                 self._dispatch(request, msg)
 
     def _dispatch(self, request: _Request, msg: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gc
 import struct
+import time
 import tracemalloc
 import zlib
 
@@ -130,3 +131,17 @@ async def test_bash_cell_magic_runs_as_an_ordinary_cell(session: KernelSession) 
     result = await session.execute("%%bash\necho from-bash").result()
     assert result.status == "ok"
     assert result.output == "from-bash\n"
+
+
+async def test_output_flood_while_the_event_loop_is_busy_still_finishes(session: KernelSession) -> None:
+    # Regression: with zmq's default receive high-water mark, 3,000 flushed prints while the host's
+    # event loop was busy dropped iopub messages, the idle status among them, and the cell hung.
+    code = "for i in range(3000):\n    print(f'line {i:05d} ' + 'x' * 2000, flush=True)\nprint('THE END')"
+    run = session.execute(code)
+    async for event in run:
+        if isinstance(event, Stream):
+            time.sleep(0.001)  # not a wait: this blocks the loop, like a slow consumer doing real work
+    result = await run.result()
+    assert result.status == "ok"
+    assert result.output.rstrip().endswith("THE END")
+    assert result.full_output_path.read_text().count("\n") == 3001
