@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +16,7 @@ EXTENSION_VERSION = 1
 META_KEY = "continual-acp"
 
 
+@functools.cache
 def server_version() -> str:
     try:
         from importlib.metadata import version

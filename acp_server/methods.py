@@ -246,7 +246,12 @@ class AcpServer:
             return agent.list_sessions(cwd, req.cursor)
 
         try:
-            result = await anyio.to_thread.run_sync(page)
+            # A small store is listed inline: the worker-thread hop would cost more than the listing
+            # (the trivial-request round trip target is 200 µs). Big stores go to a thread.
+            if _few_sessions(agent):
+                result = page()
+            else:
+                result = await anyio.to_thread.run_sync(page)
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/list: {exc}") from None
         sessions = []
@@ -361,6 +366,24 @@ def _since_spawn_ms() -> float:
         return (uptime - start_ticks / os.sysconf("SC_CLK_TCK")) * 1000
     except (OSError, ValueError, IndexError):
         return float("nan")
+
+
+INLINE_LIST_LIMIT = 32
+
+
+def _few_sessions(agent: Any) -> bool:
+    """True when the data dir holds at most INLINE_LIST_LIMIT sessions (cheap: one directory scan)."""
+    try:
+        root = os.path.join(str(agent.config.home), "sessions")
+        with os.scandir(root) as entries:
+            for count, _ in enumerate(entries, 1):
+                if count > INLINE_LIST_LIMIT:
+                    return False
+    except FileNotFoundError:
+        return True
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _import_agent() -> tuple[Any, Any]:
