@@ -71,6 +71,10 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
             assert last is not None and last.status == "applied", last
             memory = session.local_store.load().get("memory", "test_command")
             assert memory is not None and memory.trust == "candidate"
+            # The planner read the transcript with ids: the user's message and the answer, each tagged.
+            planner_input = server.requests[2]["messages"][1]["content"]
+            assert "] user:\nWe always run `make check`, never bare pytest." in planner_input
+            assert "] assistant:\nNoted: checks run with make check." in planner_input
 
             server.push(text("Running them."), gate_reply(False))
             await _turn(session, "run the checks")
@@ -142,5 +146,35 @@ async def test_refine_run_in_a_model_cell_applies_after_the_turn_through_the_rea
             assert entry is not None and entry.trust == "candidate"
             planner_prompt = server.requests[2]["messages"][1]["content"]
             assert "remember the test command" in planner_prompt
+        finally:
+            await agent.aclose()
+
+
+async def test_evidence_is_checked_against_the_real_session_transcript(tmp_path: Path) -> None:
+    from agent_core.events import UserMessage
+
+    with ScriptedModelServer() as server:
+        attached: dict[str, SessionRefinement] = {}
+        config = _config(tmp_path, server)
+        config.extra.update(auto_refine_every=0)
+        agent = Agent(config, on_session=lambda s: attached.setdefault(s.id, SessionRefinement.attach(s)))
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            server.push(text("Noted."))
+            await _turn(session, "We always run `make check`.")
+            [user] = [e for e in session.store.load(session.id).events if isinstance(e, UserMessage)]
+            cited = memory_edit(evidence=[user.message_id])
+            invented = memory_edit("Deploy on Fridays.", evidence=["m-invented"]) | {
+                "id": "deploy_day",
+                "title": "Deploy day",
+            }
+            server.push(plan_reply(cited, invented))
+            outcome = await attached[session.id].coordinator.refine_now()
+            assert outcome.status == "applied"
+            assert outcome.error == "create memory deploy_day: evidence cites unknown message m-invented"
+            entry = session.local_store.load().get("memory", "test_command")
+            assert entry is not None and entry.evidence == [user.message_id]
+            assert session.local_store.load().get("memory", "deploy_day") is None
         finally:
             await agent.aclose()
