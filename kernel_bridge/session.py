@@ -1,4 +1,9 @@
-"""`KernelSession`: one session's persistent kernel — cells, interrupts, restarts, snapshots."""
+"""`KernelSession`: one session's persistent kernel — cells, interrupts, restarts, snapshots.
+
+Longer than most modules on purpose: the cell queue, kernel replacement and snapshot scheduling
+share one lock and one piece of state (which kernel, which run, why it is being replaced), and
+splitting them would spread that state machine over several files.
+"""
 
 from __future__ import annotations
 
@@ -22,17 +27,15 @@ from kernel_bridge.errors import KernelBridgeError, SessionClosed
 from kernel_bridge.events import (
     CellResult,
     CellStatus,
-    ClearOutput,
-    Display,
     Error,
     RestoreReport,
-    Result,
     Stream,
 )
 from kernel_bridge.hostbridge import HostBridge
+from kernel_bridge.iopub import Request, route
 from kernel_bridge.kernelside import NAMES_OP
 from kernel_bridge.launcher import RunningKernel
-from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, OutputCollector, private_dir, strip_ansi
+from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, OutputCollector, private_dir
 from kernel_bridge.snapshot import (
     PER_VARIABLE_CAP,
     TOTAL_CAP,
@@ -49,8 +52,6 @@ log = logging.getLogger(__name__)
 
 KernelSource = Callable[[], Awaitable[RunningKernel]]
 
-# Mime types passed on to callers; others (widgets, json) are not meaningful to a model or editor.
-MIME_TYPES = ("text/plain", "text/markdown", "image/png", "image/jpeg")
 _POLL = 0.2
 # After the execute_reply, how long to wait for more iopub traffic before giving up on `idle`.
 _IDLE_GRACE = 3.0
@@ -72,29 +73,6 @@ class SessionOptions:
     live_buffer_chars: int = 4 * 1024 * 1024
 
 
-class _Request:
-    """Bookkeeping of one execute_request while it is in flight."""
-
-    def __init__(self, run: CellRun | None, collector: OutputCollector | None) -> None:
-        self.run = run
-        self.collector = collector
-        self.idle = asyncio.Event()
-        self.error: Error | None = None
-        self.last_message = time.monotonic()
-
-
-def _bundle(content: dict[str, Any]) -> dict[str, str]:
-    data = content.get("data", {})
-    return {mime: value for mime, value in data.items() if mime in MIME_TYPES and isinstance(value, str)}
-
-
-def _bundle_text(bundle: dict[str, str]) -> str:
-    if "text/plain" in bundle:
-        return bundle["text/plain"] + "\n"
-    images = [mime for mime in bundle if mime.startswith("image/")]
-    return "".join(f"[{mime} output]\n" for mime in images)
-
-
 class KernelSession:
     """One persistent kernel for one session.
 
@@ -111,7 +89,7 @@ class KernelSession:
         self.host_bridge = bridge
         self.options = options
         self._lock = asyncio.Lock()
-        self._requests: dict[str, _Request] = {}
+        self._requests: dict[str, Request] = {}
         self._reader: asyncio.Task[None] | None = None
         self._pending: list[CellRun] = []
         self._current: CellRun | None = None
@@ -252,7 +230,7 @@ class KernelSession:
             report, self._pending_report = self._pending_report + "\n" + report, None
         kernel = self._kernel
         assert kernel is not None
-        request = _Request(run, collector)
+        request = Request(run, collector)
         msg_id = kernel.client.execute(
             run.code,
             silent=False,
@@ -315,7 +293,7 @@ class KernelSession:
         self,
         kernel: RunningKernel,
         msg_id: str,
-        request: _Request,
+        request: Request,
         timeout: float | None,
         run: CellRun | None,
     ) -> tuple[dict[str, Any] | None, bool]:
@@ -366,7 +344,7 @@ class KernelSession:
         """Run bookkeeping code silently (lock held by caller or at setup); (last_result, error)."""
         kernel = self._kernel
         assert kernel is not None
-        request = _Request(None, None)
+        request = Request(None, None)
         msg_id = kernel.client.execute(
             code,
             silent=True,
@@ -407,44 +385,7 @@ class KernelSession:
             request = self._requests.get(msg.get("parent_header", {}).get("msg_id", ""))
             if request is not None:
                 request.last_message = time.monotonic()
-                self._dispatch(request, msg)
-
-    def _dispatch(self, request: _Request, msg: dict[str, Any]) -> None:
-        kind = msg.get("msg_type") or msg.get("header", {}).get("msg_type")
-        content = msg.get("content", {})
-        run, collector = request.run, request.collector
-        if kind == "status":
-            if content.get("execution_state") == "idle":
-                request.idle.set()
-            return
-        if kind == "error":
-            error = Error(
-                str(content.get("ename", "")),
-                str(content.get("evalue", "")),
-                [strip_ansi(line) for line in content.get("traceback", [])],
-            )
-            request.error = error
-            if collector is not None:
-                collector.add("\n".join(error.traceback) + "\n")
-            if run is not None:
-                run.push(error)
-            return
-        if run is None or collector is None:
-            return
-        if kind == "stream":
-            text = str(content.get("text", ""))
-            collector.add(strip_ansi(text))
-            run.push(Stream("stderr" if content.get("name") == "stderr" else "stdout", text))
-        elif kind in ("display_data", "update_display_data"):
-            bundle = _bundle(content)
-            collector.add(_bundle_text(bundle))
-            run.push(Display(bundle))
-        elif kind == "execute_result":
-            bundle = _bundle(content)
-            collector.add(_bundle_text(bundle))
-            run.push(Result(bundle))
-        elif kind == "clear_output":
-            run.push(ClearOutput(bool(content.get("wait", False))))
+                route(request, msg)
 
     # -- interrupt and restart -------------------------------------------------------------------
 
