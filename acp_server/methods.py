@@ -37,7 +37,9 @@ class OpenSession:
     editor: JsonRpcEditor
     presenter: TurnPresenter
     prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    cancelled: bool = False
+    # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a
+    # prompt queued behind a running one is cancelled too (it never reaches agent_core).
+    cancel_generation: int = 0
 
 
 class AcpServer:
@@ -270,7 +272,7 @@ class AcpServer:
     async def _forget(self, session_id: str) -> OpenSession | None:
         opened = self.sessions.pop(session_id, None)
         if opened is not None:
-            opened.cancelled = True
+            opened.cancel_generation += 1
             opened.editor.cancel_pending_permissions()
             await opened.session.cancel()
         return opened
@@ -351,7 +353,7 @@ class AcpServer:
         opened = self.sessions.get(session_id)
         if opened is None:
             return  # a notification: nothing to answer, nothing to cancel
-        opened.cancelled = True
+        opened.cancel_generation += 1
         opened.editor.cancel_pending_permissions()
         await opened.session.cancel()
 

@@ -34,8 +34,10 @@ def register_prompt(server: AcpServer) -> None:
         ctx.extras["sessionId"] = req.session_id
         opened = await server.open_session(req.session_id)
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
+        generation = opened.cancel_generation
         async with opened.prompt_lock:
-            opened.cancelled = False
+            if opened.cancel_generation != generation:
+                return {"stopReason": "cancelled"}  # cancelled while it waited for the running turn
             command = parse_command(blocks)
             if command is not None:
                 message_id = f"cmd-{uuid.uuid4().hex[:12]}"
@@ -51,16 +53,16 @@ def register_prompt(server: AcpServer) -> None:
                     )
 
                 await CommandRunner(opened.session, reply).run(*command)
-                return {"stopReason": "cancelled" if opened.cancelled else "end_turn"}
+                return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
             parts = [_prompt_part(block) for block in req.prompt]
-            return {"stopReason": await _run_turn(opened, parts)}
+            return {"stopReason": await _run_turn(opened, parts, generation)}
 
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
     )(prompt)
 
 
-async def _run_turn(opened: Any, parts: list[Any]) -> str:
+async def _run_turn(opened: Any, parts: list[Any], generation: int) -> str:
     from agent_core import ModelError
 
     presenter = opened.presenter
@@ -74,15 +76,15 @@ async def _run_turn(opened: Any, parts: list[Any]) -> str:
         except ModelError as exc:
             failure = AcpError(INTERNAL_ERROR, exc.message, {"endpoint": exc.endpoint, "status": exc.status})
         finally:
-            if opened.cancelled and presenter.stop_reason is None:
+            if opened.cancel_generation != generation and presenter.stop_reason is None:
                 presenter.stop_reason = "cancelled"
             await presenter.close()
             tg.cancel_scope.cancel()
     if failure is not None:
-        if opened.cancelled:
+        if opened.cancel_generation != generation:
             return "cancelled"
         raise failure
-    if opened.cancelled:
+    if opened.cancel_generation != generation:
         return "cancelled"
     return presenter.stop_reason or "end_turn"
 

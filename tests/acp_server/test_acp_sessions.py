@@ -229,3 +229,29 @@ def test_bad_mode_and_config_values_answer_invalid_params(
     )
     assert [o["id"] for o in result["configOptions"]] == ["mode", "model", "refine_review"]
     assert result["configOptions"][2]["currentValue"] == "never"
+
+
+def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    model.push(
+        tool_call("import time\nprint('started', flush=True)\ntime.sleep(120)"), text("must not be used")
+    )
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    first = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "one"}]}
+    )
+    client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update" and "started" in str(m["params"]["update"].get("content", ""))
+        )
+    )
+    second = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "two"}]}
+    )
+    client.notify("session/cancel", {"sessionId": sid})
+    assert client.result(first, timeout=10)["stopReason"] == "cancelled"
+    assert client.result(second, timeout=10)["stopReason"] == "cancelled"
+    assert len(model.requests) == 1
