@@ -44,6 +44,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "compact", "Summarize older turns to free context (kernel variables survive)", "instructions"
     ),
+    SlashCommand("autonomous", "Autonomous mode on or off (same as the mode picker)", "on | off | status"),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
 )
@@ -76,9 +77,12 @@ Reply = Callable[[str], Awaitable[None]]
 class CommandRunner:
     """Runs one command against an agent_core `Session` and replies with text."""
 
-    def __init__(self, session: Any, reply: Reply) -> None:
+    def __init__(
+        self, session: Any, reply: Reply, on_mode_change: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
         self._session = session
         self._reply = reply
+        self._on_mode_change = on_mode_change
 
     async def run(self, name: str, argument: str) -> None:
         handler = getattr(self, f"_cmd_{name}")
@@ -219,6 +223,20 @@ class CommandRunner:
     async def _cmd_compact(self, argument: str) -> None:
         summary = await self._session.compact(argument or None)
         await self._reply(f"Context compacted.\n\n{summary}".strip())
+
+    async def _cmd_autonomous(self, argument: str) -> None:
+        action = (argument.split() or ["status"])[0]
+        if action == "status":
+            state = "on" if self._session.mode == "autonomous" else f"off (mode: {self._session.mode})"
+            await self._reply(f"Autonomous mode is {state}.")
+            return
+        if action not in ("on", "off"):
+            await self._reply(f"Unknown /autonomous action {action!r}. Use `on`, `off` or `status`.")
+            return
+        self._session.set_mode("autonomous" if action == "on" else "auto")
+        if self._on_mode_change is not None:
+            await self._on_mode_change()
+        await self._reply(f"Autonomous mode {action}; the session mode is now `{self._session.mode}`.")
 
     async def _cmd_refine(self, argument: str) -> None:
         await self._reply(

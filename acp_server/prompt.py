@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_server.commands import CommandRunner, parse_command
+from acp_server.config_options import config_options
 from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.registry import RequestContext
 
@@ -52,7 +53,19 @@ def register_prompt(server: AcpServer) -> None:
                         },
                     )
 
-                await CommandRunner(opened.session, reply).run(*command)
+                async def announce_mode() -> None:
+                    # An agent-side mode switch: both the mode and the config option lists change.
+                    session = opened.session
+                    await server.send_update(
+                        req.session_id,
+                        {"sessionUpdate": "current_mode_update", "currentModeId": session.mode},
+                    )
+                    await server.send_update(
+                        req.session_id,
+                        {"sessionUpdate": "config_option_update", "configOptions": config_options(session)},
+                    )
+
+                await CommandRunner(opened.session, reply, announce_mode).run(*command)
                 return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
             parts = [_prompt_part(block) for block in req.prompt]
             return {"stopReason": await _run_turn(opened, parts, generation)}

@@ -91,3 +91,23 @@ def test_cancel_request_for_a_prompt_answers_it_cancelled(
     )
     client.notify("$/cancel_request", {"requestId": rid})
     assert client.result(rid, timeout=10)["stopReason"] == "cancelled"
+
+
+def test_autonomous_command_switches_the_mode_and_announces_it(session: tuple[AcpClient, str]) -> None:
+    client, sid = session
+    assert "off" in run_command(client, sid, "/autonomous status")
+    assert "`autonomous`" in run_command(client, sid, "/autonomous on")
+    client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update" and m["params"]["update"].get("currentModeId") == "autonomous"
+        )
+    )
+    options = client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "config_option_update"
+        )
+    )
+    modes = [o for o in options.message["params"]["update"]["configOptions"] if o["id"] == "mode"]
+    assert modes[0]["currentValue"] == "autonomous"
+    assert "`auto`" in run_command(client, sid, "/autonomous off")

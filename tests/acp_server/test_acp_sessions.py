@@ -10,7 +10,7 @@ from acp_helpers import ClientFactory, final_card, initialize, new_session, prom
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
-COMMANDS = {"history", "harness", "rollback", "undo", "kernel", "compact", "refine", "review"}
+COMMANDS = {"history", "harness", "rollback", "undo", "kernel", "compact", "refine", "review", "autonomous"}
 
 
 def test_new_session_answers_modes_and_config_options_then_advertises_commands(
