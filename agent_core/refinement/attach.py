@@ -98,6 +98,10 @@ class SessionRefinement:
         self.coordinator.turn_ended()
         return ()
 
+    def turn_failed(self) -> None:
+        """The session calls this when a turn raised (a model failure): no after-turn hook ran."""
+        self.coordinator.turn_failed()
+
     def on_kernel(self, kernel: Any) -> None:
         register_host_ops(kernel.host_bridge, self.coordinator)
 

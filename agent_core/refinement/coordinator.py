@@ -229,11 +229,6 @@ class RefinementCoordinator:
                     self._in_flight -= 1
                     self._transition()
 
-    def _enqueue(self, job: _Job) -> None:
-        self._queue.append(job)
-        self._wakeup.set()
-        self._transition()
-
     # ------------------------------------------------------------ triggers
 
     def schedule_from_cell(self, instructions: str | None, scope: Scope) -> dict[str, Any]:
@@ -254,9 +249,7 @@ class RefinementCoordinator:
         Releases refinements scheduled from cells and, every `auto_every` turns, queues an automatic
         review -- synchronously, so a status read right after the prompt response already sees it.
         """
-        released, self._scheduled = self._scheduled, []
-        for job in released:
-            self._queue.append(job)
+        self._release_scheduled()
         self._turns_since_auto += 1
         if self.auto_every > 0 and self._turns_since_auto >= self.auto_every:
             if self._queue_auto(f"{self._turns_since_auto} assistant turns since the last review"):
@@ -264,6 +257,18 @@ class RefinementCoordinator:
         if self._queue:
             self._wakeup.set()
         self._transition()
+
+    def turn_failed(self) -> None:
+        """The turn ended with an error (no after-turn hooks ran): still run what its cells asked for,
+        or the session would never become quiescent again."""
+        self._release_scheduled()
+        if self._queue:
+            self._wakeup.set()
+        self._transition()
+
+    def _release_scheduled(self) -> None:
+        released, self._scheduled = self._scheduled, []
+        self._queue.extend(released)
 
     def compacted(self) -> None:
         """The conversation was just compacted: a natural point for an automatic review."""

@@ -339,3 +339,13 @@ async def test_pending_review_preview_diffs_against_the_current_entry(rig: Rig) 
     assert edit["path"] == "/v/local/memory/test_command.md"
     assert "pytest" in edit["before"] and "Run `make check`, not bare pytest." in edit["after"]
     assert "version: 2" in edit["after"]
+
+
+async def test_a_failed_turn_still_releases_what_its_cells_scheduled(rig: Rig) -> None:
+    rig.server.push(plan_reply(memory_edit()))
+    coordinator = rig.coordinator(auto_every=0)
+    async with serving(coordinator, rig):
+        coordinator.schedule_from_cell(None, "local")
+        coordinator.turn_failed()
+        assert await coordinator.wait_quiescent(WAIT)
+    assert coordinator.last is not None and coordinator.last.status == "applied"
