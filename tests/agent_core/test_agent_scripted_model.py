@@ -200,6 +200,8 @@ def test_runs_as_a_process_and_writes_its_port(tmp_path: Path) -> None:
             str(script),
             "--port-file",
             str(port_file),
+            "--requests-file",
+            str(tmp_path / "requests.json"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -225,3 +227,5 @@ def test_runs_as_a_process_and_writes_its_port(tmp_path: Path) -> None:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
     assert proc.stdout is not None and proc.stdout.read() == b""
+    recorded = json.loads((tmp_path / "requests.json").read_text())
+    assert [r["messages"] for r in recorded] == [[{"role": "user", "content": "x"}]]
