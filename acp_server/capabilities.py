@@ -40,8 +40,9 @@ class ClientCapabilities:
         caps = params.get("clientCapabilities")
         if not isinstance(caps, dict):
             return cls()
-        fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
-        meta = caps.get("_meta") if isinstance(caps.get("_meta"), dict) else {}
+        fs_raw, meta_raw = caps.get("fs"), caps.get("_meta")
+        fs: dict[str, Any] = fs_raw if isinstance(fs_raw, dict) else {}
+        meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
         return cls(
             read_text_file=fs.get("readTextFile") is True,
             write_text_file=fs.get("writeTextFile") is True,

@@ -8,6 +8,7 @@ every update of a turn is written before the prompt response.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -81,6 +82,7 @@ class TurnPresenter:
         self._flush_scheduled: set[str] = set()
         self._last_flush: dict[str, float] = {}
         self.stop_reason: str | None = None
+        self._edits = 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -157,31 +159,28 @@ class TurnPresenter:
             await self._send(
                 {"sessionUpdate": "tool_call_update", "toolCallId": event.cell_id, "status": "in_progress"}
             )
-        elif isinstance(event, CellOutput):
-            card = self._cards.get(event.cell_id)
-            if card is not None:
-                card.add_output(event.text)
-                await self._output_changed(card)
-        elif isinstance(event, CellDisplay):
-            card = self._cards.get(event.cell_id)
-            if card is not None:
-                card.add_display(dict(event.data), event.is_result)
-                await self._output_changed(card)
-        elif isinstance(event, CellClear):
-            card = self._cards.get(event.cell_id)
-            if card is not None:
-                card.clear_output()
-                await self._output_changed(card)
+        elif isinstance(event, CellOutput | CellDisplay | CellClear):
+            open_card = self._cards.get(event.cell_id)
+            if open_card is not None:
+                if isinstance(event, CellOutput):
+                    open_card.add_output(event.text)
+                elif isinstance(event, CellDisplay):
+                    open_card.add_display(dict(event.data), event.is_result)
+                else:
+                    open_card.clear_output()
+                await self._output_changed(open_card)
         elif isinstance(event, FileEdited):
-            card = self._cards.get(event.cell_id)
-            if card is not None:
-                card.add_diff(event.path, event.old_text, event.new_text)
-                await self._flush(card)
+            edited_card = self._cards.get(event.cell_id)
+            if edited_card is not None:
+                edited_card.add_diff(event.path, event.old_text, event.new_text)
+                await self._flush(edited_card)
+            else:
+                await self._standalone_edit(event)
         elif isinstance(event, CellFinished):
-            card = self._cards.pop(event.cell_id, None)
-            if card is not None:
-                self._flush_scheduled.discard(card.cell_id)
-                await self._send(card.final_update(event.status, event.error, event.output))
+            finished = self._cards.pop(event.cell_id, None)
+            if finished is not None:
+                self._flush_scheduled.discard(finished.cell_id)
+                await self._send(finished.final_update(event.status, event.error, event.output))
         elif isinstance(event, UsageReport):
             await self._send({"sessionUpdate": "usage_update", "used": event.used, "size": event.size})
         elif isinstance(event, TitleChanged):
@@ -225,6 +224,23 @@ class TurnPresenter:
     async def _flush(self, card: CellCard) -> None:
         self._last_flush[card.cell_id] = time.monotonic()
         await self._send(card.progress_update())
+
+    async def _standalone_edit(self, event: FileEdited) -> None:
+        """A file edit outside any known cell still reaches the editor as an edit card with its diff."""
+        self._edits += 1
+        await self._send(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": f"edit-{event.cell_id or 'turn'}-{self._edits}",
+                "title": f"Edit {os.path.basename(event.path) or event.path}",
+                "kind": "edit",
+                "status": "completed",
+                "content": [
+                    {"type": "diff", "path": event.path, "oldText": event.old_text, "newText": event.new_text}
+                ],
+                "locations": [{"path": event.path}],
+            }
+        )
 
     async def _refinement(self, event: RefinementReported) -> None:
         content: list[dict[str, Any]] = []

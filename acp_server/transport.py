@@ -342,8 +342,10 @@ class Connection:
             return
         if response is not None:
             payload = to_serializable(response)
+            if not isinstance(payload, dict):  # only batches serialize to lists, and we refuse those
+                return
             await self.send(payload)
-            if isinstance(payload, dict) and "result" in payload:
+            if "result" in payload:
                 for callback in ctx.after_response:
                     try:
                         await callback()

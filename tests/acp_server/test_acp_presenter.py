@@ -168,3 +168,11 @@ def test_cell_titles_prefer_the_given_title_then_a_comment_then_the_first_statem
     assert cell_title("# load the data\nx = 1", None) == "load the data"
     assert cell_title("\n\nimport pandas as pd\n", None) == "Run: import pandas as pd"
     assert len(cell_title("y = " + "1 + " * 100, None)) <= 80
+
+
+async def test_an_edit_outside_any_cell_still_gets_an_edit_card_with_its_diff() -> None:
+    updates = await _present([ev.FileEdited("", "/work/b.txt", "old\n", "new\n")])
+    assert updates[0]["kind"] == "edit" and updates[0]["title"] == "Edit b.txt"
+    assert updates[0]["content"] == [
+        {"type": "diff", "path": "/work/b.txt", "oldText": "old\n", "newText": "new\n"}
+    ]
