@@ -6,6 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
@@ -129,6 +130,9 @@ class Agent:
     async def new_session(self, cwd: str, editor: EditorPort) -> Session:
         """A fresh session; its kernel starts (or comes from the pool) in the background."""
         cwd = resolve_cwd(cwd)
+        if not Path(cwd).is_dir():
+            # Caught here, not at the first cell: the kernel would run nowhere.
+            raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         session_id = f"sess_{uuid.uuid4().hex}"
         from agent_core.transcript import now_iso
 

@@ -347,3 +347,13 @@ def test_a_long_turn_is_compacted_between_its_requests(tmp_path: Path) -> None:
     assert [m["role"] for m in messages[1:]] == ["user", "assistant", "tool"]
     assert messages[3]["content"] == "big\n"
     assert events[-1] == ev.TurnEnded("end_turn")
+
+
+def test_new_session_in_a_missing_directory_is_refused_readably(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with running_agent(config_for(tmp_path, None)) as agent:
+            with pytest.raises(ValueError, match="not an existing directory"):
+                await agent.new_session(str(tmp_path / "nope"), NoEditor())
+            assert agent.list_sessions(None).sessions == []
+
+    asyncio.run(scenario())
