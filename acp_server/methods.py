@@ -224,7 +224,7 @@ class AcpServer:
             raise AcpError.session_not_found(req.session_id) from None
         opened = self._bind(session, editor)
         # The whole transcript goes out before the response (PROTOCOL.md §5).
-        opened.presenter.attach(None)
+        opened.presenter.attach(None, replay=True)
         for event in events:
             await opened.presenter.present(event)
         await opened.presenter.close()

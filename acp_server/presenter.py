@@ -83,12 +83,18 @@ class TurnPresenter:
         self._last_flush: dict[str, float] = {}
         self.stop_reason: str | None = None
         self._edits = 0
+        self._replay = False
 
     # ------------------------------------------------------------ lifecycle
 
-    def attach(self, task_group: TaskGroup | None) -> None:
-        """Delayed flushes run in this task group (the prompt handler's); None = flush inline."""
+    def attach(self, task_group: TaskGroup | None, *, replay: bool = False) -> None:
+        """Delayed flushes run in this task group (the prompt handler's); None = flush inline.
+
+        `replay` (session/load): recorded output is not streamed chunk by chunk -- each card is
+        sent once when it starts and once, complete, when it finishes.
+        """
         self._task_group = task_group
+        self._replay = replay
 
     async def close(self) -> None:
         """Flush pending output and settle every card still open (call before answering the prompt).
@@ -109,6 +115,7 @@ class TurnPresenter:
             await self._send(card.final_update(status, error, ""))
         self._cards.clear()
         self._task_group = None
+        self._replay = False
 
     # ------------------------------------------------------------ permission cards
 
@@ -204,7 +211,7 @@ class TurnPresenter:
             )
 
     async def _output_changed(self, card: CellCard) -> None:
-        if not card.started:
+        if not card.started or self._replay:
             return
         now = time.monotonic()
         if now - self._last_flush.get(card.cell_id, 0.0) >= COALESCE_SECONDS or self._task_group is None:

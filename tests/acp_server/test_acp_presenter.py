@@ -176,3 +176,16 @@ async def test_an_edit_outside_any_cell_still_gets_an_edit_card_with_its_diff() 
     assert updates[0]["content"] == [
         {"type": "diff", "path": "/work/b.txt", "oldText": "old\n", "newText": "new\n"}
     ]
+
+
+async def test_a_replayed_cell_is_sent_whole_not_chunk_by_chunk() -> None:
+    sink = Recorder()
+    presenter = TurnPresenter(sink, cwd="/work", terminal_output=False)
+    presenter.attach(None, replay=True)
+    await presenter.present(ev.CellStarted("c1", "x", "t"))
+    for i in range(100):
+        await presenter.present(ev.CellOutput("c1", "stdout", f"line {i}\n"))
+    await presenter.present(ev.CellFinished("c1", "completed"))
+    await presenter.close()
+    assert len(sink.updates) == 3  # tool_call, in_progress, final
+    assert "line 99" in str(sink.updates[-1]["content"])
