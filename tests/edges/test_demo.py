@@ -6,12 +6,17 @@ import io
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+from acp_edge_support import processes_with_env
 
 
 def test_demo_shows_the_cell_its_output_a_slash_command_and_a_rollback(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
+    marker = uuid.uuid4().hex
+    hermetic_env["CONTINUAL_ACP_TEST_MARK"] = marker  # inherited by the server and its kernel
     done = subprocess.run(
         [sys.executable, "-m", "acp_server", "demo"],
         capture_output=True,
@@ -42,6 +47,7 @@ def test_demo_shows_the_cell_its_output_a_slash_command_and_a_rollback(
         assert "Rolled back" in undo and refinement_id in undo
     assert "agent> The sum of the squares of 1 to 10 is 385" in out
     assert "the server exited cleanly" in out
+    assert processes_with_env("CONTINUAL_ACP_TEST_MARK", marker) == []  # no kernel or server left behind
 
 
 def test_demo_exits_1_with_a_reason_when_the_server_dies(tmp_path: Path) -> None:

@@ -6,7 +6,10 @@ import asyncio
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+from acp_edge_support import processes_with_env
 
 from acp_server.doctor import check_data_dir, check_model
 from agent_core import load_config
@@ -90,9 +93,12 @@ def test_data_dir_check_fails_when_the_data_dir_is_a_file(
 def test_doctor_passes_every_check_with_a_scripted_endpoint(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
+    marker = uuid.uuid4().hex
     with ScriptedModelServer([], fallback=text("ok")) as model:
-        done = _doctor({**hermetic_env, "OPENAI_BASE_URL": model.base_url}, tmp_path)
+        env = {**hermetic_env, "OPENAI_BASE_URL": model.base_url, "CONTINUAL_ACP_TEST_MARK": marker}
+        done = _doctor(env, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert processes_with_env("CONTINUAL_ACP_TEST_MARK", marker) == []  # its test kernel is gone
     for name in ("config", "data dir", "model endpoint", "kernel"):
         assert f"OK    {name}:" in done.stdout, done.stdout
     assert "FAIL" not in done.stdout
