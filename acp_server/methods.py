@@ -167,6 +167,8 @@ class AcpServer:
             session = await agent.resume_session(session_id, cwd, editor)
         except SessionNotFound:
             raise AcpError.session_not_found(session_id) from None
+        except ValueError as exc:
+            raise AcpError.invalid_params(f"session {session_id}: {exc}") from None
         return self._bind(session, editor)
 
     # ------------------------------------------------------------ handlers
@@ -205,7 +207,12 @@ class AcpServer:
         agent = await self.agent()
         editor = self._new_editor()
         started = time.monotonic()
-        session = await agent.new_session(cwd, editor)
+        try:
+            session = await agent.new_session(cwd, editor)
+        except ValueError as exc:  # e.g. a cwd that is not a directory
+            raise AcpError.invalid_params(
+                f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
+            ) from None
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
@@ -222,6 +229,8 @@ class AcpServer:
             session, events = await agent.load_session(req.session_id, cwd, editor)
         except SessionNotFound:
             raise AcpError.session_not_found(req.session_id) from None
+        except ValueError as exc:
+            raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
         # The whole transcript goes out before the response (PROTOCOL.md §5).
         opened.presenter.attach(None, replay=True)

@@ -255,3 +255,15 @@ def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(
     assert client.result(first, timeout=10)["stopReason"] == "cancelled"
     assert client.result(second, timeout=10)["stopReason"] == "cancelled"
     assert len(model.requests) == 1
+
+
+def test_session_new_with_a_relative_or_missing_cwd_answers_invalid_params(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    for cwd in ("relative/dir", str(tmp_path / "does-not-exist")):
+        with pytest.raises(RpcError) as info:
+            client.request("session/new", {"cwd": cwd, "mcpServers": []})
+        assert info.value.code == -32602, cwd
+        assert info.value.data["errors"][0]["loc"] == ["cwd"]
