@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,7 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
     }
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
+    marker = uuid.uuid4().hex
     with ScriptedModelServer(script) as model:
         env = dict(os.environ)
         env.update(
@@ -153,6 +155,7 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
             OPENAI_BASE_URL=model.base_url,
             OPENAI_API_KEY="test-key",
             CONTINUAL_ACP_MODEL="scripted",
+            CONTINUAL_ACP_TEST_MARK=marker,  # inherited by both servers and their kernels
         )
         report = _node("run-session.mjs", str(plan_path), env=env)
     failed = [s for s in report["steps"] if not s["ok"]]
@@ -162,3 +165,19 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
     assert report["cancelMs"] is not None and report["cancelMs"] <= 2000
     assert report["frames"]["agent->client"] > 0 and report["frames"]["client->agent"] > 0
     assert report["ok"] is True
+    assert _processes_with_env("CONTINUAL_ACP_TEST_MARK", marker) == []  # no server or kernel left behind
+
+
+def _processes_with_env(key: str, value: str) -> list[str]:
+    needle = f"{key}={value}".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if needle in (proc / "environ").read_bytes().split(b"\0"):
+                    found.append(
+                        (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    )
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+    return found
