@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,18 +66,43 @@ def _id_key(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def _usable_id(ident: Any) -> bool:
+    if isinstance(ident, bool):
+        return False
+    if isinstance(ident, float):
+        return math.isfinite(ident)  # NaN/Infinity cannot be echoed as JSON
+    return ident is None or isinstance(ident, str | int)
+
+
 def _envelope_problem(message: dict[str, Any]) -> str | None:
     if message.get("jsonrpc") != "2.0":
         return 'the "jsonrpc" member must be exactly "2.0"'
     if not isinstance(message.get("method"), str):
         return 'the "method" member must be a string'
     if "id" in message:
-        ident = message["id"]
-        if isinstance(ident, bool) or not (ident is None or isinstance(ident, str | int | float)):
-            return 'the "id" member must be a string, a number or null'
+        if not _usable_id(message["id"]):
+            return 'the "id" member must be a string, a finite number or null'
     if "params" in message and not isinstance(message["params"], dict | list):
         return 'the "params" member must be an object or an array'
     return None
+
+
+def _encode(message: dict[str, Any]) -> bytes | None:
+    """One UTF-8 JSON line, or an internal-error answer in its place when the message cannot be
+    serialized (NaN, a non-JSON type); None for an unserializable notification (logged, dropped)."""
+    try:
+        line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return (line + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (echoed from a client's own escapes) are not UTF-8: fall back to \u escapes.
+        return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode("ascii")
+    except (TypeError, ValueError) as exc:
+        log.error("cannot serialize outgoing message (%s)", exc)
+        if "method" in message or "id" not in message:
+            return None
+        ident = message["id"] if _usable_id(message["id"]) else None
+        error = {"code": INTERNAL_ERROR, "message": f"result not serializable: {exc}"}
+        return (json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}) + "\n").encode("ascii")
 
 
 class Connection:
@@ -110,21 +136,9 @@ class Connection:
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as one line. A vanished peer is logged once, never raised."""
-        try:
-            line = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            log.error("cannot serialize outgoing message (%s); answering with an internal error", exc)
-            if "id" in message and "method" not in message:
-                line = json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": message["id"],
-                        "error": {"code": INTERNAL_ERROR, "message": f"result not serializable: {exc}"},
-                    }
-                )
-            else:
-                return
-        data = (line + "\n").encode("utf-8", errors="surrogatepass")
+        data = _encode(message)
+        if data is None:
+            return
         async with self._write_lock:
             if self._broken:
                 return
@@ -300,9 +314,7 @@ class Connection:
         ident = message.get("id")
         if problem is not None:
             if not is_notification or not isinstance(message.get("method"), str):
-                valid_id = (
-                    ident if isinstance(ident, str | int | float) and not isinstance(ident, bool) else None
-                )
+                valid_id = ident if ident is not None and _usable_id(ident) else None
                 await self._reply_error(valid_id, INVALID_REQUEST, f"Invalid request: {problem}")
             return
         method: str = message["method"]

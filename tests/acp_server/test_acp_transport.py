@@ -114,3 +114,17 @@ def test_eof_on_stdin_shuts_down_in_order_with_exit_code_zero(spawn: ClientFacto
     client = spawn()
     initialize(client)
     assert client.close() == 0
+
+
+def test_unechoable_ids_and_lone_surrogates_still_get_valid_json_answers(spawn: ClientFactory) -> None:
+    client = spawn()
+    for line in (
+        b'{"jsonrpc":"2.0","id":NaN,"method":"initialize"}',
+        b'{"jsonrpc":"2.0","id":1e400,"method":"x"}',
+    ):
+        error = _next_error(client, line + b"\n")
+        assert error["code"] == -32600
+        assert client.frames[-1].message["id"] is None
+    error = _next_error(client, b'{"jsonrpc":"2.0","id":5,"method":"\\ud800bad"}\n')
+    assert error["code"] == -32601
+    assert initialize(client)["protocolVersion"] == 1
