@@ -144,6 +144,14 @@ class TurnPresenter:
     # ------------------------------------------------------------ events
 
     async def present(self, event: Any) -> None:
+        """Send the updates for one event. A malformed event is logged and skipped: one bad record
+        must not abort the turn (or a whole load replay) it belongs to."""
+        try:
+            await self._present(event)
+        except Exception:
+            log.exception("could not present turn event %r; skipped", type(event).__name__)
+
+    async def _present(self, event: Any) -> None:
         if isinstance(event, MessageChunk):
             await self._chunk("agent_message_chunk", event.text, event.message_id)
         elif isinstance(event, ThoughtChunk):

@@ -21,12 +21,16 @@ def anyio_backend() -> str:
 
 
 class Recorder:
+    """Collects updates; schema problems are kept (not raised: the presenter logs and skips errors)."""
+
     def __init__(self) -> None:
         self.updates: list[dict[str, Any]] = []
+        self.problems: list[str] = []
 
     async def __call__(self, update: dict[str, Any]) -> None:
         problem = check_model("SessionNotification", {"sessionId": "s", "update": update})
-        assert problem is None, problem
+        if problem:
+            self.problems.append(problem)
         self.updates.append(update)
 
 
@@ -39,6 +43,7 @@ async def _present(events: list[Any], *, terminal: bool = False) -> list[dict[st
             await presenter.present(event)
         await presenter.close()
         tg.cancel_scope.cancel()
+    assert not sink.problems, sink.problems
     return sink.updates
 
 
@@ -187,5 +192,19 @@ async def test_a_replayed_cell_is_sent_whole_not_chunk_by_chunk() -> None:
         await presenter.present(ev.CellOutput("c1", "stdout", f"line {i}\n"))
     await presenter.present(ev.CellFinished("c1", "completed"))
     await presenter.close()
+    assert not sink.problems
     assert len(sink.updates) == 3  # tool_call, in_progress, final
     assert "line 99" in str(sink.updates[-1]["content"])
+
+
+async def test_a_malformed_event_is_skipped_and_the_rest_still_presented() -> None:
+    bad = ev.PlanChanged(None)  # type: ignore[arg-type]
+    updates = await _present(
+        [
+            ev.CellStarted("c1", "x", "t"),
+            bad,
+            ev.CellOutput("c1", "stdout", "fine\n"),
+            ev.CellFinished("c1", "completed"),
+        ]
+    )
+    assert updates[-1]["status"] == "completed" and "fine" in str(updates[-1]["content"])
