@@ -11,6 +11,8 @@ and a real IPython kernel:
   Also reported: a text-only turn's overhead (wall - endpoint time), no kernel involved.
 * cancel latency: `session.cancel()` -> `TurnEnded("cancelled")`, during a stalled stream and during
   `time.sleep(60)` in a cell (the contract: within 1 s).
+* session start: `new_session` time, and new session -> first cell finished, with a warm kernel
+  pool (size 1, refilled between sessions) and with the pool off (cold start each time).
 * transcript append: per event, 10,000 mixed events written and flushed line by line.
 * transcript load: a 10,000-event transcript (plus its model messages) -> context + replay list.
 
@@ -127,6 +129,42 @@ async def _turn_overheads(home: Path, turns: int) -> dict[str, Any]:
     }
 
 
+async def _first_cell(home: Path, pool: int, runs: int) -> dict[str, float]:
+    """`new_session` time and new session -> first cell finished, with a warm pool or cold starts."""
+    news: list[float] = []
+    firsts: list[float] = []
+    server = ScriptedModelServer(fallback=text("ok")).start()
+    try:
+        config = _config(home, server)
+        config.kernel_pool_size = pool
+        agent = Agent(config)
+        await agent.start()
+        for i in range(runs):
+            if pool:
+                # Measure a ready pool, not one still refilling after the previous session took its kernel.
+                await agent._kernel_pool()
+                while agent._pool is not None and agent._pool.ready_count < pool:
+                    await asyncio.sleep(0.05)
+            work = home / f"first-{pool}-{i}"
+            work.mkdir()
+            server.push(tool_call("print('first')"), text("done"))
+            started = time.perf_counter()
+            session = await agent.new_session(str(work), NoEditor())
+            news.append(time.perf_counter() - started)
+            async for event in session.run_turn([ev.TextPart("go")]):
+                if isinstance(event, ev.CellFinished):
+                    firsts.append(time.perf_counter() - started)
+            await agent.close_session(session.id)
+        await agent.aclose()
+    finally:
+        server.stop()
+    label = "warm_pool" if pool else "no_pool"
+    return {
+        f"new_session_{label}_ms": statistics.median(news) * 1000,
+        f"first_cell_{label}_ms": statistics.median(firsts) * 1000,
+    }
+
+
 def _events(count: int) -> list[ev.TurnEvent]:
     """A realistic mix: per turn a prompt, cells with output, a message, the end."""
     out: list[ev.TurnEvent] = []
@@ -183,6 +221,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         results = asyncio.run(_turn_overheads(home, args.turns))
+        results |= asyncio.run(_first_cell(home, 1, 5))
+        results |= asyncio.run(_first_cell(home, 0, 5))
         results |= _transcript(home, args.events)
     targets = {"one_cell_turn_overhead_ms": 10.0, "append_ms_per_event": 0.2, "load_10k_events_ms": 300.0}
     for key, value in results.items():
