@@ -52,8 +52,15 @@ class Agent:
     # ------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        """Returns fast; the kernel pool warms in the background."""
-        await self._kernel_pool()
+        """Returns fast; the kernel pool warms in the background.
+
+        A kernel that cannot start (a wrong `kernel_python`) does not stop the agent: it is logged
+        here and reported on each cell that needs the kernel, with the reason.
+        """
+        try:
+            await self._kernel_pool()
+        except Exception as exc:
+            log.error("the kernel pool could not start: %s", exc)
 
     async def _kernel_pool(self) -> KernelPool:
         async with self._pool_lock:

@@ -401,9 +401,12 @@ class Session:
         self._kernel_note = note
 
     def _start_kernel(self) -> asyncio.Task[KernelSession]:
-        if self._kernel_task is None:
-            self._kernel_task = asyncio.create_task(self._kernel_factory(self))
-        return self._kernel_task
+        task = self._kernel_task
+        if task is not None and task.done() and (task.cancelled() or task.exception() is not None):
+            task = None  # the last start failed (reported on that cell); the next cell tries again
+        if task is None:
+            task = self._kernel_task = asyncio.create_task(self._kernel_factory(self))
+        return task
 
     async def kernel(self) -> KernelSession:
         """The session's kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""

@@ -547,3 +547,21 @@ def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
     ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert len(ids) == 2 and len(set(ids)) == 2 and all(ids)
     assert [o.text for o in of_type(events, ev.CellOutput)] == ["5\n", "5\n"]
+
+
+def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], str]:
+        config = config_for(tmp_path, server, kernel_python=str(tmp_path / "no-such-python"))
+        async with running_agent(config) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            events = await collect(session, "run")
+            return events, await session.kernel_status()
+
+    with ScriptedModelServer([tool_call("print(1)"), text("the kernel is broken")]) as server:
+        events, status = asyncio.run(scenario(server))
+        told = server.requests[1]["messages"][-1]["content"]
+    [finished] = of_type(events, ev.CellFinished)
+    assert finished.status == "failed" and "could not start" in (finished.error or "")
+    assert "no-such-python" in told
+    assert status.startswith("failed to start")
+    assert events[-1] == ev.TurnEnded("end_turn")
