@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
-from agent_core.compaction import compact_messages
+from agent_core.compaction import compact_messages, split_point
 from agent_core.config import MODES, REFINE_REVIEW, AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.editor_ops import EditorOps
@@ -218,6 +218,17 @@ class Session:
                 # The turn can still try with the full context; the user sees the model's own
                 # error if it really no longer fits.
                 log.warning("automatic compaction of session %s failed: %s", self.id, exc)
+
+    async def compact_for_overflow(self) -> bool:
+        """Compact after the endpoint said the context does not fit; False when nothing could be cut."""
+        if split_point(self.messages, self.agent_config.keep_recent_turns) == 0:
+            return False
+        try:
+            await self._compact(None)
+        except ModelError as exc:
+            log.warning("compaction after a context overflow in session %s failed: %s", self.id, exc)
+            return False
+        return True
 
     async def compact(self, instructions: str | None = None) -> str:
         """Summarize older turns with the model; recent turns and kernel variables are kept."""

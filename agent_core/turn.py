@@ -20,6 +20,7 @@ from agent_core import events as ev
 from agent_core.aio import shielded
 from agent_core.config import NO_MODEL_MESSAGE
 from agent_core.content import to_model_content
+from agent_core.errors import ModelError
 from agent_core.model import ModelDone, ReasoningDelta, TextDelta, ToolCall
 from agent_core.ports import PermissionRequest
 
@@ -87,7 +88,13 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
     for _request in range(limit):
         # Before every request, not only at the start: one long turn of cells can fill the window.
         await session.maybe_compact()
-        done = await _one_request(session, system, emit)
+        try:
+            done = await _one_request(session, system, emit)
+        except ModelError as exc:
+            # The configured window was too optimistic: compact once and try again, else give up.
+            if not _context_overflow(exc) or not await session.compact_for_overflow():
+                raise
+            done = await _one_request(session, system, emit)
         if done.usage is not None:
             emit(session.usage_event(done.usage))
         if done.finish_reason == "length":
@@ -136,6 +143,15 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
     message = f"Stopped after {limit} model requests in one prompt (max_turn_requests). Send another prompt to continue."
     emit(ev.MessageChunk(message, new_id("msg")))
     return TurnOutcome("max_turn_requests", message)
+
+
+_OVERFLOW_WORDS = ("context length", "context window", "maximum context", "too many tokens", "context_length")
+
+
+def _context_overflow(exc: ModelError) -> bool:
+    """A 400/413 whose message says the prompt does not fit the model (wording varies by server)."""
+    text = str(exc).lower()
+    return exc.status in (400, 413) and any(word in text for word in _OVERFLOW_WORDS)
 
 
 async def _one_request(session: Session, system: str, emit: Emit) -> ModelDone:

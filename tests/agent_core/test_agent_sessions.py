@@ -357,3 +357,38 @@ def test_new_session_in_a_missing_directory_is_refused_readably(tmp_path: Path) 
             assert agent.list_sessions(None).sessions == []
 
     asyncio.run(scenario())
+
+
+def test_a_context_overflow_error_compacts_once_and_retries(tmp_path: Path) -> None:
+    from agent_core.testing import error
+
+    async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict]]:
+        async with running_agent(config_for(tmp_path, server, keep_recent_turns=1)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            await collect(session, "first")
+            events = await collect(session, "second")
+            return events, list(session.messages)
+
+    overflow = error(
+        400, "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens."
+    )
+    with ScriptedModelServer([text("one"), overflow, text("summary of one"), text("two")]) as server:
+        events, messages = asyncio.run(scenario(server))
+        assert len(server.requests) == 4 and "tools" not in server.requests[2]
+    assert "".join(m.text for m in of_type(events, ev.MessageChunk)) == "two"
+    assert messages[0]["content"].startswith(SUMMARY_PREFIX)
+
+
+def test_a_context_overflow_with_nothing_to_cut_is_raised(tmp_path: Path) -> None:
+    from agent_core.errors import ModelError
+    from agent_core.testing import error
+
+    async def scenario(server: ScriptedModelServer) -> None:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            with pytest.raises(ModelError, match="maximum context length"):
+                await collect(session, "a single huge prompt")
+
+    with ScriptedModelServer([error(400, "maximum context length exceeded")]) as server:
+        asyncio.run(scenario(server))
+        assert len(server.requests) == 1
