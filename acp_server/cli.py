@@ -8,6 +8,7 @@ package that owns it. Heavy imports stay inside the subcommand so `serve` starts
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -45,11 +46,25 @@ class _KernelSkills:
         return "\n".join(f"- {skill.name}: {skill.description}" for skill in index.skills)
 
 
+def _preload() -> None:
+    """Imports the agent factory and the first session need (run in the server's import thread)."""
+    for module in ("agent_core.agent", "agent_core.refinement.attach", "skills.loader"):
+        importlib.import_module(module)
+
+
+def _attach_refinement(session: Any) -> None:
+    """The agent's `on_session` seam: the continual harness (host ops, after-turn review) per session."""
+    from agent_core.refinement.attach import SessionRefinement
+
+    SessionRefinement.attach(session)
+
+
 def _build_agent(config: Any) -> Any:
-    """The server's Agent: agent_core wired to the kernel-side skills (built off the startup path)."""
+    """The server's Agent: agent_core wired to the kernel-side skills and to refinement (built off the
+    startup path)."""
     from agent_core import Agent
 
-    return Agent(config, skills=_KernelSkills())
+    return Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "serve":
         from acp_server.server import serve_stdio
 
-        return serve_stdio(agent_factory=_build_agent)
+        return serve_stdio(agent_factory=_build_agent, agent_prepare=_preload)
     if command == "demo":
         from acp_server.demo import run_demo
 

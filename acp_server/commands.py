@@ -121,7 +121,8 @@ class CommandRunner:
                 "No harness refinements yet. The agent refines its harness as you work; `/refine` asks for one."
             )
             return
-        lines = [f"Last {len(records)} harness refinements (newest first):", ""]
+        noun = "refinement" if len(records) == 1 else "refinements"
+        lines = [f"Last {len(records)} harness {noun} (newest first):", ""]
         for record in records:
             lines.append(_describe(record))
         lines += ["", "Roll one back with `/rollback <id>`, or the latest with `/undo`."]

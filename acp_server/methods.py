@@ -46,10 +46,15 @@ class AcpServer:
     """Server state shared by the handlers: client capabilities, the agent, open sessions."""
 
     def __init__(
-        self, registry: MethodRegistry, *, agent_factory: Callable[[Any], Any] | None = None
+        self,
+        registry: MethodRegistry,
+        *,
+        agent_factory: Callable[[Any], Any] | None = None,
+        agent_prepare: Callable[[], None] | None = None,
     ) -> None:
         self.registry = registry
         self._agent_factory = agent_factory
+        self._agent_prepare = agent_prepare
         self.client = ClientCapabilities()
         self.connection: Connection | None = None
         self.sessions: dict[str, OpenSession] = {}
@@ -80,7 +85,7 @@ class AcpServer:
         """Import agent_core's heavy half off the loop, build the Agent, start its pool warm-up."""
         await self._warm.wait()
         try:
-            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent)
+            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent, self._agent_prepare)
             config = load_config()
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             await self._agent.start()
@@ -397,9 +402,12 @@ def _few_sessions(agent: Any) -> bool:
     return True
 
 
-def _import_agent() -> tuple[Any, Any]:
+def _import_agent(prepare: Callable[[], None] | None) -> tuple[Any, Any]:
+    """Worker thread: the slow imports, so session/new does not pay them on the event loop."""
     from agent_core import Agent, load_config
 
+    if prepare is not None:
+        prepare()
     return Agent, load_config
 
 

@@ -28,12 +28,14 @@ def _configure_logging() -> None:
 def serve_stdio(
     *,
     agent_factory: Callable[[Any], Any] | None = None,
+    agent_prepare: Callable[[], None] | None = None,
     extensions: Sequence[Callable[[Any], None]] = (),
 ) -> int:
     """Run the server until stdin closes; returns the exit code (0 after an orderly shutdown).
 
     `agent_factory(config)` builds the agent_core `Agent` (the composition root wires skills and
-    refinement into it); each `extensions` callable receives the `AcpServer` before the first
+    refinement into it); `agent_prepare()` runs in the background import thread first (imports the
+    factory will need, kept off the event loop); each `extensions` callable receives the `AcpServer` before the first
     message is read and may register methods on `server.registry` (e.g. `_harness/*`).
     """
     reserved = reserve_stdio()
@@ -41,7 +43,7 @@ def serve_stdio(
     import anyio
 
     try:
-        anyio.run(_serve, reserved, agent_factory, extensions)
+        anyio.run(_serve, reserved, agent_factory, agent_prepare, extensions)
     except KeyboardInterrupt:
         return 130
     return 0
@@ -50,6 +52,7 @@ def serve_stdio(
 async def _serve(
     reserved: ReservedStdio,
     agent_factory: Callable[[Any], Any] | None,
+    agent_prepare: Callable[[], None] | None,
     extensions: Sequence[Callable[[Any], None]],
 ) -> None:
     import anyio
@@ -60,7 +63,7 @@ async def _serve(
     from acp_server.transport import DEFAULT_MAX_LINE_BYTES, Connection
 
     registry = MethodRegistry()
-    server = AcpServer(registry, agent_factory=agent_factory)
+    server = AcpServer(registry, agent_factory=agent_factory, agent_prepare=agent_prepare)
     for extend in extensions:
         extend(server)
     reader = await open_reader(reserved.read_fd)

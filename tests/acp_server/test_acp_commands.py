@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from acp_client import AcpClient
 from acp_helpers import ClientFactory, initialize, new_session
 
-from agent_core.testing.scripted_model import ScriptedModelServer, stall, text
+from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, tool_call
 
 
 def run_command(client: AcpClient, session_id: str, line: str) -> str:
@@ -111,3 +112,19 @@ def test_autonomous_command_switches_the_mode_and_announces_it(session: tuple[Ac
     modes = [o for o in options.message["params"]["update"]["configOptions"] if o["id"] == "mode"]
     assert modes[0]["currentValue"] == "autonomous"
     assert "`auto`" in run_command(client, sid, "/autonomous off")
+
+
+def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(
+    session: tuple[AcpClient, str], model: ScriptedModelServer
+) -> None:
+    client, sid = session
+    cell = "note = harness.create('memory', 'Test command', 'Run make check first.')\nprint('refinement', note['id'])"
+    model.push(tool_call(cell, title="Remember the test command"), text("noted"))
+    assert run_command(client, sid, "remember how to test") == "noted"
+    refinement_id = re.search(r"refinement (r-[0-9a-f-]+)", str(client.updates(sid))).group(1)  # type: ignore[union-attr]
+    history = run_command(client, sid, "/history")
+    assert refinement_id in history and "Last 1 harness refinement " in history
+    assert "Test command" in run_command(client, sid, "/harness")
+    assert f"Rolled back {refinement_id}" in run_command(client, sid, "/undo")
+    assert "Test command" not in run_command(client, sid, "/harness memory")
+    assert "Nothing to undo" in run_command(client, sid, "/undo")
