@@ -16,7 +16,6 @@ from agent_core.refinement.completion import (
 from agent_core.refinement.coordinator import (
     DEFAULT_AUTO_EVERY,
     DEFAULT_COOLDOWN_SECONDS,
-    CoordinatorEvent,
     Policy,
     RefinementCoordinator,
 )
@@ -29,6 +28,7 @@ from agent_core.refinement.extract import (
     extract_json_object,
 )
 from agent_core.refinement.host_ops import HostOpError, host_handlers, register_host_ops
+from agent_core.refinement.outbox import CoordinatorEvent, Outbox
 from agent_core.refinement.planner import RefinementPlanner, Windows
 from agent_core.refinement.policy import needs_review
 from agent_core.refinement.records import (
@@ -57,6 +57,7 @@ __all__ = [
     "InvalidJSONReply",
     "ModelClientCompletion",
     "NoJSONObjectReply",
+    "Outbox",
     "PendingReview",
     "Policy",
     "QuiescenceChanged",

@@ -18,10 +18,9 @@ The background worker and the outbox run in `serve()`, which the session starts 
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -29,8 +28,8 @@ from typing import Any
 import anyio
 
 from agent_core.errors import ModelError
-from agent_core.events import RefinementReported
 from agent_core.refinement.extract import ReplyParseError
+from agent_core.refinement.outbox import CoordinatorEvent, Listener, Outbox
 from agent_core.refinement.planner import RefinementPlanner
 from agent_core.refinement.policy import TrustKey, needs_review
 from agent_core.refinement.records import (
@@ -53,10 +52,6 @@ log = logging.getLogger(__name__)
 DEFAULT_AUTO_EVERY = 25
 DEFAULT_COOLDOWN_SECONDS = 300.0
 HISTORY_LINES = 10
-
-CoordinatorEvent = RefinementReported | QuiescenceChanged | ReviewRequested
-_FLUSH: Any = object()  # outbox marker: "everything before me was delivered"
-Listener = Callable[[CoordinatorEvent], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -115,24 +110,16 @@ class RefinementCoordinator:
         self.trusted: set[TrustKey] = set()
         self.last: RefinementOutcome | None = None
         self.last_refinement_id: str | None = None
-        # Quiescence as published: flips here first, listeners hear of it in order, and `_settled`
-        # (one event per busy period) is set only after the quiescent transition was delivered.
-        self._published_quiescent = True
-        self._settled = anyio.Event()
-        self._settled.set()
-        self._outbox_send, self._outbox_recv = anyio.create_memory_object_stream[
-            tuple[CoordinatorEvent, anyio.Event | None]
-        ](max_buffer_size=math.inf)
+        self.outbox = Outbox()
 
     # ------------------------------------------------------------ listeners and quiescence
 
     def add_listener(self, listener: Listener) -> None:
         """`listener` receives every report and transition, in order; it is awaited before waiters wake."""
-        self._listeners.append(listener)
+        self.outbox.add_listener(listener)
 
     def remove_listener(self, listener: Listener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        self.outbox.remove_listener(listener)
 
     @property
     def pending(self) -> int:
@@ -145,11 +132,11 @@ class RefinementCoordinator:
     @property
     def quiescent(self) -> bool:
         """As published: True only once nothing is pending or running."""
-        return self._published_quiescent
+        return self.outbox.quiescent
 
     def status(self) -> dict[str, Any]:
         return {
-            "quiescent": self._published_quiescent,
+            "quiescent": self.outbox.quiescent,
             "pending": self.pending,
             "in_flight": self._in_flight,
             "awaiting_review": len(self.pending_reviews),
@@ -157,65 +144,35 @@ class RefinementCoordinator:
             "last": self.last.to_json() if self.last else None,
         }
 
-    def _emit(self, event: CoordinatorEvent, settle: anyio.Event | None = None) -> None:
-        self._outbox_send.send_nowait((event, settle))
+    def _emit(self, event: CoordinatorEvent) -> None:
+        self.outbox.emit(event)
 
     def _transition(self) -> None:
         """Publish a quiescence flip if the counters say one happened (call after every change)."""
         now_quiescent = self.pending == 0 and self._in_flight == 0
-        if now_quiescent == self._published_quiescent:
-            return
-        self._published_quiescent = now_quiescent
-        event = QuiescenceChanged(now_quiescent, self.pending, self._in_flight, self.last_refinement_id)
-        if now_quiescent:
-            self._emit(event, settle=self._settled)
-        else:
-            self._settled = anyio.Event()
-            self._emit(event)
+        if now_quiescent != self.outbox.quiescent:
+            self.outbox.publish(
+                QuiescenceChanged(now_quiescent, self.pending, self._in_flight, self.last_refinement_id)
+            )
 
     async def wait_quiescent(self, timeout: float | None = None) -> bool:
         """Wait until settled (and the settling transition was delivered); False on timeout."""
-        with anyio.move_on_after(timeout if timeout is not None else math.inf):
-            while True:
-                settled = self._settled
-                await settled.wait()
-                if self._published_quiescent and self._settled is settled:
-                    return True
-        return self._published_quiescent and self._settled.is_set()
+        return await self.outbox.wait_quiescent(timeout)
 
     async def flushed(self, timeout: float = 30.0) -> bool:
-        """Wait until every event emitted so far has been delivered to the listeners.
+        """Wait until every event emitted so far reached the listeners.
 
         A command that reports through the outbox (`/refine`) awaits this before it answers, so the
         refinement card goes out before the prompt response. False if the outbox is not served.
         """
-        done = anyio.Event()
-        self._outbox_send.send_nowait((_FLUSH, done))
-        with anyio.move_on_after(timeout):
-            await done.wait()
-        return done.is_set()
-
-    async def _deliver(self) -> None:
-        async with self._outbox_recv:
-            async for event, settle in self._outbox_recv:
-                if event is _FLUSH:
-                    if settle is not None:
-                        settle.set()
-                    continue
-                for listener in list(self._listeners):
-                    try:
-                        await listener(event)
-                    except Exception:
-                        log.exception("refinement listener failed on %s", type(event).__name__)
-                if settle is not None:
-                    settle.set()
+        return await self.outbox.flushed(timeout)
 
     # ------------------------------------------------------------ the background worker
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run the outbox and the worker until cancelled (the session's task group owns this)."""
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._deliver)
+            tg.start_soon(self.outbox.deliver)
             task_status.started()
             while True:
                 while not self._queue:
