@@ -356,6 +356,8 @@ def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[s
         "CONTINUAL_ACP_MODEL": "scripted-model",
         "CONTINUAL_ACP_LOG_LEVEL": "INFO",
         "XDG_CONFIG_HOME": str(home / "xdg-config"),
+        # Hermetic: no user skills or config from the real home directory.
+        "HOME": str(home),
     }
     if model_url:
         env["OPENAI_BASE_URL"] = model_url
