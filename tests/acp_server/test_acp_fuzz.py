@@ -69,8 +69,22 @@ def _mutate(rng: random.Random, value: Any, depth: int = 0) -> Any:
     return rng.choice(WEIRD_VALUES)
 
 
+NASTY = [
+    b'{"jsonrpc":"2.0","id":NaN,"method":"initialize"}',
+    b'{"jsonrpc":"2.0","id":Infinity,"method":"session/list"}',
+    b'{"jsonrpc":"2.0","method":"\\ud800","params":{}}',
+    b'{"jsonrpc":"2.0","id":null,"method":"session/list","params":{"cwd":"\\udfff"}}',
+    b"[" * 5000 + b"]" * 5000,
+    b'{"a":' * 3000 + b"1" + b"}" * 3000,
+    b'{"jsonrpc":"2.0","id":1e400,"method":"x"}',
+    b"\xff\xfe\x00garbage",
+]
+
+
 def _line(rng: random.Random, index: int, expected: set[str]) -> bytes:
     roll = rng.random()
+    if roll < 0.02:
+        return rng.choice(NASTY) + b"\n"
     if roll < 0.12:
         return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 80))).replace(b"\n", b" ") + b"\n"
     if roll < 0.18:
