@@ -8,7 +8,16 @@ import pytest
 from acp_client import RpcError
 from acp_helpers import ClientFactory, final_card, initialize, new_session, prompt
 
-from agent_core.testing.scripted_model import ScriptedModelServer, error, reasoning, text, tool_call, usage
+from agent_core.testing.scripted_model import (
+    ScriptedModelServer,
+    error,
+    length_cut,
+    reasoning,
+    refusal,
+    text,
+    tool_call,
+    usage,
+)
 
 # A 1x1 PNG.
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -141,3 +150,24 @@ def test_a_failing_model_endpoint_answers_the_prompt_with_an_actionable_error(
         prompt(client, sid, "hello")
     assert info.value.code == -32603
     assert "127.0.0.1" in str(info.value.message)
+
+
+@pytest.mark.parametrize(
+    ("reply", "stop_reason"),
+    [(length_cut("cut sh", tool_code="print('never run')"), "max_tokens"), (refusal("no"), "refusal")],
+)
+def test_truncation_and_refusal_answer_their_stop_reasons(
+    spawn: ClientFactory,
+    model: ScriptedModelServer,
+    tmp_path: Path,
+    reply: dict[str, object],
+    stop_reason: str,
+) -> None:
+    model.push(reply)
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    assert prompt(client, sid, "go")[0] == stop_reason
+    assert not [u for u in client.updates(sid) if u["sessionUpdate"] == "tool_call"], (
+        "a cut tool call must not run"
+    )
