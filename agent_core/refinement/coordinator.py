@@ -404,7 +404,7 @@ class RefinementCoordinator:
 
     def _applied(self, result: RefinementResult, trigger: Trigger) -> RefinementOutcome:
         self.last_refinement_id = result.id
-        self._emit(report_result(result, view_path=self._view_path))
+        self._emit(report_result(result, view_path=self.view_path))
         status: OutcomeStatus = "applied" if result.applied else "refused"
         errors = "; ".join(result.errors) or None
         return RefinementOutcome(
@@ -417,7 +417,8 @@ class RefinementCoordinator:
             error=errors,
         )
 
-    def _view_path(self, scope: str, kind: str, entry_id: str) -> str | None:
+    def view_path(self, scope: str, kind: str, entry_id: str) -> str | None:
+        """The view file an edit of this entry is shown under (the diff path of review cards)."""
         try:
             return str(self._store(scope).view_path(kind, entry_id, scope=scope))  # type: ignore[arg-type]
         except Exception:
