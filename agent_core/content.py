@@ -18,6 +18,7 @@ from agent_core.events import ImagePart, PromptPart, ResourceLinkPart, ResourceP
 
 log = logging.getLogger(__name__)
 
+IMAGE_NOT_SEEN = "[an image was attached; this model cannot see images]"
 LINK_READ_LIMIT = 100_000  # characters read from a file:// link; the rest is noted, not sent
 
 

@@ -219,6 +219,25 @@ class Session:
                 # error if it really no longer fits.
                 log.warning("automatic compaction of session %s failed: %s", self.id, exc)
 
+    def drop_images(self) -> bool:
+        """Replace image parts in the context by a note and stop sending images; False if there were none."""
+        from agent_core.content import IMAGE_NOT_SEEN
+
+        changed = False
+        for message in self.messages:
+            content = message.get("content")
+            if isinstance(content, list) and any(b.get("type") == "image_url" for b in content):
+                message["content"] = [
+                    {"type": "text", "text": IMAGE_NOT_SEEN} if b.get("type") == "image_url" else b
+                    for b in content
+                ]
+                changed = True
+        if changed:
+            self.config["images"] = False
+            self._writer.append({"type": "context", "reason": "images removed", "messages": self.messages})
+            self._writer.append({"type": "config", "key": "images", "value": False})
+        return changed
+
     async def compact_for_overflow(self) -> bool:
         """Compact after the endpoint said the context does not fit; False when nothing could be cut."""
         if split_point(self.messages, self.agent_config.keep_recent_turns) == 0:

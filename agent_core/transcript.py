@@ -2,7 +2,8 @@
 
 Line 1 is a header (`session_id`, `cwd`, `created_at`, `version`). Every later line is one record:
 `event` (a turn event to replay), `message` (one model-context message), `compaction` (the summary
-and the messages kept; the context restarts from it), `title`, `config`, `usage`. Each line is
+and the messages kept; the context restarts from it), `context` (the same restart for another
+reason), `title`, `config`, `usage`. Each line is
 written whole and flushed, so a crash loses at most the line being written; a torn last line is
 ignored on load (and cut off before the next append, so it cannot glue onto a new line).
 
@@ -322,6 +323,8 @@ def _apply(loaded: LoadedTranscript, record: Mapping[str, Any]) -> None:
     elif kind == "compaction":
         loaded.messages = [dict(m) for m in record["messages"]]
         loaded.compactions += 1
+    elif kind == "context":  # the context rewritten for another reason (e.g. images removed)
+        loaded.messages = [dict(m) for m in record["messages"]]
     elif kind == "title":
         loaded.title = str(record["title"])
     elif kind == "config":

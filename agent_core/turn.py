@@ -91,10 +91,14 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
         try:
             done = await _one_request(session, system, emit)
         except ModelError as exc:
-            # The configured window was too optimistic: compact once and try again, else give up.
-            if not _context_overflow(exc) or not await session.compact_for_overflow():
+            if _images_refused(exc) and session.drop_images():
+                # A text-only model: describe the images instead, for the rest of the session.
+                done = await _one_request(session, system, emit)
+            elif _context_overflow(exc) and await session.compact_for_overflow():
+                # The configured window was too optimistic: compact once and try again.
+                done = await _one_request(session, system, emit)
+            else:
                 raise
-            done = await _one_request(session, system, emit)
         if done.usage is not None:
             emit(session.usage_event(done.usage))
         if done.finish_reason == "length":
@@ -152,6 +156,12 @@ def _context_overflow(exc: ModelError) -> bool:
     """A 400/413 whose message says the prompt does not fit the model (wording varies by server)."""
     text = str(exc).lower()
     return exc.status in (400, 413) and any(word in text for word in _OVERFLOW_WORDS)
+
+
+def _images_refused(exc: ModelError) -> bool:
+    """A 400 that names images (wording varies: "image_url", "does not support images", "vision")."""
+    text = str(exc).lower()
+    return exc.status == 400 and ("image" in text or "vision" in text)
 
 
 async def _one_request(session: Session, system: str, emit: Emit) -> ModelDone:

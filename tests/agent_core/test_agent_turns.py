@@ -565,3 +565,22 @@ def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on
     assert "no-such-python" in told
     assert status.startswith("failed to start")
     assert events[-1] == ev.TurnEnded("end_turn")
+
+
+def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_session(tmp_path: Path) -> None:
+    async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict]]:
+        async with running_agent(config_for(tmp_path, server)) as agent:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            events = await collect(session, [ev.TextPart("what is this?"), ev.ImagePart("aGk=", "image/png")])
+            events += await collect(session, [ev.TextPart("and this?"), ev.ImagePart("aGk=", "image/png")])
+            return events, agent.store.load(session.id).messages
+
+    refused = error(400, "Invalid content type. image_url is only supported by certain models.")
+    with ScriptedModelServer([refused, text("I cannot see it"), text("still cannot")]) as server:
+        events, reloaded = asyncio.run(scenario(server))
+        retried, second = server.requests[1], server.requests[2]
+    assert len(of_type(events, ev.TurnEnded)) == 2
+    for request in (retried, second):
+        assert "image_url" not in json.dumps(request["messages"])
+        assert "cannot see images" in json.dumps(request["messages"])
+    assert "image_url" not in json.dumps(reloaded)  # the transcript rebuilds the image-free context
