@@ -78,6 +78,7 @@ class SessionRefinement:
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
         refinement = cls(session, coordinator)
+        coordinator.add_listener(refinement._record)
         session.refinement = refinement  # how acp_server finds it (`_harness/*`, /refine, /review)
         session.after_turn_hooks.append(refinement.after_turn)
         # The agent's seams (older sessions without them still get turns and background work).
@@ -86,6 +87,12 @@ class SessionRefinement:
         getattr(session, "close_hooks", []).append(refinement.aclose)
         refinement.start()
         return refinement
+
+    async def _record(self, event: Any) -> None:
+        """Refinement cards go into the transcript, so `session/load` replays them."""
+        record = getattr(self.session, "record_event", None)
+        if record is not None and isinstance(event, ev.RefinementReported):
+            record(event)
 
     def start(self) -> None:
         if self._task is None:
