@@ -40,6 +40,7 @@ class OpenSession:
     # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a
     # prompt queued behind a running one is cancelled too (it never reaches agent_core).
     cancel_generation: int = 0
+    unsubscribe: Callable[[], None] | None = None
 
 
 class AcpServer:
@@ -141,6 +142,7 @@ class AcpServer:
         editor.presenter = presenter
         opened = OpenSession(session, editor, presenter)
         self.sessions[session_id] = opened
+        _subscribe_refinements(opened)
         return opened
 
     def _new_editor(self) -> JsonRpcEditor:
@@ -288,6 +290,8 @@ class AcpServer:
         if opened is not None:
             opened.cancel_generation += 1
             opened.editor.cancel_pending_permissions()
+            if opened.unsubscribe is not None:
+                opened.unsubscribe()
             await opened.session.cancel()
         return opened
 
@@ -370,6 +374,25 @@ class AcpServer:
         opened.cancel_generation += 1
         opened.editor.cancel_pending_permissions()
         await opened.session.cancel()
+
+
+def _subscribe_refinements(opened: OpenSession) -> None:
+    """Show the session's refinement results (cell-made, background) as edit cards when they happen.
+
+    Only `RefinementReported` is presented here; quiescence and review requests from the same
+    outbox belong to the `_harness/*` surface (the refinement issue adds its own listener).
+    """
+    coordinator = getattr(getattr(opened.session, "refinement", None), "coordinator", None)
+    if coordinator is None or not hasattr(coordinator, "add_listener"):
+        return
+    from agent_core import RefinementReported
+
+    async def listener(event: Any) -> None:
+        if isinstance(event, RefinementReported):
+            await opened.presenter.present(event)
+
+    coordinator.add_listener(listener)
+    opened.unsubscribe = lambda: coordinator.remove_listener(listener)
 
 
 def _since_spawn_ms() -> float:

@@ -301,6 +301,7 @@ class TurnPresenter:
         await self._send(
             {
                 "sessionUpdate": "agent_message_chunk",
+                "messageId": f"refinement-{event.refinement_id}",
                 "content": {
                     "type": "text",
                     "text": f"\n\nHarness refinement `{event.refinement_id}` ({event.scope}) {verb}: {event.summary}.{undo}\n",

@@ -120,8 +120,13 @@ def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(
     client, sid = session
     cell = "note = harness.create('memory', 'Test command', 'Run make check first.')\nprint('refinement', note['id'])"
     model.push(tool_call(cell, title="Remember the test command"), text("noted"))
-    assert run_command(client, sid, "remember how to test") == "noted"
+    reply = run_command(client, sid, "remember how to test")
+    assert reply.endswith("noted") and "Undo it with `/rollback r-" in reply
     refinement_id = re.search(r"refinement (r-[0-9a-f-]+)", str(client.updates(sid))).group(1)  # type: ignore[union-attr]
+    card = client.wait_for(
+        lambda m: m.get("method") == "session/update" and m["params"]["update"].get("kind") == "edit"
+    ).message["params"]["update"]
+    assert card["title"].startswith("Refine harness:") and refinement_id in card["toolCallId"]
     history = run_command(client, sid, "/history")
     assert refinement_id in history and "Last 1 harness refinement " in history
     assert "Test command" in run_command(client, sid, "/harness")
