@@ -10,6 +10,7 @@ the agent writes, which the demo then rolls back with `/undo`.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import os
 import re
@@ -140,6 +141,12 @@ def _unfence(text: str) -> str:
     return match.group(2) if match else text
 
 
+def _diff_lines(old: str | None, new: str) -> str:
+    changed = difflib.unified_diff((old or "").splitlines(), new.splitlines(), lineterm="", n=1)
+    body = [line for line in changed if not line.startswith(("---", "+++", "@@"))]
+    return "\n".join(f"      {line}" for line in body)
+
+
 class Transcript:
     """Turns `session/update`s into a transcript a person can read."""
 
@@ -165,12 +172,21 @@ class Transcript:
         update = params["update"]
         kind = update["sessionUpdate"]
         if kind == "agent_message_chunk" and update["content"].get("type") == "text":
+            text = update["content"]["text"]
             if not self._speaking:
+                text = text.lstrip("\n")
                 self.out.write("agent> ")
                 self._speaking = True
-            self.out.write(update["content"]["text"])
-            self.agent_text += update["content"]["text"]
+            self.out.write(text)
+            self.agent_text += text
             self.out.flush()
+        elif kind == "tool_call" and update.get("kind") == "edit":
+            # A harness refinement: one diff per edited entry, as an editor's review UI would show it.
+            self.line(f"  [harness edit] {update['title']} ({update.get('status', 'pending')})")
+            for block in update.get("content") or []:
+                if block.get("type") == "diff":
+                    self.line(f"    {'/'.join(Path(block['path']).parts[-4:])}")
+                    self.line(_diff_lines(block.get("oldText"), block["newText"]))
         elif kind == "tool_call":
             self.cells[update["toolCallId"]] = update
             self.line(f"  [cell] {update['title']}")
@@ -285,15 +301,9 @@ async def _conversation(client: StdioClient, transcript: Transcript, cwd: str) -
     if await prompt(QUESTION) != "end_turn":
         raise DemoFailed("the first turn did not end normally")
     statuses = list(transcript.statuses.values())
-    if "385" not in transcript.agent_text or len(statuses) != 2 or statuses[0] != "completed":
-        raise DemoFailed("the cells did not run as scripted")
-    if statuses[1] == "completed":
-        commands = ["/history", "/undo", "/history"]
-    else:
-        # A build without the kernel's `harness` skill: show the harness commands that need no refinement.
-        line("(the harness skill is not available in this build, so there is no refinement to roll back)")
-        line()
-        commands = ["/history", "/harness"]
+    if "385" not in transcript.agent_text or statuses != ["completed", "completed"]:
+        raise DemoFailed(f"the cells did not run as scripted (cell statuses: {statuses})")
+    commands = ["/history", "/undo", "/history"]
     for command in commands:
         transcript.agent_text = ""
         await prompt(command)

@@ -32,19 +32,18 @@ def test_demo_shows_the_cell_its_output_a_slash_command_and_a_rollback(
     assert "total = sum(i * i for i in range(1, 11))" in out
     assert "sum of squares: 385" in out
     assert "[cell completed]" in out
-    if "the harness skill is not available in this build" in out:
-        # Until the kernel's `harness` skill reaches the host, the demo shows the harness commands instead.
-        assert "you> /history" in out and "you> /harness" in out
-        assert "No harness refinements yet" in out
-    else:
-        # the harness note written from a cell, listed by /history, rolled back by /undo
-        noted = re.search(r"noted as refinement (\S+)", out)
-        assert noted, out
-        refinement_id = noted.group(1)
-        history = out.split("you> /history", 1)[1].split("you> /undo", 1)[0]
-        assert refinement_id in history
-        undo = out.split("you> /undo", 1)[1]
-        assert "Rolled back" in undo and refinement_id in undo
+    # the harness note written from a cell: an edit card with its diff, listed by /history, undone by /undo
+    noted = re.search(r"noted as refinement (\S+)", out)
+    assert noted, out
+    refinement_id = noted.group(1)
+    assert "[harness edit] Refine harness: create memory Test command" in out
+    assert "+Run `make check` before committing" in out
+    first_history = out.split("you> /history", 1)[1].split("you> /undo", 1)[0]
+    assert refinement_id in first_history
+    undo = out.split("you> /undo", 1)[1].split("you> /history", 1)[0]
+    assert f"Rolled back {refinement_id}" in undo
+    second_history = out.split("you> /history")[2]
+    assert f"rollback of {refinement_id}" in second_history
     assert "agent> The sum of the squares of 1 to 10 is 385" in out
     assert "the server exited cleanly" in out
     assert processes_with_env("CONTINUAL_ACP_TEST_MARK", marker) == []  # no kernel or server left behind
