@@ -6,7 +6,7 @@
 // PLAN.json (written by tests/conformance/test_conformance.py, which also scripts the model):
 //   {"agent": [cmd, ...args], "cwd": "/abs", "cell": {"prompt", "code", "expect"},
 //    "ask": {"prompt", "code", "expect"}, "reject": {"prompt", "marker"}, "hold": {"prompt"},
-//    "cancel": {"prompt", "started"}, "slash": "/history"}
+//    "cancel": {"prompt", "started"}, "slash": "/history", "remember": {"prompt"}}
 // Prints one JSON report on stdout: {ok, steps: [{name, ok, ms, detail}], findings, frames, cancelMs}.
 // Progress and the agent's stderr go to stderr.
 import { spawn } from "node:child_process";
@@ -332,6 +332,23 @@ async function firstConnection(recorder) {
       const reply = textOf(recorder.since(mark, sessionId), "agent_message_chunk");
       check(reply.trim().length > 0, "no reply text");
       return { reply: reply.slice(0, 300) };
+    });
+
+    await step("a harness edit from a cell is shown as an edit card and /undo rolls it back", async () => {
+      let mark = recorder.updates.length;
+      const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.remember.prompt) }, 60_000);
+      check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+      const ups = recorder.since(mark, sessionId);
+      const card = ups.find((u) => u.sessionUpdate === "tool_call" && u.kind === "edit");
+      check(card, "no edit card for the harness refinement");
+      check((card.content ?? []).some((c) => c.type === "diff"), "the edit card has no diff");
+      const id = card.rawOutput?.refinementId ?? (card.title.match(/r-[\w-]+/) ?? [])[0];
+      mark = recorder.updates.length;
+      const undo = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text("/undo") });
+      check(undo.stopReason === "end_turn", `stopReason ${undo.stopReason}`);
+      const reply = textOf(recorder.since(mark, sessionId), "agent_message_chunk");
+      check(reply.includes("Rolled back") && (!id || reply.includes(id)), `unexpected /undo reply: ${reply}`);
+      return { card: card.title, reply: reply.slice(0, 200) };
     });
 
     await step("session/list finds the session", async () => {

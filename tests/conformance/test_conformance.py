@@ -116,6 +116,7 @@ CELL_CODE = "# Greet from the kernel\nprint('hello from the kernel')"
 ASK_CODE = "print(6 * 7)"
 REJECT_CODE = "print('SIDE' + 'EFFECT')"  # the joined word appears only if the cell really ran
 HOLD_CODE = "print('never asked twice')"
+REMEMBER_CODE = "harness.create('memory', 'Test command', 'Run make check before committing.')"
 LONG_CODE = "import time\nprint('long cell started', flush=True)\ntime.sleep(60)"
 
 
@@ -131,6 +132,8 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
         text("Understood, I will not run it."),
         tool_call(HOLD_CODE, title="Wait for permission"),
         tool_call(LONG_CODE, title="Wait a minute"),
+        tool_call(REMEMBER_CODE, title="Remember the test command"),
+        text("Noted."),
     ]
     workdir = tmp_path / "project"
     workdir.mkdir()
@@ -143,6 +146,7 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
         "hold": {"prompt": "Ask me first"},
         "cancel": {"prompt": "Wait a minute", "started": "long cell started"},
         "slash": "/history",
+        "remember": {"prompt": "Remember how tests are run here"},
     }
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
