@@ -145,3 +145,10 @@ def test_host_client_is_injected_by_source_when_kernel_bridge_is_not_importable(
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "call HostError\n"
+
+
+def test_host_client_without_a_bridge_raises_host_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTINUAL_ACP_BRIDGE", raising=False)
+    monkeypatch.delenv("CONTINUAL_ACP_BRIDGE_TOKEN", raising=False)
+    with pytest.raises(hostclient.HostError, match="CONTINUAL_ACP_BRIDGE"):
+        hostclient.call("anything")

@@ -141,3 +141,15 @@ async def test_pickling_that_raises_system_exit_only_skips_that_variable(snap_se
     manifest = await snap_session.snapshot()
     assert "keep_me" in manifest["saved"]
     assert "SystemExit" in manifest["skipped"]["q"]
+
+
+async def test_restore_refuses_a_symlinked_snapshot(snap_session: KernelSession, tmp_path: Path) -> None:
+    await snap_session.execute("linked = 1").result()
+    await snap_session.snapshot()
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+    elsewhere = tmp_path / "elsewhere.dill"
+    paths.state.rename(elsewhere)
+    paths.state.symlink_to(elsewhere)
+    report = await snap_session.restore()
+    assert report.restored == [] and "not a regular file" in report.failed["linked"]
