@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -133,3 +134,41 @@ async def test_execute_after_shutdown_raises_session_closed(pool: KernelPool, tm
     await s.shutdown()
     with pytest.raises(SessionClosed, match="shut down"):
         s.execute("1")
+
+
+_DROP_IDLE = """
+import ipykernel.kernelbase as kernelbase
+
+_publish = kernelbase.Kernel._publish_status
+
+
+def _publish_status(self, status, channel, parent=None):
+    # A deliberately broken kernel: it never reports idle for cells marked "# drop-idle".
+    target = parent or self.get_parent(channel)
+    code = (target or {}).get("content", {}).get("code", "")
+    if status == "idle" and "# drop-idle" in code:
+        return None
+    return _publish(self, status, channel, parent)
+
+
+kernelbase.Kernel._publish_status = _publish_status
+"""
+
+
+async def test_cell_whose_idle_status_never_arrives_still_finishes(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_DROP_IDLE)
+    wrapper = tmp_path / "python-dropping-idle"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{site}:$PYTHONPATH" exec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    broken = KernelPool(0, python=wrapper)
+    try:
+        s = await broken.acquire(cwd=tmp_path)
+        result = await s.execute("print('before')  # drop-idle").result()
+        assert result.status == "ok"
+        assert result.output.startswith("before\n")
+        assert "output of this cell may be missing" in result.output
+        assert (await s.execute("print('next')").result()).output == "next\n"
+    finally:
+        await broken.aclose()
