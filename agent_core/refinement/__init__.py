@@ -6,6 +6,7 @@ Nothing here imports acp_server: reports leave as `RefinementReported` and `Quie
 
 from __future__ import annotations
 
+from agent_core.refinement.attach import SessionRefinement
 from agent_core.refinement.completion import (
     Completion,
     CompletionClient,
@@ -69,6 +70,7 @@ __all__ = [
     "ReviewChoice",
     "ReviewRequested",
     "ReviewVerdict",
+    "SessionRefinement",
     "TrajectoryItem",
     "TruncatedReply",
     "Windows",
