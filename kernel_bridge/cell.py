@@ -105,7 +105,7 @@ class CellRun:
         return event
 
     async def result(self) -> CellResult:
-        """Wait for the cell to finish (events not consumed are discarded from memory)."""
+        """Wait for the cell to finish; works whether or not the events were iterated."""
         await self._done.wait()
         assert self._result is not None
         return self._result

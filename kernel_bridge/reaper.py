@@ -18,7 +18,8 @@ from types import FrameType
 log = logging.getLogger(__name__)
 
 _groups: dict[int, int] = {}
-_lock = threading.Lock()
+# Re-entrant: the SIGTERM handler may run while the main thread is inside track()/forget().
+_lock = threading.RLock()
 _installed = False
 
 
