@@ -100,6 +100,32 @@ async def test_call_interrupted_mid_flight_does_not_confuse_the_next_call(bridge
     assert after.output == "{'echo': {'fresh': True}}\n"
 
 
+async def test_calls_from_a_kernel_thread_keep_working_while_a_cell_is_interrupted(
+    bridged: KernelSession,
+) -> None:
+    code = (
+        "import threading, time\n"
+        "worker_results, worker_errors = [], []\n"
+        "def worker():\n"
+        "    for i in range(300):\n"
+        "        try:\n"
+        "            worker_results.append(bridge.call('echo', i=i)['echo']['i'])\n"
+        "        except Exception as exc:\n"
+        "            worker_errors.append(repr(exc))\n"
+        "        time.sleep(0.002)\n"
+        "worker_thread = threading.Thread(target=worker)\n"
+        "worker_thread.start()\n"
+        "print('started', flush=True)\n"
+        "time.sleep(60)"
+    )
+    run = bridged.execute(code)
+    await anext(run)
+    await bridged.interrupt()
+    assert (await run.result()).status == "interrupted"
+    check = "worker_thread.join(30)\nprint(worker_results == list(range(300)), worker_errors)"
+    assert (await bridged.execute(check).result()).output == "True []\n"
+
+
 async def test_bridge_socket_is_private_and_rejects_a_wrong_token(bridged: KernelSession) -> None:
     address = bridged.host_bridge.address
     assert address.startswith("unix:")
