@@ -12,6 +12,7 @@ import logging
 import os
 import secrets
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,9 @@ class RunningKernel:
         reaper.kill_group(self.pid)
         reaper.forget(self.pid)
 
+
+# The provisioner seam: how a kernel comes to exist for a LaunchSpec.
+Launcher = Callable[[LaunchSpec], Awaitable[RunningKernel]]
 
 # ipykernel's launcher, except that the iopub socket never drops messages. With zmq's default send
 # high-water mark (1,000 messages) a burst of flushed prints from the kernel overran the queue

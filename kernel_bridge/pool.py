@@ -16,7 +16,13 @@ from kernel_bridge.bootstrap import preload
 from kernel_bridge.environment import resolve_interpreter, scrub_environment
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.hostbridge import HostBridge
-from kernel_bridge.launcher import DEFAULT_STARTUP_TIMEOUT, LaunchSpec, RunningKernel, start_local_kernel
+from kernel_bridge.launcher import (
+    DEFAULT_STARTUP_TIMEOUT,
+    Launcher,
+    LaunchSpec,
+    RunningKernel,
+    start_local_kernel,
+)
 from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, private_dir
 from kernel_bridge.session import KernelSession, SessionOptions
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
@@ -33,6 +39,8 @@ class KernelPool:
     unhealthy, `acquire` starts one cold: correctness never depends on the pool.
 
     The interpreter is validated here, so a wrong path fails at construction with a message naming it.
+    `launcher` is the provisioner seam: how a kernel process comes to exist (default: a local
+    process via `start_local_kernel`).
     """
 
     def __init__(
@@ -52,6 +60,7 @@ class KernelPool:
         refill_delay: float = 1.0,
         per_variable_cap: int = PER_VARIABLE_CAP,
         total_cap: int = TOTAL_CAP,
+        launcher: Launcher = start_local_kernel,
     ) -> None:
         if size < 0:
             raise ValueError(f"kernel pool size must be >= 0, got {size}")
@@ -73,6 +82,7 @@ class KernelPool:
         self.refill_delay = refill_delay
         self.per_variable_cap = per_variable_cap
         self.total_cap = total_cap
+        self._launcher = launcher
         self._ready: list[RunningKernel] = []
         self._warming = 0
         self._warm_tasks: set[asyncio.Task[None]] = set()
@@ -154,7 +164,7 @@ class KernelPool:
             runtime_dir=self.runtime_dir,
             startup_timeout=self.startup_timeout,
         )
-        return await start_local_kernel(spec)
+        return await self._launcher(spec)
 
     async def _take(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
         """A healthy ready kernel, one that is about to be ready, or a cold start."""

@@ -11,6 +11,7 @@ import pytest
 from kernel_bridge_support import process_gone, wait_until
 
 from kernel_bridge import InterpreterNotFound, KernelPool, resolve_interpreter, scrub_environment
+from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
 
 pytestmark = pytest.mark.anyio
 
@@ -156,5 +157,22 @@ async def test_interpreter_without_ipykernel_fails_with_log_tail(tmp_path: Path)
     try:
         with pytest.raises(Exception, match="ipykernel"):
             await pool.acquire(cwd=tmp_path)
+    finally:
+        await pool.aclose()
+
+
+async def test_pool_starts_kernels_through_the_given_launcher(tmp_path: Path) -> None:
+    seen: list[LaunchSpec] = []
+
+    async def recording_launcher(spec: LaunchSpec) -> RunningKernel:
+        seen.append(spec)
+        return await start_local_kernel(spec)
+
+    pool = KernelPool(0, launcher=recording_launcher, base_env={"PATH": os.environ.get("PATH", "")})
+    try:
+        session = await pool.acquire(cwd=tmp_path, env={"FROM_SESSION": "1"})
+        assert (await session.execute("print('via seam')").result()).output == "via seam\n"
+        assert len(seen) == 1
+        assert seen[0].cwd == tmp_path.resolve() and seen[0].env["FROM_SESSION"] == "1"
     finally:
         await pool.aclose()
