@@ -195,6 +195,7 @@ class KernelPool:
         snapshot_dir: str | os.PathLike[str] | None = None,
         output_dir: str | os.PathLike[str] | None = None,
         max_output_chars: int | None = None,
+        setup_timeout: float = 120.0,
     ) -> KernelSession:
         """A kernel session in `cwd` with `env` (secrets scrubbed) applied and `setup_code` run.
 
@@ -202,7 +203,8 @@ class KernelPool:
         `kernel-state.dill` + `kernel-state.json` (a path ending in `.dill` names the file itself);
         without it no snapshots are taken. The snapshot is NOT restored here: call
         `await session.restore()` when loading a saved session. `output_dir` receives each cell's
-        full output (default: a directory in the pool's runtime dir).
+        full output (default: a directory in the pool's runtime dir). `setup_code` that runs longer
+        than `setup_timeout` is interrupted; its failure is in `session.setup_error`.
         """
         if self._closed:
             raise KernelBridgeError("the kernel pool was closed")
@@ -226,6 +228,7 @@ class KernelPool:
             snapshot_timeout=self.snapshot_timeout,
             per_variable_cap=self.per_variable_cap,
             total_cap=self.total_cap,
+            setup_timeout=setup_timeout,
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()

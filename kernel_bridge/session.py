@@ -71,6 +71,7 @@ class SessionOptions:
     per_variable_cap: int = PER_VARIABLE_CAP
     total_cap: int = TOTAL_CAP
     live_buffer_chars: int = 4 * 1024 * 1024
+    setup_timeout: float = 120.0
 
 
 class KernelSession:
@@ -154,7 +155,7 @@ class KernelSession:
             raise KernelBridgeError(f"kernel setup failed: {error}")
         self.setup_error = None
         if self.options.setup_code:
-            _, error = await self._internal(self.options.setup_code, timeout=120.0)
+            _, error = await self._internal(self.options.setup_code, timeout=self.options.setup_timeout)
             if error is not None:
                 self.setup_error = error
                 log.warning("kernel setup code failed: %s", error)
@@ -332,13 +333,26 @@ class KernelSession:
                 self._kill_reason is not None and run is self._interrupting
             ):
                 return reply, True
-            if deadline is not None and not timed_out and time.monotonic() > deadline and run is not None:
+            if deadline is None or time.monotonic() <= deadline:
+                continue
+            if run is not None:
+                if not timed_out:
+                    timed_out = True
+                    notice = f"[the cell timed out after {timeout:g} s and was interrupted]\n"
+                    if request.collector is not None:
+                        request.collector.add(notice)
+                    run.push(Stream("stderr", notice))
+                    spawn(self._interrupt_run(run, f"the cell timed out after {timeout:g} s"), "timeout")
+            elif not timed_out:
+                # Internal code (setup, snapshot, restore) over its time: interrupt it first...
                 timed_out = True
-                notice = f"[the cell timed out after {timeout:g} s and was interrupted]\n"
-                if request.collector is not None:
-                    request.collector.add(notice)
-                run.push(Stream("stderr", notice))
-                spawn(self._interrupt_run(run, f"the cell timed out after {timeout:g} s"), "timeout")
+                with contextlib.suppress(Exception):
+                    await kernel.interrupt()
+            elif time.monotonic() > deadline + self.options.interrupt_grace:
+                # ...and replace the kernel if it will not stop.
+                self._restart_reason = f"internal kernel code did not finish within {timeout:g} s"
+                await kernel.kill()
+                return reply, True
 
     async def _internal(self, code: str, timeout: float) -> tuple[str | None, str | None]:
         """Run bookkeeping code silently (lock held by caller or at setup); (last_result, error)."""

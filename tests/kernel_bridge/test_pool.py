@@ -176,3 +176,15 @@ async def test_pool_starts_kernels_through_the_given_launcher(tmp_path: Path) ->
         assert seen[0].cwd == tmp_path.resolve() and seen[0].env["FROM_SESSION"] == "1"
     finally:
         await pool.aclose()
+
+
+async def test_setup_code_that_hangs_is_interrupted_and_reported(tmp_path: Path) -> None:
+    pool = KernelPool(0, interrupt_grace=1.0)
+    try:
+        session = await pool.acquire(
+            cwd=tmp_path, setup_code="import time\ntime.sleep(600)", setup_timeout=1.0
+        )
+        assert session.setup_error is not None and "KeyboardInterrupt" in session.setup_error
+        assert (await session.execute("print('usable')").result()).output == "usable\n"
+    finally:
+        await pool.aclose()
