@@ -127,6 +127,7 @@ class Recorder {
     this.permissions = [];
     this.waiters = [];
     this.permissionChoice = "allow_once";
+    this.permissionWaiters = [];
   }
   push(params) {
     this.updates.push(params);
@@ -136,6 +137,11 @@ class Recorder {
     const found = this.updates.find(test);
     if (found) return Promise.resolve(found);
     return withTimeout(new Promise((resolve) => this.waiters.push({ test, resolve })), ms, what);
+  }
+  /** Resolves once more than `count` permission requests have arrived. */
+  permissionAsked(count) {
+    if (this.permissions.length > count) return Promise.resolve();
+    return new Promise((resolve) => this.permissionWaiters.push({ count, resolve }));
   }
   since(mark, sessionId) {
     return this.updates.slice(mark).filter((p) => p.sessionId === sessionId).map((p) => p.update);
@@ -147,6 +153,10 @@ function buildClient(recorder) {
     .client({ name: "continual-acp-conformance" })
     .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
       recorder.permissions.push(params);
+      for (const w of recorder.permissionWaiters.splice(0)) {
+        if (recorder.permissions.length > w.count) w.resolve();
+        else recorder.permissionWaiters.push(w);
+      }
       // "hold": leave the request open until the test cancels the turn, as a user who walked away would.
       if (recorder.permissionChoice === "hold") {
         return new Promise((resolve) => {
@@ -287,7 +297,7 @@ async function firstConnection(recorder) {
       recorder.permissionChoice = "hold";
       const asked = recorder.permissions.length;
       const pending = request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.hold.prompt) }, 60_000);
-      while (recorder.permissions.length === asked) await new Promise((r) => setTimeout(r, 20));
+      await withTimeout(recorder.permissionAsked(asked), 30_000, "the permission request");
       const t0 = performance.now();
       await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
       // The protocol asks the client to answer pending permission requests with "cancelled" too.
