@@ -104,20 +104,48 @@ class RunningKernel:
 # The provisioner seam: how a kernel comes to exist for a LaunchSpec.
 Launcher = Callable[[LaunchSpec], Awaitable[RunningKernel]]
 
-# ipykernel's launcher, except that the iopub socket never drops messages. With zmq's default send
-# high-water mark (1,000 messages) a burst of flushed prints from the kernel overran the queue
-# whenever this process was slow to drain it (measured here under load: 1,750 of 3,000 lines lost),
-# and a dropped `idle` status left the cell hanging. Unsent output is held by the kernel instead.
+# ipykernel's launcher with two changes.
+# 1. The iopub socket never drops messages. With zmq's default send high-water mark (1,000
+#    messages) a burst of flushed prints from the kernel overran the queue whenever this process was
+#    slow to drain it (measured here under load: 1,750 of 3,000 lines lost), and a dropped `idle`
+#    status left the cell hanging. Unsent output is held by the kernel instead.
+# 2. When the server dies without running any cleanup (SIGKILL), ipykernel's parent watch ends the
+#    kernel with os._exit, which orphans whatever the kernel started (`%%bash` jobs, test runners,
+#    `subprocess.Popen`). The kernel leads its own process group, so our watch kills the group.
 _LAUNCH_CODE = """\
+import os
+import signal
 import sys
+import threading
+import time
+
 import zmq
 from ipykernel.kernelapp import IPKernelApp
+
+
+class ParentWatch(threading.Thread):
+    def __init__(self, parent_pid):
+        super().__init__(daemon=True, name="continual-acp-parent-watch")
+        self.parent_pid = parent_pid
+
+    def run(self):
+        while os.getppid() == self.parent_pid:
+            time.sleep(1.0)
+        if os.getpgrp() == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+        os._exit(1)
 
 
 class ContinualAcpKernelApp(IPKernelApp):
     def init_iopub(self, context):
         context.setsockopt(zmq.SNDHWM, 0)
         super().init_iopub(context)
+
+    def init_poller(self):
+        super().init_poller()
+        parent = self.parent_handle
+        if sys.platform != "win32" and parent and parent != 1 and os.getppid() == parent:
+            self.poller = ParentWatch(parent)
 
 
 if sys.path and sys.path[0] == "":

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from kernel_bridge_support import process_gone
 HOST = Path(__file__).with_name("orphan_host.py")
 
 
-def _start_host() -> tuple[subprocess.Popen[str], int, int]:
+def _start_host() -> tuple[subprocess.Popen[str], int, int, str]:
     host = subprocess.Popen(
         [sys.executable, str(HOST)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -25,17 +25,36 @@ def _start_host() -> tuple[subprocess.Popen[str], int, int]:
     if not line:
         host.kill()
         raise AssertionError(f"host script failed: {host.stderr.read() if host.stderr else ''}")
-    kernel_pid, child_pid = (int(part) for part in line.split())
-    return host, kernel_pid, child_pid
+    kernel_pid, child_pid, runtime_dir = line.split()
+    return host, int(kernel_pid), int(child_pid), runtime_dir
+
+
+def _kernels_started_in(runtime_dir: str) -> list[int]:
+    """Live processes whose command line names a connection file in `runtime_dir` (its kernels)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if runtime_dir in cmdline and not process_gone(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)  # polling a condition with a deadline
+    return condition()
 
 
 def _wait_gone(pid: int, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process_gone(pid):
-            return True
-        time.sleep(0.05)  # polling a condition with a deadline
-    return process_gone(pid)
+    return _wait_until(lambda: process_gone(pid), timeout)
 
 
 @pytest.fixture
@@ -49,19 +68,24 @@ def cleanup() -> Iterator[list[int]]:
             pass
 
 
-def test_sigterm_of_the_server_kills_the_kernel_and_its_children(cleanup: list[int]) -> None:
-    host, kernel_pid, child_pid = _start_host()
-    cleanup.extend([kernel_pid, child_pid])
+def test_sigterm_of_the_server_kills_every_kernel_and_their_children(cleanup: list[int]) -> None:
+    host, kernel_pid, child_pid, runtime_dir = _start_host()
+    kernels = _kernels_started_in(runtime_dir)
+    assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
+    cleanup.extend([*kernels, child_pid])
     host.send_signal(signal.SIGTERM)
     assert host.wait(timeout=30) == -signal.SIGTERM
-    assert _wait_gone(kernel_pid), f"kernel {kernel_pid} survived SIGTERM of its server"
+    assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), "a kernel survived SIGTERM"
     assert _wait_gone(child_pid), f"kernel child {child_pid} survived SIGTERM of the server"
 
 
-def test_sigkill_of_the_server_still_ends_the_kernel(cleanup: list[int]) -> None:
-    host, kernel_pid, child_pid = _start_host()
-    cleanup.extend([kernel_pid, child_pid])
+def test_sigkill_of_the_server_ends_every_kernel_and_their_children(cleanup: list[int]) -> None:
+    host, kernel_pid, child_pid, runtime_dir = _start_host()
+    kernels = _kernels_started_in(runtime_dir)
+    assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
+    cleanup.extend([*kernels, child_pid])
     host.kill()
     host.wait(timeout=30)
-    # Nothing in the server runs after SIGKILL: ipykernel's parent-pid watch ends the kernel.
-    assert _wait_gone(kernel_pid), f"kernel {kernel_pid} survived SIGKILL of its server"
+    # Nothing in the server runs after SIGKILL: each kernel's parent watch kills its process group.
+    assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), "a kernel survived SIGKILL"
+    assert _wait_gone(child_pid), f"kernel child {child_pid} survived SIGKILL of the server"
