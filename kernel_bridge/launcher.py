@@ -199,10 +199,16 @@ async def start_local_kernel(spec: LaunchSpec) -> RunningKernel:
     log_file = os.fdopen(log_fd, "ab")
     try:
         await km.start_kernel(env=spec.env, cwd=str(spec.cwd), stdout=log_file, stderr=log_file)
-    except FileNotFoundError as exc:
-        raise KernelStartError(f"could not run kernel interpreter {spec.python}: {exc}") from exc
-    except Exception as exc:
-        raise KernelStartError(f"could not start a kernel with {spec.python}: {exc}") from exc
+    except BaseException as exc:
+        # Cancelled or failed after the process was spawned: nobody else knows its pid.
+        started = getattr(km.provisioner, "process", None)
+        if started is not None:
+            reaper.kill_group(int(started.pid))
+        if isinstance(exc, FileNotFoundError):
+            raise KernelStartError(f"could not run kernel interpreter {spec.python}: {exc}") from exc
+        if isinstance(exc, Exception):
+            raise KernelStartError(f"could not start a kernel with {spec.python}: {exc}") from exc
+        raise
     finally:
         log_file.close()
     process = getattr(km.provisioner, "process", None)

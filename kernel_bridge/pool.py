@@ -142,6 +142,11 @@ class KernelPool:
             if not await preload(kernel):
                 log.warning("preloading a pooled kernel failed; it will be set up at acquire time")
             self.warm_failures = 0
+        except asyncio.CancelledError:
+            # aclose() cancels warming tasks; a kernel started before the cancel must not outlive it.
+            if kernel is not None:
+                await kernel.kill()
+            raise
         except Exception as exc:
             self.warm_failures += 1
             self.last_warm_error = str(exc)

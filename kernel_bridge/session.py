@@ -443,7 +443,10 @@ class KernelSession:
         async with self._lock:
             if self._closed or self._restart_reason is None:
                 return
-            report = await self._replace_kernel(self._restart_reason, take_snapshot=False)
+            try:
+                report = await self._replace_kernel(self._restart_reason, take_snapshot=False)
+            except SessionClosed:
+                return  # shut down meanwhile; the half-started kernel was killed
             self._pending_report = (
                 report if not self._pending_report else self._pending_report + "\n" + report
             )
@@ -464,6 +467,10 @@ class KernelSession:
         self.restarts += 1
         known = list(self._known_names)
         new = await self._source()
+        if self._closed:
+            # shutdown() ran while the kernel was starting (it gave up waiting for the lock).
+            await new.kill()
+            raise SessionClosed("the session was shut down while its kernel was being replaced")
         await self._prepare(new)
         restored: RestoreReport | None = None
         if self.options.snapshot is not None:
@@ -588,11 +595,23 @@ class KernelSession:
             collector = self._new_collector()
             collector.close()
             run.finish(CellResult("interrupted", "[not run: session shut down]", None, collector.path, 0.0))
-        if self._reader is not None:
-            self._reader.cancel()
-        kernel, self._kernel = self._kernel, None
-        if kernel is not None:
-            await kernel.shutdown(timeout=2.0)
+        # A background restart (after a kernel death) may hold the lock while it starts a kernel;
+        # stopping the kernel before it finishes would leave the new one running with no owner.
+        try:
+            await asyncio.wait_for(self._lock.acquire(), bound)
+            locked = True
+        except TimeoutError:
+            log.warning("kernel session shutdown: gave up waiting %.0f s for a kernel restart", bound)
+            locked = False
+        try:
+            if self._reader is not None:
+                self._reader.cancel()
+            kernel, self._kernel = self._kernel, None
+            if kernel is not None:
+                await kernel.shutdown(timeout=2.0)
+        finally:
+            if locked:
+                self._lock.release()
         await self.host_bridge.aclose()
 
 

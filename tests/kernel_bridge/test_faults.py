@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -13,6 +14,7 @@ import pytest
 from kernel_bridge_support import process_gone, wait_until
 
 from kernel_bridge import KernelPool, KernelSession, SessionClosed
+from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
 
 pytestmark = pytest.mark.anyio
 
@@ -172,3 +174,33 @@ async def test_cell_whose_idle_status_never_arrives_still_finishes(tmp_path: Pat
         assert (await s.execute("print('next')").result()).output == "next\n"
     finally:
         await broken.aclose()
+
+
+async def test_shutdown_while_a_dead_kernel_is_being_replaced_leaves_no_kernel(tmp_path: Path) -> None:
+    launched: list[RunningKernel] = []
+    replacing = asyncio.Event()
+    release = asyncio.Event()
+
+    async def gated_launcher(spec: LaunchSpec) -> RunningKernel:
+        if launched:  # the replacement of the dead kernel: hold it until shutdown has begun
+            replacing.set()
+            await release.wait()
+        kernel = await start_local_kernel(spec)
+        launched.append(kernel)
+        return kernel
+
+    pool = KernelPool(0, launcher=gated_launcher)
+    try:
+        s = await pool.acquire(cwd=tmp_path)
+        assert (await s.execute("import os\nos._exit(1)").result()).status == "died"
+        await asyncio.wait_for(replacing.wait(), 20)
+        closing = asyncio.ensure_future(s.shutdown(final_snapshot=False))
+        await wait_until(lambda: s.closed)
+        release.set()
+        await asyncio.wait_for(closing, 60)
+        assert len(launched) == 2, "the replacement kernel was started"
+        for kernel in launched:
+            await wait_until(lambda kernel=kernel: process_gone(kernel.pid))
+    finally:
+        release.set()
+        await pool.aclose()

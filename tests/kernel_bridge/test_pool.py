@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from kernel_bridge_support import process_gone, wait_until
 
-from kernel_bridge import InterpreterNotFound, KernelPool, resolve_interpreter, scrub_environment
+from kernel_bridge import (
+    InterpreterNotFound,
+    KernelPool,
+    KernelStartError,
+    resolve_interpreter,
+    scrub_environment,
+)
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
 
 pytestmark = pytest.mark.anyio
@@ -155,7 +161,9 @@ async def test_interpreter_without_ipykernel_fails_with_log_tail(tmp_path: Path)
     fake.chmod(0o755)
     pool = KernelPool(0, python=fake, startup_timeout=30)
     try:
-        with pytest.raises(Exception, match="ipykernel"):
+        with pytest.raises(
+            KernelStartError, match=f"(?s){fake}.*ipykernel.*No module named ipykernel_launcher"
+        ):
             await pool.acquire(cwd=tmp_path)
     finally:
         await pool.aclose()
@@ -188,3 +196,23 @@ async def test_setup_code_that_hangs_is_interrupted_and_reported(tmp_path: Path)
         assert (await session.execute("print('usable')").result()).output == "usable\n"
     finally:
         await pool.aclose()
+
+
+async def test_pool_close_while_a_kernel_is_warming_leaves_no_kernel(tmp_path: Path) -> None:
+    launched: list[RunningKernel] = []
+
+    async def busy_launcher(spec: LaunchSpec) -> RunningKernel:
+        kernel = await start_local_kernel(spec)
+        # Keep the kernel's shell busy so the pool is still preloading it when it is closed.
+        kernel.client.execute("import time\ntime.sleep(600)")
+        launched.append(kernel)
+        return kernel
+
+    pool = KernelPool(1, launcher=busy_launcher)
+    await pool.start()
+    try:
+        await wait_until(lambda: bool(launched), timeout=60)
+        assert pool.ready_count == 0
+    finally:
+        await pool.aclose()
+    await wait_until(lambda: process_gone(launched[0].pid))
