@@ -41,9 +41,23 @@ class _KernelSkills:
 
     def index_text(self, cwd: str) -> str:
         from skills.loader import session_skills
+        from skills.user_skills import render_index
 
         _roots, index = session_skills(cwd)
-        return "\n".join(f"- {skill.name}: {skill.description}" for skill in index.skills)
+        return render_index(index.skills)
+
+    def list_skills(self, cwd: str) -> list[tuple[str, str]]:
+        from skills.loader import session_skills
+
+        _roots, index = session_skills(cwd)
+        return [(skill.name, skill.description) for skill in index.skills]
+
+    def read_skill(self, cwd: str, name: str) -> str:
+        from skills.loader import session_skills
+        from skills.user_skills import read_skill_text
+
+        _roots, index = session_skills(cwd)
+        return read_skill_text(index, name)
 
 
 def _preload() -> None:
@@ -79,9 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv_list)
     command = args.command or "serve"
     if command == "serve":
+        from acp_server.harness_methods import install as install_harness_methods
         from acp_server.server import serve_stdio
 
-        return serve_stdio(agent_factory=_build_agent, agent_prepare=_preload)
+        return serve_stdio(
+            agent_factory=_build_agent, agent_prepare=_preload, extensions=[install_harness_methods]
+        )
     if command == "demo":
         from acp_server.demo import run_demo
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,10 +51,29 @@ COMMANDS: tuple[SlashCommand, ...] = (
 _BY_NAME = {command.name: command for command in COMMANDS}
 
 
-def available_commands_update() -> dict[str, Any]:
+SKILL_PREFIX = "skill:"
+
+
+def skill_commands(session: Any) -> list[SlashCommand]:
+    """`/skill:<name>` for each user skill of the session (Agent Skills folders)."""
+    lister = getattr(getattr(session, "skills", None), "list_skills", None)
+    if lister is None:
+        return []
+    try:
+        found = lister(session.cwd)
+    except Exception:
+        log.exception("listing user skills failed")
+        return []
+    return [
+        SlashCommand(f"{SKILL_PREFIX}{name}", " ".join(description.split())[:200], "what to use it for")
+        for name, description in found
+    ]
+
+
+def available_commands_update(extra: Sequence[SlashCommand] = ()) -> dict[str, Any]:
     return {
         "sessionUpdate": "available_commands_update",
-        "availableCommands": [c.to_wire() for c in COMMANDS],
+        "availableCommands": [c.to_wire() for c in (*COMMANDS, *extra)],
     }
 
 
@@ -63,12 +82,28 @@ def parse_command(prompt: list[dict[str, Any]]) -> tuple[str, str] | None:
     if not prompt or prompt[0].get("type") != "text":
         return None
     match = _COMMAND_RE.match(str(prompt[0].get("text", "")))
-    if match is None or match.group(1) not in _BY_NAME:
+    if match is None:
         return None
-    return match.group(1), (match.group(2) or "").strip()
+    name = match.group(1)
+    if name not in _BY_NAME and not (name.startswith(SKILL_PREFIX) and len(name) > len(SKILL_PREFIX)):
+        return None
+    return name, (match.group(2) or "").strip()
 
 
-_COMMAND_RE = re.compile(r"\s*/([A-Za-z][\w-]*)(?:\s+(.*))?\s*$", re.DOTALL)
+_COMMAND_RE = re.compile(r"\s*/([A-Za-z][\w:-]*)(?:\s+(.*))?\s*$", re.DOTALL)
+
+
+def skill_prompt(session: Any, name: str, argument: str) -> str | None:
+    """The prompt a `/skill:<name> ...` turn runs with (the skill's instructions first), or None."""
+    reader = getattr(getattr(session, "skills", None), "read_skill", None)
+    if reader is None:
+        return None
+    try:
+        text = reader(session.cwd, name)
+    except KeyError:
+        return None
+    task = argument or "Apply this skill to the current work."
+    return f"Use the skill `{name}`. Its instructions (SKILL.md):\n\n{text.strip()}\n\nTask: {task}"
 
 
 Reply = Callable[[str], Awaitable[None]]
@@ -78,13 +113,26 @@ class CommandRunner:
     """Runs one command against an agent_core `Session` and replies with text."""
 
     def __init__(
-        self, session: Any, reply: Reply, on_mode_change: Callable[[], Awaitable[None]] | None = None
+        self,
+        session: Any,
+        reply: Reply,
+        on_mode_change: Callable[[], Awaitable[None]] | None = None,
+        *,
+        server: Any = None,
+        opened: Any = None,
     ) -> None:
         self._session = session
         self._reply = reply
         self._on_mode_change = on_mode_change
+        # The server and the open session, for commands that ask the user (/refine, /review).
+        self._server = server
+        self._opened = opened
 
     async def run(self, name: str, argument: str) -> None:
+        if name.startswith(SKILL_PREFIX):
+            known = ", ".join(c.name for c in skill_commands(self._session)) or "none"
+            await self._reply(f"No user skill named {name[len(SKILL_PREFIX) :]!r} (skills: {known}).")
+            return
         handler = getattr(self, f"_cmd_{name}")
         try:
             await handler(argument)
@@ -155,11 +203,17 @@ class CommandRunner:
                 f"No refinement {refinement_id!r} in this session's or the global harness. See `/history`."
             )
             return
+        coordinator = getattr(getattr(self._session, "refinement", None), "coordinator", None)
+        if coordinator is not None:
+            # Through the coordinator: the rollback is shown as a refinement card and counted in quiescence.
+            result = await coordinator.rollback(refinement_id, force=force)
+            await coordinator.flushed()
+        else:
 
-        def run() -> Any:
-            return store.rollback(refinement_id, force=force, trigger="rollback")
+            def run() -> Any:
+                return store.rollback(refinement_id, force=force, trigger="rollback")
 
-        result = await anyio.to_thread.run_sync(run)
+            result = await anyio.to_thread.run_sync(run)
         errors = list(getattr(result, "errors", []) or [])
         if errors and not getattr(result, "applied", True):
             hint = "" if force else " Add `--force` to override."
@@ -240,15 +294,14 @@ class CommandRunner:
         await self._reply(f"Autonomous mode {action}; the session mode is now `{self._session.mode}`.")
 
     async def _cmd_refine(self, argument: str) -> None:
-        await self._reply(
-            "Harness refinement from the editor is not available yet in this server build. "
-            "`/history`, `/harness`, `/rollback` and `/undo` work on the existing harness."
-        )
+        from acp_server.refinement_review import refine_command
+
+        await refine_command(self._server, self._opened, argument, self._reply)
 
     async def _cmd_review(self, argument: str) -> None:
-        await self._reply(
-            "Reviewing pending refinements is not available yet in this server build; nothing is waiting for review."
-        )
+        from acp_server.refinement_review import review_command
+
+        await review_command(self._server, self._opened, argument, self._reply)
 
 
 def _describe(record: Any) -> str:

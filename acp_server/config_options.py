@@ -23,6 +23,11 @@ REFINE_REVIEW: tuple[tuple[str, str, str], ...] = (
     ("never", "Never", "Apply refinements without review (they can still be rolled back)"),
 )
 
+WAIT_FOR_REFINEMENT: tuple[tuple[str, str, str], ...] = (
+    ("false", "No", "Answer the prompt at once; refinement settles in the background"),
+    ("true", "Yes", "Answer only after refinement settled (scripts, CI)"),
+)
+
 
 class ConfigurableSession(Protocol):
     @property
@@ -82,6 +87,14 @@ def config_options(session: ConfigurableSession) -> list[dict[str, Any]]:
             refine,
             list(REFINE_REVIEW),
             "Which harness refinements wait for your review",
+        ),
+        _select(
+            "wait_for_refinement",
+            "Wait for refinement",
+            "_custom",
+            "true" if config.get("wait_for_refinement") else "false",
+            list(WAIT_FOR_REFINEMENT),
+            "Whether a prompt answers only after background refinement has settled",
         ),
     ]
 

@@ -63,7 +63,21 @@ class JsonRpcEditor:
         if self.presenter is None:
             raise RuntimeError("editor used before its session was created")
         tool_call = await self.presenter.announce_cell(request.cell_id, request.code, request.title)
-        params = {"sessionId": self._sid(), "toolCall": tool_call, "options": PERMISSION_OPTIONS}
+        answer = await self.ask(tool_call, PERMISSION_OPTIONS)
+        if answer is None:
+            # No answer means no consent: the cell does not run.
+            return "reject"
+        if answer == "cancelled":
+            return "cancelled"
+        return _DECISIONS.get(answer, "reject")
+
+    async def ask(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str | None:
+        """`session/request_permission` with any options: the chosen optionId, "cancelled", or None.
+
+        None = no usable answer (the client failed the request or answered malformed). A
+        `session/cancel` resolves every waiting ask as "cancelled".
+        """
+        params = {"sessionId": self._sid(), "toolCall": tool_call, "options": options}
         scope = anyio.CancelScope()
         self._pending.add(scope)
         result: Any = None
@@ -71,15 +85,21 @@ class JsonRpcEditor:
             with scope:
                 result = await self._connection.request("session/request_permission", params)
         except (PeerError, ConnectionClosed) as exc:
-            # No answer means no consent: the cell does not run.
-            log.warning("permission request failed (%s); treating it as a rejection", exc)
-            return "reject"
+            log.warning("permission request failed (%s)", exc)
+            return None
         finally:
             self._pending.discard(scope)
         if scope in self._cancelled_scopes:
             self._cancelled_scopes.discard(scope)
             return "cancelled"
-        return _decision(result)
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        if not isinstance(outcome, dict):
+            log.warning("malformed permission answer %r", result)
+            return None
+        if outcome.get("outcome") == "cancelled":
+            return "cancelled"
+        option = outcome.get("optionId")
+        return str(option) if option is not None else None
 
     def cancel_pending_permissions(self) -> int:
         """Resolve every waiting permission request as "cancelled" (session/cancel); returns how many."""
@@ -113,13 +133,3 @@ class JsonRpcEditor:
             {"sessionId": self._sid(), "path": path, "content": content},
             timeout=FS_TIMEOUT_SECONDS,
         )
-
-
-def _decision(result: Any) -> PermissionDecision:
-    outcome = result.get("outcome") if isinstance(result, dict) else None
-    if not isinstance(outcome, dict):
-        log.warning("malformed permission answer %r; treating it as a rejection", result)
-        return "reject"
-    if outcome.get("outcome") == "cancelled":
-        return "cancelled"
-    return _DECISIONS.get(str(outcome.get("optionId")), "reject")

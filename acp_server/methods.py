@@ -41,6 +41,10 @@ class OpenSession:
     # prompt queued behind a running one is cancelled too (it never reaches agent_core).
     cancel_generation: int = 0
     unsubscribe: Callable[[], None] | None = None
+    # The `/skill:<name>` commands last advertised, so a change (a skill folder added) is re-announced.
+    advertised_skills: tuple[str, ...] = ()
+    # Proposals whose review card the client has been shown (refinement_review.py settles them).
+    shown_reviews: set[str] = field(default_factory=set)
 
 
 class AcpServer:
@@ -64,6 +68,9 @@ class AcpServer:
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self.extension_notifications: list[str] = []
+        # Called with every session bound to this connection (new/load/resume): extensions attach
+        # their per-session listeners here (the harness module forwards refinement reports).
+        self.bind_hooks: list[Callable[[OpenSession], None]] = []
         self._register()
 
     # ------------------------------------------------------------ agent lifecycle
@@ -143,6 +150,11 @@ class AcpServer:
         opened = OpenSession(session, editor, presenter)
         self.sessions[session_id] = opened
         _subscribe_refinements(opened)
+        for hook in self.bind_hooks:
+            try:
+                hook(opened)
+            except Exception:
+                log.exception("session bind hook %r failed for %s", hook, session_id)
         return opened
 
     def _new_editor(self) -> JsonRpcEditor:
@@ -151,9 +163,21 @@ class AcpServer:
 
     def _advertise_commands(self, ctx: RequestContext, session_id: str) -> None:
         async def advertise() -> None:
-            await self.send_update(session_id, commands.available_commands_update())
+            opened = self.sessions.get(session_id)
+            extra = commands.skill_commands(opened.session) if opened is not None else []
+            if opened is not None:
+                opened.advertised_skills = tuple(c.name for c in extra)
+            await self.send_update(session_id, commands.available_commands_update(extra))
 
         ctx.after_response.append(advertise)
+
+    async def refresh_commands(self, opened: OpenSession) -> None:
+        """Re-advertise the commands when the session's user skills changed since the last time."""
+        extra = await anyio.to_thread.run_sync(commands.skill_commands, opened.session)
+        names = tuple(c.name for c in extra)
+        if names != opened.advertised_skills:
+            opened.advertised_skills = names
+            await self.send_update(opened.session.id, commands.available_commands_update(extra))
 
     async def open_session(self, session_id: str) -> OpenSession:
         """An open session, or one resumed from disk; -32002 when it exists nowhere."""

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_server.commands import CommandRunner, parse_command
+from acp_server import refinement_review
+from acp_server.commands import SKILL_PREFIX, CommandRunner, parse_command, skill_prompt
 from acp_server.config_options import config_options
 from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.registry import RequestContext
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
     from acp_server.methods import AcpServer
 
 log = logging.getLogger(__name__)
+
+# `wait_for_refinement`: how long a prompt may wait for background refinement to settle.
+WAIT_FOR_REFINEMENT_SECONDS = 600.0
+
+
+def _wants_settlement(session: Any) -> bool:
+    return bool(getattr(session, "config", {}).get("wait_for_refinement"))
 
 
 def register_prompt(server: AcpServer) -> None:
@@ -39,7 +47,16 @@ def register_prompt(server: AcpServer) -> None:
         async with opened.prompt_lock:
             if opened.cancel_generation != generation:
                 return {"stopReason": "cancelled"}  # cancelled while it waited for the running turn
+            await server.refresh_commands(opened)
             command = parse_command(blocks)
+            if command is not None and command[0].startswith(SKILL_PREFIX):
+                # `/skill:<name> task`: a model turn that starts from the skill's full instructions.
+                text = skill_prompt(opened.session, command[0][len(SKILL_PREFIX) :], command[1])
+                if text is not None:
+                    from agent_core import TextPart
+
+                    parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
+                    return {"stopReason": await _run_turn(opened, parts, generation)}
             if command is not None:
                 message_id = f"cmd-{uuid.uuid4().hex[:12]}"
 
@@ -65,10 +82,17 @@ def register_prompt(server: AcpServer) -> None:
                         {"sessionUpdate": "config_option_update", "configOptions": config_options(session)},
                     )
 
-                await CommandRunner(opened.session, reply, announce_mode).run(*command)
+                runner = CommandRunner(opened.session, reply, announce_mode, server=server, opened=opened)
+                await runner.run(*command)
                 return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
             parts = [_prompt_part(block) for block in req.prompt]
-            return {"stopReason": await _run_turn(opened, parts, generation)}
+            # Proposals that arrived after an earlier turn ended are asked before this one starts.
+            if not await refinement_review.ask_pending_reviews(server, opened, generation):
+                return {"stopReason": "cancelled"}
+            stop_reason = await _run_turn(opened, parts, generation)
+            if _wants_settlement(opened.session) and stop_reason != "cancelled":
+                await refinement_review.wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
+            return {"stopReason": "cancelled" if opened.cancel_generation != generation else stop_reason}
 
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request

@@ -63,6 +63,14 @@ class SkillsPort(Protocol):
 
     def index_text(self, cwd: str) -> str: ...
 
+    def list_skills(self, cwd: str) -> list[tuple[str, str]]:
+        """(name, description) of each user skill, for `/skill:<name>` commands."""
+        ...
+
+    def read_skill(self, cwd: str, name: str) -> str:
+        """The full SKILL.md of `name`; KeyError naming the known skills when there is none."""
+        ...
+
 
 class NoSkills:
     """No kernel-side skills: kernels start bare and the prompt lists no user skills."""
@@ -72,3 +80,9 @@ class NoSkills:
 
     def index_text(self, cwd: str) -> str:
         return ""
+
+    def list_skills(self, cwd: str) -> list[tuple[str, str]]:
+        return []
+
+    def read_skill(self, cwd: str, name: str) -> str:
+        raise KeyError(f"no skill named {name!r} (no user skills are loaded)")

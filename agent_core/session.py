@@ -144,9 +144,16 @@ class Session:
         elif key == "max_turn_requests":
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"max_turn_requests must be a positive integer; got {value!r}")
+        elif key == "wait_for_refinement":
+            # Editors send config values as strings; scripts may send a JSON boolean.
+            flags = {True: True, False: False, "true": True, "false": False}
+            if not isinstance(value, bool | str) or value not in flags:
+                raise ValueError(f"wait_for_refinement must be true or false; got {value!r}")
+            value = flags[value]
         else:
             raise ValueError(
-                f"unknown config option {key!r}; options: mode, model, refine_review, max_turn_requests"
+                f"unknown config option {key!r}; options: mode, model, refine_review, max_turn_requests, "
+                "wait_for_refinement"
             )
         self.config[key] = value
         self._writer.append({"type": "config", "key": key, "value": value})
@@ -345,6 +352,10 @@ class Session:
                     if error is not None:
                         recorder.flush()
                         self._answer_dangling_tool_calls()
+                        if self.refinement is not None:
+                            # No after-turn hook runs on this path; refinement must still let go of
+                            # what the turn's cells scheduled.
+                            self.refinement.turn_failed()
                         raise error
                     outcome = task.result()
                 self._answer_dangling_tool_calls()
@@ -375,6 +386,14 @@ class Session:
             except Exception:
                 log.exception("after-turn hook %r failed in session %s", hook, self.id)
         return events
+
+    def record_event(self, event: ev.TurnEvent) -> None:
+        """Append an event that happened outside a turn (a background refinement) to the transcript,
+        so a later `session/load` replays it."""
+        try:
+            self._writer.event(event)
+        except ValueError:
+            log.warning("session %s is closed; event %s not recorded", self.id, type(event).__name__)
 
     def emit_into_turn(self, event: ev.TurnEvent) -> bool:
         """Add an event to the running turn's stream (host-bridge handlers); False when no turn runs."""

@@ -46,9 +46,10 @@ def test_harness_commands_reply_with_readable_text(
     assert "No refinement 'r-missing'" in run_command(client, sid, "/rollback r-missing")
     assert "Usage: `/rollback" in run_command(client, sid, "/rollback")
     assert "Nothing to undo" in run_command(client, sid, "/undo")
-    assert "not available yet" in run_command(client, sid, "/refine be tidier")
-    assert "not available yet" in run_command(client, sid, "/review")
+    assert "Nothing is waiting for review" in run_command(client, sid, "/review")
     assert model.requests == []  # none of these needed the model
+    # /refine is the one that does: with nothing scripted, it fails readably (and applies nothing).
+    assert "Refinement failed" in run_command(client, sid, "/refine be tidier")
 
 
 def test_kernel_commands_report_status_and_restart(session: tuple[AcpClient, str]) -> None:

@@ -24,7 +24,7 @@ def test_new_session_answers_modes_and_config_options_then_advertises_commands(
     assert result["modes"]["currentModeId"] == "auto"
     assert {m["id"] for m in result["modes"]["availableModes"]} == {"ask", "auto", "autonomous"}
     options = {o["id"]: o for o in result["configOptions"]}
-    assert set(options) == {"mode", "model", "refine_review"}
+    assert set(options) == {"mode", "model", "refine_review", "wait_for_refinement"}
     assert options["mode"]["category"] == "mode" and options["mode"]["currentValue"] == "auto"
     assert options["model"]["category"] == "model"
     assert options["refine_review"]["currentValue"] == "global_only"
@@ -227,7 +227,7 @@ def test_bad_mode_and_config_values_answer_invalid_params(
     result = client.request(
         "session/set_config_option", {"sessionId": sid, "configId": "refine_review", "value": "never"}
     )
-    assert [o["id"] for o in result["configOptions"]] == ["mode", "model", "refine_review"]
+    assert [o["id"] for o in result["configOptions"]] == ["mode", "model", "refine_review", "wait_for_refinement"]
     assert result["configOptions"][2]["currentValue"] == "never"
 
 

@@ -178,3 +178,29 @@ async def test_evidence_is_checked_against_the_real_session_transcript(tmp_path:
             assert session.local_store.load().get("memory", "deploy_day") is None
         finally:
             await agent.aclose()
+
+
+async def test_a_turn_that_fails_after_a_cell_scheduled_refinement_still_settles(tmp_path: Path) -> None:
+    from agent_core import ModelError
+    from agent_core.testing.scripted_model import error, tool_call
+
+    with ScriptedModelServer() as server:
+        attached: dict[str, SessionRefinement] = {}
+        config = _config(tmp_path, server)
+        config.extra.update(auto_refine_every=0)
+        agent = Agent(
+            config,
+            skills=LoaderSkills({"HOME": str(tmp_path)}),
+            on_session=lambda s: attached.setdefault(s.id, SessionRefinement.attach(s)),
+        )
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            server.push(tool_call("await refine.run()"), error(500), plan_reply(memory_edit(evidence=[])))
+            with pytest.raises(ModelError):
+                await _turn(session, "Remember: we run `make check`.")
+            refinement = attached[session.id]
+            assert await refinement.coordinator.wait_quiescent(WAIT)
+            assert refinement.coordinator.last is not None and refinement.coordinator.last.status == "applied"
+        finally:
+            await agent.aclose()
