@@ -12,6 +12,7 @@ import logging
 import os
 import secrets
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ class RunningKernel:
         self.pid = pid
         self.log_path = log_path
         self._closed = False
+        self._silent_since: float | None = None
 
     async def is_alive(self) -> bool:
         if self._closed:
@@ -64,6 +66,27 @@ class RunningKernel:
         process = getattr(self.km.provisioner, "process", None)
         code = process.poll() if process is not None else None
         return int(code) if code is not None else None
+
+    def heartbeat_silence(self) -> float:
+        """Seconds the kernel has failed every heartbeat check in a row (0 while it answers).
+
+        Catches a kernel that is alive as a process but gone as a kernel (stopped, wedged below
+        Python: ipykernel answers heartbeats from a zmq thread that does not need the GIL), and a
+        kernel whose process this host cannot see (a launcher that starts kernels elsewhere).
+        """
+        now = time.monotonic()
+        try:
+            channel = self.client.hb_channel
+            beating = channel.is_beating() if channel.is_alive() else True
+        except Exception as exc:  # a closed client: no verdict from the heartbeat
+            log.debug("heartbeat check failed: %s", exc)
+            beating = True
+        if beating:
+            self._silent_since = None
+            return 0.0
+        if self._silent_since is None:
+            self._silent_since = now
+        return now - self._silent_since
 
     async def interrupt(self) -> None:
         # Signal interrupt mode: SIGINT to the kernel's process group.

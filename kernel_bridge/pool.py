@@ -54,6 +54,7 @@ class KernelPool:
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         interrupt_grace: float = 2.0,
+        heartbeat_timeout: float = 10.0,
         snapshot_debounce: float = 2.0,
         snapshot_timeout: float = 30.0,
         prefer_unix_bridge: bool = True,
@@ -76,6 +77,7 @@ class KernelPool:
         self.startup_timeout = startup_timeout
         self.max_output_chars = max_output_chars
         self.interrupt_grace = interrupt_grace
+        self.heartbeat_timeout = heartbeat_timeout
         self.snapshot_debounce = snapshot_debounce
         self.snapshot_timeout = snapshot_timeout
         self.prefer_unix_bridge = prefer_unix_bridge
@@ -229,6 +231,7 @@ class KernelPool:
             output_dir=Path(output_dir) if output_dir is not None else None,
             max_output_chars=max_output_chars or self.max_output_chars,
             interrupt_grace=self.interrupt_grace,
+            heartbeat_timeout=self.heartbeat_timeout,
             snapshot_debounce=self.snapshot_debounce,
             snapshot_timeout=self.snapshot_timeout,
             per_variable_cap=self.per_variable_cap,

@@ -66,6 +66,9 @@ class SessionOptions:
     output_dir: Path | None = None
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
     interrupt_grace: float = 2.0
+    # A kernel silent on its heartbeat channel this long is treated as dead. Generous because the
+    # check runs in this process, which may be starved for seconds on a loaded 2-core machine.
+    heartbeat_timeout: float = 10.0
     snapshot_debounce: float = 2.0
     snapshot_timeout: float = 30.0
     per_variable_cap: int = PER_VARIABLE_CAP
@@ -96,6 +99,8 @@ class KernelSession:
         self._current: CellRun | None = None
         self._interrupting: CellRun | None = None
         self._kill_reason: str | None = None
+        # Why a kernel that still had a process was declared dead (its exit code says nothing then).
+        self._death_cause: str | None = None
         self._restart_reason: str | None = None
         self._pending_report: str | None = None
         self._known_names: list[str] = []
@@ -250,6 +255,7 @@ class KernelSession:
         execution_count: int | None = None
         if died:
             code = kernel.exit_code()
+            how, self._death_cause = self._death_cause or f"exit code {code}", None
             if self._kill_reason is not None:
                 status = "interrupted"
                 message = (
@@ -259,7 +265,7 @@ class KernelSession:
             else:
                 status = "died"
                 message = (
-                    f"the kernel died while running this cell (exit code {code}); a fresh kernel will be "
+                    f"the kernel died while running this cell ({how}); a fresh kernel will be "
                     "started for the next cell and the last snapshot restored"
                 )
                 ename = "KernelDied"
@@ -332,6 +338,11 @@ class KernelSession:
             if kernel.exit_code() is not None or (
                 self._kill_reason is not None and run is self._interrupting
             ):
+                return reply, True
+            if kernel.heartbeat_silence() > self.options.heartbeat_timeout:
+                log.warning("kernel %s stopped answering heartbeats; killing it", kernel.pid)
+                self._death_cause = f"no heartbeat for {self.options.heartbeat_timeout:g} s, so it was killed"
+                await kernel.kill()
                 return reply, True
             if deadline is None or time.monotonic() <= deadline:
                 continue

@@ -204,3 +204,25 @@ async def test_shutdown_while_a_dead_kernel_is_being_replaced_leaves_no_kernel(t
     finally:
         release.set()
         await pool.aclose()
+
+
+async def test_a_frozen_kernel_is_detected_by_its_heartbeat_and_replaced(tmp_path: Path) -> None:
+    pool = KernelPool(0, heartbeat_timeout=2.0)
+    frozen: int | None = None
+    try:
+        s = await pool.acquire(cwd=tmp_path)
+        run = s.execute("import time\nprint('up', flush=True)\ntime.sleep(60)")
+        await anext(run)  # the cell is running once its first output arrives
+        frozen = s.kernel_pid
+        assert frozen is not None
+        os.kill(frozen, signal.SIGSTOP)  # the process lives on, the kernel (and its heartbeat) stops
+        result = await asyncio.wait_for(run.result(), 60)
+        assert result.status == "died"
+        assert "no heartbeat for 2 s" in result.output
+        await wait_until(lambda: process_gone(frozen))
+        after = await s.execute("print('fresh')").result()
+        assert after.output == "fresh\n" and after.report is not None
+    finally:
+        if frozen is not None and not process_gone(frozen):
+            os.kill(frozen, signal.SIGKILL)
+        await pool.aclose()
