@@ -17,13 +17,13 @@ import json as _json
 import os as _os
 import pickle as _pickle
 import socket as _socket
+import stat as _stat
 import sys as _sys
 import time as _time
 import types as _types
 from typing import Any
 
 # Private aliases: a user who rebinds builtins.open or builtins.len still gets a working snapshot.
-_open = _builtins.open
 _len = _builtins.len
 _isinstance = _builtins.isinstance
 _sorted = _builtins.sorted
@@ -32,6 +32,7 @@ _type = _builtins.type
 _Exception = _builtins.Exception
 _BaseException = _builtins.BaseException
 _getattr = _builtins.getattr
+_hasattr = _builtins.hasattr
 
 FORMAT = 1
 _shell: Any = None
@@ -171,13 +172,13 @@ def user_names() -> list[str]:
     )
 
 
-def _write_private(path: str, data: bytes) -> None:
-    """Write `data` to `path` atomically with mode 0600 (temp file + rename)."""
+def _write_private(path: str, write: Any) -> None:
+    """Call `write(handle)` on a temp file, then rename it over `path` (mode 0600, atomic)."""
     tmp = f"{path}.tmp-{_os.getpid()}"
     fd = _os.open(tmp, _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC, 0o600)
     try:
         with _os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             _os.fsync(handle.fileno())
         _os.chmod(tmp, 0o600)
@@ -241,15 +242,25 @@ def snapshot(state_path: str, manifest_path: str, per_variable_cap: int, total_c
         "total_bytes": total,
     }
     container = {"format": FORMAT, "created": created, "pickler": kind, "values": values, "skipped": skipped}
-    _write_private(state_path, _pickle.dumps(container, protocol=_pickle.HIGHEST_PROTOCOL))
-    _write_private(manifest_path, _json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8"))
+    # Streamed to the file: a `dumps` first would hold a second copy of up to `total_cap` bytes.
+    _write_private(state_path, lambda handle: _pickle.dump(container, handle, _pickle.HIGHEST_PROTOCOL))
+    text = _json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+    _write_private(manifest_path, lambda handle: handle.write(text))
     return _json.dumps(manifest)
 
 
 def restore(state_path: str) -> str:
     """Load each saved name independently; returns {"restored", "failed", "skipped"} as JSON."""
     kind, pickler = _pickler()
-    with _open(state_path, "rb") as handle:
+    # The host checked the file before asking; check the file actually opened as well, so a
+    # symlink or a file swapped in between is never unpickled (unpickling runs code).
+    fd = _os.open(state_path, _os.O_RDONLY | _getattr(_os, "O_NOFOLLOW", 0))
+    with _os.fdopen(fd, "rb") as handle:
+        info = _os.fstat(fd)
+        if not _stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
+            raise PermissionError(f"{state_path} is not a private regular file; not loaded")
+        if _hasattr(_os, "getuid") and info.st_uid != _os.getuid():
+            raise PermissionError(f"{state_path} is owned by another user; not loaded")
         container = _pickle.load(handle)
     restored: list[str] = []
     failed: dict[str, str] = {}

@@ -41,6 +41,7 @@ from kernel_bridge.snapshot import (
     TOTAL_CAP,
     SnapshotPaths,
     read_manifest,
+    remove_stale_temps,
     restart_report,
     restore_code,
     restore_report,
@@ -545,6 +546,7 @@ class KernelSession:
         if not self.alive:
             raise KernelBridgeError("cannot snapshot: the kernel is not running")
         private_dir(paths.directory)
+        remove_stale_temps(paths)
         self._dirty = False
         code = snapshot_code(paths, self.options.per_variable_cap, self.options.total_cap)
         result, error = await self._internal(code, timeout=self.options.snapshot_timeout)

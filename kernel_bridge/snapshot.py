@@ -7,12 +7,15 @@ snapshot file is the session's own before asking the kernel to unpickle it, and 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kernel_bridge.events import RestoreReport
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "kernel-state.dill"
 MANIFEST_FILE = "kernel-state.json"
@@ -47,6 +50,24 @@ def untrusted_reason(path: Path) -> str | None:
     if info.st_mode & 0o077:
         return f"{path} is readable or writable by others (mode {oct(info.st_mode & 0o777)}); expected 0600"
     return None
+
+
+def remove_stale_temps(paths: SnapshotPaths) -> list[Path]:
+    """Delete temp files of snapshots that never finished (a kernel killed mid-write); returns them.
+
+    Call only while no snapshot of this session runs (the session lock): each can be as large as
+    the total cap, and a kernel that dies while writing never comes back to remove its own.
+    """
+    removed: list[Path] = []
+    for target in (paths.state, paths.manifest):
+        for temp in target.parent.glob(f"{target.name}.tmp-*"):
+            try:
+                temp.unlink()
+            except OSError as exc:
+                log.warning("cannot remove the unfinished snapshot file %s: %s", temp, exc)
+                continue
+            removed.append(temp)
+    return removed
 
 
 def read_manifest(paths: SnapshotPaths) -> dict[str, Any] | None:

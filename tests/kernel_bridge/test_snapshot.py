@@ -153,3 +153,42 @@ async def test_restore_refuses_a_symlinked_snapshot(snap_session: KernelSession,
     paths.state.symlink_to(elsewhere)
     report = await snap_session.restore()
     assert report.restored == [] and "not a regular file" in report.failed["linked"]
+
+
+async def test_snapshot_removes_temp_files_a_killed_kernel_left_behind(snap_session: KernelSession) -> None:
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+    paths.directory.mkdir(parents=True, exist_ok=True)
+    stale = [
+        paths.directory / f"{paths.state.name}.tmp-99999",
+        paths.directory / f"{paths.manifest.name}.tmp-1",
+    ]
+    for temp in stale:
+        temp.write_bytes(b"half a snapshot")
+    await snap_session.execute("fresh_value = 1").result()
+    manifest = await snap_session.snapshot()
+    assert "fresh_value" in manifest["saved"]
+    assert not [p for p in stale if p.exists()]
+
+
+async def test_kernel_side_restore_rechecks_the_file_it_opens(
+    snap_session: KernelSession, tmp_path: Path
+) -> None:
+    # The host checks the snapshot before asking the kernel to load it; the kernel checks the file
+    # it actually opened too, so one swapped in between is never unpickled.
+    await snap_session.execute("checked_twice = 1").result()
+    await snap_session.snapshot()
+    paths = snap_session.snapshot_paths
+    assert paths is not None
+    load = f"import _continual_acp_kernel as k\nk.restore({str(paths.state)!r})"
+    os.chmod(paths.state, 0o644)
+    readable = await snap_session.execute(load).result()
+    assert readable.error is not None and readable.error.ename == "PermissionError"
+    assert "not a private regular file" in readable.error.evalue
+    os.chmod(paths.state, 0o600)
+    elsewhere = tmp_path / "swapped.dill"
+    paths.state.rename(elsewhere)
+    paths.state.symlink_to(elsewhere)
+    linked = await snap_session.execute(load).result()
+    assert linked.error is not None and linked.error.ename == "OSError"
+    assert "symbolic links" in linked.error.evalue
