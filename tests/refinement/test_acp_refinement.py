@@ -464,3 +464,28 @@ def test_refinement_cards_are_replayed_by_session_load(model: ScriptedModelServe
         [card] = refinement_cards(second, sid)
         assert card["toolCallId"] == f"refinement-{rid}" and card["status"] == "completed"
         assert MEMORY_TEXT in card["content"][0]["newText"]
+
+
+def test_review_command_asks_every_waiting_proposal(model: ScriptedModelServer, tmp_path: Path) -> None:
+    from agent_core.testing.scripted_model import tool_call
+
+    cell = (
+        "harness.create('memory', 'Test command', 'Run make check.', global_=True)\n"
+        "harness.create('memory', 'Linter', 'Prefer ruff.', global_=True)\n"
+    )
+    model.push(tool_call(cell, "Remember two conventions"), text("Both wait for your review."))
+    with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
+        client = group.spawn(tmp_path)
+        sid = new_session(client, tmp_path)
+        prompt(client, sid, "Remember how we test and lint, everywhere.")
+        assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 2
+        client.permission_policy = select("reject")
+        before = len(client.frames)
+        done = prompt(client, sid, "/review")
+        assert "Reviewed 2 of 2 waiting proposals." in messages_between(client, before, done.seq)
+        asked = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+        assert len(asked) == 2
+        state = client.request("_harness/state", {"sessionId": sid, "scope": "global"})
+        assert state["entries"] == [] and len(state["tombstones"]) == 2
+        after = prompt(client, sid, "/review")
+        assert "Nothing is waiting for review" in messages_between(client, done.seq, after.seq)
