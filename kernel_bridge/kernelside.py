@@ -116,8 +116,12 @@ def _after_cell(result: Any = None) -> None:
 
             hostclient.call(NAMES_OP, names=names)
             _last_names = names
-    except _Exception:
-        pass  # the report of lost names is best effort; never disturb the user's cell
+    except _Exception as exc:
+        # Best effort (it only feeds the report of lost names): never disturb the user's cell, so
+        # the note goes to the kernel's log (its real stderr), not to the cell's output.
+        log = _sys.__stderr__
+        if log is not None:
+            log.write(f"continual-acp: could not send variable names to the host: {exc!r}\n")
 
 
 def _ensure_hostclient(source: str) -> None:

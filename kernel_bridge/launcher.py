@@ -54,14 +54,6 @@ class RunningKernel:
         self._closed = False
         self._silent_since: float | None = None
 
-    async def is_alive(self) -> bool:
-        if self._closed:
-            return False
-        try:
-            return bool(await self.km.is_alive())
-        except Exception:
-            return False
-
     def exit_code(self) -> int | None:
         process = getattr(self.km.provisioner, "process", None)
         code = process.poll() if process is not None else None
@@ -105,20 +97,23 @@ class RunningKernel:
         self._closed = True
         reaper.kill_group(self.pid)
         reaper.forget(self.pid)
-        with contextlib.suppress(Exception):
+        try:
             self.client.stop_channels()
-        with contextlib.suppress(Exception):
             # shutdown_kernel also removes the connection file and ipc sockets.
             await self.km.shutdown_kernel(now=True)
+        except Exception as exc:  # the process is gone already; only file cleanup can fail here
+            log.warning("cleaning up after killed kernel %s failed: %s", self.pid, exc)
 
     async def shutdown(self, timeout: float = 3.0) -> None:
         """Polite shutdown request, bounded by `timeout`, then kill."""
         if self._closed:
             return
-        with contextlib.suppress(Exception):
+        try:
             self.km.shutdown_wait_time = timeout
             self.client.stop_channels()
             await self.km.shutdown_kernel(now=False)
+        except Exception as exc:  # the group kill below still ends it
+            log.warning("polite shutdown of kernel %s failed (%s); killing it", self.pid, exc)
         self._closed = True
         reaper.kill_group(self.pid)
         reaper.forget(self.pid)

@@ -358,8 +358,10 @@ class KernelSession:
             elif not timed_out:
                 # Internal code (setup, snapshot, restore) over its time: interrupt it first...
                 timed_out = True
-                with contextlib.suppress(Exception):
+                try:
                     await kernel.interrupt()
+                except Exception as exc:  # the kill below follows after the grace period
+                    log.warning("interrupting overdue internal code failed: %s", exc)
             elif time.monotonic() > deadline + self.options.interrupt_grace:
                 # ...and replace the kernel if it will not stop.
                 self._restart_reason = f"internal kernel code did not finish within {timeout:g} s"
@@ -438,8 +440,10 @@ class KernelSession:
         if kernel is None or run.done:
             return
         self._interrupting = run
-        with contextlib.suppress(Exception):
+        try:
             await kernel.interrupt()
+        except Exception as exc:  # the grace period below still ends the cell
+            log.warning("sending SIGINT to kernel %s failed: %s", kernel.pid, exc)
         try:
             await asyncio.wait_for(asyncio.shield(run.result()), self.options.interrupt_grace)
             return
@@ -466,9 +470,13 @@ class KernelSession:
     async def _replace_kernel(self, reason: str, *, take_snapshot: bool) -> str:
         """With the lock held: (snapshot,) kill, start fresh, set up, restore; returns the report."""
         old = self._kernel
+        snapshot_note = ""
         if take_snapshot and old is not None and old.exit_code() is None and self.options.snapshot:
-            with contextlib.suppress(Exception):
+            try:
                 await self._snapshot_locked()
+            except KernelBridgeError as exc:
+                log.warning("snapshot before the restart failed: %s", exc)
+                snapshot_note = f" The snapshot before the restart failed ({exc}); older state was restored."
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
@@ -487,7 +495,7 @@ class KernelSession:
         restored: RestoreReport | None = None
         if self.options.snapshot is not None:
             restored = await self._restore_locked()
-        text = restart_report(reason, restored, known)
+        text = restart_report(reason, restored, known) + snapshot_note
         if self.setup_error:
             text += f" Kernel setup code failed: {self.setup_error}."
         if restored is not None:
@@ -595,8 +603,10 @@ class KernelSession:
         if self._snapshot_timer is not None:
             self._snapshot_timer.cancel()
         bound = timeout if timeout is not None else self.options.snapshot_timeout
-        with contextlib.suppress(Exception):
+        try:
             await asyncio.wait_for(self.interrupt(), self.options.interrupt_grace + 2.0)
+        except Exception as exc:  # the kernel is killed below in any case
+            log.warning("interrupting the running cell at shutdown failed: %s", exc)
         if final_snapshot and self.options.snapshot is not None and self.alive:
             try:
                 await asyncio.wait_for(self.snapshot(), bound)

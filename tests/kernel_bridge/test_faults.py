@@ -207,7 +207,7 @@ async def test_shutdown_while_a_dead_kernel_is_being_replaced_leaves_no_kernel(t
 
 
 async def test_a_frozen_kernel_is_detected_by_its_heartbeat_and_replaced(tmp_path: Path) -> None:
-    pool = KernelPool(0, heartbeat_timeout=2.0)
+    pool = KernelPool(0, heartbeat_timeout=1.0)
     frozen: int | None = None
     try:
         s = await pool.acquire(cwd=tmp_path)
@@ -218,7 +218,7 @@ async def test_a_frozen_kernel_is_detected_by_its_heartbeat_and_replaced(tmp_pat
         os.kill(frozen, signal.SIGSTOP)  # the process lives on, the kernel (and its heartbeat) stops
         result = await asyncio.wait_for(run.result(), 60)
         assert result.status == "died"
-        assert "no heartbeat for 2 s" in result.output
+        assert "no heartbeat for 1 s" in result.output
         await wait_until(lambda: process_gone(frozen))
         after = await s.execute("print('fresh')").result()
         assert after.output == "fresh\n" and after.report is not None
