@@ -137,7 +137,8 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise HarnessStoreError(f"cannot write the harness state next to {path}: {exc.strerror}") from exc
     try:
         try:
-            os.fchmod(fd, mode)
+            if hasattr(os, "fchmod"):  # Windows Python < 3.13 has none; the mode is POSIX only
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)

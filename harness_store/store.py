@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from harness_store.ids import new_refinement_id, utc_now
 from harness_store.lock import DEFAULT_TIMEOUT, StoreLock
 from harness_store.models import (
     TRIGGERS,
+    HarnessEntry,
     HarnessState,
     Proposal,
     RefinementResult,
@@ -289,25 +290,46 @@ class HarnessStore:
         if trigger not in TRIGGERS:
             raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
         with self._mutex, self._locked():
-            remove_stale_temps(self.state_path)
-            state = self._current()
-            target = self._history.get(refinement_id)
-            if target is None:
-                raise RefinementNotFound(refinement_id, self.history_path)
+            state, target = self._target_locked(refinement_id)
             plan = plan_rollback(state, target, force=force, later_writer=self._later_writer_after(target.id))
-            opts = ApplyOptions(
-                refinement_id=new_refinement_id(),
-                now=utc_now(),
-                scope=target.scope,
-                trigger=trigger,
-                session_id=target.session_id,
-                rollback_of=target.id,
-                restores=plan.restores,
-                preset_errors=plan.conflicts,
+            opts = self._follow_up_options(
+                target, trigger, rollback_of=target.id, restores=plan.restores, preset_errors=plan.conflicts
             )
             new_state, result = apply_proposal(state, plan.proposal, opts)
             self._commit(new_state, result)
             return result
+
+    def _target_locked(self, refinement_id: str) -> tuple[HarnessState, RefinementResult]:
+        """With the store lock held: the current state and the history record a follow-up acts on."""
+        remove_stale_temps(self.state_path)
+        state = self._current()
+        target = self._history.get(refinement_id)
+        if target is None:
+            raise RefinementNotFound(refinement_id, self.history_path)
+        return state, target
+
+    @staticmethod
+    def _follow_up_options(
+        target: RefinementResult,
+        trigger: str,
+        *,
+        restores: Sequence[HarnessEntry | None],
+        rollback_of: str | None = None,
+        review_of: str | None = None,
+        preset_errors: Sequence[str | None] = (),
+    ) -> ApplyOptions:
+        """Options of a rollback or review: it writes to the target's scope and session."""
+        return ApplyOptions(
+            refinement_id=new_refinement_id(),
+            now=utc_now(),
+            scope=target.scope,
+            trigger=trigger,
+            session_id=target.session_id,
+            rollback_of=rollback_of,
+            review_of=review_of,
+            restores=restores,
+            preset_errors=preset_errors,
+        )
 
     def _later_writer_after(self, target_id: str) -> Callable[[str, str], str | None]:
         def later_writer(kind: str, entry_id: str) -> str | None:
@@ -336,21 +358,9 @@ class HarnessStore:
         if decision not in REVIEW_DECISIONS:
             raise ValueError(f"decision must be one of {', '.join(REVIEW_DECISIONS)}, not {decision!r}")
         with self._mutex, self._locked():
-            remove_stale_temps(self.state_path)
-            state = self._current()
-            target = self._history.get(refinement_id)
-            if target is None:
-                raise RefinementNotFound(refinement_id, self.history_path)
+            state, target = self._target_locked(refinement_id)
             plan = plan_review(state, target, decision, edit_ids)
-            opts = ApplyOptions(
-                refinement_id=new_refinement_id(),
-                now=utc_now(),
-                scope=target.scope,
-                trigger="user",
-                session_id=target.session_id,
-                review_of=target.id,
-                restores=plan.restores,
-            )
+            opts = self._follow_up_options(target, "user", review_of=target.id, restores=plan.restores)
             new_state, result = apply_proposal(state, plan.proposal, opts)
             tombstones = new_state.tombstones
             for stone in plan.tombstones:
