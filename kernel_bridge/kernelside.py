@@ -235,6 +235,7 @@ def snapshot(state_path: str, manifest_path: str, per_variable_cap: int, total_c
         values[name] = blob
         total += _len(blob)
         saved[name] = {"bytes": _len(blob), "type": _type(value).__name__}
+    total = _carry_unrestored(kind, values, saved, skipped, total, total_cap)
     created = _time.time()
     manifest = {
         "format": FORMAT,
@@ -253,6 +254,40 @@ def snapshot(state_path: str, manifest_path: str, per_variable_cap: int, total_c
     return _json.dumps(manifest)
 
 
+# Values the last restore could not load (a module that went missing, say), kept as they were
+# saved so that the next snapshot does not lose them for good: a later kernel may load them again.
+# A name leaves this once the user defines it anew.
+_unrestored: dict[str, bytes] = {}
+_unrestored_pickler = ""
+
+
+def _carry_unrestored(
+    kind: str,
+    values: dict[str, bytes],
+    saved: dict[str, dict[str, Any]],
+    skipped: dict[str, str],
+    total: int,
+    total_cap: int,
+) -> int:
+    """Add the still-unrestored values to a snapshot being built; returns the new total size."""
+    for name in _sorted(_unrestored):
+        if name in _shell.user_ns:
+            del _unrestored[name]
+            continue
+        blob = _unrestored[name]
+        if _unrestored_pickler != kind:
+            skipped[name] = (
+                f"could not be restored, and was saved with {_unrestored_pickler}, which is missing"
+            )
+        elif total + _len(blob) > total_cap:
+            skipped[name] = f"could not be restored, and is over the total snapshot cap of {total_cap} bytes"
+        else:
+            values[name] = blob
+            total += _len(blob)
+            saved[name] = {"bytes": _len(blob), "type": "(not restored; kept from the earlier snapshot)"}
+    return total
+
+
 def restore(state_path: str) -> str:
     """Load each saved name independently; returns {"restored", "failed", "skipped"} as JSON."""
     kind, pickler = _pickler()
@@ -266,10 +301,13 @@ def restore(state_path: str) -> str:
         if _hasattr(_os, "getuid") and info.st_uid != _os.getuid():
             raise PermissionError(f"{state_path} is owned by another user; not loaded")
         container = _pickle.load(handle)
+    global _unrestored, _unrestored_pickler
     restored: list[str] = []
     failed: dict[str, str] = {}
+    _unrestored, _unrestored_pickler = {}, _str(container.get("pickler", ""))
     if container.get("pickler") == "dill" and kind != "dill":
         failed = dict.fromkeys(container["values"], "dill is not installed in this kernel's Python")
+        _unrestored = dict(container["values"])
         return _json.dumps({"restored": [], "failed": failed, "skipped": container.get("skipped", {})})
     for name, blob in container["values"].items():
         try:
@@ -278,6 +316,7 @@ def restore(state_path: str) -> str:
             if _isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
             failed[name] = f"{_type(exc).__name__}: {_str(exc)[:200]}"
+            _unrestored[name] = blob
             continue
         restored.append(name)
     global _last_names

@@ -192,3 +192,22 @@ async def test_kernel_side_restore_rechecks_the_file_it_opens(
     linked = await snap_session.execute(load).result()
     assert linked.error is not None and linked.error.ename == "OSError"
     assert "symbolic links" in linked.error.evalue
+
+
+async def test_a_value_that_failed_to_restore_is_kept_by_later_snapshots(
+    snap_session: KernelSession, tmp_path: Path
+) -> None:
+    module = tmp_path / "shapes_mod.py"
+    module.write_text("class Shape:\n    sides = 4\n")
+    await snap_session.execute("import shapes_mod\nsquare = shapes_mod.Shape()").result()
+    await snap_session.snapshot()
+    module.unlink()  # the class cannot be imported by the next kernel
+    report = await snap_session.restart()
+    assert "square" in report and "Failed to restore" in report
+    await snap_session.execute("unrelated = 1").result()
+    manifest = await snap_session.snapshot()
+    assert "square" in manifest["saved"], "a later snapshot must not drop what it could not restore"
+    module.write_text("class Shape:\n    sides = 4\n")
+    await snap_session.restart()
+    result = await snap_session.execute("print(square.sides, unrelated)").result()
+    assert result.output == "4 1\n"
