@@ -25,6 +25,8 @@ _installed = False
 
 def track(pid: int) -> None:
     """Remember a kernel process (its process group id equals its pid: it leads a new session)."""
+    if pid <= 0:
+        return
     _install()
     pgid = pid
     if hasattr(os, "getpgid"):
@@ -40,7 +42,14 @@ def forget(pid: int) -> None:
 
 
 def kill_group(pid: int) -> None:
-    """SIGKILL the kernel's process group (or the process alone where groups do not exist)."""
+    """SIGKILL the kernel's process group (or the process alone where groups do not exist).
+
+    A pid <= 0 (a kernel whose process this host does not know, e.g. from a custom launcher) is
+    ignored: `kill(-1)` would signal every process of this user and `kill(0)` our own group.
+    """
+    if pid <= 0:
+        log.debug("not killing kernel pid %d: not a real process id", pid)
+        return
     with _lock:
         pgid = _groups.get(pid, pid)
     if hasattr(os, "killpg") and pgid > 1 and pgid != os.getpgrp():
