@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         Stream,
     )
     from kernel_bridge.hostbridge import HostBridge
+    from kernel_bridge.launcher import Launcher, LaunchSpec, RunningKernel, start_local_kernel
     from kernel_bridge.pool import KernelPool
     from kernel_bridge.session import KernelSession
 
@@ -42,6 +43,10 @@ _EXPORTS = {
     "KernelPool": "pool",
     "KernelSession": "session",
     "KernelStartError": "errors",
+    "LaunchSpec": "launcher",
+    "Launcher": "launcher",
+    "RunningKernel": "launcher",
+    "start_local_kernel": "launcher",
     "RestoreReport": "events",
     "Result": "events",
     "SessionClosed": "errors",
@@ -64,12 +69,16 @@ __all__ = [
     "KernelPool",
     "KernelSession",
     "KernelStartError",
+    "LaunchSpec",
+    "Launcher",
     "RestoreReport",
     "Result",
+    "RunningKernel",
     "SessionClosed",
     "Stream",
     "resolve_interpreter",
     "scrub_environment",
+    "start_local_kernel",
 ]
 
 

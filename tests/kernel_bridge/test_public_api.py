@@ -24,6 +24,11 @@ CONTRACT = {
     "KernelStartError",
     "InterpreterNotFound",
     "SessionClosed",
+    # The provisioner seam: `KernelPool(launcher=...)` takes any `Launcher`.
+    "Launcher",
+    "LaunchSpec",
+    "RunningKernel",
+    "start_local_kernel",
 }
 
 
