@@ -37,6 +37,17 @@ class _Parser(argparse.ArgumentParser):
         raise CliError(f"{message}\n{self.format_usage().strip()}")
 
 
+def _count(text: str) -> int:
+    """A non-negative integer option value."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--session", metavar="ID", help="a session id: use that session's local store")
@@ -48,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", parents=[common], help="show an entry or a refinement with its snapshots")
     p.add_argument("id")
     p = sub.add_parser("history", parents=[common], help="list refinements, newest last")
-    p.add_argument("-n", type=int, default=20, metavar="N", help="how many (default 20; 0 = all)")
+    p.add_argument("-n", type=_count, default=20, metavar="N", help="how many (default 20; 0 = all)")
     p = sub.add_parser("rollback", parents=[common], help="roll back a refinement")
     p.add_argument("id")
     p.add_argument("--force", action="store_true", help="roll back even if entries changed since")
@@ -153,12 +164,17 @@ def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str,
             stores.insert(0, HarnessStore(local_root(home, args.session)))
         entries = [e for s in stores for e in s.load().find(args.id)]
         if not entries:
-            raise CliError(f"no entry or refinement {args.id!r} under {home}")
+            raise CliError(
+                f"no entry or refinement {args.id!r} under {home}; "
+                "`continual-acp harness list` and `history` show the ids"
+            )
         return entries, "\n\n".join(render_view(e) for e in entries), 0
     if args.command == "rollback":
         found = _find_refinement(home, args.session, args.id)
         if found is None:
-            raise CliError(f"no refinement {args.id!r} under {home}")
+            raise CliError(
+                f"no refinement {args.id!r} under {home}; `continual-acp harness history` shows the ids"
+            )
         result = found[0].rollback(args.id, force=args.force)
         refused = [e for e in result.applied_edits if not e.applied]
         text = _result_text(result)

@@ -72,7 +72,15 @@ def _salvage(raw: dict[str, Any], path: Path) -> HarnessState:
         except ValidationError:
             dropped += 1
     head = raw.get("head") if isinstance(raw.get("head"), str) else None
-    log.warning("harness state %s: %d malformed item(s) skipped", path, dropped)
+    kept = sum(len(items) for items in entries.values())
+    log.warning(
+        "harness state %s does not have the expected shape: kept %d well-formed entries and "
+        "%d tombstones, skipped %d malformed item(s); the next save rewrites the file",
+        path,
+        kept,
+        len(tombstones),
+        dropped,
+    )
     return HarnessState.build(entries, tombstones, head)
 
 

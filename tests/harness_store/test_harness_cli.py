@@ -118,11 +118,13 @@ def test_tombstones_are_listed_and_can_be_lifted(home: Path) -> None:
     ("args", "message"),
     [
         (("rollback", "r-unknown"), "no refinement 'r-unknown'"),
+        (("rollback", "r-unknown"), "`continual-acp harness history` shows the ids"),
         (("show", "nothing-here"), "no entry or refinement 'nothing-here'"),
         (("list", "--scope", "local"), "--scope local needs --session ID"),
         (("frobnicate",), "invalid choice"),
         ((), "a command is needed"),
         (("tombstones", "--lift", "t-nope"), "no tombstone 't-nope'"),
+        (("history", "-n", "-3"), "expected 0 or more, got -3"),
     ],
 )
 def test_errors_go_to_stderr_with_exit_code_1(home: Path, args: tuple[str, ...], message: str) -> None:

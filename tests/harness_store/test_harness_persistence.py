@@ -47,9 +47,13 @@ def test_every_corrupt_state_shape_loads_as_empty_and_the_next_save_recovers(
     assert HarnessStore(store.root).load().get("memory", "a") is not None
 
 
-def test_unreadable_state_path_loads_as_empty(store: HarnessStore) -> None:
+def test_unreadable_state_path_loads_as_empty_with_a_warning_naming_it(
+    store: HarnessStore, caplog: pytest.LogCaptureFixture
+) -> None:
     store.state_path.mkdir(parents=True)  # a directory where the file should be: reading fails
-    assert store.load().count() == 0
+    with caplog.at_level(logging.WARNING, logger="harness_store"):
+        assert store.load().count() == 0
+    assert any(str(store.state_path) in record.getMessage() for record in caplog.records)
 
 
 def test_missing_state_file_and_history_is_an_empty_harness(store: HarnessStore) -> None:
