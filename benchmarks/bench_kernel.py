@@ -110,30 +110,84 @@ async def bench_round_trip(rounds: int, work: Path) -> dict[str, float]:
     return {"bridge": bridge, "bare": bare, "ratio": bridge / bare}
 
 
+_PRINT_TIMES = (
+    "import time, sys\nfor i in range(40):\n    print(repr(time.time()), flush=True)\n    time.sleep(0.01)"
+)
+_SLEEP = "import time\nprint('go', flush=True)\ntime.sleep(60)"
+
+
+async def _bare_chunk_latencies(client: Any) -> list[float]:
+    """Baseline: the same printing cell read straight off the iopub channel."""
+    msg_id = client.execute(_PRINT_TIMES, allow_stdin=False)
+    latencies: list[float] = []
+    while True:
+        msg = await client.get_iopub_msg()
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            now = time.time()
+            latencies.extend(now - float(line) for line in msg["content"]["text"].split())
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return latencies
+
+
+async def _bare_interrupt(bare: Any) -> float:
+    """Baseline: `interrupt_kernel` on a sleeping cell until its idle status, bare jupyter_client."""
+    client = bare.client
+    msg_id = client.execute(_SLEEP, allow_stdin=False)
+    while True:  # running once its first output arrives, as in the bridge measurement
+        msg = await client.get_iopub_msg()
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
+            break
+    start = time.perf_counter()
+    await bare.km.interrupt_kernel()
+    while True:
+        msg = await client.get_iopub_msg()
+        if (
+            msg["parent_header"].get("msg_id") == msg_id
+            and msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+        ):
+            return time.perf_counter() - start
+
+
 async def bench_streaming_and_interrupt(rounds: int, work: Path) -> dict[str, float]:
+    """Stdout chunk latency and interrupt -> Finished, each beside bare jupyter_client."""
     pool = KernelPool(0)
     session = await pool.acquire(cwd=work)
+    bare = await start_local_kernel(
+        LaunchSpec(python=Path(sys.executable), cwd=work, env=dict(os.environ), runtime_dir=work / "bare-si")
+    )
     latencies: list[float] = []
+    bare_latencies: list[float] = []
     interrupts: list[float] = []
+    bare_interrupts: list[float] = []
     try:
-        code = "import time, sys\nfor i in range(40):\n    print(repr(time.time()), flush=True)\n    time.sleep(0.01)"
-        run = session.execute(code)
+        run = session.execute(_PRINT_TIMES)
         async for event in run:
             if isinstance(event, Stream):
                 now = time.time()
                 for line in event.text.split():
                     latencies.append(now - float(line))
+        bare_latencies = await _bare_chunk_latencies(bare.client)
         for _ in range(rounds):
-            run = session.execute("import time\nprint('go', flush=True)\ntime.sleep(60)")
+            run = session.execute(_SLEEP)
             await anext(run)
             start = time.perf_counter()
             await session.interrupt()
             async for event in run:
                 if isinstance(event, Finished):
                     interrupts.append(time.perf_counter() - start)
+            bare_interrupts.append(await _bare_interrupt(bare))
     finally:
+        await bare.kill()
         await pool.aclose()
-    return {"chunk": statistics.median(latencies), "interrupt": statistics.median(interrupts)}
+    return {
+        "chunk": statistics.median(latencies),
+        "bare_chunk": statistics.median(bare_latencies),
+        "interrupt": statistics.median(interrupts),
+        "bare_interrupt": statistics.median(bare_interrupts),
+    }
 
 
 async def bench_snapshot(rounds: int, work: Path) -> dict[str, float]:
@@ -191,7 +245,11 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer rounds (smoke run)")
     args = parser.parse_args()
     scale = 1 if args.quick else 3
-    work = Path(tempfile.mkdtemp(prefix="bench-kernel-"))
+    with tempfile.TemporaryDirectory(prefix="bench-kernel-") as tmp:  # holds a 50 MB snapshot
+        await _run(Path(tmp), scale)
+
+
+async def _run(work: Path, scale: int) -> None:
     print(f"# kernel_bridge benchmarks — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"nproc={os.cpu_count()} cpu={_cpu()} python={sys.version.split()[0]}")
     acquire = await bench_acquire(3 * scale, work)
@@ -205,8 +263,14 @@ async def main() -> None:
         f" | ratio {rt['ratio']:.3f}   (target <= 1.15)"
     )
     si = await bench_streaming_and_interrupt(3 * scale, work)
-    print(f"stdout chunk latency (kernel print -> event): {_ms(si['chunk'])}   (target <= 20 ms)")
-    print(f"interrupt of time.sleep(60) -> Finished: {_ms(si['interrupt'])}   (target <= 200 ms)")
+    print(
+        f"stdout chunk latency (kernel print -> event): {_ms(si['chunk'])}"
+        f" | bare iopub receive {_ms(si['bare_chunk'])}   (target <= 20 ms)"
+    )
+    print(
+        f"interrupt of time.sleep(60) -> Finished: {_ms(si['interrupt'])}"
+        f" | bare interrupt_kernel -> idle {_ms(si['bare_interrupt'])}   (target <= 200 ms)"
+    )
     snap = await bench_snapshot(scale, work)
     print(
         f"snapshot of 50 MB / 100 variables: {_ms(snap['snapshot'])} | restore: {_ms(snap['restore'])}"
