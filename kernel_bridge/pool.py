@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shutil
@@ -11,6 +10,7 @@ import tempfile
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from kernel_bridge import reaper
 from kernel_bridge._tasks import spawn
 from kernel_bridge.bootstrap import preload
 from kernel_bridge.environment import resolve_interpreter, scrub_environment
@@ -103,6 +103,7 @@ class KernelPool:
             else:
                 # Short path under the temp dir: Unix socket paths are limited to ~100 bytes.
                 self._runtime = Path(tempfile.mkdtemp(prefix="cacp-"))
+                reaper.remove_on_exit(self._runtime)
         return self._runtime
 
     @property
@@ -276,5 +277,5 @@ class KernelPool:
         for kernel in ready:
             await kernel.shutdown(timeout=1.0)
         if self._owns_runtime and self._runtime is not None:
-            with contextlib.suppress(OSError):
-                shutil.rmtree(self._runtime)
+            shutil.rmtree(self._runtime, ignore_errors=True)
+            reaper.keep_on_exit(self._runtime)

@@ -11,13 +11,16 @@ import atexit
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import threading
+from pathlib import Path
 from types import FrameType
 
 log = logging.getLogger(__name__)
 
 _groups: dict[int, int] = {}
+_directories: set[Path] = set()
 # Re-entrant: the SIGTERM handler may run while the main thread is inside track()/forget().
 _lock = threading.RLock()
 _installed = False
@@ -60,13 +63,34 @@ def kill_group(pid: int) -> None:
             os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
+def remove_on_exit(directory: Path) -> None:
+    """Delete `directory` (a pool's private runtime dir) at exit or SIGTERM, after the kernels.
+
+    Without this every server killed by SIGTERM left its connection files and sockets in the temp
+    dir; only SIGKILL, which runs nothing, still does.
+    """
+    _install()
+    with _lock:
+        _directories.add(directory)
+
+
+def keep_on_exit(directory: Path) -> None:
+    """Forget a directory given to `remove_on_exit` (its owner removed it already)."""
+    with _lock:
+        _directories.discard(directory)
+
+
 def kill_all() -> None:
-    """Kill every tracked kernel group now (atexit, SIGTERM)."""
+    """Kill every tracked kernel group now, then remove the registered runtime dirs (atexit, SIGTERM)."""
     with _lock:
         pids = list(_groups)
+        directories = list(_directories)
+        _directories.clear()
     for pid in pids:
         kill_group(pid)
         forget(pid)
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:

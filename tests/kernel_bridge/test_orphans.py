@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,6 +69,14 @@ def cleanup() -> Iterator[list[int]]:
             pass
 
 
+@pytest.fixture
+def cleanup_dirs() -> Iterator[list[Path]]:
+    dirs: list[Path] = []
+    yield dirs
+    for directory in dirs:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_sigterm_of_the_server_kills_every_kernel_and_their_children(cleanup: list[int]) -> None:
     host, kernel_pid, child_pid, runtime_dir = _start_host()
     kernels = _kernels_started_in(runtime_dir)
@@ -77,15 +86,19 @@ def test_sigterm_of_the_server_kills_every_kernel_and_their_children(cleanup: li
     assert host.wait(timeout=30) == -signal.SIGTERM
     assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), "a kernel survived SIGTERM"
     assert _wait_gone(child_pid), f"kernel child {child_pid} survived SIGTERM of the server"
+    assert not Path(runtime_dir).exists(), "SIGTERM left the runtime dir (connection files) behind"
 
 
-def test_sigkill_of_the_server_ends_every_kernel_and_their_children(cleanup: list[int]) -> None:
+def test_sigkill_of_the_server_ends_every_kernel_and_their_children(
+    cleanup: list[int], cleanup_dirs: list[Path]
+) -> None:
     host, kernel_pid, child_pid, runtime_dir = _start_host()
     kernels = _kernels_started_in(runtime_dir)
     assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
     cleanup.extend([*kernels, child_pid])
     host.kill()
     host.wait(timeout=30)
+    cleanup_dirs.append(Path(runtime_dir))  # nothing in the server runs after SIGKILL
     # Nothing in the server runs after SIGKILL: each kernel's parent watch kills its process group.
     assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), "a kernel survived SIGKILL"
     assert _wait_gone(child_pid), f"kernel child {child_pid} survived SIGKILL of the server"
