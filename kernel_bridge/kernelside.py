@@ -86,7 +86,7 @@ def setup(shell: Any, config: dict[str, Any]) -> None:
         _os.chdir(cwd)
         if cwd not in _sys.path:
             _sys.path.insert(0, cwd)
-    for entry in config.get("sys_path", []):
+    for entry in _builtins.reversed(config.get("sys_path", [])):  # the first entry ends up first
         if entry not in _sys.path:
             _sys.path.insert(0, entry)
     _ensure_hostclient(config.get("hostclient_source", ""))

@@ -7,7 +7,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from kernel_bridge import reaper
@@ -204,6 +204,7 @@ class KernelPool:
         output_dir: str | os.PathLike[str] | None = None,
         max_output_chars: int | None = None,
         setup_timeout: float = 120.0,
+        sys_path: Sequence[str | os.PathLike[str]] = (),
     ) -> KernelSession:
         """A kernel session in `cwd` with `env` (secrets scrubbed) applied and `setup_code` run.
 
@@ -212,7 +213,8 @@ class KernelPool:
         without it no snapshots are taken. The snapshot is NOT restored here: call
         `await session.restore()` when loading a saved session. `output_dir` receives each cell's
         full output (default: a directory in the pool's runtime dir). `setup_code` that runs longer
-        than `setup_timeout` is interrupted; its failure is in `session.setup_error`.
+        than `setup_timeout` is interrupted; its failure is in `session.setup_error`. `sys_path`
+        entries go to the front of the kernel's `sys.path` (before the cwd, first entry first).
         """
         if self._closed:
             raise KernelBridgeError("the kernel pool was closed")
@@ -228,6 +230,7 @@ class KernelPool:
             cwd=work,
             env=session_env,
             setup_code=setup_code,
+            sys_path=tuple(str(Path(entry).expanduser().resolve()) for entry in sys_path),
             snapshot=snapshot,
             output_dir=Path(output_dir) if output_dir is not None else None,
             max_output_chars=max_output_chars or self.max_output_chars,

@@ -63,6 +63,8 @@ class SessionOptions:
     cwd: Path
     env: Mapping[str, str]
     setup_code: str | None = None
+    # Extra import paths for the kernel (ahead of the cwd), e.g. where the session's skills live.
+    sys_path: tuple[str, ...] = ()
     snapshot: SnapshotPaths | None = None
     output_dir: Path | None = None
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
@@ -154,6 +156,7 @@ class KernelSession:
         config = {
             "cwd": str(self.options.cwd),
             "env": {**self.options.env, **self.host_bridge.environment()},
+            "sys_path": list(self.options.sys_path),
         }
         boot = bootstrap.setup_code(config)
         _, error = await self._internal(boot, timeout=60.0)

@@ -216,3 +216,18 @@ async def test_pool_close_while_a_kernel_is_warming_leaves_no_kernel(tmp_path: P
     finally:
         await pool.aclose()
     await wait_until(lambda: process_gone(launched[0].pid))
+
+
+async def test_session_sys_path_entries_come_first_in_the_given_order(tmp_path: Path) -> None:
+    first, second = tmp_path / "skills_a", tmp_path / "skills_b"
+    for directory, name in ((first, "a"), (second, "b")):
+        directory.mkdir()
+        (directory / "which_skills.py").write_text(f"NAME = {name!r}\n")
+    pool = KernelPool(0)
+    try:
+        session = await pool.acquire(cwd=tmp_path, sys_path=[first, second])
+        expected = [str(first), str(second)]
+        code = f"import sys, which_skills\nprint(sys.path[:2] == {expected!r}, which_skills.NAME)"
+        assert (await session.execute(code).result()).output == "True a\n"
+    finally:
+        await pool.aclose()
