@@ -148,9 +148,12 @@ class HistoryLog:
             self._reset(identity)
         if stat.st_size == self._scanned:
             return
-        with open(self.path, "rb") as handle:
-            handle.seek(self._scanned)
-            chunk = handle.read(stat.st_size - self._scanned)
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._scanned)
+                chunk = handle.read(stat.st_size - self._scanned)
+        except OSError as exc:
+            raise self._unreadable(exc) from exc
         pos = 0
         base = self._scanned
         while True:
@@ -172,6 +175,12 @@ class HistoryLog:
                 self._order.append(record_id)
             self._offsets[record_id] = offset
         self._scanned = base + pos
+
+    def _unreadable(self, exc: OSError) -> HarnessStoreError:
+        return HarnessStoreError(
+            f"cannot read the harness history {self.path}: {exc.strerror or exc}; "
+            "check that it is a file this user can read"
+        )
 
     def _reset(self, identity: tuple[int, int] | None) -> None:
         self._offsets = {}
@@ -265,7 +274,11 @@ class HistoryLog:
         wanted = self._order[start:stop]
         if not wanted:
             return
-        with open(self.path, "rb") as handle:
+        try:
+            handle = open(self.path, "rb")  # closed below; a generator holds it
+        except OSError as exc:
+            raise self._unreadable(exc) from exc
+        with handle:
             for record_id in wanted:
                 offset = self._offsets[record_id]
                 handle.seek(offset)

@@ -249,3 +249,15 @@ def test_history_pages_walk_back_with_a_cursor(store: HarnessStore) -> None:
     assert [r.id for r in page] == ids[:1] and cursor is None
     with pytest.raises(RefinementNotFound):
         store.history_page(before="r-unknown")
+
+
+def test_an_unreadable_history_is_a_store_error_naming_it_but_load_still_works(
+    store: HarnessStore,
+) -> None:
+    store.apply(proposal(create("memory", "A", "x")), scope="global", trigger="user")
+    store.history_path.unlink()
+    store.history_path.mkdir()  # a directory where the file should be: reading fails
+    fresh = HarnessStore(store.root)
+    assert fresh.load().get("memory", "a") is not None
+    with pytest.raises(HarnessStoreError, match=str(store.history_path)):
+        fresh.history()
