@@ -65,16 +65,24 @@ class StoreLock:
             ) from exc
         deadline = time.monotonic() + self.timeout
         delay = 0.001
-        # Non-blocking attempts with a short back-off: a blocking flock cannot time out.
-        while not _try_lock(fd):
-            if time.monotonic() >= deadline:
-                os.close(fd)
+        try:
+            # Non-blocking attempts with a short back-off: a blocking flock cannot time out.
+            while not _try_lock(fd):
+                if time.monotonic() >= deadline:
+                    raise HarnessStoreError(
+                        f"timed out after {self.timeout:g} s waiting for the harness lock {self.path}; "
+                        "another continual-acp process is holding it"
+                    )
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+        except BaseException as exc:
+            os.close(fd)  # never leak the descriptor, whatever ended the wait
+            if isinstance(exc, OSError):
                 raise HarnessStoreError(
-                    f"timed out after {self.timeout:g} s waiting for the harness lock {self.path}; "
-                    "another continual-acp process is holding it"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
+                    f"cannot lock the harness lock file {self.path}: {exc.strerror or exc}; "
+                    "the store must be on a filesystem that supports file locks"
+                ) from exc
+            raise
         self._fd = fd
         return self
 

@@ -261,3 +261,21 @@ def test_an_unreadable_history_is_a_store_error_naming_it_but_load_still_works(
     assert fresh.load().get("memory", "a") is not None
     with pytest.raises(HarnessStoreError, match=str(store.history_path)):
         fresh.history()
+
+
+def test_a_filesystem_without_locks_is_a_store_error_and_leaks_no_descriptor(
+    store: HarnessStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from harness_store import lock
+
+    def no_locks(fd: int) -> bool:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    store.root.mkdir(parents=True)
+    monkeypatch.setattr(lock, "_try_lock", no_locks)
+    open_before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(HarnessStoreError, match=f"{store.lock_path}.*No locks available"):
+        store.apply(proposal(create("memory", "A", "x")), scope="global", trigger="user")
+    assert len(os.listdir("/proc/self/fd")) == open_before
