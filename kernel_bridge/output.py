@@ -36,8 +36,18 @@ def truncate_middle(text: str, max_chars: int) -> str:
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and parents) with mode 0700 and return it."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` and any missing parents with mode 0700 (`mkdir(parents=True)` gives the
+    parents the umask's mode), make `path` itself 0700, and return it."""
+    missing: list[Path] = []
+    current = path
+    while not current.exists() and current.parent != current:
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass  # made meanwhile by another session or process
     os.chmod(path, 0o700)
     return path
 
