@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import socket
 import sys
 import tempfile
@@ -44,6 +45,7 @@ class HostBridge:
         self._handlers: dict[str, Handler] = {}
         self._server: asyncio.Server | None = None
         self._socket_path: Path | None = None
+        self._own_dir: Path | None = None  # made when no runtime dir was given
         self._connections: set[asyncio.StreamWriter] = set()
         self.token = secrets.token_urlsafe(32)
         self.address = ""
@@ -74,16 +76,16 @@ class HostBridge:
             return self.address
         # asyncio has no Unix-socket server on Windows event loops.
         if self._prefer_unix and hasattr(socket, "AF_UNIX") and sys.platform != "win32":
-            directory = self._runtime_dir or Path(tempfile.gettempdir())
+            # The socket is made inside a 0700 directory, so nobody else can reach it in the moment
+            # before the chmod. (Not by setting the umask: it is process-wide, and files other
+            # coroutines created meanwhile would get it too.)
+            if self._runtime_dir is None:
+                self._own_dir = Path(tempfile.mkdtemp(prefix="cacp-bridge-"))
+            directory = self._runtime_dir or self._own_dir
+            assert directory is not None
             path = directory / f"bridge-{secrets.token_hex(4)}.sock"
             if len(os.fsencode(path)) <= _MAX_UNIX_PATH:
-                old_umask = os.umask(0o177)
-                try:
-                    self._server = await asyncio.start_unix_server(
-                        self._serve, path=str(path), limit=_MAX_LINE
-                    )
-                finally:
-                    os.umask(old_umask)
+                self._server = await asyncio.start_unix_server(self._serve, path=str(path), limit=_MAX_LINE)
                 os.chmod(path, 0o600)
                 self._socket_path = path
                 self.address = f"unix:{path}"
@@ -105,6 +107,9 @@ class HostBridge:
         if self._socket_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 self._socket_path.unlink()
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+            self._own_dir = None
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections.add(writer)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernel_bridge import KernelPool, KernelSession, hostclient, kernelside
+from kernel_bridge import HostBridge, KernelPool, KernelSession, hostclient, kernelside
 
 pytestmark = pytest.mark.anyio
 
@@ -178,3 +178,15 @@ def test_host_client_without_a_bridge_raises_host_error(monkeypatch: pytest.Monk
     monkeypatch.delenv("CONTINUAL_ACP_BRIDGE_TOKEN", raising=False)
     with pytest.raises(hostclient.HostError, match="CONTINUAL_ACP_BRIDGE"):
         hostclient.call("anything")
+
+
+async def test_bridge_without_a_runtime_dir_makes_a_private_one_and_removes_it() -> None:
+    bridge = HostBridge()
+    address = await bridge.start()
+    socket_path = Path(address[len("unix:") :])
+    try:
+        assert socket_path.parent.stat().st_mode & 0o777 == 0o700
+        assert socket_path.stat().st_mode & 0o777 == 0o600
+    finally:
+        await bridge.aclose()
+    assert not socket_path.parent.exists()
