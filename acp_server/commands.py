@@ -156,7 +156,11 @@ class CommandRunner:
         try:
             limit = int(argument) if argument else 10
         except ValueError:
-            await self._reply(f"/history takes a number of entries, not {argument!r}. Example: `/history 5`")
+            limit = 0
+        if limit < 1:
+            await self._reply(
+                f"/history takes a positive number of entries, not {argument!r}. Usage: `/history [N]`, e.g. `/history 5`"
+            )
             return
         limit = max(1, min(limit, 200))
         records: list[Any] = []
@@ -185,10 +189,33 @@ class CommandRunner:
             await self._reply("The harness store is not available in this session.")
             return
         state = merge(glob.state, local.state)
-        text = render_overview(state, query=argument or None)
-        await self._reply(
-            text.strip() or "The harness is empty: no notes, memories, skills or subagents yet."
-        )
+        query = " ".join(argument.split())
+        if not query:
+            text = render_overview(state)
+            await self._reply(
+                text.strip() or "The harness is empty: no notes, memories, skills or subagents yet."
+            )
+            return
+        kind = _HARNESS_KINDS.get(query.lower())
+        if kind is not None:
+            entries = {kind: dict(state.entries.get(kind, {}))}
+            what = f"no {kind} entries"
+        else:
+            words = query.lower().split()
+            entries = {
+                k: {key: e for key, e in items.items() if _matches(key, e, words)}
+                for k, items in state.entries.items()
+            }
+            what = f"no entry matching {query!r}"
+        text = render_overview(type(state).build(entries, list(state.tombstones))).strip()
+        if not text:
+            kinds = ", ".join(sorted(set(_HARNESS_KINDS.values())))
+            await self._reply(
+                f"The harness has {what}. `/harness` shows everything; `/harness <kind>` filters by "
+                f"kind ({kinds}); any other text searches titles and contents."
+            )
+            return
+        await self._reply(text)
 
     async def _find(self, refinement_id: str) -> Any | None:
         for store in self._stores():
@@ -239,6 +266,12 @@ class CommandRunner:
         await self._rollback(ids[0], force)
 
     async def _cmd_undo(self, argument: str) -> None:
+        if argument:
+            await self._reply(
+                f"/undo takes no argument (got {argument!r}). Usage: `/undo` rolls back the latest "
+                "refinement; `/rollback <id>` rolls back a given one."
+            )
+            return
         records: list[Any] = []
         for store in self._stores():
             records.extend(await anyio.to_thread.run_sync(store.history, None))
@@ -263,13 +296,21 @@ class CommandRunner:
     async def _cmd_kernel(self, argument: str) -> None:
         action = (argument.split() or ["status"])[0]
         if action == "status":
-            await self._reply(await self._session.kernel_status())
+            await self._reply(f"Kernel: {await self._session.kernel_status()}")
         elif action == "interrupt":
-            await self._session.interrupt_kernel()
-            await self._reply("Kernel interrupted.")
+            await self._reply(await self._session.interrupt_kernel())
         elif action == "restart":
-            report = await self._session.restart_kernel()
-            await self._reply(f"Kernel restarted. {report}".strip())
+            if getattr(self._session, "busy", False):
+                await self._reply(
+                    "Not restarted: a turn is running. Stop it first (cancel the prompt), or use "
+                    "`/kernel interrupt` to stop just the running cell; then `/kernel restart`."
+                )
+                return
+            report = str(await self._session.restart_kernel()).strip()
+            # kernel_bridge's report already starts "The kernel was restarted: ...": say it once.
+            if not report.lower().startswith("the kernel was restarted"):
+                report = f"Kernel restarted. {report}".strip()
+            await self._reply(report)
         else:
             await self._reply(
                 f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt` or `/kernel restart`."
@@ -277,6 +318,9 @@ class CommandRunner:
 
     async def _cmd_compact(self, argument: str) -> None:
         summary = await self._session.compact(argument or None)
+        if summary.startswith("Nothing to compact"):
+            await self._reply(summary)  # nothing was compacted: do not claim it was
+            return
         await self._reply(f"Context compacted.\n\n{summary}".strip())
 
     async def _cmd_autonomous(self, argument: str) -> None:
@@ -302,6 +346,35 @@ class CommandRunner:
         from acp_server.refinement_review import review_command
 
         await review_command(self._server, self._opened, argument, self._reply)
+
+
+# `/harness <kind>`: the store's kinds, their plurals and the words the overview headings use.
+_HARNESS_KINDS = {
+    "prompt": "prompt",
+    "prompts": "prompt",
+    "note": "prompt",
+    "notes": "prompt",
+    "memory": "memory",
+    "memories": "memory",
+    "skill": "skill",
+    "skills": "skill",
+    "subagent": "subagent",
+    "subagents": "subagent",
+}
+
+
+def _matches(key: str, entry: Any, words: list[str]) -> bool:
+    """Every word of the `/harness` query occurs in the entry's id, title, content or path."""
+    haystack = " ".join(
+        str(part)
+        for part in (
+            key,
+            getattr(entry, "title", ""),
+            getattr(entry, "content", ""),
+            getattr(entry, "path", ""),
+        )
+    ).lower()
+    return all(word in haystack for word in words)
 
 
 def _describe(record: Any) -> str:

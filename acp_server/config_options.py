@@ -9,7 +9,12 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 MODES: tuple[tuple[str, str, str], ...] = (
-    ("ask", "Ask", "Ask permission before every cell and every refinement"),
+    (
+        "ask",
+        "Ask",
+        "Ask permission before every cell and every refinement; selecting Ask again revokes an "
+        "“Allow always (this session)” grant",
+    ),
     ("auto", "Auto", "Cells run; local refinements apply as candidates; global ones wait for review"),
     ("autonomous", "Autonomous", "Auto, and keep going until the configured gates pass or a limit is hit"),
 )

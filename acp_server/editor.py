@@ -63,7 +63,11 @@ class JsonRpcEditor:
         if self.presenter is None:
             raise RuntimeError("editor used before its session was created")
         tool_call = await self.presenter.announce_cell(request.cell_id, request.code, request.title)
-        answer = await self.ask(tool_call, PERMISSION_OPTIONS)
+        answer, failure = await self._ask(tool_call, PERMISSION_OPTIONS)
+        if failure is not None:
+            from agent_core import PermissionRequestFailed
+
+            raise PermissionRequestFailed(failure)
         if answer is None:
             # No answer means no consent: the cell does not run.
             return "reject"
@@ -77,6 +81,13 @@ class JsonRpcEditor:
         None = no usable answer (the client failed the request or answered malformed). A
         `session/cancel` resolves every waiting ask as "cancelled".
         """
+        answer, _failure = await self._ask(tool_call, options)
+        return answer
+
+    async def _ask(
+        self, tool_call: dict[str, Any], options: list[dict[str, str]]
+    ) -> tuple[str | None, str | None]:
+        """`ask`, plus the client's error message when it failed the request instead of answering."""
         params = {"sessionId": self._sid(), "toolCall": tool_call, "options": options}
         scope = anyio.CancelScope()
         self._pending.add(scope)
@@ -86,20 +97,22 @@ class JsonRpcEditor:
                 result = await self._connection.request("session/request_permission", params)
         except (PeerError, ConnectionClosed) as exc:
             log.warning("permission request failed (%s)", exc)
-            return None
+            error = getattr(exc, "error", None)
+            message = error.get("message") if isinstance(error, dict) else None
+            return None, str(message or exc or type(exc).__name__)
         finally:
             self._pending.discard(scope)
         if scope in self._cancelled_scopes:
             self._cancelled_scopes.discard(scope)
-            return "cancelled"
+            return "cancelled", None
         outcome = result.get("outcome") if isinstance(result, dict) else None
         if not isinstance(outcome, dict):
             log.warning("malformed permission answer %r", result)
-            return None
+            return None, None
         if outcome.get("outcome") == "cancelled":
-            return "cancelled"
+            return "cancelled", None
         option = outcome.get("optionId")
-        return str(option) if option is not None else None
+        return (str(option) if option is not None else None), None
 
     def cancel_pending_permissions(self) -> int:
         """Resolve every waiting permission request as "cancelled" (session/cancel); returns how many."""

@@ -273,6 +273,12 @@ class AcpServer:
 
     async def resume_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
         cwd = _absolute_cwd(req.cwd)
+        if not os.path.isdir(cwd):
+            # Like session/new: a kernel cannot start in a directory that does not exist.
+            raise AcpError.invalid_params(
+                f"session/resume: cwd {cwd!r} is not an existing directory",
+                {"errors": [{"loc": ["cwd"], "msg": "not an existing directory", "type": "value_error"}]},
+            )
         agent = await self.agent()
         opened = self.sessions.get(req.session_id) or await self._resume(agent, req.session_id, cwd)
         self._advertise_commands(ctx, req.session_id)
@@ -371,6 +377,11 @@ class AcpServer:
             )
         assert isinstance(session_id, str) and isinstance(config_id, str)
         opened = await self.open_session(session_id)
+        advertised = [option["id"] for option in config_options(opened.session)]
+        if config_id not in advertised:
+            raise AcpError.invalid_params(
+                f"session/set_config_option: unknown config option {config_id!r}; options: {', '.join(advertised)}"
+            )
         try:
             if config_id == "mode":
                 opened.session.set_mode(value)

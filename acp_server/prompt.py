@@ -44,6 +44,12 @@ def register_prompt(server: AcpServer) -> None:
         opened = await server.open_session(req.session_id)
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
         generation = opened.cancel_generation
+        early = parse_command(blocks)
+        if early is not None and early[0] == "kernel":
+            # `/kernel` (status, interrupt, restart) answers now: waiting behind the running turn
+            # would make `/kernel interrupt` useless and `/kernel status` stale.
+            await _command_runner(server, req.session_id, opened).run(*early)
+            return {"stopReason": "end_turn"}
         async with opened.prompt_lock:
             if opened.cancel_generation != generation:
                 return {"stopReason": "cancelled"}  # cancelled while it waited for the running turn
@@ -58,32 +64,7 @@ def register_prompt(server: AcpServer) -> None:
                     parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
                     return {"stopReason": await _run_turn(opened, parts, generation)}
             if command is not None:
-                message_id = f"cmd-{uuid.uuid4().hex[:12]}"
-
-                async def reply(text: str) -> None:
-                    await server.send_update(
-                        req.session_id,
-                        {
-                            "sessionUpdate": "agent_message_chunk",
-                            "content": {"type": "text", "text": text},
-                            "messageId": message_id,
-                        },
-                    )
-
-                async def announce_mode() -> None:
-                    # An agent-side mode switch: both the mode and the config option lists change.
-                    session = opened.session
-                    await server.send_update(
-                        req.session_id,
-                        {"sessionUpdate": "current_mode_update", "currentModeId": session.mode},
-                    )
-                    await server.send_update(
-                        req.session_id,
-                        {"sessionUpdate": "config_option_update", "configOptions": config_options(session)},
-                    )
-
-                runner = CommandRunner(opened.session, reply, announce_mode, server=server, opened=opened)
-                await runner.run(*command)
+                await _command_runner(server, req.session_id, opened).run(*command)
                 return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
             parts = [_prompt_part(block) for block in req.prompt]
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
@@ -97,6 +78,33 @@ def register_prompt(server: AcpServer) -> None:
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
     )(prompt)
+
+
+def _command_runner(server: AcpServer, session_id: str, opened: Any) -> CommandRunner:
+    """A runner whose replies are one agent message (and whose mode switches are announced)."""
+    message_id = f"cmd-{uuid.uuid4().hex[:12]}"
+
+    async def reply(text: str) -> None:
+        await server.send_update(
+            session_id,
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text},
+                "messageId": message_id,
+            },
+        )
+
+    async def announce_mode() -> None:
+        # An agent-side mode switch: both the mode and the config option lists change.
+        session = opened.session
+        await server.send_update(
+            session_id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
+        )
+        await server.send_update(
+            session_id, {"sessionUpdate": "config_option_update", "configOptions": config_options(session)}
+        )
+
+    return CommandRunner(opened.session, reply, announce_mode, server=server, opened=opened)
 
 
 async def _run_turn(opened: Any, parts: list[Any], generation: int) -> str:

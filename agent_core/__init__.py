@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from agent_core.config import AgentConfig, load_config
-from agent_core.errors import ModelError, SessionNotFound
+from agent_core.errors import ModelError, PermissionRequestFailed, SessionInUse, SessionNotFound
 from agent_core.events import (
     CellClear,
     CellDisplay,
@@ -84,6 +84,7 @@ __all__ = [
     "NoEditor",
     "PermissionDecision",
     "PermissionRequest",
+    "PermissionRequestFailed",
     "PlanChanged",
     "PlanEntry",
     "PromptPart",
@@ -93,6 +94,7 @@ __all__ = [
     "ResourceLinkPart",
     "ResourcePart",
     "Session",
+    "SessionInUse",
     "SessionNotFound",
     "SessionPage",
     "SessionStore",

@@ -99,7 +99,7 @@ class Agent:
             pool = await self._kernel_pool()
             setup = None
             try:
-                setup = self.skills.setup_code(session.cwd)
+                setup = _hide_setup_names(self.skills.setup_code(session.cwd))
             except Exception:
                 log.exception("building the skills setup code failed; the kernel starts without skills")
             kernel = await pool.acquire(cwd=session.cwd, setup_code=setup, snapshot_path=session.session_dir)
@@ -229,3 +229,23 @@ def _restore_note(report: object) -> str:
     if skipped:
         parts.append("Never saved: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) + ".")
     return " ".join(parts)
+
+
+def _hide_setup_names(setup: str | None) -> str | None:
+    """Setup code that also marks the names it binds (`editor`, `harness`, `refine`, ...) as IPython's own.
+
+    kernel_bridge snapshots, restores and reports as lost only the user's names and skips names in
+    `user_ns_hidden` unless the user rebinds them; the setup re-creates these objects in every new
+    kernel, so listing them as "lost" after a restart would be noise.
+    """
+    if not setup:
+        return setup
+    return (
+        "__cacp_setup_before = set(get_ipython().user_ns)\n"
+        f"{setup}\n"
+        "get_ipython().user_ns_hidden.update(\n"
+        "    {__k: __v for __k, __v in get_ipython().user_ns.items()\n"
+        "     if __k not in __cacp_setup_before and not __k.startswith('_')}\n"
+        ")\n"
+        "del __cacp_setup_before\n"
+    )

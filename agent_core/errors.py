@@ -19,3 +19,19 @@ class ModelError(RuntimeError):
         self.message = message
         self.endpoint = endpoint
         self.status = status
+
+
+class PermissionRequestFailed(RuntimeError):
+    """The client answered a permission request with an error (not a user decision): the cell does not run."""
+
+
+class SessionInUse(RuntimeError):
+    """Another continual-acp process has the session open (it holds `sessions/<id>/owner.lock`)."""
+
+    def __init__(self, session_id: str, pid: int | None) -> None:
+        owner = f" (pid {pid})" if pid else ""
+        super().__init__(
+            f"session {session_id} is open in another continual-acp process{owner}; close it there first"
+        )
+        self.session_id = session_id
+        self.pid = pid

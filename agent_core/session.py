@@ -85,6 +85,7 @@ class Session:
         self.usage_totals = Usage()
         self.always_allowed = False
         self.current_cell: str | None = None
+        self.cells_run = 0  # cells started in this process (for `/kernel status`)
         self.after_turn_hooks: list[AfterTurnHook] = []
         # Seams for refinement/autonomous mode (attached via `Agent(on_session=...)`):
         self.kernel_hooks: list[Callable[[KernelSession], None]] = []  # a kernel is ready (host ops)
@@ -156,6 +157,9 @@ class Session:
                 "wait_for_refinement"
             )
         self.config[key] = value
+        if key == "mode" and value == "ask":
+            # Selecting `ask` (again) revokes "Allow always (this session)": the user asked to be asked.
+            self.always_allowed = False
         self._writer.append({"type": "config", "key": key, "value": value})
 
     # ------------------------------------------------------------ harness
@@ -476,11 +480,26 @@ class Session:
         kernel = task.result()
         if not kernel.alive:
             return "dead (the next cell starts a fresh kernel and restores the last snapshot)"
-        return f"busy (running {self.current_cell})" if self.current_cell else "idle"
+        state = f"busy (running cell {self.current_cell})" if self.current_cell else "idle"
+        lines = [
+            state,
+            f"- cwd: {self.cwd}",
+            f"- cells run in this session: {self.cells_run}",
+            f"- names defined (as of the last snapshot): {_snapshot_names(kernel)}",
+            f"- kernel pid: {getattr(kernel, 'kernel_pid', None) or 'unknown'}",
+        ]
+        return "\n".join(lines)
 
-    async def interrupt_kernel(self) -> None:
-        kernel = await self.kernel()
-        await kernel.interrupt()
+    async def interrupt_kernel(self) -> str:
+        """Interrupt the running cell now (never queued behind the turn); says what happened."""
+        task = self._kernel_task
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return "Nothing to interrupt: the kernel is not running."
+        if self.current_cell is None:
+            return "Nothing to interrupt: no cell is running (the kernel is idle)."
+        cell = self.current_cell
+        await task.result().interrupt()
+        return f"Interrupted the running cell {cell}; the turn goes on with its output."
 
     async def restart_kernel(self) -> str:
         kernel = await self.kernel()
@@ -517,3 +536,11 @@ class Session:
     @property
     def session_dir(self) -> Path:
         return self.store.session_dir(self.id)
+
+
+def _snapshot_names(kernel: Any) -> str:
+    manifest = getattr(kernel, "last_snapshot", None) or {}
+    names = sorted({*manifest.get("saved", {}), *manifest.get("skipped", {})})
+    if not manifest:
+        return "unknown (no snapshot taken yet)"
+    return ", ".join(names) if names else "none"

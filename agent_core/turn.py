@@ -20,7 +20,7 @@ from agent_core import events as ev
 from agent_core.aio import shielded
 from agent_core.config import NO_MODEL_MESSAGE
 from agent_core.content import to_model_content
-from agent_core.errors import ModelError
+from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.model import ModelDone, ReasoningDelta, TextDelta, ToolCall
 from agent_core.ports import PermissionRequest
 
@@ -203,9 +203,14 @@ async def _run_tool_call(session: Session, call: ToolCall, emit: Emit) -> _ToolR
     cell_id = call.id
 
     if session.mode == "ask" and not session.always_allowed:
-        decision = await session.editor.request_permission(
-            PermissionRequest(cell_id=cell_id, title=title, code=code)
-        )
+        try:
+            decision = await session.editor.request_permission(
+                PermissionRequest(cell_id=cell_id, title=title, code=code)
+            )
+        except PermissionRequestFailed as exc:
+            error = f"the client failed to answer the permission request: {exc}"
+            emit(ev.CellFinished(cell_id, "failed", error=error))
+            return _ToolResult(f"Not run: {error}. Nobody approved this cell; ask the user how to go on.")
         if decision == "allow_always":
             session.always_allowed = True
         elif decision == "reject":
@@ -229,6 +234,7 @@ async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _To
         emit(ev.CellFinished(cell_id, "failed", error=error))
         return _ToolResult(f"Error: {error}. The cell was not run.")
     session.current_cell = cell_id
+    session.cells_run += 1
     try:
         run = kernel.execute(code, timeout=session.agent_config.cell_timeout)
         try:

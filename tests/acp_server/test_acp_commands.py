@@ -55,7 +55,7 @@ def test_harness_commands_reply_with_readable_text(
 def test_kernel_commands_report_status_and_restart(session: tuple[AcpClient, str]) -> None:
     client, sid = session
     assert run_command(client, sid, "/kernel status").strip()
-    assert "interrupted" in run_command(client, sid, "/kernel interrupt").lower()
+    assert "nothing to interrupt" in run_command(client, sid, "/kernel interrupt").lower()
     assert "restarted" in run_command(client, sid, "/kernel restart").lower()
     assert "Unknown /kernel action" in run_command(client, sid, "/kernel explode")
 
@@ -71,10 +71,11 @@ def test_unknown_slash_word_goes_to_the_model_as_text(
 
 def test_compact_replies_with_the_summary(session: tuple[AcpClient, str], model: ScriptedModelServer) -> None:
     client, sid = session
-    model.push(text("hello"), text("Summary: we said hello."))
-    run_command(client, sid, "hi")
+    model.push(text("hello"), text("again"), text("and again"), text("Summary: we said hello."))
+    for words in ("hi", "hi again", "hi once more"):  # more than the 2 recent turns compaction keeps
+        run_command(client, sid, words)
     reply = run_command(client, sid, "/compact keep it short")
-    assert reply.startswith("Context compacted")
+    assert reply.startswith("Context compacted") and "Summary: we said hello." in reply
 
 
 def test_cancel_request_for_a_prompt_answers_it_cancelled(
