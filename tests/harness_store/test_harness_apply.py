@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import create, delete, proposal, update
+from harness_edits import create, delete, proposal, update
 
 from harness_store import KINDS, HarnessStore, merge
 

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import create, proposal, update
+from harness_edits import create, proposal, update
 
 from harness_store import HarnessStore, HarnessStoreError, RefinementNotFound
 from harness_store.lock import StoreLock

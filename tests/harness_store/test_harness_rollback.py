@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import create, delete, proposal, update
+from harness_edits import create, delete, proposal, update
 
 from harness_store import HarnessEntry, HarnessStore, RefinementNotFound, render_overview
 

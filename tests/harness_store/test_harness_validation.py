@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import create, proposal
+from harness_edits import create, proposal
 
 from harness_store import HarnessStore, Proposal
 
