@@ -53,15 +53,18 @@ async def check_data_dir(config: AgentConfig) -> CheckResult:
     name = "data dir"
     if not home.exists():
         parent = _first_existing_ancestor(home)
-        if os.access(parent, os.W_OK | os.X_OK):
+        # Really try: os.access says yes to root for /proc, and a parent that is a file passes it too.
+        problem = _try_create(home)
+        if problem is None:
             return CheckResult(
                 name, True, f"{home} does not exist yet; it will be created (0700) on first use"
             )
         return CheckResult(
             name,
             False,
-            f"{home} does not exist and {parent} is not writable",
-            f"create it yourself (`mkdir -p -m 700 {home}`) or set CONTINUAL_ACP_HOME to a writable directory",
+            f"{home} does not exist and cannot be created under {parent} ({problem})",
+            "set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory, or create this "
+            f"one yourself (`mkdir -p -m 700 {home}`)",
         )
     if not home.is_dir():
         return CheckResult(
@@ -90,6 +93,33 @@ async def check_data_dir(config: AgentConfig) -> CheckResult:
         )
     mode = stat.S_IMODE(home.stat().st_mode)
     return CheckResult(name, True, f"{home} is writable, mode {mode:04o}")
+
+
+def _try_create(home: Path) -> str | None:
+    """Create `home` (and missing parents) and write a file in it, then remove what was made.
+
+    None when that worked, else why it did not.
+    """
+    made: list[Path] = []
+    path = home
+    while not path.exists() and path != path.parent:
+        made.append(path)
+        path = path.parent
+    try:
+        for directory in reversed(made):
+            directory.mkdir(mode=0o700)
+        probe = home / f".doctor-{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        for directory in made:
+            try:
+                directory.rmdir()
+            except OSError:
+                pass
+    return None
 
 
 def _others_can_read(path: Path) -> bool:
@@ -220,9 +250,43 @@ def _print(result: CheckResult, out: TextIO) -> None:
     out.flush()
 
 
+def _config_file_problem() -> CheckResult | None:
+    """A FAIL for a config.toml that exists but cannot be read or parsed (the server ignores it)."""
+    import tomllib
+
+    from agent_core.config import config_path
+
+    path = config_path(os.environ)
+    try:
+        with path.open("rb") as fh:
+            tomllib.load(fh)
+    except FileNotFoundError:
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        return CheckResult(
+            "config",
+            False,
+            f"{path} is not valid TOML: {exc}",
+            f'correct the line named above in {path} (strings need quotes: `model = "gpt-4.1"`), '
+            "or move the file away; until then the server ignores it",
+        )
+    except OSError as exc:
+        return CheckResult(
+            "config",
+            False,
+            f"{path} cannot be read: {exc.strerror or exc}",
+            f"make {path} readable (`chmod u+r {path}`) or move it away",
+        )
+    return None
+
+
 def run_doctor(out: TextIO | None = None) -> int:
     out = out or sys.stdout
     out.write("continual-acp doctor\n")
+    problem = _config_file_problem()
+    if problem is not None:
+        _print(problem, out)
+        return 1
     try:
         config = load_config()
     except ValueError as exc:

@@ -244,6 +244,8 @@ class AcpServer:
             raise AcpError.invalid_params(
                 f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
             ) from None
+        except OSError as exc:
+            raise _data_dir_error("session/new", agent, exc) from None
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
@@ -428,6 +430,21 @@ def _subscribe_refinements(opened: OpenSession) -> None:
 
     coordinator.add_listener(listener)
     opened.unsubscribe = lambda: coordinator.remove_listener(listener)
+
+
+def _data_dir_error(method: str, agent: Any, exc: OSError) -> AcpError:
+    """A data dir that cannot be created or written: say which, why, and what to do (one log line)."""
+    home = str(getattr(getattr(agent, "config", None), "home", "") or "the data dir")
+    why = exc.strerror or str(exc)
+    where = f" ({exc.filename})" if exc.filename and str(exc.filename) != home else ""
+    log.error("%s: the data dir %s is not usable: %s%s", method, home, why, where)
+    return AcpError(
+        INTERNAL_ERROR,
+        f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
+        "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
+        "agent settings and restart the agent; `continual-acp doctor` checks it.",
+        {"home": home, "error": why},
+    )
 
 
 def _since_spawn_ms() -> float:

@@ -116,3 +116,29 @@ def test_doctor_exits_1_and_explains_an_unreachable_endpoint(
     assert lines[failed[0] + 1].strip().startswith("fix:") and "OPENAI_BASE_URL" in lines[failed[0] + 1]
     assert "OK    kernel:" in done.stdout  # the other checks still ran
     assert "1 check failed" in done.stdout
+
+
+def test_data_dir_check_fails_when_the_data_dir_cannot_be_created(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    for home in ("/proc/continual-acp-nope", str(blocker / "home")):
+        result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": home})))
+        assert not result.ok, result
+        assert home in result.detail and "cannot be created" in result.detail
+        assert result.fix is not None and "CONTINUAL_ACP_HOME" in result.fix
+    assert not Path("/proc/continual-acp-nope").exists()
+
+
+def test_doctor_fails_the_config_line_of_an_unparsable_config_toml(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    config = Path(hermetic_env["XDG_CONFIG_HOME"]) / "continual-acp" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "gpt-4.1"\nbase_url = http://nope\n')
+    done = _doctor(hermetic_env, tmp_path)
+    assert done.returncode == 1
+    line = next(line for line in done.stdout.splitlines() if "config:" in line)
+    assert line.strip().startswith("FAIL") and str(config) in line and "line 2" in line, done.stdout
+    assert "fix:" in done.stdout
