@@ -8,6 +8,7 @@ so the model knows about them without the turn failing.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 
 IMAGE_NOT_SEEN = "[an image was attached; this model cannot see images]"
 LINK_READ_LIMIT = 100_000  # characters read from a file:// link; the rest is noted, not sent
+IMAGE_LINK_LIMIT = 20_000_000  # bytes: a bigger linked image is named, not sent
 
 
 def _fenced(uri: str, body: str) -> str:
@@ -34,6 +36,63 @@ def _file_path(uri: str) -> Path | None:
     if parsed.scheme != "file":
         return None
     return Path(unquote(parsed.path))
+
+
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+SNIFF_BYTES = 8192
+
+
+def _image_mime(declared: str | None, head: bytes) -> str | None:
+    """The image type of a linked file: its declared mime type, else what its first bytes say."""
+    if declared and declared.startswith("image/"):
+        return declared
+    for magic, mime in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _is_binary(head: bytes) -> bool:
+    if b"\x00" in head:
+        return True
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(head) - 4  # a multi-byte character cut at the sniff boundary is text
+    return False
+
+
+def _link_blocks(part: ResourceLinkPart, images: bool) -> list[dict[str, Any]]:
+    """A linked file as model content: an image part for images, a note for other binary files."""
+    path = _file_path(part.uri)
+    if path is not None:
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(SNIFF_BYTES)
+            size = path.stat().st_size
+        except (OSError, ValueError):
+            return [{"type": "text", "text": _link_text(part)}]  # says why it could not be read
+        mime = _image_mime(part.mime_type, head)
+        tag = f'<resource-link uri="{part.uri}" name="{part.name}"/>'
+        if mime is not None and images and size <= IMAGE_LINK_LIMIT:
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            return [
+                {"type": "text", "text": f"{tag} (image, {mime}, {size} bytes):"},
+                {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}},
+            ]
+        if mime is not None:
+            why = "this model cannot see images" if not images else f"over {IMAGE_LINK_LIMIT} bytes"
+            return [{"type": "text", "text": f"{tag} (image, {mime}, {size} bytes; not attached: {why})"}]
+        if _is_binary(head):
+            return [{"type": "text", "text": f"{tag} (binary file, not inlined ({size} bytes))"}]
+    return [{"type": "text", "text": _link_text(part)}]
 
 
 def _link_text(part: ResourceLinkPart) -> str:
@@ -80,7 +139,7 @@ def to_model_content(parts: Sequence[PromptPart], *, images: bool = True) -> str
         elif isinstance(part, ResourcePart):
             blocks.append({"type": "text", "text": _resource_text(part)})
         elif isinstance(part, ResourceLinkPart):
-            blocks.append({"type": "text", "text": _link_text(part)})
+            blocks.extend(_link_blocks(part, images))
     if all(b["type"] == "text" for b in blocks):
         return "\n\n".join(b["text"] for b in blocks)
     return blocks
