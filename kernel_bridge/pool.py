@@ -179,6 +179,8 @@ class KernelPool:
         condition = self._condition()
         async with condition:
             while True:
+                if self._closed:
+                    raise KernelBridgeError("the kernel pool was closed while a session was being acquired")
                 while self._ready:
                     kernel = self._ready.pop(0)
                     if kernel.exit_code() is None:
@@ -256,6 +258,8 @@ class KernelPool:
         session = KernelSession(kernel, source, bridge, options)
         try:
             await session._prepare(kernel)
+            if self._closed:  # aclose() ran meanwhile and cannot have seen this session
+                raise KernelBridgeError("the kernel pool was closed while a session was being acquired")
         except BaseException:
             await session.shutdown(final_snapshot=False)
             raise
@@ -274,8 +278,14 @@ class KernelPool:
                 await session.shutdown()
             except Exception:
                 log.exception("shutting a kernel session down failed")
-        for task in list(self._warm_tasks):
+        warming = list(self._warm_tasks)
+        for task in warming:
             task.cancel()
+        # Let them finish (each kills the kernel it was warming), then wake any acquire waiting
+        # for one: it sees the pool closed instead of waiting forever.
+        await asyncio.gather(*warming, return_exceptions=True)
+        async with self._condition():
+            self._condition().notify_all()
         ready, self._ready = self._ready, []
         for kernel in ready:
             await kernel.shutdown(timeout=1.0)

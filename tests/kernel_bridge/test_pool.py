@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import stat
@@ -12,6 +13,7 @@ from kernel_bridge_support import process_gone, wait_until
 
 from kernel_bridge import (
     InterpreterNotFound,
+    KernelBridgeError,
     KernelPool,
     KernelStartError,
     resolve_interpreter,
@@ -231,3 +233,27 @@ async def test_session_sys_path_entries_come_first_in_the_given_order(tmp_path: 
         assert (await session.execute(code).result()).output == "True a\n"
     finally:
         await pool.aclose()
+
+
+async def test_acquire_waiting_for_a_warming_kernel_fails_cleanly_when_the_pool_closes(
+    tmp_path: Path,
+) -> None:
+    launched: list[RunningKernel] = []
+
+    async def busy_launcher(spec: LaunchSpec) -> RunningKernel:
+        kernel = await start_local_kernel(spec)
+        kernel.client.execute("import time\ntime.sleep(600)")  # preloading it will not finish
+        launched.append(kernel)
+        return kernel
+
+    pool = KernelPool(1, launcher=busy_launcher)
+    await pool.start()
+    await wait_until(lambda: bool(launched), timeout=60)
+    waiting = asyncio.ensure_future(pool.acquire(cwd=tmp_path))
+    # acquire is now waiting for the warming kernel (asyncio.Condition keeps its waiters there)
+    await wait_until(lambda: bool(pool._condition()._waiters))  # type: ignore[attr-defined]
+    await pool.aclose()
+    with pytest.raises(KernelBridgeError, match="pool was closed"):
+        await asyncio.wait_for(waiting, 30)
+    assert len(launched) == 1, "no kernel was started for the closed pool"
+    await wait_until(lambda: process_gone(launched[0].pid))
