@@ -216,7 +216,15 @@ class HarnessStore:
     def _commit(self, state: HarnessState, result: RefinementResult) -> None:
         """History first, then state (see module docstring); then the views of touched entries."""
         self._history.append(result)
-        token = save_state(self.state_path, state)
+        try:
+            token = save_state(self.state_path, state)
+        except HarnessStoreError as exc:
+            # The record is durable in the history, which readers roll the state forward from:
+            # the caller must not apply the same proposal again.
+            raise HarnessStoreError(
+                f"{exc}. Refinement {result.id} is recorded in {self.history_path} and takes effect "
+                "from there (do not apply it again); the state file is rewritten by the next save"
+            ) from exc
         self._file_token, self._file_state, self._file_damaged = token, state, False
         self._cache_key, self._cache = (token, result.id), state
         for edit in result.applied_edits:

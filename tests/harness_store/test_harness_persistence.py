@@ -279,3 +279,20 @@ def test_a_filesystem_without_locks_is_a_store_error_and_leaks_no_descriptor(
     with pytest.raises(HarnessStoreError, match=f"{store.lock_path}.*No locks available"):
         store.apply(proposal(create("memory", "A", "x")), scope="global", trigger="user")
     assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+def test_a_failed_state_save_after_the_history_append_says_the_refinement_took_effect(
+    store: HarnessStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import harness_store.store as store_module
+
+    def disk_full(path: Path, state: object) -> str:
+        raise HarnessStoreError(f"cannot save the harness state {path}: No space left on device")
+
+    monkeypatch.setattr(store_module, "save_state", disk_full)
+    with pytest.raises(HarnessStoreError, match="do not apply it again") as raised:
+        store.apply(proposal(create("memory", "A", "x")), scope="global", trigger="user")
+    [record] = HarnessStore(store.root).history()
+    assert record.id in str(raised.value)
+    monkeypatch.undo()
+    assert HarnessStore(store.root).load().get("memory", "a") is not None  # rolled forward
