@@ -11,8 +11,19 @@ from pathlib import Path
 
 from kernel_bridge.errors import InterpreterNotFound
 
-# Secrets the model's code must not be able to read unless the user opts in by name.
-SECRET_PATTERNS: tuple[str, ...] = ("OPENAI_API_KEY", "*_API_KEY", "*_TOKEN", "*_SECRET")
+# Secrets the model's code must not be able to read unless the user opts in by name. KERNEL.md
+# names the first four; the rest catch common credentials they miss (AWS_SECRET_ACCESS_KEY,
+# *_PASSWORD, *_PRIVATE_KEY).
+SECRET_PATTERNS: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "*_API_KEY",
+    "*_TOKEN",
+    "*_SECRET",
+    "*_SECRET_*",
+    "*_ACCESS_KEY",
+    "*_PASSWORD",
+    "*_PRIVATE_KEY",
+)
 
 # Set by kernel_bridge itself for the kernel-side host client; never scrubbed.
 BRIDGE_ADDRESS_VAR = "CONTINUAL_ACP_BRIDGE"

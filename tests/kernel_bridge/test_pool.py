@@ -157,6 +157,18 @@ def test_scrub_keeps_ordinary_variables_and_drops_secrets() -> None:
     assert scrub_environment(env, keep={"KEEP_TOKEN"}) == {"PATH": "/bin", "KEEP_TOKEN": "k2"}
 
 
+def test_scrub_drops_common_credentials_beyond_the_four_named_patterns() -> None:
+    env = {
+        "AWS_SECRET_ACCESS_KEY": "a",
+        "AWS_ACCESS_KEY": "b",
+        "DB_PASSWORD": "c",
+        "SSH_PRIVATE_KEY": "d",
+        "HOME": "/root",
+        "KEYBOARD_LAYOUT": "us",
+    }
+    assert scrub_environment(env) == {"HOME": "/root", "KEYBOARD_LAYOUT": "us"}
+
+
 async def test_interpreter_without_ipykernel_fails_with_log_tail(tmp_path: Path) -> None:
     fake = tmp_path / "fakepython"
     fake.write_text("#!/bin/sh\necho 'No module named ipykernel_launcher' >&2\nexit 1\n")
