@@ -95,3 +95,23 @@ class StoreLock:
                 _unlock(fd)
             finally:
                 os.close(fd)
+
+
+def held_elsewhere(path: Path) -> bool:
+    """True when some other open file description holds the lock at `path` right now.
+
+    Only a hint for wording a log line: the answer may change as soon as it is given.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        if _try_lock(fd):
+            _unlock(fd)
+            return False
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

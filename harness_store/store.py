@@ -7,9 +7,10 @@ not include yet, and the next reader rolls the state forward from the history (w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from harness_store.core import (
 from harness_store.errors import HarnessStoreError
 from harness_store.history import HistoryLog
 from harness_store.ids import new_refinement_id, utc_now
-from harness_store.lock import DEFAULT_TIMEOUT, StoreLock
+from harness_store.lock import DEFAULT_TIMEOUT, StoreLock, held_elsewhere
 from harness_store.models import (
     TRIGGERS,
     HarnessEntry,
@@ -77,6 +78,8 @@ class HarnessStore:
         self._file_token: str | None = None
         self._file_state: HarnessState | None = None
         self._file_damaged = False
+        # True while this object holds the store lock (its reads are then never mid-commit).
+        self._writing = False
 
     @property
     def default_scope(self) -> str:
@@ -136,10 +139,15 @@ class HarnessStore:
         records = list(self._history.records(start))
         if not records:
             return state
-        log.warning(
-            "harness state %s was behind its history by %d record(s); rolled forward",
+        # Read without the lock, this is normal while another process is between its history
+        # append and its state save; only a gap nobody is filling means a writer crashed.
+        in_progress = not self._writing and held_elsewhere(self.lock_path)
+        log.log(
+            logging.DEBUG if in_progress else logging.WARNING,
+            "harness state %s was behind its history by %d record(s)%s; rolled forward",
             self.state_path,
             len(records),
+            " (another process is saving)" if in_progress else "",
         )
         return HarnessState.build(replay(state.entries, records), state.tombstones, head=records[-1].id)
 
@@ -242,9 +250,15 @@ class HarnessStore:
         self._cache_key, self._cache = (token, self._history.last_id()), updated
         return updated
 
-    def _locked(self) -> StoreLock:
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[StoreLock]:
         self._prepare()
-        return StoreLock(self.lock_path, self.lock_timeout)
+        with StoreLock(self.lock_path, self.lock_timeout) as held:
+            self._writing = True
+            try:
+                yield held
+            finally:
+                self._writing = False
 
     def apply(
         self,

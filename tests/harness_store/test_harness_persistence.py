@@ -296,3 +296,26 @@ def test_a_failed_state_save_after_the_history_append_says_the_refinement_took_e
     assert record.id in str(raised.value)
     monkeypatch.undo()
     assert HarnessStore(store.root).load().get("memory", "a") is not None  # rolled forward
+
+
+def test_a_state_behind_history_warns_only_when_no_writer_is_mid_commit(
+    store: HarnessStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.apply(proposal(create("memory", "A", "v1")), scope="global", trigger="user")
+    saved = store.state_path.read_bytes()
+    store.apply(proposal(update("memory", "a", "A", "v2")), scope="global", trigger="user")
+    store.state_path.write_bytes(saved)  # as seen between another writer's append and its save
+
+    def behind_warnings() -> list[logging.LogRecord]:
+        return [
+            r
+            for r in caplog.records
+            if "behind its history" in r.getMessage() and r.levelno >= logging.WARNING
+        ]
+
+    with caplog.at_level(logging.DEBUG, logger="harness_store"):
+        with StoreLock(store.lock_path):  # the other writer, inside its commit
+            assert HarnessStore(store.root).load().get("memory", "a").content == "v2"  # type: ignore[union-attr]
+        assert behind_warnings() == []
+        assert HarnessStore(store.root).load().get("memory", "a").content == "v2"  # type: ignore[union-attr]
+        assert len(behind_warnings()) == 1  # nobody is filling the gap: a writer crashed
