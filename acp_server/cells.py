@@ -52,6 +52,29 @@ def _text_block(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
+# Traceback shown in a failed cell's card: its last TRACEBACK_CHARS characters.
+TRACEBACK_CHARS = 4000
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_DEFAULT_REPR = re.compile(r"^<IPython\.core\.display\.(\w+) object>$")
+_TAGS = re.compile(r"<(script|style)\b.*?</\1\s*>|<[^>]+>", re.DOTALL | re.IGNORECASE)
+
+
+def _traceback_of(model_output: str, shown: str) -> str:
+    """What a failed cell's output adds to what the card already shows (the traceback), bounded."""
+    rest = model_output[len(shown) :] if shown and model_output.startswith(shown) else model_output
+    rest = _ANSI.sub("", rest).strip("\n")
+    if len(rest) > TRACEBACK_CHARS:
+        rest = "[...]\n" + rest[-TRACEBACK_CHARS:]
+    return rest
+
+
+def _html_text(html: str) -> str:
+    import html as html_lib
+
+    text = html_lib.unescape(_TAGS.sub(" ", html))
+    return "\n".join(" ".join(line.split()) for line in text.splitlines() if line.strip())
+
+
 @dataclass
 class CellCard:
     cell_id: str
@@ -67,6 +90,7 @@ class CellCard:
     diffs: list[dict[str, Any]] = field(default_factory=list)
     locations: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    traceback: str = ""
     terminal_pending: str = ""
     terminal_sent: int = 0
     terminal_capped: bool = False
@@ -128,7 +152,20 @@ class CellCard:
                     self.images_omitted += 1
                 self.dirty = True
                 return
-        text = data.get("text/plain") or data.get("text/markdown")
+        markdown = data.get("text/markdown")
+        if markdown:
+            # Shown as markdown (rendered by the editor), not as fenced plain output.
+            self.images.append(_text_block(markdown))
+            self.dirty = True
+            return
+        text = data.get("text/plain")
+        default = _DEFAULT_REPR.match(text.strip()) if text is not None else None
+        if "text/html" in data and (text is None or default):
+            # `<IPython.core.display.HTML object>` says nothing: show the HTML's text instead.
+            text = _html_text(data["text/html"]) or "(HTML output not shown)"
+        elif default:
+            # The rich form (HTML, JavaScript...) cannot be shown in the card; its repr says nothing.
+            text = f"({default.group(1)} output not shown)"
         if text is not None:
             self.add_output(text if text.endswith("\n") else text + "\n")
 
@@ -150,12 +187,14 @@ class CellCard:
         if self.terminal:
             blocks.append({"type": "terminal", "terminalId": self.cell_id})
         output = self.output_text()
-        if output:
+        if output and not self.terminal:  # with a terminal, the output is shown there (once)
             blocks.append(_text_block(_fence(output.rstrip("\n"))))
         blocks.extend(self.images)
         if self.images_omitted:
             blocks.append(_text_block(f"[{self.images_omitted} more images not shown]"))
         blocks.extend(self.diffs)
+        if self.traceback:
+            blocks.append(_text_block(_fence(self.traceback)))
         if self.error:
             blocks.append(_text_block(f"**Error:** {self.error}"))
         return blocks
@@ -193,6 +232,8 @@ class CellCard:
     def final_update(self, status: str, error: str | None, model_output: str) -> dict[str, Any]:
         if error:
             self.error = error
+        if status == "failed" and model_output:
+            self.traceback = _traceback_of(model_output, self.output_text())
         wire_status = "completed" if status == "completed" else "failed"
         if status == "cancelled" and not self.error:
             self.error = "cancelled (the cell was interrupted)" if self.running else "cancelled before it ran"
