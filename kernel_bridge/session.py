@@ -623,12 +623,13 @@ class KernelSession:
             run.finish(CellResult("interrupted", "[not run: session shut down]", None, collector.path, 0.0))
         # A background restart (after a kernel death) may hold the lock while it starts a kernel;
         # stopping the kernel before it finishes would leave the new one running with no owner.
-        try:
-            await asyncio.wait_for(self._lock.acquire(), bound)
-            locked = True
-        except TimeoutError:
-            log.warning("kernel session shutdown: gave up waiting %.0f s for a kernel restart", bound)
-            locked = False
+        locked = False
+        if self._current is None:  # a cell that would not stop holds the lock: kill under it
+            try:
+                await asyncio.wait_for(self._lock.acquire(), bound)
+                locked = True
+            except TimeoutError:
+                log.warning("kernel session shutdown: gave up waiting %.0f s for a kernel restart", bound)
         try:
             if self._reader is not None:
                 self._reader.cancel()
