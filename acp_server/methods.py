@@ -19,7 +19,7 @@ from acp_server import commands, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
 from acp_server.config_options import config_options, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
 from acp_server.presenter import TurnPresenter
 from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.transport import Connection
@@ -191,13 +191,15 @@ class AcpServer:
         return await self._resume(agent, session_id, cwd)
 
     async def _resume(self, agent: Any, session_id: str, cwd: str) -> OpenSession:
-        from agent_core import SessionNotFound
+        from agent_core import SessionInUse, SessionNotFound
 
         editor = self._new_editor()
         try:
             session = await agent.resume_session(session_id, cwd, editor)
         except SessionNotFound:
             raise AcpError.session_not_found(session_id) from None
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
         except ValueError as exc:
             raise AcpError.invalid_params(f"session {session_id}: {exc}") from None
         return self._bind(session, editor)
@@ -252,7 +254,7 @@ class AcpServer:
         return {"sessionId": session.id, **session_setup(opened.session)}
 
     async def load_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
-        from agent_core import SessionNotFound
+        from agent_core import SessionInUse, SessionNotFound
 
         cwd = _absolute_cwd(req.cwd)
         agent = await self.agent()
@@ -262,6 +264,8 @@ class AcpServer:
             session, events = await agent.load_session(req.session_id, cwd, editor)
         except SessionNotFound:
             raise AcpError.session_not_found(req.session_id) from None
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
@@ -338,8 +342,13 @@ class AcpServer:
 
     async def delete_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
         agent = await self.agent()
+        from agent_core import SessionInUse
+
         await self._forget(req.session_id)
-        await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
+        try:
+            await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
         return {}
 
     async def set_mode(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -430,6 +439,11 @@ def _subscribe_refinements(opened: OpenSession) -> None:
 
     coordinator.add_listener(listener)
     opened.unsubscribe = lambda: coordinator.remove_listener(listener)
+
+
+def _in_use_error(exc: Any) -> AcpError:
+    """The session is open in another continual-acp process (it holds the session's owner lock)."""
+    return AcpError(INVALID_REQUEST, str(exc), {"sessionId": exc.session_id, "ownerPid": exc.pid})
 
 
 def _data_dir_error(method: str, agent: Any, exc: OSError) -> AcpError:

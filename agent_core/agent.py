@@ -115,7 +115,19 @@ class Agent:
     def _make(
         self, session_id: str, cwd: str, editor: EditorPort, *, restore: bool, **state: object
     ) -> Session:
-        writer = self.store.open(session_id) if restore else self.store.create(session_id, cwd)
+        from agent_core.ownership import SessionOwnerLock
+
+        if restore:
+            # Locked before the transcript is opened: another process may be appending to it.
+            owner = SessionOwnerLock.acquire(self.store.session_dir(session_id), session_id)
+            try:
+                writer = self.store.open(session_id)
+            except BaseException:
+                owner.release()
+                raise
+        else:
+            writer = self.store.create(session_id, cwd)
+            owner = SessionOwnerLock.acquire(self.store.session_dir(session_id), session_id)
         session = Session(
             session_id=session_id,
             cwd=cwd,
@@ -129,6 +141,7 @@ class Agent:
             kernel_factory=self._kernel_factory(restore=restore),
             **state,  # type: ignore[arg-type]
         )
+        session.owner_lock = owner
         self._sessions[session_id] = session
         if self.on_session is not None:
             self.on_session(session)
@@ -211,12 +224,21 @@ class Agent:
             await session.close()
 
     async def delete_session(self, session_id: str) -> None:
-        """Close and remove from disk; idempotent."""
+        """Close and remove from disk; idempotent. `SessionInUse` when another process has it open."""
+        from agent_core.ownership import SessionOwnerLock
+
         await self.close_session(session_id)
         try:
-            self.store.delete(session_id)
+            directory = self.store.session_dir(session_id)
         except ValueError:
             return  # not a valid id: nothing of it can exist
+        if not directory.is_dir():
+            return
+        owner = SessionOwnerLock.acquire(directory, session_id)  # refuses a session open elsewhere
+        try:
+            self.store.delete(session_id)
+        finally:
+            owner.release()
 
 
 def _restore_note(report: object) -> str:

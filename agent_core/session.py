@@ -86,6 +86,7 @@ class Session:
         self.always_allowed = False
         self.current_cell: str | None = None
         self.cells_run = 0  # cells started in this process (for `/kernel status`)
+        self.owner_lock: Any = None  # agent_core.ownership.SessionOwnerLock, released by close()
         self.after_turn_hooks: list[AfterTurnHook] = []
         # Seams for refinement/autonomous mode (attached via `Agent(on_session=...)`):
         self.kernel_hooks: list[Callable[[KernelSession], None]] = []  # a kernel is ready (host ops)
@@ -518,6 +519,13 @@ class Session:
                 await asyncio.wait_for(close_hook(), 10)
             except Exception:
                 log.exception("close hook %r failed in session %s", close_hook, self.id)
+        try:
+            await self._close_kernel_and_transcript(snapshot_timeout)
+        finally:
+            if self.owner_lock is not None:
+                self.owner_lock.release()  # after the final snapshot: another process may open it now
+
+    async def _close_kernel_and_transcript(self, snapshot_timeout: float) -> None:
         task = self._kernel_task
         if task is None:
             self._writer.close()
