@@ -14,6 +14,7 @@ import itertools
 import json
 import logging
 import queue
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -117,6 +118,10 @@ class KernelSession:
         bridge.register(NAMES_OP, self._names_changed)
         out = options.output_dir
         self._output_dir = private_dir(out) if out is not None else None
+        # Without an output_dir the cells' full output goes to a directory of our own in the pool's
+        # runtime dir, removed at shutdown: a long-lived server would otherwise keep every cell's
+        # output of every closed session in the temp dir until it exits.
+        self._owns_output_dir = out is None
 
     async def _names_changed(self, args: dict[str, Any]) -> None:
         names = args.get("names")
@@ -640,6 +645,8 @@ class KernelSession:
             if locked:
                 self._lock.release()
         await self.host_bridge.aclose()
+        if self._owns_output_dir and self._output_dir is not None:
+            shutil.rmtree(self._output_dir, ignore_errors=True)
 
 
 def _really_cancelled() -> bool:

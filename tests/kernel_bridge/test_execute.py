@@ -8,10 +8,11 @@ import struct
 import time
 import tracemalloc
 import zlib
+from pathlib import Path
 
 import pytest
 
-from kernel_bridge import ClearOutput, Display, Error, Finished, KernelSession, Result, Stream
+from kernel_bridge import ClearOutput, Display, Error, Finished, KernelPool, KernelSession, Result, Stream
 
 pytestmark = pytest.mark.anyio
 
@@ -145,3 +146,13 @@ async def test_output_flood_while_the_event_loop_is_busy_still_finishes(session:
     assert result.status == "ok"
     assert result.output.rstrip().endswith("THE END")
     assert result.full_output_path.read_text().count("\n") == 3001
+
+
+async def test_default_output_dir_is_removed_when_the_session_shuts_down(
+    pool: KernelPool, tmp_path: Path
+) -> None:
+    s = await pool.acquire(cwd=tmp_path)
+    result = await s.execute("print('kept until shutdown')").result()
+    assert result.full_output_path.read_text() == "kept until shutdown\n"
+    await s.shutdown(final_snapshot=False)
+    assert not result.full_output_path.parent.exists()
