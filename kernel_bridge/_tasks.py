@@ -17,6 +17,7 @@ _tasks: set[asyncio.Task[Any]] = set()
 
 
 def spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+    """Run `coro` as a background task that stays referenced until done; failures are logged."""
     task = asyncio.get_running_loop().create_task(coro, name=name)
     _tasks.add(task)
     task.add_done_callback(_done)

@@ -60,6 +60,7 @@ class CellRun:
             self._append(Stream("stderr", notice), 0)
 
     def push(self, event: CellEvent) -> None:
+        """Add one event for the consumer (stream/display events past the live budget are dropped and counted)."""
         if isinstance(event, Stream) and len(event.text) > self._budget // 2:
             event = Stream(event.name, truncate_middle(event.text, self._budget // 2))
         size = _event_size(event)
@@ -72,6 +73,7 @@ class CellRun:
         self._append(event, size)
 
     def finish(self, result: CellResult) -> None:
+        """End the run with its result; `Finished` becomes the last event. Later calls are ignored."""
         if self._result is not None:
             return
         self._full_output_path = result.full_output_path
@@ -81,10 +83,12 @@ class CellRun:
         self._done.set()
 
     def set_output_path(self, path: Path) -> None:
+        """Where the full output goes (named in the notice about output not shown live)."""
         self._full_output_path = path
 
     @property
     def done(self) -> bool:
+        """True once the cell has a result."""
         return self._result is not None
 
     # -- consumer side -----------------------------------------------------------------------------

@@ -58,6 +58,7 @@ class HostBridge:
         self._handlers[op] = handler
 
     def unregister(self, op: str) -> None:
+        """Stop serving `op` (unknown names are ignored)."""
         self._handlers.pop(op, None)
 
     @property

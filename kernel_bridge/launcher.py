@@ -55,6 +55,7 @@ class RunningKernel:
         self._silent_since: float | None = None
 
     def exit_code(self) -> int | None:
+        """The kernel process's exit code, or None while it runs (or when its process is not local)."""
         process = getattr(self.km.provisioner, "process", None)
         code = process.poll() if process is not None else None
         return int(code) if code is not None else None
@@ -85,6 +86,7 @@ class RunningKernel:
         await self.km.interrupt_kernel()
 
     def log_tail(self, chars: int = 2000) -> str:
+        """The last `chars` characters of the kernel's stdout/stderr log (for error messages)."""
         try:
             return self.log_path.read_text(encoding="utf-8", errors="replace")[-chars:]
         except OSError:

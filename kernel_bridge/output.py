@@ -23,6 +23,7 @@ def strip_ansi(text: str) -> str:
 
 
 def omitted_marker(count: int) -> str:
+    """The marker that replaces `count` dropped characters in the model's view."""
     return f"\n[... {count} characters omitted ...]\n"
 
 
@@ -74,6 +75,7 @@ class OutputCollector:
         return self._file
 
     def add(self, text: str) -> None:
+        """Append output text: all of it to the file, head and rolling tail in memory."""
         if not text:
             return
         self._open().write(text.encode("utf-8", "replace"))
@@ -97,6 +99,7 @@ class OutputCollector:
             self._tail_len -= len(self._tail.popleft())
 
     def text(self) -> str:
+        """What the model sees: everything, or head + marker + tail when over `max_chars`."""
         head = "".join(self._head)
         tail = "".join(self._tail)
         if self.total_chars <= self.max_chars:
@@ -108,5 +111,6 @@ class OutputCollector:
     def close(self) -> None:
         # A cell without output gets no file: creating one costs ~1 ms on this machine's disk,
         # a third of a trivial cell's round trip.
+        """Close the output file (if any output was written)."""
         if self._file is not None:
             self._file.close()

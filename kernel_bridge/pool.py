@@ -97,6 +97,7 @@ class KernelPool:
 
     @property
     def runtime_dir(self) -> Path:
+        """The pool's private (0700) directory for connection files, sockets, logs and default output."""
         if self._runtime is None:
             if self._runtime_arg is not None:
                 self._runtime = private_dir(self._runtime_arg)
@@ -108,6 +109,7 @@ class KernelPool:
 
     @property
     def ready_count(self) -> int:
+        """How many warm kernels are ready and alive right now."""
         return sum(1 for kernel in self._ready if kernel.exit_code() is None)
 
     def _condition(self) -> asyncio.Condition:

@@ -40,6 +40,7 @@ def track(pid: int) -> None:
 
 
 def forget(pid: int) -> None:
+    """Stop tracking a kernel process (it was shut down by its owner)."""
     with _lock:
         _groups.pop(pid, None)
 

@@ -17,7 +17,7 @@ import queue
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,8 @@ _IDLE_GRACE = 3.0
 
 @dataclass(frozen=True, slots=True)
 class SessionOptions:
+    """How one session's kernel is set up and supervised (built by `KernelPool.acquire`)."""
+
     cwd: Path
     env: Mapping[str, str]
     setup_code: str | None = None
@@ -138,18 +140,22 @@ class KernelSession:
 
     @property
     def closed(self) -> bool:
+        """True once `shutdown` has begun; `execute` then raises `SessionClosed`."""
         return self._closed
 
     @property
     def kernel_pid(self) -> int | None:
+        """Process id of the current kernel (None between a kernel's death and its replacement)."""
         return self._kernel.pid if self._kernel is not None else None
 
     @property
     def busy(self) -> bool:
+        """True while a cell runs or waits in the queue."""
         return self._current is not None or bool(self._pending)
 
     @property
     def snapshot_paths(self) -> SnapshotPaths | None:
+        """Where this session's snapshot lives, or None when snapshots are off."""
         return self.options.snapshot
 
     # -- startup ---------------------------------------------------------------------------------
@@ -518,7 +524,7 @@ class KernelSession:
             await self.interrupt()
         async with self._lock:
             if not restore:
-                snapshot, self.options = self.options, _without_snapshot(self.options)
+                snapshot, self.options = self.options, replace(self.options, snapshot=None)
                 try:
                     return await self._replace_kernel("restart requested", take_snapshot=False)
                 finally:
@@ -653,9 +659,3 @@ def _really_cancelled() -> bool:
     """True when this task is being cancelled, as opposed to zmq cancelling a receive on close."""
     task = asyncio.current_task()
     return task is not None and task.cancelling() > 0
-
-
-def _without_snapshot(options: SessionOptions) -> SessionOptions:
-    from dataclasses import replace
-
-    return replace(options, snapshot=None)

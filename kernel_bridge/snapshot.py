@@ -71,6 +71,7 @@ def remove_stale_temps(paths: SnapshotPaths) -> list[Path]:
 
 
 def read_manifest(paths: SnapshotPaths) -> dict[str, Any] | None:
+    """The snapshot's JSON manifest, or None when it is missing or unreadable."""
     try:
         data = json.loads(paths.manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -79,6 +80,7 @@ def read_manifest(paths: SnapshotPaths) -> dict[str, Any] | None:
 
 
 def snapshot_code(paths: SnapshotPaths, per_variable_cap: int, total_cap: int) -> str:
+    """Internal cell code that snapshots the user's variables into `paths`."""
     return (
         "import _continual_acp_kernel as _cak_\n"
         f"_cak_.last_result = _cak_.snapshot({str(paths.state)!r}, {str(paths.manifest)!r}, "
@@ -87,10 +89,12 @@ def snapshot_code(paths: SnapshotPaths, per_variable_cap: int, total_cap: int) -
 
 
 def restore_code(paths: SnapshotPaths) -> str:
+    """Internal cell code that restores the snapshot at `paths`."""
     return f"import _continual_acp_kernel as _cak_\n_cak_.last_result = _cak_.restore({str(paths.state)!r})\n"
 
 
 def restore_report(payload: dict[str, Any]) -> RestoreReport:
+    """The kernel-side restore result as a `RestoreReport`."""
     return RestoreReport(
         restored=[str(n) for n in payload.get("restored", [])],
         failed={str(k): str(v) for k, v in dict(payload.get("failed", {})).items()},
