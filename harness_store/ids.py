@@ -44,4 +44,5 @@ def new_refinement_id() -> str:
 
 
 def new_tombstone_id() -> str:
+    """A random tombstone id (`t-` + 10 hex digits)."""
     return f"t-{secrets.token_hex(5)}"

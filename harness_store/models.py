@@ -226,6 +226,7 @@ class Tombstone(BaseModel):
 
 
 def empty_entries() -> dict[str, dict[str, HarnessEntry]]:
+    """Entries by kind with all four kinds present and empty."""
     return {kind: {} for kind in KINDS}
 
 
@@ -268,4 +269,5 @@ class HarnessState(BaseModel):
         return [items[entry_id] for items in self.entries.values() if entry_id in items]
 
     def count(self) -> int:
+        """How many entries there are, all kinds together."""
         return sum(len(items) for items in self.entries.values())

@@ -25,10 +25,12 @@ def data_home(env: Mapping[str, str] | None = None) -> Path:
 
 
 def global_root(home: Path) -> Path:
+    """The global store's root under the data home: `<home>/harness`."""
     return home / "harness"
 
 
 def local_root(home: Path, session_id: str) -> Path:
+    """A session's local store root: `<home>/sessions/<id>/harness`."""
     return home / "sessions" / session_id / "harness"
 
 

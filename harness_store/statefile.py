@@ -111,6 +111,7 @@ def load_state(path: Path) -> Loaded:
 
 
 def serialize(state: HarnessState, token: str) -> bytes:
+    """The state file's bytes, with the format and save token first (see `peek_token`)."""
     body = state.model_dump_json().encode("utf-8")
     return b'{"format":%d,"save_token":"%s",' % (FORMAT, token.encode("ascii")) + body[1:]
 

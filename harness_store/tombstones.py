@@ -67,6 +67,7 @@ def make_tombstone(
     refinement_id: str | None,
     forever: bool = False,
 ) -> Tombstone:
+    """A new tombstone for `content` of `kind` (normalized for matching)."""
     return Tombstone(
         id=new_tombstone_id(),
         kind=kind,

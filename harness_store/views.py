@@ -20,6 +20,7 @@ log = logging.getLogger("harness_store")
 
 def view_path(root: Path, scope: str, kind: str, entry_id: str) -> Path:
     # Ids are slugs when we derive them, but a caller may give any string: keep it a single path part.
+    """Where the markdown view of an entry lives (ids that are not one path part are slugged)."""
     safe = (
         entry_id
         if entry_id and "/" not in entry_id and entry_id not in (".", "..")
@@ -51,6 +52,7 @@ def render_view(entry: HarnessEntry) -> str:
 
 
 def write_view(root: Path, entry: HarnessEntry) -> Path:
+    """Write an entry's markdown view atomically (0600); a failure is logged, never raised."""
     path = view_path(root, entry.scope, entry.kind, entry.id)
     try:
         ensure_dir(path.parent)
@@ -66,6 +68,7 @@ def write_view(root: Path, entry: HarnessEntry) -> Path:
 
 
 def remove_view(root: Path, entry: HarnessEntry) -> None:
+    """Delete an entry's view file (a failure is logged, never raised)."""
     try:
         view_path(root, entry.scope, entry.kind, entry.id).unlink(missing_ok=True)
     except OSError as exc:
