@@ -101,7 +101,8 @@ async def test_a_cell_card_carries_output_images_diffs_and_the_terminal_trio() -
     assert start["title"] == "Run: print('hi')"
     assert start["_meta"]["terminal_info"] == {"terminal_id": "c1", "cwd": "/work"}
     kinds = [b["type"] if b["type"] != "content" else b["content"]["type"] for b in final["content"]]
-    assert kinds == ["text", "terminal", "image", "diff"]  # the output is in the terminal, not repeated as text
+    # The output is in the terminal, not repeated as a text block.
+    assert kinds == ["text", "terminal", "image", "diff"]
     assert final["locations"] == [{"path": "/work/a.txt"}]
     assert final["_meta"]["terminal_exit"] == {"terminal_id": "c1", "exit_code": 0, "signal": None}
     sent = "".join(u.get("_meta", {}).get("terminal_output", {}).get("data", "") for u in updates)
