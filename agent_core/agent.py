@@ -102,7 +102,14 @@ class Agent:
                 setup = _hide_setup_names(self.skills.setup_code(session.cwd))
             except Exception:
                 log.exception("building the skills setup code failed; the kernel starts without skills")
-            kernel = await pool.acquire(cwd=session.cwd, setup_code=setup, snapshot_path=session.session_dir)
+            # Each cell's full output stays on disk with the session (0700) for the model to page;
+            # the truncated text it receives names the file.
+            kernel = await pool.acquire(
+                cwd=session.cwd,
+                setup_code=setup,
+                snapshot_path=session.session_dir,
+                output_dir=session.session_dir / "cells",
+            )
             session.kernel_ready(kernel)
             if restore:
                 report = await kernel.restore()

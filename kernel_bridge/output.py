@@ -22,9 +22,11 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def omitted_marker(count: int) -> str:
-    """The marker that replaces `count` dropped characters in the model's view."""
-    return f"\n[... {count} characters omitted ...]\n"
+def omitted_marker(count: int, full_output: Path | None = None) -> str:
+    """The marker that replaces `count` dropped characters in the model's view; it names the file
+    holding the full output when there is one, so the model can page it."""
+    where = f"; full output: {full_output}" if full_output is not None else ""
+    return f"\n[... {count} characters omitted{where} ...]\n"
 
 
 def truncate_middle(text: str, max_chars: int) -> str:
@@ -106,7 +108,7 @@ class OutputCollector:
             return head + tail  # nothing was dropped
         # The tail window may hold a few characters more than its cap; show exactly the cap.
         tail = tail[len(tail) - self._tail_cap :]
-        return head + omitted_marker(self.total_chars - len(head) - len(tail)) + tail
+        return head + omitted_marker(self.total_chars - len(head) - len(tail), self.path) + tail
 
     def close(self) -> None:
         # A cell without output gets no file: creating one costs ~1 ms on this machine's disk,

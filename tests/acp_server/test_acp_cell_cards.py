@@ -67,3 +67,23 @@ def test_markdown_display_is_shown_as_markdown_and_default_html_repr_is_not_show
     shown = texts(final["content"])
     assert "<IPython.core.display.HTML object>" not in shown
     assert "(HTML output not shown)" in shown or "cell-text" in shown
+
+
+def test_truncated_cell_output_names_the_session_file_that_keeps_all_of_it(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model.push(tool_call("print('HEAD' + 'x' * 60_000 + 'TAIL')", title="cell"), text("done"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    assert prompt(client, sid, "print a lot")[0] == "end_turn"
+    # The model's second request carries the cell's result: truncated, naming the full file.
+    tool_results = [m["content"] for m in model.requests[1]["messages"] if m.get("role") == "tool"]
+    shown = str(tool_results[-1])
+    assert "characters omitted; full output: " in shown
+    named = Path(shown.split("full output: ", 1)[1].split(" ...]", 1)[0])
+    cells = tmp_path / "home0" / "sessions" / sid / "cells"
+    assert named.parent == cells  # kept with the session, not in a temp dir removed at shutdown
+    assert oct(cells.stat().st_mode & 0o777) == "0o700"
+    assert client.close() == 0
+    assert named.read_text() == "HEAD" + "x" * 60_000 + "TAIL\n"  # still there after the server exited

@@ -14,7 +14,7 @@ from kernel_bridge.events import CellResult, Finished, Stream
 from kernel_bridge.output import OutputCollector, private_dir, strip_ansi, truncate_middle
 
 pytestmark = pytest.mark.anyio
-MARKER = re.compile(r"\n\[\.\.\. (\d+) characters omitted \.\.\.\]\n")
+MARKER = re.compile(r"\n\[\.\.\. (\d+) characters omitted; full output: (.+) \.\.\.\]\n")
 
 
 @settings(max_examples=200, deadline=None)
@@ -42,6 +42,7 @@ def test_collector_keeps_head_and_tail_of_any_chunking(
     assert full.startswith(head) and full.endswith(tail)
     assert len(head) + len(tail) == limit
     assert int(match.group(1)) == len(full) - limit
+    assert match.group(2) == str(path)  # the model is told where to page the rest
 
 
 def test_truncate_middle_marks_what_it_drops() -> None:
