@@ -175,6 +175,9 @@ def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str,
             raise CliError(
                 f"no refinement {args.id!r} under {home}; `continual-acp harness history` shows the ids"
             )
+        later = found[0].rolled_back_by(args.id)
+        if later is not None:  # answered before any write: no history record for a no-op
+            raise CliError(f"refinement {args.id} was already rolled back by {later}")
         result = found[0].rollback(args.id, force=args.force)
         refused = [e for e in result.applied_edits if not e.applied]
         text = _result_text(result)

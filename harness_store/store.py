@@ -324,6 +324,19 @@ class HarnessStore:
             self._commit(new_state, result)
             return result
 
+    def rolled_back_by(self, refinement_id: str) -> str | None:
+        """The id of the applied rollback that currently undoes `refinement_id`, or None (never
+        rolled back, or its rollback was itself rolled back since)."""
+        with self._mutex:
+            undone: dict[str, str] = {}
+            for record in self._history.records():
+                if record.rollback_of is not None and record.applied:
+                    undone[record.rollback_of] = record.id
+            later = undone.get(refinement_id)
+            if later is not None and later in undone:
+                return None  # the rollback was rolled back: the refinement is in effect again
+            return later
+
     def _target_locked(self, refinement_id: str) -> tuple[HarnessState, RefinementResult]:
         """With the store lock held: the current state and the history record a follow-up acts on."""
         remove_stale_temps(self.state_path)

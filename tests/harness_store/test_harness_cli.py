@@ -155,3 +155,21 @@ def test_cli_uses_xdg_data_home_when_continual_acp_home_is_unset(tmp_path: Path)
         [str(SCRIPT), "harness", "list"], capture_output=True, text=True, env=env, timeout=60
     )
     assert out.returncode == 0 and "via_xdg" in out.stdout
+
+
+def test_rollback_of_a_refinement_already_rolled_back_names_the_later_one_and_writes_nothing(
+    home: Path,
+) -> None:
+    first, _ = seed(home)
+    undone = run(home, "rollback", first, "--json")
+    assert undone.returncode == 0
+    later = json.loads(undone.stdout)["id"]
+    store = HarnessStore(global_root(home))
+    before = [r.id for r in store.history()]
+    again = run(home, "rollback", first)
+    assert again.returncode == 1
+    assert f"already rolled back by {later}" in again.stderr
+    assert [r.id for r in HarnessStore(global_root(home)).history()] == before  # no record written
+    # Once the rollback itself is rolled back, the refinement is in effect and can be undone again.
+    assert run(home, "rollback", later).returncode == 0
+    assert run(home, "rollback", first).returncode == 0
