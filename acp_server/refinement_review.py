@@ -233,7 +233,12 @@ async def review_command(server: AcpServer, opened: OpenSession, argument: str, 
     if coordinator is None or not coordinator.pending_reviews:
         await reply("Nothing is waiting for review.")
         return
-    count = len(coordinator.pending_reviews)
+    waiting = list(coordinator.pending_reviews.values())
+    count = len(waiting)
+    listed = "\n".join(
+        f"- `{p.proposal_id}` ({p.scope}): {p.proposal.summary or 'proposed edits'}" for p in waiting
+    )
+    await reply(f"Waiting for review:\n{listed}\n")
     await ask_pending_reviews(server, opened)
     left = len(coordinator.pending_reviews)
     await reply(

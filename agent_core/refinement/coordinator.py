@@ -7,7 +7,8 @@ It owns three things a session needs and a server reports:
   that a failed review stamps too.
 * **Decisions**: plan with a baseline snapshot, then either apply under the store lock (the store
   re-reads and compares against the baseline) or hold the proposal as a pending review, per the
-  review policy (policy.py). Pending reviews are kept until decided.
+  review policy (policy.py). Pending reviews are kept until decided, on disk too (pending_files.py):
+  a local one with the session, a global one where every later session finds it.
 * **Quiescence**: `pending` (queued or waiting for the turn to end), `in_flight` (running), the last
   refinement id, and an awaitable "settled". Transitions go out through the same ordered outbox as
   refinement reports, and a waiter wakes only after the listeners have received the transition.
@@ -30,6 +31,7 @@ import anyio
 from agent_core.errors import ModelError
 from agent_core.refinement.extract import ReplyParseError
 from agent_core.refinement.outbox import CoordinatorEvent, Listener, Outbox
+from agent_core.refinement.pending_files import PendingFiles, pending_dir
 from agent_core.refinement.planner import RefinementPlanner
 from agent_core.refinement.policy import TrustKey, needs_review
 from agent_core.refinement.records import (
@@ -106,7 +108,15 @@ class RefinementCoordinator:
         self._turns_since_auto = 0
         self._last_auto_finished: float | None = None
         self._auto_queued = False
-        self.pending_reviews: dict[str, PendingReview] = {}
+        self._pending_reviews: dict[str, PendingReview] = {}
+        self._pending_files: dict[Scope, PendingFiles] = {
+            "local": PendingFiles(pending_dir(local_store)),
+            "global": PendingFiles(pending_dir(global_store)),
+        }
+        for scope in ("local", "global"):
+            for saved in self._pending_files[scope].load_all():
+                if saved.scope == scope:
+                    self._pending_reviews[saved.proposal_id] = saved
         self.trusted: set[TrustKey] = set()
         self.last: RefinementOutcome | None = None
         self.last_refinement_id: str | None = None
@@ -120,6 +130,22 @@ class RefinementCoordinator:
 
     def remove_listener(self, listener: Listener) -> None:
         self.outbox.remove_listener(listener)
+
+    @property
+    def pending_reviews(self) -> dict[str, PendingReview]:
+        """Proposals waiting for a human decision, oldest first: this session's, and every global
+        one on disk (made by any session, this process or another; one decided elsewhere drops out)."""
+        files = self._pending_files["global"]
+        if files.directory is not None:
+            on_disk = files.ids()
+            for proposal_id, waiting in list(self._pending_reviews.items()):
+                if waiting.scope == "global" and proposal_id not in on_disk and waiting.saved:
+                    del self._pending_reviews[proposal_id]
+            fresh = [files.load(i) for i in sorted(on_disk - self._pending_reviews.keys())]
+            for saved in sorted((p for p in fresh if p is not None), key=lambda p: p.created_at):
+                if saved.scope == "global":
+                    self._pending_reviews[saved.proposal_id] = saved
+        return self._pending_reviews
 
     @property
     def pending(self) -> int:
@@ -260,6 +286,9 @@ class RefinementCoordinator:
 
     # ------------------------------------------------------------ one job
 
+    def _save_pending(self, pending: PendingReview) -> None:
+        pending.saved = self._pending_files[pending.scope].save(pending, self.session_id)
+
     def _store(self, scope: Scope) -> Any:
         return self.global_store if scope == "global" else self.local_store
 
@@ -360,7 +389,8 @@ class RefinementCoordinator:
                 source=source,
                 interactive=interactive,
             )
-            self.pending_reviews[pending.proposal_id] = pending
+            self._pending_reviews[pending.proposal_id] = pending
+            await anyio.to_thread.run_sync(self._save_pending, pending)
             self._emit(ReviewRequested(pending))
             return RefinementOutcome(
                 pending.proposal_id,
@@ -460,6 +490,11 @@ class RefinementCoordinator:
         self._transition()
         try:
             pending = self.pending_reviews.pop(proposal_id, None)
+            # Removing the file is the claim: a global proposal decided meanwhile by another
+            # session (or process) is not decided twice.
+            if pending is not None and not self._pending_files[pending.scope].remove(proposal_id):
+                if pending.saved:
+                    raise KeyError(f"proposal {proposal_id!r} was already decided in another session")
             if pending is None:
                 return await self._review_applied(proposal_id, choice, edit_ids)
             return await self._decide_pending(pending, choice, edit_ids)

@@ -37,7 +37,7 @@ class ReviewVerdict:
 
 @dataclass
 class PendingReview:
-    """A planned proposal waiting for a human decision; kept until decided (or the session ends)."""
+    """A planned proposal waiting for a human decision; kept until decided (on disk too)."""
 
     proposal_id: str
     proposal: Proposal
@@ -48,6 +48,9 @@ class PendingReview:
     # Asked at once by whoever requested it (`/refine` in a live prompt), not left for later.
     interactive: bool = False
     created_at: float = field(default_factory=time.time)
+    # It has a file (pending_files.py): it survives a restart, and its file going away means it
+    # was decided elsewhere.
+    saved: bool = False
 
     @property
     def kinds(self) -> set[str]:

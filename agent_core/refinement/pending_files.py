@@ -1,0 +1,127 @@
+"""Pending reviews on disk, so a proposal waiting for a human survives a server restart.
+
+One JSON file per proposal, `<store root>/pending/<proposal id>.json` (0600, written atomically, the
+directory 0700): a local proposal under the session's harness (`<home>/sessions/<id>/harness`), a
+global one under the global harness (`<home>/harness`) where any later session sees it. The file is
+removed when the proposal is decided; removing it is also the claim, so two sessions cannot both
+decide one global proposal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from agent_core.refinement.records import PendingReview
+from harness_store import HarnessState, Proposal
+from harness_store.statefile import write_atomic
+
+log = logging.getLogger(__name__)
+
+PENDING_DIR = "pending"
+_FORMAT = 1
+
+
+def pending_dir(store: Any) -> Path | None:
+    """Where `store` keeps its pending reviews (None for a store without a root directory)."""
+    root = getattr(store, "root", None)
+    return Path(root) / PENDING_DIR if isinstance(root, (str, Path)) else None
+
+
+class PendingFiles:
+    """The pending reviews of one store's scope, as files (a no-op without a directory)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def _path(self, proposal_id: str) -> Path | None:
+        if self.directory is None or not proposal_id or "/" in proposal_id or proposal_id.startswith("."):
+            return None
+        return self.directory / f"{proposal_id}.json"
+
+    def save(self, pending: PendingReview, session_id: str) -> bool:
+        """Write the proposal's file; False when there is none (a failure is logged: the proposal
+        still waits, in memory only)."""
+        path = self._path(pending.proposal_id)
+        if path is None:
+            return False
+        body = {
+            "format": _FORMAT,
+            "proposal_id": pending.proposal_id,
+            "scope": pending.scope,
+            "trigger": pending.trigger,
+            "source": pending.source,
+            "created_at": pending.created_at,
+            "session_id": session_id,
+            "proposal": pending.proposal.model_dump(mode="json"),
+            "baseline": pending.baseline.model_dump(mode="json"),
+        }
+        try:
+            _private_dir(path.parent)
+            write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+        except Exception:
+            log.exception(
+                "cannot save pending review %s to %s; it is kept in memory only", pending.proposal_id, path
+            )
+            return False
+        return True
+
+    def remove(self, proposal_id: str) -> bool:
+        """Delete the proposal's file: True if this call removed it (False: already decided elsewhere)."""
+        path = self._path(proposal_id)
+        if path is None:
+            return True
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            log.exception("cannot remove the decided pending review %s", path)
+        return True
+
+    def ids(self) -> set[str]:
+        """The proposal ids that have a file now."""
+        if self.directory is None:
+            return set()
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return set()
+        return {n[: -len(".json")] for n in names if n.endswith(".json") and not n.startswith(".")}
+
+    def load(self, proposal_id: str) -> PendingReview | None:
+        """The proposal saved under `proposal_id`; None (logged) when missing or unreadable."""
+        path = self._path(proposal_id)
+        if path is None:
+            return None
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            return PendingReview(
+                proposal_id=str(raw["proposal_id"]),
+                proposal=Proposal.model_validate(raw["proposal"]),
+                scope=raw["scope"],
+                trigger=raw["trigger"],
+                baseline=HarnessState.model_validate(raw["baseline"]),
+                source=str(raw.get("source", "refine")),
+                created_at=float(raw.get("created_at", 0.0)),
+                saved=True,
+            )
+        except FileNotFoundError:
+            return None  # decided meanwhile
+        except Exception:
+            log.warning("ignoring unreadable pending review %s", path, exc_info=True)
+            return None
+
+    def load_all(self) -> list[PendingReview]:
+        """Every saved proposal, oldest first."""
+        found = [p for p in (self.load(i) for i in self.ids()) if p is not None]
+        return sorted(found, key=lambda p: (p.created_at, p.proposal_id))
+
+
+def _private_dir(path: Path) -> None:
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(path, 0o700)

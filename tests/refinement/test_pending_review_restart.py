@@ -1,0 +1,105 @@
+"""Pending reviews survive a server restart: real stdio, real kernel, real stores, scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+
+from .acp_support import messages_between, new_session, prompt, select, servers
+
+REVIEW_ALWAYS = 'auto_refine_every = 0\nrefine_review = "always"\n'
+CELL = (
+    "harness.create('memory', 'Local fact', 'Tabs in this repo.')\n"
+    "harness.create('memory', 'Global fact', 'Prefer uv everywhere.', global_=True)\n"
+)
+
+
+@pytest.fixture
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+def _pending_files(root: Path) -> list[Path]:
+    return sorted((root / "pending").glob("*.json")) if (root / "pending").is_dir() else []
+
+
+def _entries(client: object, sid: str, scope: str) -> list[str]:
+    state = client.request("_harness/state", {"sessionId": sid, "scope": scope})  # type: ignore[attr-defined]
+    return [e["content"] for e in state["entries"]]
+
+
+def _propose_both(group: object, model: ScriptedModelServer, cwd: Path) -> str:
+    """A first server: a cell writes a local and a global memory, both wait for review; then EOF."""
+    model.push(tool_call(CELL, "Remember two facts"), text("Both wait for your review."))
+    first = group.spawn(cwd)  # type: ignore[attr-defined]
+    sid = new_session(first, cwd)
+    prompt(first, sid, "Remember these.")
+    assert first.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 2
+    assert first.close() == 0  # stdin EOF: the server process exits
+    return sid
+
+
+def test_pending_reviews_survive_a_restart_and_review_applies_them_after_session_load(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    with servers(home, model.base_url, config=REVIEW_ALWAYS) as group:
+        sid = _propose_both(group, model, tmp_path)
+        local_root, global_root = home / "sessions" / sid / "harness", home / "harness"
+        [local_file], [global_file] = _pending_files(local_root), _pending_files(global_root)
+        assert oct(local_file.stat().st_mode & 0o777) == "0o600"
+        assert oct((global_root / "pending").stat().st_mode & 0o777) == "0o700"
+
+        second = group.spawn(tmp_path)
+        second.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        status = second.request("_harness/status", {"sessionId": sid})
+        assert status["awaitingReview"] == 2
+        assert _entries(second, sid, "local") == [] and _entries(second, sid, "global") == []
+        second.permission_policy = select("apply")
+        before = len(second.frames)
+        done = prompt(second, sid, "/review")
+        said = messages_between(second, before, done.seq)
+        assert local_file.stem in said and global_file.stem in said  # /review lists what waits
+        assert "Reviewed 2 of 2 waiting proposals." in said
+        asked = [r for r in second.agent_requests if r["method"] == "session/request_permission"]
+        assert [r["params"]["toolCall"]["toolCallId"] for r in asked] == [
+            f"review-{local_file.stem}",
+            f"review-{global_file.stem}",
+        ]
+        assert _entries(second, sid, "local") == ["Tabs in this repo."]
+        assert _entries(second, sid, "global") == ["Prefer uv everywhere."]
+        assert second.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 0
+        assert _pending_files(local_root) == [] and _pending_files(global_root) == []  # removed when decided
+
+
+def test_a_global_pending_review_is_decided_from_a_new_session_after_a_restart(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    with servers(home, model.base_url, config=REVIEW_ALWAYS) as group:
+        sid = _propose_both(group, model, tmp_path)
+        [global_file] = _pending_files(home / "harness")
+
+        second = group.spawn(tmp_path)
+        other = new_session(second, tmp_path)
+        # Only the global proposal is visible to another session; the local one stays with its own.
+        assert second.request("_harness/status", {"sessionId": other})["awaitingReview"] == 1
+        decided = second.request(
+            "_harness/review", {"sessionId": other, "proposalId": global_file.stem, "decision": "apply"}
+        )
+        assert decided["status"] == "applied"
+        assert _entries(second, other, "global") == ["Prefer uv everywhere."]
+        assert _pending_files(home / "harness") == []
+
+        # The original session, loaded afterwards, still has its local proposal and not the global one.
+        second.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        assert second.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1
+        with pytest.raises(Exception, match="no pending review"):
+            second.request(
+                "_harness/review", {"sessionId": sid, "proposalId": global_file.stem, "decision": "apply"}
+            )
