@@ -103,3 +103,34 @@ def test_a_global_pending_review_is_decided_from_a_new_session_after_a_restart(
             second.request(
                 "_harness/review", {"sessionId": sid, "proposalId": global_file.stem, "decision": "apply"}
             )
+
+
+def test_a_global_kernel_write_in_auto_mode_shows_a_review_card_and_reaches_new_sessions_once_approved(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    cell = "harness.create('memory', 'GlobalFact', 'The build uses meson.', global_=True)"
+    model.push(tool_call(cell, "Remember the build tool"), text("It waits for your review."))
+    with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
+        client = group.spawn(tmp_path)
+        sid = new_session(client, tmp_path)  # auto mode, refine_review = global_only (the defaults)
+        prompt(client, sid, "Remember the build tool, everywhere.")
+        cards = [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("review-")]
+        assert cards and cards[0]["sessionUpdate"] == "tool_call" and cards[0]["status"] == "pending"
+        assert "GlobalFact" in str(cards[0]["rawInput"])
+        assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1
+        assert _entries(client, sid, "global") == []  # not applied before the review
+
+        client.permission_policy = select("apply")
+        before = len(client.frames)
+        done = prompt(client, sid, "/review")
+        assert "Reviewed 1 of 1 waiting proposals." in messages_between(client, before, done.seq)
+        [asked] = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+        assert asked["params"]["toolCall"]["toolCallId"] == cards[0]["toolCallId"]
+
+        fresh = new_session(client, tmp_path)
+        before = len(client.frames)
+        done = prompt(client, fresh, "/harness")
+        assert "GlobalFact" in messages_between(client, before, done.seq)
+        model.push(text("Hello."))
+        prompt(client, fresh, "hi")
+        assert "The build uses meson." in str(model.requests[-1]["messages"][0]["content"])
