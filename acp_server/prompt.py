@@ -48,7 +48,7 @@ def register_prompt(server: AcpServer) -> None:
         if early is not None and early[0] == "kernel":
             # `/kernel` (status, interrupt, restart) answers now: waiting behind the running turn
             # would make `/kernel interrupt` useless and `/kernel status` stale.
-            await _command_runner(server, req.session_id, opened).run(*early)
+            await _command_runner(server, req.session_id, opened, req.prompt).run(*early)
             return {"stopReason": "end_turn"}
         async with opened.prompt_lock:
             if opened.cancel_generation != generation:
@@ -64,7 +64,7 @@ def register_prompt(server: AcpServer) -> None:
                     parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
                     return {"stopReason": await _run_turn(opened, parts, generation)}
             if command is not None:
-                await _command_runner(server, req.session_id, opened).run(*command)
+                await _command_runner(server, req.session_id, opened, req.prompt).run(*command)
                 return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
             parts = [_prompt_part(block) for block in req.prompt]
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
@@ -80,11 +80,22 @@ def register_prompt(server: AcpServer) -> None:
     )(prompt)
 
 
-def _command_runner(server: AcpServer, session_id: str, opened: Any) -> CommandRunner:
-    """A runner whose replies are one agent message (and whose mode switches are announced)."""
+def _command_runner(server: AcpServer, session_id: str, opened: Any, prompt: Any = ()) -> CommandRunner:
+    """A runner whose replies are one agent message (and whose mode switches are announced).
+
+    The exchange goes into the transcript (the command as a user message, the replies as one agent
+    message), so `session/load` replays the same thread the user saw.
+    """
+    from agent_core import MessageChunk, UserMessage
+
     message_id = f"cmd-{uuid.uuid4().hex[:12]}"
+    record = getattr(opened.session, "record_event", None)
+    if record is not None and prompt:
+        record(UserMessage(tuple(_prompt_part(block) for block in prompt), f"{message_id}-user"))
 
     async def reply(text: str) -> None:
+        if record is not None:
+            record(MessageChunk(text, message_id))
         await server.send_update(
             session_id,
             {

@@ -134,3 +134,53 @@ def test_a_global_kernel_write_in_auto_mode_shows_a_review_card_and_reaches_new_
         model.push(text("Hello."))
         prompt(client, fresh, "hi")
         assert "The build uses meson." in str(model.requests[-1]["messages"][0]["content"])
+
+
+def test_session_load_replays_refinement_cards_and_slash_command_exchanges_in_order(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    cell = "harness.create('memory', 'Local fact', 'Tabs in this repo.')"
+    model.push(tool_call(cell, "Remember it"), text("Noted."))
+    with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
+        first = group.spawn(tmp_path)
+        sid = new_session(first, tmp_path)
+        prompt(first, sid, "Remember the tabs.")  # auto mode: a local write applies as a candidate
+        prompt(first, sid, "/history")
+        prompt(first, sid, "/undo")
+        shown = _thread(first.updates(sid))
+        assert first.close() == 0
+
+        second = group.spawn(tmp_path)
+        second.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        replayed = _thread(second.updates(sid))
+        users = [text for kind, text in replayed if kind == "user"]
+        assert users == ["Remember the tabs.", "/history", "/undo"]
+        # The same thread as the user saw live (the prompts themselves the editor had shown itself).
+        assert [item for item in replayed if item[0] != "user"] == shown
+        created = next(t for k, t in replayed if k == "card").removeprefix("refinement-")
+        at_history = replayed.index(("user", "/history"))
+        assert replayed[at_history + 1][0] == "agent" and created in replayed[at_history + 1][1]
+        at_undo = replayed.index(("user", "/undo"))
+        after_undo = replayed[at_undo + 1 :]
+        assert [k for k, _ in after_undo].count("card") == 1  # the rollback's card, after the command
+        assert any(k == "agent" and created in t for k, t in after_undo)
+
+
+def _thread(updates: list[dict[str, object]]) -> list[tuple[str, str]]:
+    """Messages (coalesced per message id) and refinement cards, in order."""
+    thread: list[tuple[str, str]] = []
+    last_id: object = None
+    for update in updates:
+        kind = update["sessionUpdate"]
+        if kind in ("user_message_chunk", "agent_message_chunk"):
+            who = "user" if kind == "user_message_chunk" else "agent"
+            chunk = str(update["content"]["text"])  # type: ignore[index]
+            if thread and thread[-1][0] == who and update.get("messageId") == last_id:
+                thread[-1] = (who, thread[-1][1] + chunk)
+            else:
+                thread.append((who, chunk))
+            last_id = update.get("messageId")
+        elif kind == "tool_call" and str(update.get("toolCallId", "")).startswith("refinement-"):
+            thread.append(("card", str(update["toolCallId"])))
+            last_id = None
+    return thread
