@@ -12,8 +12,8 @@ MODES: tuple[tuple[str, str, str], ...] = (
     (
         "ask",
         "Ask",
-        "Ask permission before every cell and every refinement; selecting Ask again revokes an "
-        "“Allow always (this session)” grant",
+        "Ask permission before every cell and every refinement (a harness write from an allowed "
+        "cell too); selecting Ask again revokes an “Allow always (this session)” grant",
     ),
     ("auto", "Auto", "Cells run; local refinements apply as candidates; global ones wait for review"),
     ("autonomous", "Autonomous", "Auto, and keep going until the configured gates pass or a limit is hit"),

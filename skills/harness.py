@@ -10,7 +10,8 @@
 
 Writes go through the host to the same store API as refinements, so they are versioned, shown as a
 refinement, and can be rolled back with `/rollback <id>`. They are local to this session unless
-`global_=True`; a global write may wait for the user's review.
+`global_=True`. A write may wait for the user's review instead (a global one by default, any in
+ask mode, per the session's review policy); the result's `status` then says `pending_review`.
 """
 
 from __future__ import annotations

@@ -176,11 +176,10 @@ async def harness_write(coordinator: RefinementCoordinator, args: dict[str, Any]
             "edits": [edit],
         }
     )
-    # The cell running this was already permitted (or the mode allows cells), so ask mode does not
-    # ask twice for a local write; global writes still follow the review policy.
-    outcome = await coordinator.submit(
-        proposal, scope=scope, trigger="model", baseline=None, mode_override="auto", source="agent"
-    )
+    # A write from a cell follows the review policy like any refinement: permitting the cell (maybe
+    # once, for the whole session) is not a review of what it writes into the harness, so in ask
+    # mode a local write waits for review too (ARCHITECTURE.md: "anything in ask mode").
+    outcome = await coordinator.submit(proposal, scope=scope, trigger="model", baseline=None, source="agent")
     # `id` names what the write became: the refinement to roll back, or the proposal awaiting review.
     return {"id": outcome.refinement_id or outcome.proposal_id or outcome.job_id, **outcome.to_json()}
 

@@ -184,3 +184,31 @@ def _thread(updates: list[dict[str, object]]) -> list[tuple[str, str]]:
             thread.append(("card", str(update["toolCallId"])))
             last_id = None
     return thread
+
+
+def test_a_local_kernel_write_from_an_allowed_cell_in_ask_mode_waits_for_review(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    cell = "print(harness.create('memory', 'Local fact', 'Tabs in this repo.')['status'])"
+    model.push(tool_call(cell, "Remember it"), text("Asked."))
+    with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
+        client = group.spawn(tmp_path)
+        sid = new_session(client, tmp_path)
+        client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
+        client.permission_policy = select("allow_once")  # the cell is allowed, once
+        prompt(client, sid, "Remember the tabs.")
+        asked = [
+            r["params"]["toolCall"]
+            for r in client.agent_requests
+            if r["method"] == "session/request_permission"
+        ]
+        assert len(asked) == 1 and not str(asked[0]["toolCallId"]).startswith("review-")  # only the cell
+        assert "pending_review" in str(model.requests[1]["messages"])  # what the cell printed
+        assert _entries(client, sid, "local") == []  # not applied silently
+        assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1
+        assert [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("review-")]
+
+        client.permission_policy = select("apply")
+        prompt(client, sid, "/review")
+        state = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
+        assert [(e["content"], e["trust"]) for e in state["entries"]] == [("Tabs in this repo.", "verified")]
