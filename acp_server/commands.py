@@ -230,6 +230,12 @@ class CommandRunner:
                 f"No refinement {refinement_id!r} in this session's or the global harness. See `/history`."
             )
             return
+        later = await anyio.to_thread.run_sync(
+            getattr(store, "rolled_back_by", lambda _id: None), refinement_id
+        )
+        if later is not None:  # answered before any write: no history record for a no-op
+            await self._reply(f"Refinement {refinement_id} was already rolled back by {later}.")
+            return
         coordinator = getattr(getattr(self._session, "refinement", None), "coordinator", None)
         if coordinator is not None:
             # Through the coordinator: the rollback is shown as a refinement card and counted in quiescence.

@@ -212,3 +212,23 @@ def test_a_local_kernel_write_from_an_allowed_cell_in_ask_mode_waits_for_review(
         prompt(client, sid, "/review")
         state = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
         assert [(e["content"], e["trust"]) for e in state["entries"]] == [("Tabs in this repo.", "verified")]
+
+
+def test_rollback_command_of_an_already_rolled_back_refinement_names_the_later_one_and_writes_nothing(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    cell = "harness.create('memory', 'Local fact', 'Tabs in this repo.')"
+    model.push(tool_call(cell, "Remember it"), text("Noted."))
+    with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
+        client = group.spawn(tmp_path)
+        sid = new_session(client, tmp_path)
+        prompt(client, sid, "Remember the tabs.")
+        [created] = [h["id"] for h in client.request("_harness/history", {"sessionId": sid})["refinements"]]
+        prompt(client, sid, "/undo")
+        history = client.request("_harness/history", {"sessionId": sid})["refinements"]
+        [undone_by] = [h["id"] for h in history if h["id"] != created]
+        before = len(client.frames)
+        done = prompt(client, sid, f"/rollback {created}")
+        said = messages_between(client, before, done.seq)
+        assert f"Refinement {created} was already rolled back by {undone_by}." in said
+        assert client.request("_harness/history", {"sessionId": sid})["refinements"] == history
