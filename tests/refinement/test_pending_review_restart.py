@@ -1,4 +1,5 @@
-"""Pending reviews survive a server restart: real stdio, real kernel, real stores, scripted model."""
+"""Review and replay across restarts and sessions: pending reviews on disk, review cards of kernel writes,
+slash-command replay, already-rolled-back refinements. Real stdio, real kernel, scripted model."""
 
 from __future__ import annotations
 
