@@ -187,7 +187,9 @@ class CellCard:
         if self.terminal:
             blocks.append({"type": "terminal", "terminalId": self.cell_id})
         output = self.output_text()
-        if output and not self.terminal:  # with a terminal, the output is shown there (once)
+        # With a terminal the output is shown there, once; but a capped terminal view stops streaming,
+        # so the card then keeps the bounded head + tail, or the end of the output would be lost.
+        if output and (not self.terminal or self.terminal_capped):
             blocks.append(_text_block(_fence(output.rstrip("\n"))))
         blocks.extend(self.images)
         if self.images_omitted:

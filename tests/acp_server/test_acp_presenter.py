@@ -135,6 +135,20 @@ async def test_huge_output_keeps_head_and_tail_with_the_omitted_count() -> None:
     assert len(shown) < HEAD_CHARS + TAIL_CHARS + 200
 
 
+async def test_a_capped_terminal_view_leaves_the_output_tail_in_the_card() -> None:
+    chunk = "0123456789" * 1000
+    events: list[Any] = [ev.CellStarted("c1", "x", "t")]
+    events += [ev.CellOutput("c1", "stdout", chunk) for _ in range(200)]  # 2,000,000 characters
+    events.append(ev.CellOutput("c1", "stdout", "THE END\n"))
+    events.append(ev.CellFinished("c1", "completed"))
+    updates = await _present(events, terminal=True)
+    sent = "".join(u.get("_meta", {}).get("terminal_output", {}).get("data", "") for u in updates)
+    assert "terminal view stopped here" in sent
+    assert "THE END" not in sent
+    texts = [b["content"]["text"] for b in updates[-1]["content"] if b["type"] == "content"]
+    assert any("THE END" in text and "characters omitted" in text for text in texts)
+
+
 async def test_a_cancelled_turn_settles_open_cards_instead_of_leaving_them_spinning() -> None:
     updates = await _present([ev.CellStarted("c1", "sleep()", "Sleep"), ev.TurnEnded("cancelled")])
     assert updates[-1]["status"] == "failed"
