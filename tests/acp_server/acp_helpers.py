@@ -54,3 +54,20 @@ def final_card(client: AcpClient, session_id: str) -> tuple[dict[str, Any], list
 
 def texts(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(b["content"].get("text", "") for b in blocks if b.get("type") == "content")
+
+
+def run_command(client: AcpClient, session_id: str, line: str, timeout: float = 60.0) -> str:
+    """Send one prompt line (a slash command) and return the agent's reply text sent before the answer."""
+    seen = len(client.frames)
+    rid = client.start_request(
+        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": line}]}
+    )
+    response = client.response_frame(rid, timeout)
+    assert response.message["result"]["stopReason"] == "end_turn", response.message
+    return "".join(
+        f.message["params"]["update"]["content"]["text"]
+        for f in client.frames[seen:]
+        if f.seq < response.seq
+        and f.message.get("method") == "session/update"
+        and f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 from acp_client import AcpClient, server_env
-from acp_helpers import ClientFactory
+from acp_helpers import ClientFactory, initialize, new_session
 
 from agent_core.testing.scripted_model import ScriptedModelServer
 
@@ -36,3 +36,12 @@ def spawn(tmp_path: Path) -> Iterator[ClientFactory]:
         problems += [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage]
         problems += client.violations
     assert not problems, "\n".join(problems)
+
+
+@pytest.fixture
+def session(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path) -> tuple[AcpClient, str]:
+    """A real server with one initialized session in `tmp_path`."""
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    return client, sid

@@ -3,37 +3,11 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import pytest
 from acp_client import AcpClient
-from acp_helpers import ClientFactory, initialize, new_session
+from acp_helpers import run_command
 
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, tool_call
-
-
-def run_command(client: AcpClient, session_id: str, line: str) -> str:
-    seen = len(client.frames)
-    rid = client.start_request(
-        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": line}]}
-    )
-    response = client.response_frame(rid)
-    assert response.message["result"]["stopReason"] == "end_turn", response.message
-    return "".join(
-        f.message["params"]["update"]["content"]["text"]
-        for f in client.frames[seen:]
-        if f.seq < response.seq
-        and f.message.get("method") == "session/update"
-        and f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-    )
-
-
-@pytest.fixture
-def session(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path) -> tuple[AcpClient, str]:
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
-    return client, sid
 
 
 def test_harness_commands_reply_with_readable_text(

@@ -5,21 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from acp_client import AcpClient, Frame
-from acp_helpers import ClientFactory, initialize, new_session
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
 SKILL_OBJECTS = ("editor", "harness", "refine", "skills", "goal")
-
-
-@pytest.fixture
-def session(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path) -> tuple[AcpClient, str]:
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
-    return client, sid
 
 
 def send_prompt(client: AcpClient, sid: str, line: str) -> int:

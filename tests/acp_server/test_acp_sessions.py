@@ -227,7 +227,12 @@ def test_bad_mode_and_config_values_answer_invalid_params(
     result = client.request(
         "session/set_config_option", {"sessionId": sid, "configId": "refine_review", "value": "never"}
     )
-    assert [o["id"] for o in result["configOptions"]] == ["mode", "model", "refine_review", "wait_for_refinement"]
+    assert [o["id"] for o in result["configOptions"]] == [
+        "mode",
+        "model",
+        "refine_review",
+        "wait_for_refinement",
+    ]
     assert result["configOptions"][2]["currentValue"] == "never"
 
 
