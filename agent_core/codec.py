@@ -31,6 +31,10 @@ _EVENTS: dict[str, type] = {
         ev.TitleChanged,
         ev.PlanChanged,
         ev.RefinementReported,
+        ev.GateStarted,
+        ev.GateOutput,
+        ev.GateFinished,
+        ev.GoalChanged,
         ev.TurnEnded,
     )
 }

@@ -161,6 +161,42 @@ class RefinementReported:
 
 
 @dataclass(frozen=True)
+class GateStarted:
+    """An autonomous-mode gate command about to run as a process (a tool card `Gate: <command>`)."""
+
+    gate_id: str
+    command: str
+
+
+@dataclass(frozen=True)
+class GateOutput:
+    gate_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class GateFinished:
+    """A gate's verdict. `not_rerun`: skipped because the workspace is unchanged since it last failed."""
+
+    gate_id: str
+    command: str
+    status: Literal["completed", "failed"]
+    summary: str  # "passed", "failed (exit code 1)", "timed out after 600 s", "not rerun: ..."
+    exit_code: int | None = None
+    output: str = ""  # bounded head + tail
+    not_rerun: bool = False
+
+
+@dataclass(frozen=True)
+class GoalChanged:
+    """The session's goal was set, changed, paused, resumed, completed or cleared (None)."""
+
+    objective: str | None
+    state: str | None  # "active" | "paused" | "complete" | None when cleared
+    status_line: str = ""
+
+
+@dataclass(frozen=True)
 class TurnEnded:
     """Always the last event of a turn."""
 
@@ -182,5 +218,9 @@ TurnEvent = (
     | TitleChanged
     | PlanChanged
     | RefinementReported
+    | GateStarted
+    | GateOutput
+    | GateFinished
+    | GoalChanged
     | TurnEnded
 )
