@@ -1,0 +1,444 @@
+"""Autonomy for one session: its goal, its gates, the autonomous loop, and the kernel's `goal` ops.
+
+`SessionAutonomy.attach(session)` is called from the agent's `on_session` seam (like refinement).
+It keeps the goal and the session's gates in `sessions/<id>/autonomy.json`, counts the tokens a goal
+spends (input + output + cache writes, never cache reads), gives the model the goal's context block,
+runs `autonomous` prompts through the loop, and serves `goal.set/status/complete` to the kernel.
+
+The slash commands (`/goal`, `/autonomous`) call the methods here and print their answers; they
+live in acp_server and only format.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from agent_core import events as ev
+from agent_core.autonomy.gates import (
+    DetectedGate,
+    Gate,
+    GateConfigError,
+    detect_gates,
+    load_project_gates,
+    make_gate,
+    merge_gates,
+    parse_gates,
+)
+from agent_core.autonomy.loop import LoopLimits, LoopOutcome, run_autonomous
+from agent_core.autonomy.state import (
+    AutonomyState,
+    AutonomyStateFile,
+    Goal,
+    billable_tokens,
+    goal_context_block,
+    new_goal,
+)
+from agent_core.ports import PermissionRequest
+
+__all__ = ["AutonomySettings", "SessionAutonomy"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AutonomySettings:
+    """From config.toml: `autonomous_max_continuations`, `autonomous_max_tokens`,
+    `autonomous_max_seconds`, `autonomous_checkpoint_every`, `gates`."""
+
+    limits: LoopLimits = field(default_factory=LoopLimits)
+    user_gates: tuple[Gate, ...] = ()
+    error: str | None = None  # a bad setting, reported by /autonomous status (and the defaults used)
+
+    @classmethod
+    def from_extra(cls, extra: Mapping[str, Any]) -> AutonomySettings:
+        errors: list[str] = []
+
+        def number(key: str, default: float | None, kind: type, minimum: float) -> Any:
+            raw = extra.get(key, default)
+            if raw is None:
+                return None
+            if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < minimum:
+                errors.append(f"{key} = {raw!r} is not a number >= {minimum}; using {default!r}")
+                return default
+            return kind(raw)
+
+        limits = LoopLimits(
+            max_continuations=number("autonomous_max_continuations", 20, int, 1),
+            max_tokens=number("autonomous_max_tokens", None, int, 1),
+            max_seconds=number("autonomous_max_seconds", None, float, 1),
+            checkpoint_every=number("autonomous_checkpoint_every", 5, int, 0),
+        )
+        try:
+            gates = parse_gates(extra.get("gates"), source="user", where="config.toml")
+        except GateConfigError as exc:
+            errors.append(str(exc))
+            gates = ()
+        return cls(limits=limits, user_gates=gates, error="; ".join(errors) or None)
+
+
+class AutonomySession(Protocol):
+    """The parts of a Session this module uses."""
+
+    id: str
+    cwd: str
+    editor: Any
+    agent_config: Any
+    usage_totals: Any
+    kernel_hooks: list[Callable[[Any], None]]
+
+    @property
+    def session_dir(self) -> Path: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    def set_mode(self, mode: str) -> None: ...
+
+    def emit_into_turn(self, event: ev.TurnEvent) -> bool: ...
+
+    def record_event(self, event: ev.TurnEvent) -> None: ...
+
+
+ModelTurn = Callable[[Sequence[ev.PromptPart]], Awaitable[ev.StopReason]]
+
+
+class SessionAutonomy:
+    def __init__(self, session: AutonomySession, settings: AutonomySettings) -> None:
+        self.session = session
+        self.settings = settings
+        self._file = AutonomyStateFile(session.session_dir)
+        self._state = self._file.load()
+        self._seen = _usage_tuple(session.usage_totals)
+        self.checkpoint_hooks: list[Callable[[str], None]] = []  # refinement wires its auto review here
+        self.loop_running = False
+        self.interrupted_notice: str | None = None
+        if self._state.goal is not None and self._state.goal.notice == _LOOP_MARK:
+            # The server stopped while the loop ran: tell the user once how to go on.
+            self.interrupted_notice = (
+                "The autonomous loop of this session was interrupted by a server restart; the goal is "
+                f"intact ({self._state.goal.objective}). Send a prompt (for example `continue`) to go on."
+            )
+            self._save(replace(self._state, goal=replace(self._state.goal, notice=None)))
+
+    @classmethod
+    def attach(cls, session: Any) -> SessionAutonomy:
+        settings = AutonomySettings.from_extra(getattr(session.agent_config, "extra", {}) or {})
+        autonomy = cls(session, settings)
+        session.autonomy = autonomy
+        session.kernel_hooks.append(autonomy.on_kernel)
+        return autonomy
+
+    # ------------------------------------------------------------ state
+
+    @property
+    def state(self) -> AutonomyState:
+        return self._state
+
+    @property
+    def goal(self) -> Goal | None:
+        return self._state.goal
+
+    def _save(self, state: AutonomyState) -> None:
+        self._state = state
+        try:
+            self._file.save(state)
+        except OSError:
+            log.exception("could not save the autonomy state of session %s", self.session.id)
+
+    def _goal_changed(self) -> None:
+        goal = self._state.goal
+        event = ev.GoalChanged(
+            objective=goal.objective if goal else None,
+            state=goal.state if goal else None,
+            status_line=goal.status_line() if goal else "",
+        )
+        if not self.session.emit_into_turn(event):
+            self.session.record_event(event)
+
+    # ------------------------------------------------------------ goal
+
+    def set_goal(self, objective: str, token_budget: int | None = None) -> Goal:
+        """Set (or replace) the goal; raises ValueError with a message for the user."""
+        goal = new_goal(objective, token_budget)
+        previous = self._state.goal
+        if previous is not None and previous.state != "complete" and previous.objective != goal.objective:
+            goal = replace(goal, notice=f"The objective changed (it was: {previous.objective}).")
+        self._save(replace(self._state, goal=goal))
+        self._goal_changed()
+        return goal
+
+    def _require_goal(self) -> Goal:
+        if self._state.goal is None:
+            raise ValueError("there is no goal in this session; set one with /goal <objective> [--budget N]")
+        return self._state.goal
+
+    def pause(self) -> Goal:
+        goal = replace(self._require_goal(), state="paused")
+        self._save(replace(self._state, goal=goal))
+        self._goal_changed()
+        return goal
+
+    def resume(self) -> Goal:
+        goal = replace(self._require_goal(), state="active")
+        self._save(replace(self._state, goal=goal))
+        self._goal_changed()
+        return goal
+
+    def clear(self) -> Goal | None:
+        previous = self._state.goal
+        self._save(replace(self._state, goal=None))
+        if previous is not None:
+            self._goal_changed()
+        return previous
+
+    def complete(self, summary: str | None) -> dict[str, Any]:
+        """The model says the goal is met. Outside autonomous mode that marks it complete; inside,
+        it is a candidate: the gates run when the turn ends and decide."""
+        goal = self._require_goal()
+        if self.session.mode == "autonomous":
+            self._save(replace(self._state, goal=replace(goal, summary=summary)))
+            return {
+                "state": goal.state,
+                "message": "noted as a candidate: the gates run when this turn ends and decide whether it is done",
+            }
+        done = replace(goal, state="complete", summary=summary)
+        self._save(replace(self._state, goal=done))
+        self._goal_changed()
+        return {"state": "complete", "message": "goal marked complete"}
+
+    def account_usage(self) -> None:
+        """Add the tokens spent since the last call to the active goal (cache reads shown, not counted)."""
+        now = _usage_tuple(self.session.usage_totals)
+        inp, out, read, write = (a - b for a, b in zip(now, self._seen, strict=True))
+        self._seen = now
+        goal = self._state.goal
+        if goal is None or goal.state != "active":
+            return
+        spent = billable_tokens(inp, out, write)
+        if spent == 0 and read == 0:
+            return
+        updated = replace(
+            goal,
+            tokens_used=goal.tokens_used + spent,
+            cache_read_tokens=goal.cache_read_tokens + max(0, read),
+        )
+        if not goal.budget_exhausted and updated.budget_exhausted:
+            updated = replace(updated, notice="The token budget was just reached.")
+        self._save(replace(self._state, goal=updated))
+
+    def context_block(self) -> str | None:
+        """The goal block for the system prompt; a one-time notice in it is consumed."""
+        goal = self._state.goal
+        block = goal_context_block(goal)
+        if goal is not None and goal.notice and goal.notice != _LOOP_MARK:
+            self._save(replace(self._state, goal=replace(goal, notice=None)))
+        return block
+
+    def plan_entries(self) -> tuple[ev.PlanEntry, ...]:
+        goal = self._state.goal
+        if goal is None:
+            return ()
+        status = {"active": "in_progress", "paused": "pending", "complete": "completed"}[goal.state]
+        return (ev.PlanEntry(f"Goal — {goal.status_line()}", status, "high"),)  # type: ignore[arg-type]
+
+    def goal_status(self) -> str:
+        goal = self._state.goal
+        if goal is None:
+            return "No goal in this session. Set one with `/goal <objective> [--budget TOKENS]`."
+        lines = [f"Goal ({goal.state}): {goal.objective}"]
+        if goal.token_budget is not None:
+            lines.append(
+                f"- budget: {goal.tokens_used:,} of {goal.token_budget:,} tokens used ({goal.budget_left:,} left)"
+            )
+        else:
+            lines.append(f"- spent: {goal.tokens_used:,} tokens (no budget)")
+        lines.append(
+            f"- cache reads: {goal.cache_read_tokens:,} tokens served from the provider's cache, not counted "
+            "(counted: input + output + cache writes)"
+        )
+        if goal.summary:
+            lines.append(f"- last completion claim: {goal.summary}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------ gates
+
+    def gates(self) -> tuple[Gate, ...]:
+        """Project gates (re-read each time: the file may change), then the user's, then this session's."""
+        try:
+            project = load_project_gates(self.session.cwd)
+        except GateConfigError as exc:
+            log.warning("%s", exc)
+            project = ()
+        return merge_gates(project, self.settings.user_gates, self._state.gates)
+
+    def add_gate(self, command: str, timeout: float | None = None) -> Gate:
+        gate = make_gate(command) if timeout is None else make_gate(command, timeout)
+        if any(g.command == gate.command for g in self._state.gates):
+            return gate
+        self._save(replace(self._state, gates=(*self._state.gates, gate)))
+        return gate
+
+    def remove_gate(self, command: str) -> bool:
+        """Remove a session gate; False when no session gate has that command (project and user
+        gates are removed where they are defined)."""
+        kept = tuple(g for g in self._state.gates if g.command != command.strip())
+        if len(kept) == len(self._state.gates):
+            return False
+        self._save(replace(self._state, gates=kept).with_failure(command.strip(), None))
+        return True
+
+    def detected_gates(self) -> list[DetectedGate]:
+        return detect_gates(self.session.cwd)
+
+    async def confirm_detected_gates(self, request_id: str) -> tuple[bool, list[DetectedGate]]:
+        """Ask the editor to confirm the gates this project declares; adds them when confirmed."""
+        detected = [d for d in self.detected_gates() if d.command not in {g.command for g in self.gates()}]
+        if not detected:
+            return False, []
+        code = "\n".join(f"{d.command}    # {d.reason}" for d in detected)
+        decision = await self.session.editor.request_permission(
+            PermissionRequest(
+                cell_id=request_id,
+                title="Autonomous mode: use these gate commands to decide when the work is done?",
+                code=code,
+            )
+        )
+        if decision not in ("allow_once", "allow_always"):
+            return False, detected
+        for item in detected:
+            self.add_gate(item.command)
+        return True, detected
+
+    # ------------------------------------------------------------ the loop
+
+    async def run(
+        self, parts: Sequence[ev.PromptPart], emit: Callable[[ev.TurnEvent], None], model_turn: ModelTurn
+    ) -> LoopOutcome:
+        """One autonomous prompt. With no gate at all it asks for detected ones first; declined or
+        none found, the prompt runs as one ordinary turn and says why."""
+        if not self.gates():
+            confirmed, detected = await self.confirm_detected_gates(f"gates-{os.urandom(6).hex()}")
+            if not confirmed:
+                why = (
+                    "no gate is configured and none was confirmed"
+                    if detected
+                    else "no gate is configured and the project declares none I could detect"
+                )
+                stop = await model_turn(parts)
+                message = (
+                    f"Autonomous mode needs at least one gate ({why}), so this prompt ran as one ordinary "
+                    "turn. Add one with `/autonomous gate add <command>` or in .continual-acp/gates.toml."
+                )
+                emit(ev.MessageChunk(f"\n\n{message}\n", f"msg_{os.urandom(8).hex()}"))
+                return LoopOutcome(stop, message)
+        host = _Host(self, model_turn)
+        self.loop_running = True
+        goal = self._state.goal
+        if goal is not None:
+            self._save(replace(self._state, goal=replace(goal, notice=_LOOP_MARK)))
+        try:
+            outcome = await run_autonomous(host, parts, emit, self.settings.limits)
+        finally:
+            self.loop_running = False
+            goal = self._state.goal
+            if goal is not None and goal.notice == _LOOP_MARK:
+                self._save(replace(self._state, goal=replace(goal, notice=None)))
+        if outcome.gates_passed and self._state.goal is not None and self._state.goal.state == "active":
+            self._save(replace(self._state, goal=replace(self._state.goal, state="complete")))
+            emit(ev.GoalChanged(self._state.goal.objective, "complete", self._state.goal.status_line()))
+        return outcome
+
+    def gate_environment(self) -> dict[str, str]:
+        """The project's environment for gates: the server's, less credentials, with the project's
+        virtualenv first on PATH when it has one."""
+        from kernel_bridge.environment import scrub_environment
+
+        env = scrub_environment(os.environ)
+        for key in [k for k in env if k.startswith("CONTINUAL_ACP_") or k in ("JPY_PARENT_PID",)]:
+            env.pop(key)
+        venv = Path(self.session.cwd) / ".venv" / "bin"
+        if venv.is_dir():
+            env["PATH"] = f"{venv}{os.pathsep}{env.get('PATH', '')}"
+            env["VIRTUAL_ENV"] = str(venv.parent)
+        return env
+
+    # ------------------------------------------------------------ kernel
+
+    def on_kernel(self, kernel: Any) -> None:
+        bridge = kernel.host_bridge
+
+        async def goal_set(args: dict[str, Any]) -> dict[str, Any]:
+            budget = args.get("token_budget")
+            goal = self.set_goal(str(args.get("objective") or ""), budget)
+            return goal.to_json()
+
+        async def goal_status(args: dict[str, Any]) -> dict[str, Any]:
+            goal = self._state.goal
+            return {"available": True, "goal": goal.to_json() if goal else None, "mode": self.session.mode}
+
+        async def goal_complete(args: dict[str, Any]) -> dict[str, Any]:
+            summary = args.get("summary")
+            return self.complete(summary if isinstance(summary, str) else None)
+
+        bridge.register("goal.set", goal_set)
+        bridge.register("goal.status", goal_status)
+        bridge.register("goal.complete", goal_complete)
+
+
+# Marks a goal whose loop is running, so a restart can say the loop was interrupted.
+_LOOP_MARK = "\0autonomous-loop-running"
+
+
+def _usage_tuple(usage: Any) -> tuple[int, int, int, int]:
+    return (
+        int(getattr(usage, "input_tokens", 0)),
+        int(getattr(usage, "output_tokens", 0)),
+        int(getattr(usage, "cache_read_tokens", 0)),
+        int(getattr(usage, "cache_write_tokens", 0)),
+    )
+
+
+class _Host:
+    """The loop's view of the session."""
+
+    def __init__(self, autonomy: SessionAutonomy, model_turn: ModelTurn) -> None:
+        self._autonomy = autonomy
+        self._model_turn = model_turn
+
+    @property
+    def cwd(self) -> str:
+        return self._autonomy.session.cwd
+
+    async def model_turn(self, parts: Sequence[ev.PromptPart]) -> ev.StopReason:
+        try:
+            return await self._model_turn(parts)
+        finally:
+            self._autonomy.account_usage()
+
+    def billable_tokens(self) -> int:
+        inp, out, _read, write = _usage_tuple(self._autonomy.session.usage_totals)
+        return billable_tokens(inp, out, write)
+
+    def gates(self) -> tuple[Gate, ...]:
+        return self._autonomy.gates()
+
+    def autonomy_state(self) -> AutonomyState:
+        return self._autonomy.state
+
+    def save_autonomy_state(self, state: AutonomyState) -> None:
+        self._autonomy._save(state)
+
+    def gate_environment(self) -> Mapping[str, str]:
+        return self._autonomy.gate_environment()
+
+    def checkpoint(self, continuation: int) -> None:
+        for hook in list(self._autonomy.checkpoint_hooks):
+            try:
+                hook(f"autonomous checkpoint after {continuation} continuations")
+            except Exception:
+                log.exception("autonomy checkpoint hook failed")
