@@ -97,6 +97,8 @@ class CellCard:
     dirty: bool = False
     started: bool = False  # the `tool_call` went out
     running: bool = False  # the cell really started in the kernel
+    language: str = "python"  # of the code block ("sh" for an autonomous-mode gate command)
+    raw_input_key: str = "code"
 
     # ------------------------------------------------------------ accumulate
 
@@ -183,7 +185,7 @@ class CellCard:
         return f"{self.head}\n[... {self.omitted} characters omitted ...]\n{self.tail}"
 
     def content(self) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = [_text_block(_fence(self.code, "python"))]
+        blocks: list[dict[str, Any]] = [_text_block(_fence(self.code, self.language))]
         if self.terminal:
             blocks.append({"type": "terminal", "terminalId": self.cell_id})
         output = self.output_text()
@@ -209,7 +211,7 @@ class CellCard:
             "kind": "execute",
             "status": "pending",
             "content": self.content(),
-            "rawInput": {"code": self.code},
+            "rawInput": {self.raw_input_key: self.code},
         }
         if self.terminal:
             update["_meta"] = {"terminal_info": {"terminal_id": self.cell_id, "cwd": self.cwd}}

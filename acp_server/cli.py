@@ -62,15 +62,24 @@ class _KernelSkills:
 
 def _preload() -> None:
     """Imports the agent factory and the first session need (run in the server's import thread)."""
-    for module in ("agent_core.agent", "agent_core.refinement.attach", "skills.loader"):
+    for module in (
+        "agent_core.agent",
+        "agent_core.refinement.attach",
+        "agent_core.autonomy.controller",
+        "skills.loader",
+    ):
         importlib.import_module(module)
 
 
 def _attach_refinement(session: Any) -> None:
-    """The agent's `on_session` seam: the continual harness (host ops, after-turn review) per session."""
+    """The agent's `on_session` seam: the continual harness (host ops, after-turn review) and goals +
+    autonomous mode, per session. Autonomous checkpoints ask refinement for an automatic review."""
+    from agent_core.autonomy.controller import SessionAutonomy
     from agent_core.refinement.attach import SessionRefinement
 
-    SessionRefinement.attach(session)
+    refinement = SessionRefinement.attach(session)
+    autonomy = SessionAutonomy.attach(session)
+    autonomy.checkpoint_hooks.append(refinement.coordinator.checkpoint)
 
 
 def _build_agent(config: Any) -> Any:

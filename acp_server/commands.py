@@ -44,7 +44,16 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand(
         "compact", "Summarize older turns to free context (kernel variables survive)", "instructions"
     ),
-    SlashCommand("autonomous", "Autonomous mode on or off (same as the mode picker)", "on | off | status"),
+    SlashCommand(
+        "autonomous",
+        "Autonomous mode: keep going until the gates pass (same as the mode picker)",
+        "on | off | status | gate add <command> | gate remove <command> | gate list",
+    ),
+    SlashCommand(
+        "goal",
+        "The session's goal: set it (with an optional token budget), or status, pause, resume, clear",
+        "<objective> [--budget TOKENS] | status | pause | resume | clear",
+    ),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
 )
@@ -120,10 +129,12 @@ class CommandRunner:
         *,
         server: Any = None,
         opened: Any = None,
+        goal_update: Callable[[Any], Awaitable[None]] | None = None,
     ) -> None:
         self._session = session
         self._reply = reply
         self._on_mode_change = on_mode_change
+        self._goal_update = goal_update  # shows a changed goal (session info + plan) in the editor
         # The server and the open session, for commands that ask the user (/refine, /review).
         self._server = server
         self._opened = opened
@@ -330,18 +341,30 @@ class CommandRunner:
         await self._reply(f"Context compacted.\n\n{summary}".strip())
 
     async def _cmd_autonomous(self, argument: str) -> None:
-        action = (argument.split() or ["status"])[0]
-        if action == "status":
-            state = "on" if self._session.mode == "autonomous" else f"off (mode: {self._session.mode})"
-            await self._reply(f"Autonomous mode is {state}.")
+        from agent_core.autonomy.commands import autonomous_command
+
+        autonomy = getattr(self._session, "autonomy", None)
+        if autonomy is None:
+            await self._reply("Autonomous mode is not available in this session.")
             return
-        if action not in ("on", "off"):
-            await self._reply(f"Unknown /autonomous action {action!r}. Use `on`, `off` or `status`.")
-            return
-        self._session.set_mode("autonomous" if action == "on" else "auto")
-        if self._on_mode_change is not None:
+        mode_before = self._session.mode
+        reply = await autonomous_command(self._session, autonomy, argument)
+        if self._session.mode != mode_before and self._on_mode_change is not None:
             await self._on_mode_change()
-        await self._reply(f"Autonomous mode {action}; the session mode is now `{self._session.mode}`.")
+        await self._reply(reply)
+
+    async def _cmd_goal(self, argument: str) -> None:
+        from agent_core.autonomy.commands import goal_command
+
+        autonomy = getattr(self._session, "autonomy", None)
+        if autonomy is None:
+            await self._reply("Goals are not available in this session.")
+            return
+        before = autonomy.goal
+        reply = goal_command(autonomy, argument)
+        if autonomy.goal != before and self._goal_update is not None:
+            await self._goal_update(autonomy)
+        await self._reply(reply)
 
     async def _cmd_refine(self, argument: str) -> None:
         from acp_server.refinement_review import refine_command

@@ -26,6 +26,11 @@ PERMISSION_OPTIONS: list[dict[str, str]] = [
     {"optionId": "allow_always", "name": "Allow always (this session)", "kind": "allow_always"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
+# Confirming the gate commands autonomous mode will trust to decide "done".
+GATE_OPTIONS: list[dict[str, str]] = [
+    {"optionId": "allow_once", "name": "Use these gates", "kind": "allow_once"},
+    {"optionId": "reject", "name": "Do not use them", "kind": "reject_once"},
+]
 _DECISIONS: dict[str, PermissionDecision] = {
     "allow_once": "allow_once",
     "allow_always": "allow_always",
@@ -62,8 +67,13 @@ class JsonRpcEditor:
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         if self.presenter is None:
             raise RuntimeError("editor used before its session was created")
-        tool_call = await self.presenter.announce_cell(request.cell_id, request.code, request.title)
-        answer, failure = await self._ask(tool_call, PERMISSION_OPTIONS)
+        if request.purpose == "gates":
+            tool_call = await self.presenter.announce_gates(request.cell_id, request.title, request.code)
+            answer, failure = await self._ask(tool_call, GATE_OPTIONS)
+            await self.presenter.settle_gates(request.cell_id, answer == "allow_once")
+        else:
+            tool_call = await self.presenter.announce_cell(request.cell_id, request.code, request.title)
+            answer, failure = await self._ask(tool_call, PERMISSION_OPTIONS)
         if failure is not None:
             from agent_core import PermissionRequestFailed
 

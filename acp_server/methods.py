@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -273,9 +274,22 @@ class AcpServer:
         opened.presenter.attach(None, replay=True)
         for event in events:
             await opened.presenter.present(event)
+        await self._tell_interrupted_loop(opened)
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
         return session_setup(session)
+
+    async def _tell_interrupted_loop(self, opened: Any) -> None:
+        """After a replay: an autonomous loop cut off by a server restart is not resumed by itself;
+        the user is told so, once (the message is recorded, so later loads show it in place)."""
+        from agent_core import MessageChunk
+
+        autonomy = getattr(opened.session, "autonomy", None)
+        notice = autonomy.take_interrupted_notice() if autonomy is not None else None
+        if notice:
+            event = MessageChunk(f"\n\n{notice}\n", f"msg_loop_{uuid.uuid4().hex[:12]}")
+            opened.session.record_event(event)
+            await opened.presenter.present(event)
 
     async def resume_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
         cwd = _absolute_cwd(req.cwd)

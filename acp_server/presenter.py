@@ -24,6 +24,10 @@ from agent_core.events import (
     CellOutput,
     CellStarted,
     FileEdited,
+    GateFinished,
+    GateOutput,
+    GateStarted,
+    GoalChanged,
     ImagePart,
     MessageChunk,
     PlanChanged,
@@ -134,6 +138,40 @@ class TurnPresenter:
             "rawInput": {"code": code},
         }
 
+    async def announce_gates(self, request_id: str, title: str, commands: str) -> dict[str, Any]:
+        """A pending card listing the gate commands to confirm; returns the ToolCallUpdate to ask with."""
+        content = [{"type": "content", "content": {"type": "text", "text": f"```sh\n{commands}\n```"}}]
+        await self._send(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": request_id,
+                "title": title,
+                "kind": "execute",
+                "status": "pending",
+                "content": content,
+                "rawInput": {"commands": commands.splitlines()},
+            }
+        )
+        return {
+            "toolCallId": request_id,
+            "title": title,
+            "kind": "execute",
+            "status": "pending",
+            "content": content,
+        }
+
+    async def settle_gates(self, request_id: str, confirmed: bool) -> None:
+        """Close the confirmation card: nothing runs from it, the answer is its outcome."""
+        text = "Confirmed: autonomous mode uses these gates." if confirmed else "Not confirmed."
+        await self._send(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": request_id,
+                "status": "completed" if confirmed else "failed",
+                "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+            }
+        )
+
     def _card(self, cell_id: str, code: str, title: str) -> CellCard:
         card = self._cards.get(cell_id)
         if card is None:
@@ -207,10 +245,60 @@ class TurnPresenter:
             await self._send({"sessionUpdate": "plan", "entries": entries})
         elif isinstance(event, RefinementReported):
             await self._refinement(event)
+        elif isinstance(event, GateStarted | GateOutput | GateFinished):
+            await self._gate(event)
+        elif isinstance(event, GoalChanged):
+            goal = None
+            if event.objective is not None:
+                goal = {"objective": event.objective, "state": event.state, "status": event.status_line}
+            await self._send(
+                {"sessionUpdate": "session_info_update", "_meta": {"continual-acp": {"goal": goal}}}
+            )
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason
         else:
             log.warning("no ACP mapping for turn event %r; skipped", type(event).__name__)
+
+    async def _gate(self, event: GateStarted | GateOutput | GateFinished) -> None:
+        """An autonomous-mode gate: a live execute card `Gate: <command>` ending with its exit code."""
+        if isinstance(event, GateStarted):
+            card = CellCard(
+                event.gate_id,
+                event.command,
+                f"Gate: {cell_title(event.command, event.command)}",
+                self._cwd,
+                False,
+                language="sh",
+                raw_input_key="command",
+            )
+            card.started = card.running = True
+            self._cards[event.gate_id] = card
+            await self._send(card.start_update())
+            await self._send(
+                {"sessionUpdate": "tool_call_update", "toolCallId": event.gate_id, "status": "in_progress"}
+            )
+        elif isinstance(event, GateOutput):
+            open_card = self._cards.get(event.gate_id)
+            if open_card is not None:
+                open_card.add_output(event.text)
+                await self._output_changed(open_card)
+        else:
+            finished = self._cards.pop(event.gate_id, None)
+            if finished is None:
+                return
+            self._flush_scheduled.discard(finished.cell_id)
+            if self._replay and event.output and not finished.output_text():
+                finished.add_output(
+                    event.output
+                )  # a replay streams nothing: the card shows the recorded output
+            error = None if event.status == "completed" else event.summary
+            update = finished.final_update(event.status, error, "")
+            update["rawOutput"] = {
+                "exitCode": event.exit_code,
+                "summary": event.summary,
+                "notRerun": event.not_rerun,
+            }
+            await self._send(update)
 
     async def _chunk(self, kind: str, text: str, message_id: str) -> None:
         if text:

@@ -115,7 +115,24 @@ def _command_runner(server: AcpServer, session_id: str, opened: Any, prompt: Any
             session_id, {"sessionUpdate": "config_option_update", "configOptions": config_options(session)}
         )
 
-    return CommandRunner(opened.session, reply, announce_mode, server=server, opened=opened)
+    async def goal_update(autonomy: Any) -> None:
+        # The goal changed outside a turn: show it (session info `_meta` + the plan). The controller
+        # already recorded the change for replays.
+        from agent_core import events as ev
+
+        goal = autonomy.goal
+        await opened.presenter.present(
+            ev.GoalChanged(
+                goal.objective if goal else None,
+                goal.state if goal else None,
+                goal.status_line() if goal else "",
+            )
+        )
+        await opened.presenter.present(ev.PlanChanged(autonomy.plan_entries()))
+
+    return CommandRunner(
+        opened.session, reply, announce_mode, server=server, opened=opened, goal_update=goal_update
+    )
 
 
 async def _run_turn(opened: Any, parts: list[Any], generation: int) -> str:

@@ -19,6 +19,8 @@ class PermissionRequest:
     cell_id: str
     title: str
     code: str
+    # "cell": run this cell? "gates": use these gate commands (one per line in `code`) for autonomous mode?
+    purpose: Literal["cell", "gates"] = "cell"
 
 
 class EditorPort(Protocol):

@@ -49,6 +49,13 @@ preference), ask for a refinement: `await refine.run("what to remember and why")
 can be rolled back; it never edits this base prompt.
 - User skills (below, if any) are folders with instructions: `print(skills.read("name"))` before use.
 
+# Goals and autonomous mode
+- `goal.status()` shows the session's goal (objective, tokens used and budget); `goal.set(objective, \
+token_budget=None)` sets one; `goal.complete(summary)` says the objective is met.
+- In autonomous mode you do not decide when the work is done: after you stop, the configured gate \
+commands (tests, linters) run, and you are continued with their output until they all pass. A gate is \
+not rerun while the workspace is unchanged since it failed.
+
 # Answering
 - Answer in Markdown, briefly. Say what you changed and how you checked it; say plainly what failed.
 """

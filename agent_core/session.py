@@ -28,6 +28,7 @@ from agent_core.transcript import SessionStore, TranscriptWriter, now_iso
 from agent_core.turn import TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
+    from agent_core.autonomy.controller import SessionAutonomy
     from harness_store import HarnessStore
     from kernel_bridge import KernelSession
 
@@ -93,6 +94,7 @@ class Session:
         self.compaction_hooks: list[Callable[[], None]] = []  # the context was just compacted
         self.close_hooks: list[Callable[[], Awaitable[None]]] = []  # the session is closing
         self.refinement: Any = None  # set by the refinement package; acp_server reads it
+        self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._kernel_note: str | None = None
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
@@ -337,6 +339,8 @@ class Session:
 
             async def drive() -> TurnOutcome:
                 try:
+                    if self.mode == "autonomous" and self.autonomy is not None:
+                        return await self._autonomous_body(parts, emit)
                     return await run_turn_body(self, parts, emit)
                 finally:
                     queue.put_nowait(_END)
@@ -378,6 +382,22 @@ class Session:
                 self._emit = None
                 recorder.flush()
                 self._touch()
+
+    async def _autonomous_body(self, parts: Sequence[ev.PromptPart], emit: Callable[[ev.TurnEvent], None]) -> TurnOutcome:
+        """Autonomous mode: model turns and gates in one prompt until the gates pass or a limit hits."""
+        assert self.autonomy is not None
+
+        async def model_turn(turn_parts: Sequence[ev.PromptPart]) -> ev.StopReason:
+            outcome = await run_turn_body(self, turn_parts, emit)
+            self._answer_dangling_tool_calls()
+            return outcome.stop_reason
+
+        result = await self.autonomy.run(parts, emit, model_turn)
+        return TurnOutcome(result.stop_reason, result.message)
+
+    def turn_context(self) -> str | None:
+        """Short per-turn context for the model (the goal block), or None."""
+        return self.autonomy.context_block() if self.autonomy is not None else None
 
     async def _after_turn(self, parts: Sequence[ev.PromptPart], outcome: TurnOutcome) -> list[ev.TurnEvent]:
         events: list[ev.TurnEvent] = []

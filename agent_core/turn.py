@@ -77,6 +77,15 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
             if isinstance(content, str)
             else [*content, {"type": "text", "text": f"[kernel] {note}"}]
         )
+    block = session.turn_context()
+    if block:
+        # In the user message, not the system prompt: it changes every turn (tokens used), and the
+        # system prompt must stay a stable cache prefix.
+        content = (
+            f"{content}\n\n[goal]\n{block}"
+            if isinstance(content, str)
+            else [*content, {"type": "text", "text": f"[goal]\n{block}"}]
+        )
     session.append_message({"role": "user", "content": content})
 
     if not session.model_name:

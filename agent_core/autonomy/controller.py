@@ -117,6 +117,7 @@ class SessionAutonomy:
         self.checkpoint_hooks: list[Callable[[str], None]] = []  # refinement wires its auto review here
         self.loop_running = False
         self.interrupted_notice: str | None = None
+        self._gate_entries: tuple[ev.PlanEntry, ...] = ()  # the last loop's gate statuses, for the plan
         if self._state.goal is not None and self._state.goal.notice == _LOOP_MARK:
             # The server stopped while the loop ran: tell the user once how to go on.
             self.interrupted_notice = (
@@ -131,7 +132,19 @@ class SessionAutonomy:
         autonomy = cls(session, settings)
         session.autonomy = autonomy
         session.kernel_hooks.append(autonomy.on_kernel)
+        session.after_turn_hooks.append(autonomy.after_turn)
         return autonomy
+
+    async def after_turn(self, session: Any, outcome: Any) -> Sequence[ev.TurnEvent]:
+        """Count the turn's tokens against the goal and show the goal (and gates) as the plan."""
+        self.account_usage()
+        entries = (*self.plan_entries(), *self._gate_entries)
+        return (ev.PlanChanged(entries),) if entries else ()
+
+    def take_interrupted_notice(self) -> str | None:
+        """The "loop interrupted by a restart" message, once."""
+        notice, self.interrupted_notice = self.interrupted_notice, None
+        return notice
 
     # ------------------------------------------------------------ state
 
@@ -341,8 +354,16 @@ class SessionAutonomy:
         goal = self._state.goal
         if goal is not None:
             self._save(replace(self._state, goal=replace(goal, notice=_LOOP_MARK)))
+
+        def capture(event: ev.TurnEvent) -> None:
+            if isinstance(event, ev.PlanChanged):
+                # The loop's plan lists the gates; the goal line is added by `after_turn`, current.
+                self._gate_entries = tuple(e for e in event.entries if e.content.startswith("Gate "))
+                event = ev.PlanChanged((*self.plan_entries(), *self._gate_entries))
+            emit(event)
+
         try:
-            outcome = await run_autonomous(host, parts, emit, self.settings.limits)
+            outcome = await run_autonomous(host, parts, capture, self.settings.limits)
         finally:
             self.loop_running = False
             goal = self._state.goal

@@ -12,14 +12,31 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agent_core.autonomy.gates import Gate
+from kernel_bridge import reaper
 
 __all__ = ["GateResult", "run_gate"]
 
+# The gate runs under this small watcher, which leads the gate's process group: if the server dies
+# without cleaning up (SIGKILL), the watcher sees its parent change and kills the whole group, so no
+# test run outlives the server. (An orderly exit kills tracked groups through kernel_bridge's reaper.)
+_WATCHER = """\
+import os, signal, subprocess, sys, threading, time
+parent = int(sys.argv[1])
+child = subprocess.Popen(["/bin/sh", "-c", sys.argv[2]])
+def watch():
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os.killpg(0, signal.SIGKILL)
+threading.Thread(target=watch, daemon=True).start()
+code = child.wait()
+sys.exit(code if code >= 0 else 128 - code)
+"""
 HEAD_CHARS = 4_000
 TAIL_CHARS = 12_000
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of the gate's process group
@@ -81,10 +98,15 @@ async def run_gate(
     env: Mapping[str, str] | None = None,
     on_output: Callable[[str], None] | None = None,
 ) -> GateResult:
-    """Run `gate.command` with `sh -c` in `cwd`; cancelling this coroutine kills the process group."""
+    """Run `gate.command` with `sh -c` in `cwd` (under a parent watcher); cancelling this coroutine
+    kills the process group."""
     started = time.monotonic()
     try:
-        proc = await asyncio.create_subprocess_shell(
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _WATCHER,
+            str(os.getpid()),
             gate.command,
             cwd=cwd,
             env=dict(env) if env is not None else None,
@@ -95,6 +117,7 @@ async def run_gate(
         )
     except OSError as exc:
         return GateResult(gate.command, None, "", time.monotonic() - started, error=str(exc))
+    reaper.track(proc.pid)
     output = _Bounded()
     decoder = _Utf8Stream()
     assert proc.stdout is not None
@@ -124,6 +147,8 @@ async def run_gate(
         # Cancelled (the user stopped the loop): the gate and everything it started goes now.
         await asyncio.shield(_kill_group(proc))
         raise
+    finally:
+        reaper.forget(proc.pid)
     duration = time.monotonic() - started
     code = None if timed_out else proc.returncode
     return GateResult(gate.command, code, output.text(), duration, timed_out=timed_out)

@@ -253,6 +253,11 @@ class RefinementCoordinator:
         released, self._scheduled = self._scheduled, []
         self._queue.extend(released)
 
+    def checkpoint(self, note: str) -> None:
+        """An autonomous-mode checkpoint: a natural point for an automatic review (cooldown applies)."""
+        self._queue_auto(note)
+        self._transition()
+
     def compacted(self) -> None:
         """The conversation was just compacted: a natural point for an automatic review."""
         self._queue_auto("the conversation was just compacted")

@@ -73,7 +73,8 @@ def test_cancel_request_for_a_prompt_answers_it_cancelled(
 def test_autonomous_command_switches_the_mode_and_announces_it(session: tuple[AcpClient, str]) -> None:
     client, sid = session
     assert "off" in run_command(client, sid, "/autonomous status")
-    assert "`autonomous`" in run_command(client, sid, "/autonomous on")
+    run_command(client, sid, "/autonomous gate add true")  # it never runs without a gate
+    assert "Autonomous mode is on" in run_command(client, sid, "/autonomous on")
     client.wait_for(
         lambda m: (
             m.get("method") == "session/update" and m["params"]["update"].get("currentModeId") == "autonomous"
@@ -87,7 +88,7 @@ def test_autonomous_command_switches_the_mode_and_announces_it(session: tuple[Ac
     )
     modes = [o for o in options.message["params"]["update"]["configOptions"] if o["id"] == "mode"]
     assert modes[0]["currentValue"] == "autonomous"
-    assert "`auto`" in run_command(client, sid, "/autonomous off")
+    assert "(mode: auto)" in run_command(client, sid, "/autonomous off")
 
 
 def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(

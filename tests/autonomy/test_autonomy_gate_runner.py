@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,28 @@ async def test_a_utf8_character_split_across_reads_survives(tmp_path: Path) -> N
     result = await run_gate(Gate(cmd), str(tmp_path))
     assert "\U0001f600" in result.output
     assert "\ufffd" not in result.output
+
+
+async def test_a_gate_dies_with_the_server_when_the_server_is_sigkilled(tmp_path: Path) -> None:
+    """A stand-in server process runs a gate; SIGKILL of it must not leave the gate's children."""
+    script = (
+        "import asyncio, sys\n"
+        "from agent_core.autonomy import Gate, run_gate\n"
+        "def out(t):\n"
+        "    sys.stdout.write(t); sys.stdout.flush()\n"
+        "asyncio.run(run_gate(Gate('sleep 300 & echo $!; wait', timeout=600), '.', on_output=out))\n"
+    )
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        cwd=str(tmp_path),
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert server.stdout is not None
+    line = await asyncio.wait_for(server.stdout.readline(), 30)
+    child = int(line)
+    server.kill()
+    await server.wait()
+    assert await _wait_gone(child, deadline=10.0)

@@ -79,12 +79,6 @@ async def test_user_skills_are_listed_read_in_full_and_importable(kernel: Kernel
     assert "shadowed" in problems
 
 
-async def test_goal_skill_says_goals_are_not_available_yet(kernel: KernelSession) -> None:
-    result = await kernel.execute("goal.set('ship it')", timeout=60).result()
-    assert result.status == "error"
-    assert result.error is not None and "not available yet" in result.error.evalue
-
-
 async def test_editor_skill_goes_through_the_host_editor_ops(
     kernel: KernelSession, skill_tree: dict[str, Path]
 ) -> None:
