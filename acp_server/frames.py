@@ -24,7 +24,16 @@ JSONRPC = "2.0"
 META_KEY = "continual-acp"
 QUIESCENCE = "_harness/quiescence"
 
-# -32010: application error, the store refused a rollback (data names the edits).
+# JSON-RPC error codes on the ACP wire (re-exported by `errors.py`).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+# Application error: the store refused a rollback (data names the edits).
 ROLLBACK_REFUSED = -32010
 
 PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
@@ -113,13 +122,13 @@ def param_error(loc: Sequence[str], msg: str, kind: str) -> Frame:
 def invalid_params_error(message: str, errors: Sequence[Mapping[str, object]] | None = None) -> Frame:
     """-32602; with `errors`, `data` is `{"errors": [...]}` (each a `param_error`)."""
     data = {"errors": [dict(e) for e in errors]} if errors is not None else None
-    return rpc_error(-32602, message, data)
+    return rpc_error(INVALID_PARAMS, message, data)
 
 
 def session_not_found_error(session_id: str) -> Frame:
     """-32002 for a session that is not open and not on disk."""
     return rpc_error(
-        -32002,
+        RESOURCE_NOT_FOUND,
         f"Unknown session {session_id!r}: it is not open and not on disk; start one with session/new",
         {"sessionId": session_id},
     )
@@ -127,17 +136,17 @@ def session_not_found_error(session_id: str) -> Frame:
 
 def session_in_use_error(message: str, session_id: str, owner_pid: int) -> Frame:
     """-32600: another continual-acp process holds the session's owner lock."""
-    return rpc_error(-32600, message, {"sessionId": session_id, "ownerPid": owner_pid})
+    return rpc_error(INVALID_REQUEST, message, {"sessionId": session_id, "ownerPid": owner_pid})
 
 
 def model_error(message: str, endpoint: str, status: int | None) -> Frame:
     """-32603 answering a prompt whose model call failed for good (which endpoint, which status)."""
-    return rpc_error(-32603, message, {"endpoint": endpoint, "status": status})
+    return rpc_error(INTERNAL_ERROR, message, {"endpoint": endpoint, "status": status})
 
 
 def data_dir_error(message: str, home: str, why: str) -> Frame:
     """-32603: the data dir cannot be created or written."""
-    return rpc_error(-32603, message, {"home": home, "error": why})
+    return rpc_error(INTERNAL_ERROR, message, {"home": home, "error": why})
 
 
 def rollback_refused_error(
