@@ -49,7 +49,7 @@ class RequestContext:
     request_id: object  # None for notifications (see `is_notification`)
     is_notification: bool
     # Free slots for handlers (e.g. the session a prompt runs in, for its `$/cancel_request` hook).
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, object] = field(default_factory=dict)
     # Run by the transport right after the success response is written (commands are advertised
     # only after the session/new response, never before).
     after_response: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
