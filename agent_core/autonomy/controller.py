@@ -319,6 +319,7 @@ class SessionAutonomy:
                 cell_id=request_id,
                 title="Autonomous mode: use these gate commands to decide when the work is done?",
                 code=code,
+                purpose="gates",
             )
         )
         if decision not in ("allow_once", "allow_always"):
