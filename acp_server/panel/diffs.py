@@ -6,6 +6,12 @@ import difflib
 from typing import Any
 
 CONTEXT_LINES = 3
+VERSION_LINE = "- version: "  # harness_store.views.render_view's header line
+
+
+def _lines(view: str | None) -> list[str]:
+    # The version line changes on every write; the page shows versions beside the diff instead.
+    return [line for line in (view or "").splitlines() if not line.startswith(VERSION_LINE)]
 
 
 def line_diff(before: str | None, after: str | None) -> list[dict[str, Any]]:
@@ -13,8 +19,8 @@ def line_diff(before: str | None, after: str | None) -> list[dict[str, Any]]:
 
     A create diffs against nothing (all `+`), a delete against nothing after (all `-`).
     """
-    old = (before or "").splitlines()
-    new = (after or "").splitlines()
+    old = _lines(before)
+    new = _lines(after)
     if old == new:
         return []
     lines: list[dict[str, Any]] = []

@@ -94,3 +94,8 @@ def panel(populated: Populated) -> Iterator[RunningPanel]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # aiohttp's websocket client (the CDP helper) runs on asyncio

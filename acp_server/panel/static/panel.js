@@ -70,7 +70,7 @@ function sessionLink(sid) {
 
 function toast(text, refinementId) {
   const el = document.getElementById("toast");
-  el.replaceChildren(h("span", { text }), refinementId ? h("span", {}, " ", refLink(refinementId, `open ${refinementId}`)) : null);
+  fill(el, h("span", { text }), refinementId ? h("span", {}, " ", refLink(refinementId, `open ${refinementId}`)) : null);
   el.hidden = false;
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => { el.hidden = true; }, 12000);
@@ -145,7 +145,9 @@ function editView(edit) {
       h("span", { class: "muted", text: versions + trust })),
     edit.applied ? null : h("p", { class: "refusal" }, h("strong", { text: "Refused: " }), edit.error || "not applied"),
     edit.reason ? h("p", { class: "muted", text: `Reason: ${edit.reason}` }) : null,
-    edit.diff && edit.diff.length ? diffView(edit.diff) : edit.proposed ? h("pre", { class: "diff", text: edit.proposed }) : diffView(edit.diff),
+    edit.diff && edit.diff.length ? diffView(edit.diff)
+      : edit.proposed ? [h("p", { class: "muted small", text: "Proposed content:" }), h("pre", { class: "content", text: edit.proposed })]
+      : diffView(edit.diff),
     evidenceView(edit.evidence));
 }
 
@@ -156,7 +158,7 @@ function timelineRow(r) {
       h("span", { class: "tl-when", text: when(r.created_at) }),
       h("span", { class: "tl-summary", text: r.summary || "(no summary)" })),
     h("span", { class: "tl-meta" },
-      badge(r.scope, `scope-${r.scope}`), badge(r.trigger, "trigger"), status,
+      badge(r.scope, `scope-${r.scope}`), r.rollback_of ? null : badge(r.trigger, "trigger"), status,
       r.rollback_of ? badge("rollback", "rollback") : null,
       r.review_of ? badge("review", "review") : null,
       r.rolled_back_by ? badge("rolled back", "undone") : null,
@@ -191,7 +193,7 @@ async function showRefinement(id) {
   state.detail = { type: "refinement", id };
   const canRollBack = r.applied > 0 && !r.rolled_back_by;
   const detail = document.getElementById("detail");
-  detail.replaceChildren(
+  fill(detail,
     h("div", { class: "detail-head" },
       h("h2", { text: r.summary || "(no summary)" }),
       h("button", { type: "button", class: "close", "aria-label": "Close details", onclick: closeDetail, text: "×" })),
@@ -282,7 +284,7 @@ async function showEntry(store, kind, id) {
   const e = await api(`/api/entries/${encodeURIComponent(store)}/${kind}/${encodeURIComponent(id)}`);
   state.detail = { type: "entry", id: `${store}/${kind}/${id}` };
   const detail = document.getElementById("detail");
-  detail.replaceChildren(
+  fill(detail,
     h("div", { class: "detail-head" }, h("h2", { text: e.title }),
       h("button", { type: "button", class: "close", "aria-label": "Close details", onclick: closeDetail, text: "×" })),
     h("dl", { class: "meta" },
@@ -378,8 +380,12 @@ async function showAsOf(id) {
   );
 }
 
+function fill(el, ...children) {
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 function render(...children) {
-  document.getElementById("view").replaceChildren(...children.flat().filter(Boolean));
+  fill(document.getElementById("view"), ...children);
 }
 
 // ---------------------------------------------------------------- routing and live updates
