@@ -79,8 +79,11 @@ class StoreView:
             return False
         fresh: list[Any] = []
         before: str | None = None
+        # Usually a few records were appended: read a small page first, then larger ones.
+        size = 8 if known is not None else SYNC_PAGE
         while True:
-            page, cursor = self.store.history_page(SYNC_PAGE, before)
+            page, cursor = self.store.history_page(size, before)
+            size = min(size * 8, SYNC_PAGE)
             ids = [r.id for r in page]
             if known is not None and known in ids:
                 fresh = page[ids.index(known) + 1 :] + fresh

@@ -7,7 +7,7 @@ import json
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ import pytest
 
 from acp_server.panel.run import PanelServer
 
+from .cdp import Browser, Page
 from .populate import Populated, populate
 
 
@@ -99,3 +100,19 @@ def panel(populated: Populated) -> Iterator[RunningPanel]:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # aiohttp's websocket client (the CDP helper) runs on asyncio
+
+
+@pytest.fixture
+async def page(tmp_path: Path) -> AsyncIterator[Page]:
+    """A tab of a fresh headless chromium (closed with the browser after the test)."""
+    browser = await Browser.launch(tmp_path / "chromium-profile")
+    try:
+        yield await browser.new_page()
+    finally:
+        await browser.close()
+
+
+async def open_panel(page: Page, panel: RunningPanel, fragment: str = "timeline") -> None:
+    """Load the panel at `#fragment` and wait until its first render is done."""
+    await page.navigate(f"{panel.url}#{fragment}")
+    await page.wait_for("document.body.dataset.ready === '1'")

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from harness_store import HarnessStore
 
-from .cdp import Browser, Page, chromium_path
-from .conftest import RunningPanel
+from .cdp import Page, chromium_path
+from .conftest import RunningPanel, open_panel
 from .populate import Populated, create, proposal
 
 pytestmark = [
@@ -20,24 +18,10 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-async def page(tmp_path: Path) -> AsyncIterator[Page]:
-    browser = await Browser.launch(tmp_path / "chromium-profile")
-    try:
-        yield await browser.new_page()
-    finally:
-        await browser.close()
-
-
-async def _open(page: Page, panel: RunningPanel, fragment: str = "timeline") -> None:
-    await page.navigate(f"{panel.url}#{fragment}")
-    await page.wait_for("document.body.dataset.ready === '1'")
-
-
 async def test_the_page_lists_the_timeline_newest_first(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
-    await _open(page, panel)
+    await open_panel(page, panel)
     ids = await page.wait_for(
         "document.querySelectorAll('#timeline .tl-item').length === 7 &&"
         " [...document.querySelectorAll('#timeline .tl-item')].map(li => li.dataset.refinement)"
@@ -47,7 +31,7 @@ async def test_the_page_lists_the_timeline_newest_first(
 
 
 async def test_the_page_lists_the_entries_by_kind_with_trust(page: Page, panel: RunningPanel) -> None:
-    await _open(page, panel, "entries")
+    await open_panel(page, panel, "entries")
     rows = await page.wait_for(
         "document.querySelectorAll('table.entries tbody tr').length === 6 &&"
         " [...document.querySelectorAll('table.entries tbody tr')].map(tr => [tr.dataset.entry,"
@@ -63,7 +47,7 @@ async def test_opening_a_refinement_shows_its_diff_and_refusal(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
     rid = populated.ids["refused"]
-    await _open(page, panel)
+    await open_panel(page, panel)
     await page.wait_for(f"document.querySelector('[data-refinement=\"{rid}\"] a.tl-link')")
     await page.evaluate(f"document.querySelector('[data-refinement=\"{rid}\"] a.tl-link').click()")
     added = await page.wait_for(
@@ -79,7 +63,7 @@ async def test_opening_a_refinement_shows_its_diff_and_refusal(
 async def test_evidence_is_quoted_and_links_to_the_session_message(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
-    await _open(page, panel, f"refinement/{populated.ids['money']}")
+    await open_panel(page, panel, f"refinement/{populated.ids['money']}")
     quote = await page.wait_for("document.querySelector('#detail .evidence blockquote p')?.textContent")
     assert quote == "Prices are in cents everywhere. Never use floats for money."
     await page.evaluate("document.querySelector('#detail .evidence a').click()")
@@ -91,7 +75,7 @@ async def test_a_rollback_through_the_page_is_confirmed_and_recorded(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
     target = populated.ids["warehouse"]
-    await _open(page, panel, f"refinement/{target}")
+    await open_panel(page, panel, f"refinement/{target}")
     await page.wait_for("document.getElementById('rollback')")
     await page.evaluate("document.getElementById('rollback').click()")
     await page.wait_for("document.getElementById('confirm').open")
@@ -108,7 +92,7 @@ async def test_a_rollback_through_the_page_is_confirmed_and_recorded(
 async def test_cancelling_the_confirmation_changes_nothing(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
-    await _open(page, panel, f"refinement/{populated.ids['warehouse']}")
+    await open_panel(page, panel, f"refinement/{populated.ids['warehouse']}")
     await page.wait_for("document.getElementById('rollback')")
     await page.evaluate("document.getElementById('rollback').click()")
     await page.wait_for("document.getElementById('confirm').open")
@@ -126,7 +110,7 @@ async def test_the_page_without_its_token_is_refused(page: Page, panel: RunningP
 async def test_a_new_refinement_appears_on_the_open_page_without_a_reload(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
-    await _open(page, panel)
+    await open_panel(page, panel)
     await page.wait_for("document.querySelectorAll('#timeline .tl-item').length === 7")
     await page.evaluate("window.__sameDocument = true")
     result = populated.store("global").apply(
@@ -143,6 +127,6 @@ async def test_a_new_refinement_appears_on_the_open_page_without_a_reload(
 
 
 async def test_the_page_has_no_external_resources(page: Page, panel: RunningPanel) -> None:
-    await _open(page, panel)
+    await open_panel(page, panel)
     urls = await page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
     assert urls and all(u.startswith(panel.base + "/") for u in urls), json.dumps(urls)
