@@ -74,6 +74,7 @@ class LiveFeed:
     def start(self) -> None:
         if self._task is None:
             self._scan()  # the baseline: only later changes are news
+            self._owners = held_flocks()
             self._task = asyncio.get_running_loop().create_task(self._run(), name="panel-live-feed")
 
     async def stop(self) -> None:

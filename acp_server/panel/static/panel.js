@@ -338,7 +338,7 @@ async function showTombstones() {
 
 function sessionsTable() {
   return h("table", { class: "entries" },
-    h("thead", {}, h("tr", {}, ["Session", "Title", "Working directory", "State", "Pending reviews", "Refinements", "Last refinement"].map((t) => h("th", { scope: "col", text: t })))),
+    h("thead", {}, h("tr", {}, ["Session", "Title", "Working directory", "State", "Pending reviews", "Local refinements", "Last local refinement"].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, state.sessions.map((s) => h("tr", { "data-session": s.session_id },
       h("td", {}, sessionLink(s.session_id)), h("td", { text: s.title || "" }), h("td", { class: "small", text: s.cwd }),
       h("td", {}, s.open === null ? badge("unknown", "trigger") : s.open ? badge(`open (pid ${s.owner_pid})`, "open") : badge("closed", "closed")),
