@@ -119,8 +119,9 @@ class PanelActions:
             "session_id": proposer,
             "baseline": pending.baseline,
             "source": pending.source,
-            "evidence_checker": self.data.evidence.message_ids(proposer).__contains__,
         }
+        if proposer is not None:  # cited ids must exist in the proposing session's transcript
+            kwargs["evidence_checker"] = self.data.evidence.message_ids(proposer).__contains__
         if pending.scope == "local":
             kwargs["global_state"] = self.data.view(GLOBAL).store.load()
         result = store.apply(pending.proposal, **kwargs)

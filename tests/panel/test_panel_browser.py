@@ -130,3 +130,54 @@ async def test_the_page_has_no_external_resources(page: Page, panel: RunningPane
     await open_panel(page, panel)
     urls = await page.evaluate("performance.getEntriesByType('resource').map(e => e.name)")
     assert urls and all(u.startswith(panel.base + "/") for u in urls), json.dumps(urls)
+
+
+async def _key(page: Page, key: str, code: int) -> None:
+    for kind in ("keyDown", "keyUp"):
+        await page.call(
+            "Input.dispatchKeyEvent",
+            {
+                "type": kind,
+                "key": key,
+                "code": key,
+                "windowsVirtualKeyCode": code,
+                "text": "\r" if key == "Enter" else "",
+            },
+        )
+
+
+async def test_the_keyboard_opens_and_closes_a_refinement(
+    page: Page, panel: RunningPanel, populated: Populated
+) -> None:
+    rid = populated.ids["warehouse"]
+    await open_panel(page, panel)
+    await page.wait_for(f"document.querySelector('[data-refinement=\"{rid}\"] a.tl-link')")
+    await page.evaluate(f"document.querySelector('[data-refinement=\"{rid}\"] a.tl-link').focus()")
+    await _key(page, "Enter", 13)
+    assert await page.wait_for("document.getElementById('detail-id')?.textContent") == rid
+    await _key(page, "Escape", 27)
+    assert (
+        await page.wait_for("!document.getElementById('detail').classList.contains('open') && location.hash")
+        == "#timeline"
+    )
+
+
+async def test_approving_a_pending_review_in_the_page_applies_it(
+    page: Page, panel: RunningPanel, populated: Populated
+) -> None:
+    await open_panel(page, panel, "pending")
+    await page.wait_for("document.querySelector('[data-proposal] button.primary')")
+    await page.evaluate("document.querySelector('[data-proposal] button.primary').click()")
+    await page.wait_for("document.getElementById('confirm').open")
+    await page.evaluate("document.getElementById('confirm-ok').click()")
+    toast = await page.wait_for(
+        "!document.getElementById('toast').hidden && document.getElementById('toast').textContent"
+    )
+    store = populated.store("sess-web-checkout")
+    applied, review = store.history(2)
+    assert f"Applied proposal p-20261201-093000-0badf00d: refinement {applied.id}" in toast
+    assert review.review_of == applied.id
+    assert (
+        await page.wait_for("document.querySelector('#view .empty')?.textContent")
+        == "Nothing is waiting for review."
+    )

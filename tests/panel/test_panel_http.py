@@ -15,7 +15,7 @@ import pytest
 from agent_core.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 
-from .conftest import RunningPanel
+from .conftest import RunningPanel, start_panel
 from .populate import Populated, create, proposal
 
 ROUTES = [
@@ -234,6 +234,41 @@ def test_an_open_session_is_shown_open_with_its_owner(panel: RunningPanel, popul
     )
     assert sessions["sess-web-checkout"]["open"] is False
     assert sessions["sess-web-checkout"]["pending_reviews"] == 1
+
+
+def _files(home: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(path.relative_to(home)): (path.stat().st_size, path.stat().st_mtime_ns)
+        for path in home.rglob("*")
+        if path.is_file()
+    }
+
+
+def test_reading_every_view_writes_nothing_to_the_data_home(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    before = _files(populated.home)
+    rid = populated.ids["money"]
+    for path in [
+        *ROUTES[3:-1],
+        f"/api/refinements/{rid}",
+        f"/api/as-of/{rid}",
+        "/api/sessions/sess-web-checkout/transcript",
+    ]:
+        panel.get(path)
+    panel.get("/api/entries/sess-web-checkout/memory/money_is_integer_cents")
+    assert _files(populated.home) == before
+
+
+def test_an_empty_data_home_shows_an_empty_panel_and_stays_empty(tmp_path: Path) -> None:
+    home = tmp_path / "never-used"
+    running = start_panel(home)
+    try:
+        assert running.get("/api/timeline") == {"refinements": [], "next_cursor": None, "total": 0}
+        assert running.get("/api/entries")["total"] == 0
+    finally:
+        running.stop()
+    assert not home.exists()
 
 
 # ---------------------------------------------------------------- actions

@@ -224,7 +224,7 @@ function closeDetail() {
   const detail = document.getElementById("detail");
   detail.replaceChildren();
   detail.classList.remove("open");
-  if (location.hash.startsWith("#refinement/") || location.hash.startsWith("#entry/")) history.replaceState(null, "", `${location.search}#${currentTab()}`);
+  if (location.hash.startsWith("#refinement/") || location.hash.startsWith("#entry/")) history.replaceState(null, "", `${location.search}#${lastTab}`);
 }
 
 function entryRow(e) {
