@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
+from agent_core import settings
 from agent_core.compaction import compact_messages, split_point
-from agent_core.config import MODES, REFINE_REVIEW, AgentConfig
+from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.editor_ops import EditorOps
 from agent_core.errors import ModelError
+from agent_core.hooks import RefinementHook, TurnFailedHook
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
 from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
@@ -92,7 +94,8 @@ class Session:
         self.kernel_hooks: list[Callable[[KernelSession], None]] = []  # a kernel is ready (host ops)
         self.compaction_hooks: list[Callable[[], None]] = []  # the context was just compacted
         self.close_hooks: list[Callable[[], Awaitable[None]]] = []  # the session is closing
-        self.refinement: Any = None  # set by the refinement package; acp_server reads it
+        self.turn_failed_hooks: list[TurnFailedHook] = []  # a turn raised: no after-turn hook ran
+        self._refinement: RefinementHook | None = None
         self._kernel_note: str | None = None
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
@@ -130,38 +133,29 @@ class Session:
         return models
 
     def set_config(self, key: str, value: Any) -> None:
-        """Change one option; raises ValueError with a readable message on a bad key or value."""
-        if key == "mode":
-            if value not in MODES:
-                raise ValueError(f"mode must be one of {', '.join(MODES)}; got {value!r}")
-        elif key == "refine_review":
-            if value not in REFINE_REVIEW:
-                raise ValueError(f"refine_review must be one of {', '.join(REFINE_REVIEW)}; got {value!r}")
-        elif key == "model":
-            if not isinstance(value, str) or not value.strip():
-                raise ValueError("model must be a non-empty model id")
-            known = self.available_models()
-            if known and value not in known:
-                raise ValueError(f"unknown model {value!r}; configured models: {', '.join(known)}")
-        elif key == "max_turn_requests":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"max_turn_requests must be a positive integer; got {value!r}")
-        elif key == "wait_for_refinement":
-            # Editors send config values as strings; scripts may send a JSON boolean.
-            flags = {True: True, False: False, "true": True, "false": False}
-            if not isinstance(value, bool | str) or value not in flags:
-                raise ValueError(f"wait_for_refinement must be true or false; got {value!r}")
-            value = flags[value]
-        else:
-            raise ValueError(
-                f"unknown config option {key!r}; options: mode, model, refine_review, max_turn_requests, "
-                "wait_for_refinement"
-            )
+        """Change one setting (agent_core.settings); raises ValueError with a readable message on a bad key or value."""
+        value = settings.validate(key, value, models=self.available_models())
         self.config[key] = value
         if key == "mode" and value == "ask":
             # Selecting `ask` (again) revokes "Allow always (this session)": the user asked to be asked.
             self.always_allowed = False
         self._writer.append({"type": "config", "key": key, "value": value})
+
+    # ------------------------------------------------------------ refinement
+
+    @property
+    def refinement(self) -> RefinementHook | None:
+        """The refinement attached to this session (set by agent_core.refinement; acp_server reads it)."""
+        return self._refinement
+
+    @refinement.setter
+    def refinement(self, hook: RefinementHook | None) -> None:
+        """Attach `hook`: it is told when a turn fails, like any turn-failure hook."""
+        if self._refinement is not None and self._refinement.turn_failed in self.turn_failed_hooks:
+            self.turn_failed_hooks.remove(self._refinement.turn_failed)
+        self._refinement = hook
+        if hook is not None:
+            self.turn_failed_hooks.append(hook.turn_failed)
 
     # ------------------------------------------------------------ harness
 
@@ -357,10 +351,7 @@ class Session:
                     if error is not None:
                         recorder.flush()
                         self._answer_dangling_tool_calls()
-                        if self.refinement is not None:
-                            # No after-turn hook runs on this path; refinement must still let go of
-                            # what the turn's cells scheduled.
-                            self.refinement.turn_failed()
+                        self._turn_failed()
                         raise error
                     outcome = task.result()
                 self._answer_dangling_tool_calls()
@@ -391,6 +382,15 @@ class Session:
             except Exception:
                 log.exception("after-turn hook %r failed in session %s", hook, self.id)
         return events
+
+    def _turn_failed(self) -> None:
+        # No after-turn hook runs on this path; hooks (refinement) must still let go of what the
+        # turn's cells scheduled, or the session never becomes quiescent again.
+        for hook in list(self.turn_failed_hooks):
+            try:
+                hook()
+            except Exception:
+                log.exception("turn-failure hook %r failed in session %s", hook, self.id)
 
     def record_event(self, event: ev.TurnEvent) -> None:
         """Append an event that happened outside a turn (a background refinement) to the transcript,
