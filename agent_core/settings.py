@@ -71,9 +71,13 @@ MODE = Setting(
             "Ask permission before every cell and every refinement (a harness write from an allowed "
             "cell too); selecting Ask again revokes an “Allow always (this session)” grant",
         ),
-        Choice("auto", "Auto", "Cells run; local refinements apply as candidates; global ones wait for review"),
         Choice(
-            "autonomous", "Autonomous", "Auto, and keep going until the configured gates pass or a limit is hit"
+            "auto", "Auto", "Cells run; local refinements apply as candidates; global ones wait for review"
+        ),
+        Choice(
+            "autonomous",
+            "Autonomous",
+            "Auto, and keep going until the configured gates pass or a limit is hit",
         ),
     ),
 )

@@ -23,7 +23,9 @@ class _Refinement:
         self.failed += 1
 
 
-def _fail_then_succeed(tmp_path: Path, attach: Callable[[Session], Callable[[], object]]) -> tuple[object, object]:
+def _fail_then_succeed(
+    tmp_path: Path, attach: Callable[[Session], Callable[[], object]]
+) -> tuple[object, object]:
     """(turn_failed calls after a failed turn, after a successful one)."""
 
     async def scenario(server: ScriptedModelServer) -> tuple[object, object]:

@@ -78,8 +78,12 @@ def test_max_turn_requests_must_be_a_positive_integer(value: object) -> None:
         settings.validate("max_turn_requests", value, models=[])
 
 
-@pytest.mark.parametrize(("value", "stored"), [("true", True), ("false", False), (True, True), (False, False)])
-def test_wait_for_refinement_is_stored_as_a_boolean_from_a_string_or_a_boolean(value: object, stored: bool) -> None:
+@pytest.mark.parametrize(
+    ("value", "stored"), [("true", True), ("false", False), (True, True), (False, False)]
+)
+def test_wait_for_refinement_is_stored_as_a_boolean_from_a_string_or_a_boolean(
+    value: object, stored: bool
+) -> None:
     assert settings.validate("wait_for_refinement", value, models=[]) is stored
 
 
