@@ -50,7 +50,7 @@ class Setting:
         """The allowed stored values, in the order an editor lists them (empty for an open setting)."""
         return tuple(choice.value for choice in self.choices)
 
-    def choice_value(self, stored: SettingValue) -> str:
+    def choice_value(self, stored: object) -> str:
         """The stored value as the editor-facing choice value (`True` -> "true"; missing -> the default)."""
         value = self.default if stored is None or stored == "" else stored
         if isinstance(value, bool):

@@ -104,3 +104,73 @@ def test_the_model_picker_adds_the_current_model_when_it_is_not_configured() -> 
     choices = settings.model_choices(["m1", "m2"], "custom")
     assert [c.value for c in choices] == ["m1", "m2", "custom"]
     assert [c.value for c in settings.model_choices(["m1"], "m1")] == ["m1"]
+
+
+class _Session:
+    """Just what acp_server's config options read of a session."""
+
+    def __init__(self, config: dict[str, object], models: list[str]) -> None:
+        self.config = config
+        self.models = models
+
+    @property
+    def mode(self) -> str:
+        return str(self.config["mode"])
+
+    def available_models(self) -> list[str]:
+        return self.models
+
+
+def _from_table(session: _Session) -> list[dict[str, object]]:
+    """The config options as the table describes them (the wire shape is acp_server's)."""
+    options: list[dict[str, object]] = []
+    for setting in settings.advertised():
+        current = setting.choice_value(session.config.get(setting.id))
+        choices = (
+            settings.model_choices(session.available_models(), current or None)
+            if setting is settings.MODEL
+            else setting.choices
+        )
+        options.append(
+            {
+                "id": setting.id,
+                "name": setting.name,
+                "description": setting.description,
+                "category": setting.category,
+                "type": "select",
+                "currentValue": current,
+                "options": [
+                    {
+                        "value": c.value,
+                        "name": c.name,
+                        **({"description": c.description} if c.description else {}),
+                    }
+                    for c in choices
+                ],
+            }
+        )
+    return options
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"mode": "auto", "model": "m1", "refine_review": "global_only"},
+        {"mode": "ask", "model": "other", "refine_review": "never", "wait_for_refinement": True},
+        {"mode": "autonomous", "model": None, "refine_review": "always", "wait_for_refinement": False},
+    ],
+)
+def test_the_table_describes_exactly_the_config_options_editors_are_sent(config: dict[str, object]) -> None:
+    from acp_server.config_options import config_options
+
+    session = _Session(config, ["m1", "m2"])
+    assert _from_table(session) == config_options(session)
+
+
+def test_the_table_describes_exactly_the_modes_editors_are_sent() -> None:
+    from acp_server.config_options import modes_state
+
+    session = _Session({"mode": "ask"}, [])
+    assert modes_state(session)["availableModes"] == [
+        {"id": c.value, "name": c.name, "description": c.description} for c in settings.MODE.choices
+    ]
