@@ -25,7 +25,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check kernel start, data dir and model endpoint")
     harness = sub.add_parser("harness", help="inspect and roll back the continual harness")
     harness.add_argument(
-        "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones ..."
+        "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones|ui ..."
     )
     return parser
 
@@ -95,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv_list = list(sys.argv[1:] if argv is None else argv)
     # `harness` owns its whole argv (`continual-acp harness --json list` must work), so route it
     # before the top-level parser can reject options it does not know.
+    if argv_list[:2] == ["harness", "ui"]:  # the review panel (acp_server/panel; imports aiohttp)
+        from acp_server.panel.run import main as panel_main
+
+        return panel_main(argv_list[2:])
     if argv_list[:1] == ["harness"]:
         from harness_store.cli import main as harness_main
 

@@ -10,10 +10,13 @@ candidate, not a verdict: the configured gates run when the turn ends and decide
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kernel_bridge import hostclient as bridge
 from skills._awaitable import Answer
+
+if TYPE_CHECKING:
+    from skills._awaitable import JsonObject
 
 __all__ = ["complete", "set", "status"]
 
@@ -27,7 +30,7 @@ def set(objective: str, token_budget: int | None = None) -> Answer:
     return Answer(bridge.call("goal.set", objective=objective, token_budget=token_budget))
 
 
-def status() -> dict[str, Any]:
+def status() -> JsonObject:
     """The goal (objective, state, tokens used and budget) or None, and the session's mode."""
     return dict(bridge.call("goal.status"))
 

@@ -18,7 +18,7 @@ ALLOWED: dict[str, tuple[set[str], set[str]]] = {
     # Kernel-side code: it reaches the host only through kernel_bridge's kernel-side client.
     "skills": ({"kernel_bridge"}, {"IPython"}),
     "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx"}),
-    "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema"}),
+    "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"}),
 }
 # The console script is the composition root: it wires every package's subcommand together.
 COMPOSITION_ROOTS = {ROOT / "acp_server" / "cli.py"}

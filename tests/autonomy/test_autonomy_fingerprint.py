@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import git
+from autonomy_helpers import git
 
 from agent_core.autonomy import workspace_fingerprint
 
