@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core import events as ev
 from agent_core.config import AgentConfig
 from agent_core.errors import SessionNotFound
+from agent_core.kernel_backend import pool_options
 from agent_core.model import ModelClient
 from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
@@ -67,7 +68,10 @@ class Agent:
             if self._pool is None:
                 from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
 
-                self._pool = KernelPool(self.config.kernel_pool_size, python=self.config.kernel_python)
+                options = pool_options(self.config.kernel_backend, home=self.config.home)
+                self._pool = KernelPool(
+                    self.config.kernel_pool_size, python=self.config.kernel_python, **options
+                )
                 await self._pool.start()
             return self._pool
 

@@ -26,6 +26,7 @@ from jupyter_client.manager import AsyncKernelManager
 from kernel_bridge import reaper
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.output import private_dir
+from kernel_bridge.snapshot import SnapshotPaths
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,21 @@ class RunningKernel:
         self.log_path = log_path
         self._closed = False
         self._silent_since: float | None = None
+
+    # A kernel elsewhere (a gateway's) sees other paths: the session asks these before using one.
+    shares_filesystem = True
+
+    def kernel_cwd(self, cwd: Path) -> str:
+        """The working directory to give the kernel for the session's `cwd`."""
+        return str(cwd)
+
+    def kernel_snapshot(self, paths: SnapshotPaths) -> SnapshotPaths:
+        """Where the kernel reads and writes the session's snapshot (its own filesystem)."""
+        return paths
+
+    def describe_exit(self) -> str:
+        """How the kernel ended, for the cell that was running ("exit code N")."""
+        return f"exit code {self.exit_code()}"
 
     def exit_code(self) -> int | None:
         """The kernel process's exit code, or None while it runs (or when its process is not local)."""

@@ -15,6 +15,7 @@ from kernel_bridge._tasks import spawn
 from kernel_bridge.bootstrap import preload
 from kernel_bridge.environment import resolve_interpreter, scrub_environment
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
+from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.launcher import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -28,6 +29,8 @@ from kernel_bridge.session import KernelSession, SessionOptions
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
 
 log = logging.getLogger(__name__)
+
+HOST_TRANSPORTS = ("auto", "socket", "stdin")
 
 
 class KernelPool:
@@ -62,9 +65,19 @@ class KernelPool:
         per_variable_cap: int = PER_VARIABLE_CAP,
         total_cap: int = TOTAL_CAP,
         launcher: Launcher = start_local_kernel,
+        host_transport: str = "auto",
     ) -> None:
         if size < 0:
             raise ValueError(f"kernel pool size must be >= 0, got {size}")
+        if host_transport not in HOST_TRANSPORTS:
+            raise ValueError(
+                f"host_transport must be one of {', '.join(HOST_TRANSPORTS)}, got {host_transport!r}"
+            )
+        # "auto": the socket, plus stdin where the launcher's kernels may be on another machine.
+        remote = bool(getattr(launcher, "remote", False))
+        self.host_stdin = {"socket": "off", "stdin": "only"}.get(
+            host_transport, "fallback" if remote else "off"
+        )
         self.size = size
         self.python = resolve_interpreter(python)
         self._owns_runtime = runtime_dir is None
@@ -106,6 +119,12 @@ class KernelPool:
                 self._runtime = Path(tempfile.mkdtemp(prefix="cacp-"))
                 reaper.remove_on_exit(self._runtime)
         return self._runtime
+
+    @property
+    def guarantees(self) -> KernelGuarantees:
+        """What this pool's backend guarantees (where kernels run, confinement, network)."""
+        value = getattr(self._launcher, "guarantees", None)
+        return value if isinstance(value, KernelGuarantees) else LOCAL
 
     @property
     def ready_count(self) -> int:
@@ -245,6 +264,7 @@ class KernelPool:
             per_variable_cap=self.per_variable_cap,
             total_cap=self.total_cap,
             setup_timeout=setup_timeout,
+            host_stdin=self.host_stdin,
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()
@@ -291,6 +311,12 @@ class KernelPool:
         ready, self._ready = self._ready, []
         for kernel in ready:
             await kernel.shutdown(timeout=1.0)
+        closer = getattr(self._launcher, "aclose", None)
+        if closer is not None:  # a remote launcher deletes whatever it still has
+            try:
+                await closer()
+            except Exception:
+                log.exception("closing the kernel launcher failed")
         if self._owns_runtime and self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             reaper.keep_on_exit(self._runtime)
