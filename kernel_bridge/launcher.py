@@ -13,7 +13,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,9 @@ class LaunchSpec:
     env: dict[str, str]
     runtime_dir: Path
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    # The session's snapshot directory when the kernel is started for one session (cold start);
+    # None for a warm pool kernel. A sandbox binds it writable.
+    snapshot_dir: Path | None = None
 
 
 class RunningKernel:
@@ -190,11 +193,18 @@ ContinualAcpKernelApp.launch_instance()
 """
 
 
-def _write_spec(runtime_dir: Path, python: Path) -> Path:
+def _write_spec(
+    runtime_dir: Path,
+    python: Path,
+    name: str = _SPEC_NAME,
+    argv_prefix: Sequence[str] = (),
+    interrupt_mode: str = "signal",
+) -> Path:
     spec_root = private_dir(runtime_dir / "kernelspecs")
-    spec_dir = private_dir(spec_root / _SPEC_NAME)
+    spec_dir = private_dir(spec_root / name)
     spec = {
         "argv": [
+            *argv_prefix,
             str(python),
             "-c",
             _LAUNCH_CODE,
@@ -205,22 +215,30 @@ def _write_spec(runtime_dir: Path, python: Path) -> Path:
         ],
         "display_name": "continual-acp",
         "language": "python",
-        "interrupt_mode": "signal",
+        "interrupt_mode": interrupt_mode,
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     return spec_root
 
 
-async def start_local_kernel(spec: LaunchSpec) -> RunningKernel:
-    """Start a kernel over ipc (tcp on 127.0.0.1 where ipc is missing) and wait until it answers."""
+async def start_local_kernel(
+    spec: LaunchSpec, *, argv_prefix: Sequence[str] = (), interrupt_mode: str = "signal"
+) -> RunningKernel:
+    """Start a kernel over ipc (tcp on 127.0.0.1 where ipc is missing) and wait until it answers.
+
+    `argv_prefix` wraps the kernel command (a sandbox: `bwrap ... --`); a wrapped kernel that
+    signals cannot reach is interrupted by message (`interrupt_mode="message"`).
+    """
     runtime = private_dir(spec.runtime_dir)
     if not spec.cwd.is_dir():
         raise KernelStartError(f"kernel working directory does not exist: {spec.cwd}")
     tag = secrets.token_hex(4)
-    spec_root = _write_spec(runtime, spec.python)
+    # A wrapped kernel gets a spec of its own: another kernel may be starting with another prefix.
+    name = f"{_SPEC_NAME}-{tag}" if argv_prefix else _SPEC_NAME
+    spec_root = _write_spec(runtime, spec.python, name, argv_prefix, interrupt_mode)
     ksm = KernelSpecManager(kernel_dirs=[str(spec_root)])
     options: dict[str, Any] = {
-        "kernel_name": _SPEC_NAME,
+        "kernel_name": name,
         "kernel_spec_manager": ksm,
         "connection_file": str(runtime / f"kernel-{tag}.json"),
     }

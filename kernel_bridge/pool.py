@@ -143,7 +143,9 @@ class KernelPool:
         self._refill()
 
     def _refill(self) -> None:
-        if self._closed or self.warm_failures >= 3:
+        # A launcher that binds each kernel to its session (a sandbox mounts the session's
+        # workspace and snapshot dir at start) cannot have kernels warmed ahead of the session.
+        if self._closed or self.warm_failures >= 3 or getattr(self._launcher, "per_session", False):
             return
         while len(self._ready) + self._warming < self.size:
             self._warming += 1
@@ -185,17 +187,22 @@ class KernelPool:
                 self._ready.append(kernel)
             self._condition().notify_all()
 
-    async def _start_kernel(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
+    async def _start_kernel(
+        self, cwd: Path, env: Mapping[str, str], snapshot_dir: Path | None = None
+    ) -> RunningKernel:
         spec = LaunchSpec(
             python=self.python,
             cwd=cwd,
             env={**self._base_env, **env},
             runtime_dir=self.runtime_dir,
             startup_timeout=self.startup_timeout,
+            snapshot_dir=snapshot_dir,
         )
         return await self._launcher(spec)
 
-    async def _take(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
+    async def _take(
+        self, cwd: Path, env: Mapping[str, str], snapshot_dir: Path | None = None
+    ) -> RunningKernel:
         """A healthy ready kernel, one that is about to be ready, or a cold start."""
         condition = self._condition()
         async with condition:
@@ -214,7 +221,7 @@ class KernelPool:
                 await condition.wait()
         self._refill()
         self.cold_starts += 1
-        return await self._start_kernel(cwd, env)
+        return await self._start_kernel(cwd, env, snapshot_dir)
 
     async def acquire(
         self,
@@ -268,14 +275,15 @@ class KernelPool:
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()
+        snapshot_dir = snapshot.directory if snapshot is not None else None
         try:
-            kernel = await self._take(work, session_env)
+            kernel = await self._take(work, session_env, snapshot_dir)
         except BaseException:
             await bridge.aclose()
             raise
 
         async def source() -> RunningKernel:
-            return await self._take(work, session_env)
+            return await self._take(work, session_env, snapshot_dir)
 
         session = KernelSession(kernel, source, bridge, options)
         try:

@@ -580,11 +580,10 @@ class KernelSession:
             raise KernelBridgeError("cannot snapshot: the kernel is not running")
         kernel = self._kernel
         assert kernel is not None
-        if kernel.shares_filesystem:
+        paths = kernel.kernel_snapshot(paths)  # where the kernel can write (sandbox, remote host)
+        if kernel.shares_filesystem:  # else the kernel makes the directory on its own filesystem
             private_dir(paths.directory)
             remove_stale_temps(paths)
-        else:  # the kernel writes where its own filesystem is; it makes the directory itself
-            paths = kernel.kernel_snapshot(paths)
         self._dirty = False
         code = snapshot_code(paths, self.options.per_variable_cap, self.options.total_cap)
         result, error = await self._internal(code, timeout=self.options.snapshot_timeout)
@@ -609,8 +608,10 @@ class KernelSession:
         paths = self.options.snapshot
         assert paths is not None
         kernel = self._kernel
-        if kernel is not None and not kernel.shares_filesystem:
-            return await self._restore_remote(kernel.kernel_snapshot(paths))
+        if kernel is not None:
+            paths = kernel.kernel_snapshot(paths)
+            if not kernel.shares_filesystem:
+                return await self._restore_remote(paths)
         if not paths.state.exists():
             return RestoreReport(snapshot_found=False)
         refused = untrusted_reason(paths.state)
