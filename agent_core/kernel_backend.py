@@ -191,3 +191,37 @@ def pool_options(backend: KernelBackend, *, home: Path, protected: tuple[Path, .
         assert backend.kernel_name is not None
         options["launcher"] = ProvisionerLauncher(backend.kernel_name)
     return options
+
+
+async def probe_backend(backend: KernelBackend, *, home: Path) -> tuple[bool, str, str | None]:
+    """Check the configured backend without starting a session: (ok, detail, fix).
+
+    The gateway is asked for its kernelspecs with the token (so a wrong URL, token or kernel name
+    shows here); the sandbox reports the tier in force; the provisioner names the provisioner its
+    kernelspec uses. `doctor` then starts a real kernel through the same backend.
+    """
+    from kernel_bridge.errors import KernelStartError
+
+    options = pool_options(backend, home=home)
+    launcher: Any = options.get("launcher")
+    try:
+        if backend.kind == "gateway":
+            detail = await launcher.check()
+            await launcher.aclose()
+            return True, f"{detail}; {launcher.guarantees.describe()}", None
+        if backend.kind == "sandbox":
+            guarantees = launcher.guarantees
+            if guarantees.approval_required:
+                return (
+                    False,
+                    guarantees.describe(),
+                    "install bubblewrap (`apt-get install bubblewrap`) and allow user namespaces; "
+                    "until then every cell of a sandbox session needs approval",
+                )
+            return True, guarantees.describe(), None
+        if backend.kind == "provisioner":
+            name = launcher.provisioner_name()
+            return True, f"kernelspec {backend.kernel_name} uses the {name}", None
+    except KernelStartError as exc:
+        return False, str(exc), "fix the setting named above (config.toml or the environment)"
+    return True, "local kernels (unconfined: the kernel can do what this user can)", None

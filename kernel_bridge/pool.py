@@ -126,6 +126,17 @@ class KernelPool:
         value = getattr(self._launcher, "guarantees", None)
         return value if isinstance(value, KernelGuarantees) else LOCAL
 
+    async def check_backend(self) -> str:
+        """Ask the backend whether it can start kernels (gateway: URL, token, kernelspec).
+
+        Returns a short description; raises `KernelStartError` naming the backend and the fix.
+        Launchers without a `check` (local, sandbox) pass: their failures show at the first start.
+        """
+        check = getattr(self._launcher, "check", None)
+        if check is None:
+            return self.guarantees.describe()
+        return str(await check())
+
     @property
     def ready_count(self) -> int:
         """How many warm kernels are ready and alive right now."""
@@ -272,6 +283,7 @@ class KernelPool:
             total_cap=self.total_cap,
             setup_timeout=setup_timeout,
             host_stdin=self.host_stdin,
+            guarantees=self.guarantees,
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()

@@ -32,6 +32,7 @@ from kernel_bridge.events import (
     RestoreReport,
     Stream,
 )
+from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.iopub import Request, route
 from kernel_bridge.kernelside import NAMES_OP
@@ -85,6 +86,8 @@ class SessionOptions:
     # Host calls over the kernel's stdin channel: "off" (socket only), "fallback" (when the socket
     # cannot be reached: a kernel on another machine), "only" (forced, for tests and odd networks).
     host_stdin: str = "off"
+    # What the backend guarantees (`/kernel status`, doctor, the session's _meta); set by the pool.
+    guarantees: KernelGuarantees = LOCAL
 
 
 class KernelSession:
@@ -152,6 +155,11 @@ class KernelSession:
     def kernel_pid(self) -> int | None:
         """Process id of the current kernel (None between a kernel's death and its replacement)."""
         return self._kernel.pid if self._kernel is not None else None
+
+    @property
+    def guarantees(self) -> KernelGuarantees:
+        """The kernel backend and the guarantees in force (`.describe()` for one line of status)."""
+        return self.options.guarantees
 
     @property
     def busy(self) -> bool:

@@ -286,3 +286,58 @@ async def test_gateway_pool_hands_out_a_warm_kernel(gateway: Gateway, tmp_path: 
         assert (await s.execute("print(1+1)").result()).output == "2\n"
     finally:
         await pool.aclose()
+
+
+def _gateway_env(gateway: Gateway, tmp: Path, token: str) -> dict[str, str]:
+    return {
+        "HOME": str(tmp),
+        "CONTINUAL_ACP_HOME": str(tmp / "data"),
+        "CONTINUAL_ACP_KERNEL": "gateway",
+        "CONTINUAL_ACP_GATEWAY_URL": gateway.url,
+        "CONTINUAL_ACP_GATEWAY_TOKEN": token,
+    }
+
+
+async def test_doctor_backend_check_passes_against_the_gateway(gateway: Gateway, tmp_path: Path) -> None:
+    from acp_server.doctor import check_kernel_backend
+    from agent_core import load_config
+
+    result = await check_kernel_backend(load_config(_gateway_env(gateway, tmp_path, gateway.token)))
+    assert result.ok, result
+    assert result.name == "kernel backend (gateway)"
+    assert f"gateway {gateway.url} answers" in result.detail
+
+
+async def test_doctor_backend_check_fails_on_a_wrong_token_with_the_fix(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    from acp_server.doctor import check_kernel_backend
+    from agent_core import load_config
+
+    result = await check_kernel_backend(load_config(_gateway_env(gateway, tmp_path, "wrong")))
+    assert not result.ok
+    assert "CONTINUAL_ACP_GATEWAY_TOKEN" in result.detail
+
+
+async def test_doctor_kernel_check_really_starts_a_gateway_kernel(gateway: Gateway, tmp_path: Path) -> None:
+    from acp_server.doctor import check_kernel
+    from agent_core import load_config
+
+    before = await _kernel_ids(gateway)
+    result = await check_kernel(load_config(_gateway_env(gateway, tmp_path, gateway.token)))
+    assert result.ok, result
+    assert await _kernel_ids(gateway) == before  # the doctor's kernel was deleted again
+
+
+async def test_gateway_session_reports_the_backend_it_runs_on(
+    gw_session: KernelSession, gateway: Gateway
+) -> None:
+    assert gw_session.guarantees.backend == "gateway"
+    assert gateway.url in gw_session.guarantees.describe()
+
+
+async def test_pool_backend_check_names_a_gateway_that_is_down() -> None:
+    pool = KernelPool(0, launcher=GatewayLauncher(GatewaySettings("http://127.0.0.1:9", "t")))
+    with pytest.raises(GatewayError, match="not reachable"):
+        await pool.check_backend()
+    await pool.aclose()
