@@ -160,4 +160,3 @@ class SandboxLauncher:
         kernel = await start_local_kernel(spec, argv_prefix=prefix, interrupt_mode="message")
         kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot location
         return kernel
-
