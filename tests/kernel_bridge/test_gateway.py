@@ -341,3 +341,58 @@ async def test_pool_backend_check_names_a_gateway_that_is_down() -> None:
     with pytest.raises(GatewayError, match="not reachable"):
         await pool.check_backend()
     await pool.aclose()
+
+
+_CRASHING_SERVER = """
+import asyncio, sys
+from pathlib import Path
+from kernel_bridge import KernelPool
+from kernel_bridge.gateway import GatewayLauncher
+from kernel_bridge.gateway_rest import GatewaySettings
+
+async def main():
+    launcher = GatewayLauncher(GatewaySettings(sys.argv[1], sys.argv[2]), ledger_path=Path(sys.argv[3]))
+    pool = KernelPool(0, launcher=launcher)
+    session = await pool.acquire(cwd=sys.argv[4])
+    print(session._kernel.kernel_id, flush=True)
+    await asyncio.Event().wait()  # until SIGKILLed: no cleanup runs
+
+asyncio.run(main())
+"""
+
+
+async def test_gateway_kernels_of_a_sigkilled_server_are_deleted_by_the_next_start(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger.json"
+    server = subprocess.Popen(
+        [sys.executable, "-c", _CRASHING_SERVER, gateway.url, gateway.token, str(ledger), str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        kernel_id = await asyncio.wait_for(asyncio.to_thread(server.stdout.readline), 120)
+        kernel_id = kernel_id.strip()
+        assert kernel_id in await _kernel_ids(gateway)
+    finally:
+        server.kill()
+        server.wait()
+    assert kernel_id in await _kernel_ids(gateway)  # SIGKILL: the server could not delete it
+    pool = KernelPool(0, launcher=_launcher(gateway, tmp_path))
+    try:
+        s = await pool.acquire(cwd=tmp_path)  # the first start sweeps
+        assert kernel_id not in await _kernel_ids(gateway)
+        await s.shutdown(final_snapshot=False)
+    finally:
+        await pool.aclose()
+
+
+async def test_gateway_pool_close_deletes_its_warm_kernel(gateway: Gateway, tmp_path: Path) -> None:
+    before = await _kernel_ids(gateway)
+    pool = KernelPool(1, launcher=_launcher(gateway, tmp_path))
+    await pool.start()
+    await wait_until(lambda: pool.ready_count == 1, timeout=60)
+    assert len(await _kernel_ids(gateway) - before) == 1
+    await pool.aclose()
+    assert await _kernel_ids(gateway) - before == set()
