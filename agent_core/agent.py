@@ -164,6 +164,9 @@ class Agent:
         if not Path(cwd).is_dir():
             # Caught here, not at the first cell: the kernel would run nowhere.
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
+        if self.config.kernel_backend.kind in ("gateway", "provisioner"):
+            # A remote backend that is down fails session/new now, naming the backend and the fix.
+            await (await self._kernel_pool()).check_backend()
         session_id = f"sess_{uuid.uuid4().hex}"
         from agent_core.transcript import now_iso
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 from pathlib import Path
@@ -109,11 +110,32 @@ class ProvisionerLauncher:
         try:
             spec = self._spec_manager().get_kernel_spec(self.kernel_name)
         except NoSuchKernel as exc:
+            # jupyter_client hides a spec whose provisioner is not installed: say which it is.
+            missing = self._unavailable_provisioner()
+            if missing is not None:
+                raise KernelStartError(
+                    f"kernelspec {self.kernel_name!r} names the provisioner {missing!r}, which is not "
+                    "installed (pip install 'continual-acp[distributed]' for gateway-provisioners)"
+                ) from exc
             raise KernelStartError(
                 f"no kernelspec named {self.kernel_name!r} (see `jupyter kernelspec list`); fix `kernel_name`"
             ) from exc
         meta = spec.metadata.get("kernel_provisioner", {}) if isinstance(spec.metadata, dict) else {}
         return str(meta.get("provisioner_name", "local-provisioner"))
+
+    def _unavailable_provisioner(self) -> str | None:
+        for directory in self._spec_manager().kernel_dirs:
+            try:
+                spec = json.loads((Path(directory) / self.kernel_name / "kernel.json").read_text())
+            except (OSError, ValueError):
+                continue
+            name = spec.get("metadata", {}).get("kernel_provisioner", {}).get("provisioner_name")
+            return str(name) if name else None
+        return None
+
+    async def check(self) -> str:
+        """The kernelspec exists and names an installed provisioner (for doctor and session/new)."""
+        return f"kernelspec {self.kernel_name} uses the {self.provisioner_name()}"
 
     async def __call__(self, spec: LaunchSpec) -> RunningKernel:
         """Start the kernelspec's kernel and wait until it answers."""

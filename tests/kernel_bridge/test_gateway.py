@@ -396,3 +396,35 @@ async def test_gateway_pool_close_deletes_its_warm_kernel(gateway: Gateway, tmp_
     assert len(await _kernel_ids(gateway) - before) == 1
     await pool.aclose()
     assert await _kernel_ids(gateway) - before == set()
+
+
+async def test_session_new_fails_naming_a_gateway_that_is_down(tmp_path: Path) -> None:
+    from agent_core import Agent, NoEditor, load_config
+
+    env = {
+        "HOME": str(tmp_path),
+        "CONTINUAL_ACP_HOME": str(tmp_path / "data"),
+        "CONTINUAL_ACP_KERNEL": "gateway",
+        "CONTINUAL_ACP_GATEWAY_URL": "http://127.0.0.1:9",
+    }
+    agent = Agent(load_config(env))
+    try:
+        with pytest.raises(GatewayError) as caught:
+            await agent.new_session(str(tmp_path), NoEditor())
+    finally:
+        await agent.aclose()
+    assert "http://127.0.0.1:9 is not reachable" in str(caught.value)
+    assert "CONTINUAL_ACP_GATEWAY_URL" in str(caught.value)
+
+
+async def test_session_new_fails_naming_the_token_when_the_gateway_refuses_it(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    from agent_core import Agent, NoEditor, load_config
+
+    agent = Agent(load_config(_gateway_env(gateway, tmp_path, "wrong")))
+    try:
+        with pytest.raises(GatewayError, match="CONTINUAL_ACP_GATEWAY_TOKEN"):
+            await agent.new_session(str(tmp_path), NoEditor())
+    finally:
+        await agent.aclose()

@@ -182,3 +182,20 @@ def test_ssh_provisioner_runs_a_session_on_localhost(sshd: Sshd, tmp_path: Path)
     assert out["interrupt"] == ["interrupted", "KeyboardInterrupt"]
     assert "value" in out["restart_report"]
     assert out["after_restart"] == ["ok", "42\n"]
+
+
+async def test_provisioner_check_names_a_provisioner_that_is_not_installed(tmp_path: Path) -> None:
+    specs = _write_local_spec(tmp_path / "kernels", "odd")
+    spec_file = specs / "odd" / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    spec["metadata"]["kernel_provisioner"]["provisioner_name"] = "no-such-provisioner"
+    spec_file.write_text(json.dumps(spec))
+    with pytest.raises(KernelStartError, match=r"no-such-provisioner.*not installed"):
+        await ProvisionerLauncher("odd", kernel_dirs=[str(specs)]).check()
+
+
+async def test_provisioner_check_passes_for_an_installed_provisioner(tmp_path: Path) -> None:
+    specs = _write_local_spec(tmp_path / "kernels", "fine")
+    assert await ProvisionerLauncher("fine", kernel_dirs=[str(specs)]).check() == (
+        "kernelspec fine uses the local-provisioner"
+    )
