@@ -6,6 +6,7 @@ import os
 import secrets
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -34,14 +35,30 @@ def _free_port() -> int:
 
 def _answers(url: str, token: str) -> bool:
     request = urllib.request.Request(url + "/api", headers={"Authorization": f"token {token}"})
+    unverified = ssl._create_unverified_context()  # readiness only; the tests check TLS themselves
     try:
-        with urllib.request.urlopen(request, timeout=2) as response:
+        with urllib.request.urlopen(request, timeout=2, context=unverified) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
 
 
-def start_gateway(directory: Path, timeout: float = 90.0) -> Gateway:
+def self_signed_cert(directory: Path) -> tuple[Path, Path]:
+    """A throwaway certificate for 127.0.0.1 (cert, key) made with openssl."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"),
+            *("-addext", "subjectAltName=IP:127.0.0.1"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def start_gateway(directory: Path, timeout: float = 90.0, tls: tuple[Path, Path] | None = None) -> Gateway:
     """Start `jupyter kernelgateway` and wait (polling /api against a deadline) until it answers."""
     port = _free_port()
     token = secrets.token_hex(16)
@@ -59,6 +76,11 @@ def start_gateway(directory: Path, timeout: float = 90.0) -> Gateway:
             "--KernelGatewayApp.port_retries=0",
             f"--KernelGatewayApp.auth_token={token}",
             "--JupyterWebsocketPersonality.list_kernels=True",  # the tests list kernels to check deletes
+            *(
+                [f"--KernelGatewayApp.certfile={tls[0]}", f"--KernelGatewayApp.keyfile={tls[1]}"]
+                if tls
+                else []
+            ),
         ],
         cwd=directory,
         stdout=handle,
@@ -67,7 +89,7 @@ def start_gateway(directory: Path, timeout: float = 90.0) -> Gateway:
         start_new_session=True,
     )
     handle.close()
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     gateway = Gateway(url, token, process, log)
     deadline = time.monotonic() + timeout
     while not _answers(url, token):
