@@ -428,3 +428,18 @@ async def test_session_new_fails_naming_the_token_when_the_gateway_refuses_it(
             await agent.new_session(str(tmp_path), NoEditor())
     finally:
         await agent.aclose()
+
+
+async def test_gateway_start_request_carries_kernel_variables_and_the_owner_tag(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    launcher = _launcher(gateway, tmp_path)
+    # base_env reaches only the start request (the setup cell applies the session's own env).
+    pool = KernelPool(0, launcher=launcher, base_env={"KERNEL_PROBE": "from-start", "PLAIN_VAR": "no"})
+    try:
+        s = await pool.acquire(cwd=tmp_path)
+        code = "import os\nprint(os.environ.get('KERNEL_PROBE'), os.environ.get('PLAIN_VAR'), os.environ['KERNEL_CONTINUAL_ACP_OWNER'])"
+        result = await s.execute(code).result()
+    finally:
+        await pool.aclose()
+    assert result.output == f"from-start None {launcher.owner}\n"
