@@ -42,9 +42,6 @@ class LaunchSpec:
     env: dict[str, str]
     runtime_dir: Path
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
-    # The session's snapshot directory when the kernel is started for one session (cold start);
-    # None for a warm pool kernel. A sandbox binds it writable.
-    snapshot_dir: Path | None = None
 
 
 class RunningKernel:
@@ -60,6 +57,8 @@ class RunningKernel:
 
     # A kernel elsewhere (a gateway's) sees other paths: the session asks these before using one.
     shares_filesystem = True
+    # The only workspace this kernel can serve (a sandbox binds it at start); None: any.
+    workspace: Path | None = None
 
     def kernel_cwd(self, cwd: Path) -> str:
         """The working directory to give the kernel for the session's `cwd`."""
@@ -68,6 +67,12 @@ class RunningKernel:
     def kernel_snapshot(self, paths: SnapshotPaths) -> SnapshotPaths:
         """Where the kernel reads and writes the session's snapshot (its own filesystem)."""
         return paths
+
+    def before_restore(self, paths: SnapshotPaths) -> None:
+        """Host side, before a restore: bring the session's snapshot to `kernel_snapshot(paths)`."""
+
+    def after_snapshot(self, paths: SnapshotPaths) -> None:
+        """Host side, after a snapshot: bring it from `kernel_snapshot(paths)` to the session's."""
 
     def describe_exit(self) -> str:
         """How the kernel ended, for the cell that was running ("exit code N")."""

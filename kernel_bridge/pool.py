@@ -98,6 +98,10 @@ class KernelPool:
         self.per_variable_cap = per_variable_cap
         self.total_cap = total_cap
         self._launcher = launcher
+        # A launcher whose kernels serve one workspace each (the sandbox mounts it at start) gets
+        # kernels warmed for the workspace of the last session acquired.
+        self._binds_cwd = bool(getattr(launcher, "binds_cwd", False))
+        self._warm_cwd: Path | None = None
         self._ready: list[RunningKernel] = []
         self._warming = 0
         self._warm_tasks: set[asyncio.Task[None]] = set()
@@ -154,10 +158,10 @@ class KernelPool:
         self._refill()
 
     def _refill(self) -> None:
-        # A launcher that binds each kernel to its session (a sandbox mounts the session's
-        # workspace and snapshot dir at start) cannot have kernels warmed ahead of the session.
-        if self._closed or self.warm_failures >= 3 or getattr(self._launcher, "per_session", False):
+        if self._closed or self.warm_failures >= 3:
             return
+        if self._binds_cwd and self._warm_cwd is None:
+            return  # a sandbox kernel is bound to a workspace: warm once one is known
         while len(self._ready) + self._warming < self.size:
             self._warming += 1
             task = spawn(self._warm_one(), "pool-warm")
@@ -175,7 +179,7 @@ class KernelPool:
     async def _warm_one(self) -> None:
         kernel: RunningKernel | None = None
         try:
-            kernel = await self._start_kernel(self.runtime_dir, {})
+            kernel = await self._start_kernel(self._warm_cwd or self.runtime_dir, {})
             if not await preload(kernel):
                 log.warning("preloading a pooled kernel failed; it will be set up at acquire time")
             self.warm_failures = 0
@@ -198,30 +202,30 @@ class KernelPool:
                 self._ready.append(kernel)
             self._condition().notify_all()
 
-    async def _start_kernel(
-        self, cwd: Path, env: Mapping[str, str], snapshot_dir: Path | None = None
-    ) -> RunningKernel:
+    async def _start_kernel(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
         spec = LaunchSpec(
             python=self.python,
             cwd=cwd,
             env={**self._base_env, **env},
             runtime_dir=self.runtime_dir,
             startup_timeout=self.startup_timeout,
-            snapshot_dir=snapshot_dir,
         )
         return await self._launcher(spec)
 
-    async def _take(
-        self, cwd: Path, env: Mapping[str, str], snapshot_dir: Path | None = None
-    ) -> RunningKernel:
+    async def _take(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
         """A healthy ready kernel, one that is about to be ready, or a cold start."""
         condition = self._condition()
         async with condition:
             while True:
                 if self._closed:
                     raise KernelBridgeError("the kernel pool was closed while a session was being acquired")
+                if self._binds_cwd and self._warm_cwd != cwd:
+                    self._warm_cwd = cwd  # warm for this workspace from now on
                 while self._ready:
                     kernel = self._ready.pop(0)
+                    if kernel.workspace is not None and kernel.workspace != cwd:
+                        await kernel.kill()  # warmed for another workspace
+                        continue
                     if kernel.exit_code() is None:
                         self._refill_soon()
                         return kernel
@@ -232,7 +236,7 @@ class KernelPool:
                 await condition.wait()
         self._refill()
         self.cold_starts += 1
-        return await self._start_kernel(cwd, env, snapshot_dir)
+        return await self._start_kernel(cwd, env)
 
     async def acquire(
         self,
@@ -287,15 +291,14 @@ class KernelPool:
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()
-        snapshot_dir = snapshot.directory if snapshot is not None else None
         try:
-            kernel = await self._take(work, session_env, snapshot_dir)
+            kernel = await self._take(work, session_env)
         except BaseException:
             await bridge.aclose()
             raise
 
         async def source() -> RunningKernel:
-            return await self._take(work, session_env, snapshot_dir)
+            return await self._take(work, session_env)
 
         session = KernelSession(kernel, source, bridge, options)
         try:

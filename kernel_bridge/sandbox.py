@@ -3,10 +3,13 @@
 Tiers, probed once at first use, best first:
 
 1. **bubblewrap** (`bwrap`): the kernel runs in new mount, pid and (unless `network=True`) network
-   namespaces. `/` is read-only; writable are the session's workspace (its cwd), the pool's
-   runtime dir (ipc sockets, connection file), a private `/tmp`, and a snapshot directory of the
-   session. Read-only again on top: the workspace's `.git`, the server's data dir (harness,
-   sessions) and any `protected` path. ZMQ runs over ipc sockets in the bound runtime dir; SIGINT
+   namespaces. `/` is read-only; writable are the session's workspace (its cwd), the kernel's own
+   directory in the pool's runtime dir (its ipc sockets, connection file and snapshot staging) and
+   a private `/tmp`. Read-only again on top: the workspace's `.git`, the server's data dir (harness,
+   sessions) and any `protected` path. The kernel writes its snapshot into its own directory and
+   the host copies it to the session dir (and back before a restore), so the kernel never needs
+   to write the data dir, and a kernel is bound only to its workspace: the pool warms kernels for
+   the workspace of the last session. ZMQ runs over ipc sockets in the bound runtime dir; SIGINT
    from outside does not reach into the pid namespace, so the kernelspec says
    `interrupt_mode = "message"` and jupyter_client sends `interrupt_request` on the control channel;
    `JPY_PARENT_PID` (a pid of another namespace) is unset and `--die-with-parent` ends the sandbox
@@ -18,20 +21,24 @@ Tiers, probed once at first use, best first:
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import secrets
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from kernel_bridge.errors import KernelBridgeError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
 from kernel_bridge.output import private_dir
-from kernel_bridge.snapshot import SnapshotPaths
+from kernel_bridge.snapshot import SnapshotPaths, untrusted_reason
 
 log = logging.getLogger(__name__)
 
-SANDBOX_SNAPSHOT_DIR = "sandbox-kernel"  # inside the session dir: the only part of it the kernel writes
+_STAGING = "snapshot"  # in the kernel's own directory: where it writes and reads its snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,47 +70,85 @@ def probe_bubblewrap(network: bool = False) -> Probe:
 
 
 def bubblewrap_argv(
-    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], snapshot_dir: Path | None
+    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path, runtime: Path
 ) -> list[str]:
     """The `bwrap ... --` prefix that confines one kernel."""
     bwrap = shutil.which("bwrap") or "bwrap"
     cwd = spec.cwd.resolve()
-    runtime = spec.runtime_dir.resolve()
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    argv += ["--bind", str(cwd), str(cwd)]
-    read_only = [cwd / ".git", *protected]
-    for path in read_only:
+    # The pool's runtime dir read-only (the host bridge's socket is there: connecting needs no
+    # write access), the kernel's own directory in it writable.
+    argv += ["--ro-bind", str(runtime), str(runtime), "--bind", str(cwd), str(cwd)]
+    for path in (cwd / ".git", *protected):
         if path.exists():
             real = path.resolve()
             argv += ["--ro-bind", str(real), str(real)]
-    # Writable last, so they win over a protected parent (the snapshot dir is in the data dir).
-    argv += ["--bind", str(runtime), str(runtime)]
-    if snapshot_dir is not None:
-        argv += ["--bind", str(snapshot_dir), str(snapshot_dir)]
-    ipython_dir = private_dir(runtime / "ipython")
+    argv += ["--bind", str(own_dir), str(own_dir)]  # last: it wins over a protected parent
+    ipython_dir = private_dir(own_dir / "ipython")
     argv += ["--setenv", "IPYTHONDIR", str(ipython_dir), "--setenv", "TMPDIR", "/tmp"]
     argv += ["--unsetenv", "JPY_PARENT_PID", "--chdir", str(cwd), "--"]
     return argv
 
 
+def _copy_private(source: Path, target: Path) -> None:
+    """Copy `source` over `target` atomically (temp file in the target's dir + rename), mode 0600."""
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+            shutil.copyfileobj(src, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 class SandboxKernel(RunningKernel):
-    """A bubblewrapped kernel: snapshots go to the one writable directory of the session dir."""
+    """A bubblewrapped kernel: its snapshot is staged in its own directory, copied by the host."""
+
+    staging: Path
 
     def kernel_snapshot(self, paths: SnapshotPaths) -> SnapshotPaths:
-        return SnapshotPaths.at(paths.directory / SANDBOX_SNAPSHOT_DIR)
+        return SnapshotPaths.at(self.staging)
+
+    def after_snapshot(self, paths: SnapshotPaths) -> None:
+        staged = SnapshotPaths.at(self.staging)
+        private_dir(paths.directory)
+        # The state first, then the manifest, like the kernel writes them: a crash in between
+        # leaves the old manifest beside the new state, which restore does not depend on.
+        try:
+            for source, target in ((staged.state, paths.state), (staged.manifest, paths.manifest)):
+                if source.is_file():
+                    _copy_private(source, target)
+        except OSError as exc:
+            raise KernelBridgeError(
+                f"copying the sandbox's snapshot to {paths.directory} failed: {exc}"
+            ) from exc
+
+    def before_restore(self, paths: SnapshotPaths) -> None:
+        staged = SnapshotPaths.at(private_dir(self.staging))
+        for source, target in ((paths.state, staged.state), (paths.manifest, staged.manifest)):
+            if source.is_file() and untrusted_reason(source) is None:
+                _copy_private(source, target)
+            else:  # never restore a stale staged copy of an earlier session's state
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
 
 
 class SandboxLauncher:
     """Starts confined local kernels; a `Launcher` for `KernelPool(launcher=...)`.
 
-    Each kernel is bound to its session's workspace at start, so none are warmed ahead
-    (`per_session`). `guarantees` reports the tier in force after the first probe.
+    Each kernel is bound to one workspace at start (`binds_cwd`: the pool warms kernels for the
+    workspace of the last session). `guarantees` reports the tier in force after the first probe.
     """
 
-    per_session = True
+    binds_cwd = True
 
     def __init__(
         self, *, network: bool = False, protected: tuple[Path, ...] = (), tier: str = "auto"
@@ -151,12 +196,16 @@ class SandboxLauncher:
         probe = self.probe()
         if not probe.ok:
             return await start_local_kernel(spec)
-        snapshot_dir: Path | None = None
-        if spec.snapshot_dir is not None:
-            snapshot_dir = private_dir(spec.snapshot_dir / SANDBOX_SNAPSHOT_DIR).resolve()
+        runtime = private_dir(spec.runtime_dir).resolve()
+        own_dir = private_dir(runtime / f"sbx-{secrets.token_hex(4)}")
         prefix = bubblewrap_argv(
-            spec, network=self.network, protected=self.protected, snapshot_dir=snapshot_dir
+            spec, network=self.network, protected=self.protected, own_dir=own_dir, runtime=runtime
         )
-        kernel = await start_local_kernel(spec, argv_prefix=prefix, interrupt_mode="message")
-        kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot location
+        kernel = await start_local_kernel(
+            replace(spec, runtime_dir=own_dir), argv_prefix=prefix, interrupt_mode="message"
+        )
+        kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot staging
+        assert isinstance(kernel, SandboxKernel)
+        kernel.staging = own_dir / _STAGING
+        kernel.workspace = spec.cwd
         return kernel

@@ -588,7 +588,7 @@ class KernelSession:
             raise KernelBridgeError("cannot snapshot: the kernel is not running")
         kernel = self._kernel
         assert kernel is not None
-        paths = kernel.kernel_snapshot(paths)  # where the kernel can write (sandbox, remote host)
+        session_paths, paths = paths, kernel.kernel_snapshot(paths)  # where the kernel can write
         if kernel.shares_filesystem:  # else the kernel makes the directory on its own filesystem
             private_dir(paths.directory)
             remove_stale_temps(paths)
@@ -599,6 +599,7 @@ class KernelSession:
             self._dirty = True
             raise KernelBridgeError(f"snapshot failed (previous snapshot kept): {error or 'no result'}")
         manifest: dict[str, Any] = json.loads(result)
+        kernel.after_snapshot(session_paths)
         self.last_snapshot = manifest
         return manifest
 
@@ -617,6 +618,7 @@ class KernelSession:
         assert paths is not None
         kernel = self._kernel
         if kernel is not None:
+            kernel.before_restore(paths)
             paths = kernel.kernel_snapshot(paths)
             if not kernel.shares_filesystem:
                 return await self._restore_remote(paths)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from kernel_bridge_support import wait_until
 
 from kernel_bridge import KernelPool, KernelSession
 from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap
@@ -151,7 +152,8 @@ async def test_sandbox_snapshot_and_restart_restore(sandboxed: KernelSession, la
     report = await sandboxed.restart()
     assert "kept" in report
     assert await _run(sandboxed, "print(kept)") == ("ok", "[1, 2]\n")
-    assert (layout.home / "sessions" / "s1" / "sandbox-kernel" / "kernel-state.dill").is_file()
+    # Staged in the kernel's own directory, copied into the session dir by the host.
+    assert (layout.home / "sessions" / "s1" / "kernel-state.dill").is_file()
 
 
 @needs_bwrap
@@ -173,7 +175,54 @@ def test_sandbox_probe_without_bwrap_says_how_to_install_it(monkeypatch: pytest.
     assert probe.ok is False and "apt-get install bubblewrap" in probe.reason
 
 
-def test_sandbox_pool_does_not_warm_kernels_ahead_of_a_session() -> None:
+def test_sandbox_pool_does_not_warm_before_a_workspace_is_known() -> None:
     pool = KernelPool(2, launcher=SandboxLauncher(tier="none"))
     pool._refill()
     assert pool._warming == 0
+
+
+@needs_bwrap
+async def test_sandbox_pool_warms_a_kernel_for_the_last_workspace(layout: Layout, tmp_path: Path) -> None:
+    pool = KernelPool(1, launcher=SandboxLauncher(protected=(layout.home,)), refill_delay=0)
+    try:
+        await pool.start()
+        first = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "s-a")
+        await wait_until(lambda: pool.ready_count == 1, timeout=60)
+        second = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "s-b")
+        assert pool.cold_starts == 1  # the second session took the warm kernel
+        result = await second.execute("open('warm.txt', 'w').write('w'); print('ok')").result()
+        assert result.output == "ok\n"
+        status, message = await _run(second, f"open({str(layout.outside / 'w.txt')!r}, 'w')")
+        assert status == "error" and "Read-only file system" in message
+        await first.shutdown(final_snapshot=False)
+    finally:
+        await pool.aclose()
+
+
+@needs_bwrap
+async def test_sandbox_kernel_cannot_write_another_kernels_directory(layout: Layout, tmp_path: Path) -> None:
+    pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)))
+    try:
+        a = await pool.acquire(cwd=tmp_path)
+        b = await pool.acquire(cwd=tmp_path)
+        other = b._kernel.log_path.parent  # type: ignore[union-attr]
+        status, message = await _run(a, f"open({str(other / 'planted.dill')!r}, 'w')")
+        assert status == "error" and "Read-only file system" in message
+    finally:
+        await pool.aclose()
+
+
+@needs_bwrap
+async def test_sandbox_restore_in_a_new_session_loads_the_copied_snapshot(
+    layout: Layout, tmp_path: Path
+) -> None:
+    pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)))
+    try:
+        s = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "sess")
+        await s.execute("carried = 'across sessions'").result()
+        await s.shutdown()  # final snapshot, copied to the session dir
+        again = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "sess")
+        report = await again.restore()
+        assert report.restored == ["carried"]
+    finally:
+        await pool.aclose()
