@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 OWNER_ENV = "KERNEL_CONTINUAL_ACP_OWNER"
 _MONITOR_INTERVAL = 2.0
+_MONITOR_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,9 @@ class GatewayKernel(RunningKernel):
         while not self._closed:
             await asyncio.sleep(_MONITOR_INTERVAL)
             try:
-                model = await rest.kernel(self.kernel_id)
-            except GatewayError as exc:
+                # Bounded: a gateway that stopped answering must count as silence, not hang here.
+                model = await asyncio.wait_for(rest.kernel(self.kernel_id), _MONITOR_TIMEOUT)
+            except (GatewayError, TimeoutError) as exc:
                 log.debug("gateway check of kernel %s failed: %s", self.kernel_id, exc)
                 if self._silent_since is None:
                     self._silent_since = time.monotonic()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -443,3 +444,23 @@ async def test_gateway_start_request_carries_kernel_variables_and_the_owner_tag(
     finally:
         await pool.aclose()
     assert result.output == f"from-start None {launcher.owner}\n"
+
+
+async def test_gateway_that_stops_answering_ends_the_cell_as_died(tmp_path: Path) -> None:
+    (tmp_path / "gw").mkdir()
+    own = start_gateway(tmp_path / "gw")  # its own gateway: this test freezes it
+    pool = KernelPool(0, launcher=_launcher(own, tmp_path), heartbeat_timeout=3.0)
+    try:
+        s = await pool.acquire(cwd=tmp_path)
+        run = s.execute("import time\ntime.sleep(60)")
+        await asyncio.wait_for(run.started.wait(), 30)
+        os.kill(own.process.pid, signal.SIGSTOP)
+        try:
+            result = await asyncio.wait_for(run.result(), 50)
+        finally:
+            os.kill(own.process.pid, signal.SIGCONT)
+        assert result.status == "died"
+        assert result.error is not None and "no heartbeat for 3 s" in result.error.evalue
+    finally:
+        await pool.aclose()
+        stop_gateway(own)
