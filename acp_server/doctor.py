@@ -226,9 +226,17 @@ async def _start_kernel(agent: Any, cwd: str) -> None:
         raise RuntimeError(f"a test cell ended {result.status}: {result.output.strip()[:200]}")
 
 
+async def check_kernel_backend(config: AgentConfig) -> CheckResult:
+    """The configured kernel backend answers (gateway token, sandbox tier, provisioner spec)."""
+    from agent_core.kernel_backend import probe_backend
+
+    ok, detail, fix = await probe_backend(config.kernel_backend, home=config.home)
+    return CheckResult(f"kernel backend ({config.kernel_backend.kind})", ok, detail, fix)
+
+
 # ---------------------------------------------------------------- runner
 
-CHECKS: tuple[Check, ...] = (check_data_dir, check_model, check_kernel)
+CHECKS: tuple[Check, ...] = (check_data_dir, check_model, check_kernel_backend, check_kernel)
 
 
 async def run_checks(config: AgentConfig, checks: tuple[Check, ...] = CHECKS) -> list[CheckResult]:

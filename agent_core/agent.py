@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core import events as ev
 from agent_core.config import AgentConfig
 from agent_core.errors import SessionNotFound
+from agent_core.kernel_backend import pool_options
 from agent_core.model import ModelClient
 from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
@@ -67,7 +68,10 @@ class Agent:
             if self._pool is None:
                 from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
 
-                self._pool = KernelPool(self.config.kernel_pool_size, python=self.config.kernel_python)
+                options = pool_options(self.config.kernel_backend, home=self.config.home)
+                self._pool = KernelPool(
+                    self.config.kernel_pool_size, python=self.config.kernel_python, **options
+                )
                 await self._pool.start()
             return self._pool
 
@@ -160,6 +164,9 @@ class Agent:
         if not Path(cwd).is_dir():
             # Caught here, not at the first cell: the kernel would run nowhere.
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
+        if self.config.kernel_backend.kind in ("gateway", "provisioner"):
+            # A remote backend that is down fails session/new now, naming the backend and the fix.
+            await (await self._kernel_pool()).check_backend()
         session_id = f"sess_{uuid.uuid4().hex}"
         from agent_core.transcript import now_iso
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_core.kernel_backend import KernelBackend, parse_backend
+
 log = logging.getLogger(__name__)
 
 MODES = ("ask", "auto", "autonomous")
@@ -69,6 +71,7 @@ class AgentConfig:
     cell_timeout: float | None = None
     config_file: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel_backend.py
 
     @property
     def sessions_dir(self) -> Path:
@@ -139,7 +142,8 @@ def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
         kwargs["models"] = tuple(str(m) for m in kwargs["models"])
     if "max_output_tokens" in kwargs:
         kwargs["send_max_tokens"] = True
-    config = AgentConfig(home=home, config_file=path, extra=extra, **kwargs)
+    backend = parse_backend(extra, env)  # takes the kernel backend keys out of `extra`
+    config = AgentConfig(home=home, config_file=path, extra=extra, kernel_backend=backend, **kwargs)
     if config.max_output_tokens < 1:
         raise ValueError(f"max_output_tokens must be >= 1, got {config.max_output_tokens}")
     if config.mode not in MODES:

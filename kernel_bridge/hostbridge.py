@@ -132,6 +132,10 @@ class HostBridge:
             self._connections.discard(writer)
             writer.close()
 
+    async def answer(self, line: bytes) -> dict[str, Any]:
+        """Answer one JSON request line (for a transport other than the socket: the kernel's stdin)."""
+        return await self._answer(line)
+
     def _token_ok(self, line: bytes) -> bool:
         try:
             token = json.loads(line).get("token", "")

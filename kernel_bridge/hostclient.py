@@ -22,6 +22,11 @@ from typing import Any
 
 ADDRESS_VAR = "CONTINUAL_ACP_BRIDGE"
 TOKEN_VAR = "CONTINUAL_ACP_BRIDGE_TOKEN"
+# "1" when the host also answers over the kernel's stdin channel (a gateway or forced setting):
+# used when the socket cannot be reached (a kernel on another machine). Address "stdin:" forces it.
+STDIN_VAR = "CONTINUAL_ACP_BRIDGE_STDIN"
+# The prompt of an input_request that carries a host call (the host answers it, not a person).
+STDIN_PREFIX = "\x00continual-acp-host:"
 
 __all__ = ["HostError", "acall", "call"]
 
@@ -91,13 +96,63 @@ def _connection() -> _Connection:
     return conn
 
 
+_socket_unreachable: list[str] = []  # the address that failed, so later calls go straight to stdin
+
+
+def _use_stdin() -> bool:
+    address = os.environ.get(ADDRESS_VAR, "")
+    if address == "stdin:":
+        return True
+    return os.environ.get(STDIN_VAR) == "1" and address in _socket_unreachable
+
+
+def _stdin_call(op: str, args: dict[str, Any]) -> Any:
+    """One host call as an input_request on the kernel's stdin channel (works through gateways).
+
+    Only while a cell runs (the host sends its cells with allow_stdin); the host's session answers
+    the request with the reply JSON instead of showing a prompt.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        raise HostError("no host bridge: the stdin transport needs an IPython kernel") from None
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        raise HostError("no host bridge: the stdin transport needs an IPython kernel")
+    request_id = next(_ids)
+    payload = json.dumps({"id": request_id, "op": op, "args": args})
+    try:
+        answer = kernel.raw_input(STDIN_PREFIX + payload)
+    except Exception as exc:  # StdinNotImplementedError outside a cell the host runs with stdin
+        raise HostError(f"the host bridge over stdin is not available here: {exc}") from None
+    try:
+        reply = json.loads(answer)
+    except ValueError:
+        raise HostError(f"malformed host reply over stdin: {answer[:200]!r}") from None
+    if not isinstance(reply, dict) or reply.get("id") != request_id:
+        raise HostError("the host's stdin reply does not match this call")
+    if reply.get("ok"):
+        return reply.get("result")
+    raise HostError(str(reply.get("error", "unknown host error")))
+
+
 def call(op: str, **args: Any) -> Any:
     """Call host operation `op` with keyword arguments; block until the host answers."""
     try:
         json.dumps(args)
     except (TypeError, ValueError) as exc:
         raise HostError(f"arguments of {op!r} are not JSON-serialisable: {exc}") from None
-    conn = _connection()
+    if _use_stdin():
+        return _stdin_call(op, args)
+    try:
+        conn = _connection()
+    except OSError as exc:
+        # The host's socket is not reachable from here (a kernel on another machine).
+        if os.environ.get(STDIN_VAR) != "1":
+            raise HostError(f"cannot reach the host bridge at ${ADDRESS_VAR}: {exc}") from None
+        _socket_unreachable.append(os.environ.get(ADDRESS_VAR, ""))
+        return _stdin_call(op, args)
     try:
         return conn.request(op, args)
     except HostError:
@@ -111,4 +166,6 @@ def call(op: str, **args: Any) -> Any:
 
 async def acall(op: str, **args: Any) -> Any:
     """Awaitable form of `call`; the blocking socket work runs in a worker thread."""
+    if _use_stdin():
+        return call(op, **args)  # the kernel's stdin request must come from the cell's own thread
     return await asyncio.to_thread(lambda: call(op, **args))

@@ -247,6 +247,8 @@ def snapshot(state_path: str, manifest_path: str, per_variable_cap: int, total_c
         "total_bytes": total,
     }
     container = {"format": FORMAT, "created": created, "pickler": kind, "values": values, "skipped": skipped}
+    # A host on another machine cannot make the directory on this kernel's filesystem.
+    _os.makedirs(_os.path.dirname(state_path) or ".", mode=0o700, exist_ok=True)
     # Streamed to the file: a `dumps` first would hold a second copy of up to `total_cap` bytes.
     _write_private(state_path, lambda handle: _pickle.dump(container, handle, _pickle.HIGHEST_PROTOCOL))
     text = _json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
@@ -293,6 +295,8 @@ def restore(state_path: str) -> str:
     kind, pickler = _pickler()
     # The host checked the file before asking; check the file actually opened as well, so a
     # symlink or a file swapped in between is never unpickled (unpickling runs code).
+    if not _os.path.lexists(state_path):  # asked by a host that cannot see this filesystem
+        return _json.dumps({"missing": True, "restored": [], "failed": {}, "skipped": {}})
     fd = _os.open(state_path, _os.O_RDONLY | _getattr(_os, "O_NOFOLLOW", 0))
     with _os.fdopen(fd, "rb") as handle:
         info = _os.fstat(fd)

@@ -13,7 +13,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from jupyter_client.manager import AsyncKernelManager
 from kernel_bridge import reaper
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.output import private_dir
+from kernel_bridge.snapshot import SnapshotPaths
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,29 @@ class RunningKernel:
         self.log_path = log_path
         self._closed = False
         self._silent_since: float | None = None
+
+    # A kernel elsewhere (a gateway's) sees other paths: the session asks these before using one.
+    shares_filesystem = True
+    # The only workspace this kernel can serve (a sandbox binds it at start); None: any.
+    workspace: Path | None = None
+
+    def kernel_cwd(self, cwd: Path) -> str:
+        """The working directory to give the kernel for the session's `cwd`."""
+        return str(cwd)
+
+    def kernel_snapshot(self, paths: SnapshotPaths) -> SnapshotPaths:
+        """Where the kernel reads and writes the session's snapshot (its own filesystem)."""
+        return paths
+
+    def before_restore(self, paths: SnapshotPaths) -> None:
+        """Host side, before a restore: bring the session's snapshot to `kernel_snapshot(paths)`."""
+
+    def after_snapshot(self, paths: SnapshotPaths) -> None:
+        """Host side, after a snapshot: bring it from `kernel_snapshot(paths)` to the session's."""
+
+    def describe_exit(self) -> str:
+        """How the kernel ended, for the cell that was running ("exit code N")."""
+        return f"exit code {self.exit_code()}"
 
     def exit_code(self) -> int | None:
         """The kernel process's exit code, or None while it runs (or when its process is not local)."""
@@ -174,11 +198,18 @@ ContinualAcpKernelApp.launch_instance()
 """
 
 
-def _write_spec(runtime_dir: Path, python: Path) -> Path:
+def _write_spec(
+    runtime_dir: Path,
+    python: Path,
+    name: str = _SPEC_NAME,
+    argv_prefix: Sequence[str] = (),
+    interrupt_mode: str = "signal",
+) -> Path:
     spec_root = private_dir(runtime_dir / "kernelspecs")
-    spec_dir = private_dir(spec_root / _SPEC_NAME)
+    spec_dir = private_dir(spec_root / name)
     spec = {
         "argv": [
+            *argv_prefix,
             str(python),
             "-c",
             _LAUNCH_CODE,
@@ -189,22 +220,30 @@ def _write_spec(runtime_dir: Path, python: Path) -> Path:
         ],
         "display_name": "continual-acp",
         "language": "python",
-        "interrupt_mode": "signal",
+        "interrupt_mode": interrupt_mode,
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     return spec_root
 
 
-async def start_local_kernel(spec: LaunchSpec) -> RunningKernel:
-    """Start a kernel over ipc (tcp on 127.0.0.1 where ipc is missing) and wait until it answers."""
+async def start_local_kernel(
+    spec: LaunchSpec, *, argv_prefix: Sequence[str] = (), interrupt_mode: str = "signal"
+) -> RunningKernel:
+    """Start a kernel over ipc (tcp on 127.0.0.1 where ipc is missing) and wait until it answers.
+
+    `argv_prefix` wraps the kernel command (a sandbox: `bwrap ... --`); a wrapped kernel that
+    signals cannot reach is interrupted by message (`interrupt_mode="message"`).
+    """
     runtime = private_dir(spec.runtime_dir)
     if not spec.cwd.is_dir():
         raise KernelStartError(f"kernel working directory does not exist: {spec.cwd}")
     tag = secrets.token_hex(4)
-    spec_root = _write_spec(runtime, spec.python)
+    # A wrapped kernel gets a spec of its own: another kernel may be starting with another prefix.
+    name = f"{_SPEC_NAME}-{tag}" if argv_prefix else _SPEC_NAME
+    spec_root = _write_spec(runtime, spec.python, name, argv_prefix, interrupt_mode)
     ksm = KernelSpecManager(kernel_dirs=[str(spec_root)])
     options: dict[str, Any] = {
-        "kernel_name": _SPEC_NAME,
+        "kernel_name": name,
         "kernel_spec_manager": ksm,
         "connection_file": str(runtime / f"kernel-{tag}.json"),
     }

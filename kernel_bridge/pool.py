@@ -15,6 +15,7 @@ from kernel_bridge._tasks import spawn
 from kernel_bridge.bootstrap import preload
 from kernel_bridge.environment import resolve_interpreter, scrub_environment
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
+from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.launcher import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -28,6 +29,8 @@ from kernel_bridge.session import KernelSession, SessionOptions
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
 
 log = logging.getLogger(__name__)
+
+HOST_TRANSPORTS = ("auto", "socket", "stdin")
 
 
 class KernelPool:
@@ -62,9 +65,19 @@ class KernelPool:
         per_variable_cap: int = PER_VARIABLE_CAP,
         total_cap: int = TOTAL_CAP,
         launcher: Launcher = start_local_kernel,
+        host_transport: str = "auto",
     ) -> None:
         if size < 0:
             raise ValueError(f"kernel pool size must be >= 0, got {size}")
+        if host_transport not in HOST_TRANSPORTS:
+            raise ValueError(
+                f"host_transport must be one of {', '.join(HOST_TRANSPORTS)}, got {host_transport!r}"
+            )
+        # "auto": the socket, plus stdin where the launcher's kernels may be on another machine.
+        remote = bool(getattr(launcher, "remote", False))
+        self.host_stdin = {"socket": "off", "stdin": "only"}.get(
+            host_transport, "fallback" if remote else "off"
+        )
         self.size = size
         self.python = resolve_interpreter(python)
         self._owns_runtime = runtime_dir is None
@@ -85,6 +98,10 @@ class KernelPool:
         self.per_variable_cap = per_variable_cap
         self.total_cap = total_cap
         self._launcher = launcher
+        # A launcher whose kernels serve one workspace each (the sandbox mounts it at start) gets
+        # kernels warmed for the workspace of the last session acquired.
+        self._binds_cwd = bool(getattr(launcher, "binds_cwd", False))
+        self._warm_cwd: Path | None = None
         self._ready: list[RunningKernel] = []
         self._warming = 0
         self._warm_tasks: set[asyncio.Task[None]] = set()
@@ -108,6 +125,23 @@ class KernelPool:
         return self._runtime
 
     @property
+    def guarantees(self) -> KernelGuarantees:
+        """What this pool's backend guarantees (where kernels run, confinement, network)."""
+        value = getattr(self._launcher, "guarantees", None)
+        return value if isinstance(value, KernelGuarantees) else LOCAL
+
+    async def check_backend(self) -> str:
+        """Ask the backend whether it can start kernels (gateway: URL, token, kernelspec).
+
+        Returns a short description; raises `KernelStartError` naming the backend and the fix.
+        Launchers without a `check` (local, sandbox) pass: their failures show at the first start.
+        """
+        check = getattr(self._launcher, "check", None)
+        if check is None:
+            return self.guarantees.describe()
+        return str(await check())
+
+    @property
     def ready_count(self) -> int:
         """How many warm kernels are ready and alive right now."""
         return sum(1 for kernel in self._ready if kernel.exit_code() is None)
@@ -126,6 +160,8 @@ class KernelPool:
     def _refill(self) -> None:
         if self._closed or self.warm_failures >= 3:
             return
+        if self._binds_cwd and self._warm_cwd is None:
+            return  # a sandbox kernel is bound to a workspace: warm once one is known
         while len(self._ready) + self._warming < self.size:
             self._warming += 1
             task = spawn(self._warm_one(), "pool-warm")
@@ -143,7 +179,7 @@ class KernelPool:
     async def _warm_one(self) -> None:
         kernel: RunningKernel | None = None
         try:
-            kernel = await self._start_kernel(self.runtime_dir, {})
+            kernel = await self._start_kernel(self._warm_cwd or self.runtime_dir, {})
             if not await preload(kernel):
                 log.warning("preloading a pooled kernel failed; it will be set up at acquire time")
             self.warm_failures = 0
@@ -183,8 +219,13 @@ class KernelPool:
             while True:
                 if self._closed:
                     raise KernelBridgeError("the kernel pool was closed while a session was being acquired")
+                if self._binds_cwd and self._warm_cwd != cwd:
+                    self._warm_cwd = cwd  # warm for this workspace from now on
                 while self._ready:
                     kernel = self._ready.pop(0)
+                    if kernel.workspace is not None and kernel.workspace != cwd:
+                        await kernel.kill()  # warmed for another workspace
+                        continue
                     if kernel.exit_code() is None:
                         self._refill_soon()
                         return kernel
@@ -245,6 +286,8 @@ class KernelPool:
             per_variable_cap=self.per_variable_cap,
             total_cap=self.total_cap,
             setup_timeout=setup_timeout,
+            host_stdin=self.host_stdin,
+            guarantees=self.guarantees,
         )
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
         await bridge.start()
@@ -291,6 +334,12 @@ class KernelPool:
         ready, self._ready = self._ready, []
         for kernel in ready:
             await kernel.shutdown(timeout=1.0)
+        closer = getattr(self._launcher, "aclose", None)
+        if closer is not None:  # a remote launcher deletes whatever it still has
+            try:
+                await closer()
+            except Exception:
+                log.exception("closing the kernel launcher failed")
         if self._owns_runtime and self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             reaper.keep_on_exit(self._runtime)

@@ -32,6 +32,7 @@ from kernel_bridge.events import (
     RestoreReport,
     Stream,
 )
+from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.iopub import Request, route
 from kernel_bridge.kernelside import NAMES_OP
@@ -49,6 +50,7 @@ from kernel_bridge.snapshot import (
     snapshot_code,
     untrusted_reason,
 )
+from kernel_bridge.stdin_host import serve_stdin, stdin_environment
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,11 @@ class SessionOptions:
     total_cap: int = TOTAL_CAP
     live_buffer_chars: int = 4 * 1024 * 1024
     setup_timeout: float = 120.0
+    # Host calls over the kernel's stdin channel: "off" (socket only), "fallback" (when the socket
+    # cannot be reached: a kernel on another machine), "only" (forced, for tests and odd networks).
+    host_stdin: str = "off"
+    # What the backend guarantees (`/kernel status`, doctor, the session's _meta); set by the pool.
+    guarantees: KernelGuarantees = LOCAL
 
 
 class KernelSession:
@@ -101,6 +108,7 @@ class KernelSession:
         self._lock = asyncio.Lock()
         self._requests: dict[str, Request] = {}
         self._reader: asyncio.Task[None] | None = None
+        self._stdin_reader: asyncio.Task[None] | None = None
         self._pending: list[CellRun] = []
         self._current: CellRun | None = None
         self._interrupting: CellRun | None = None
@@ -149,6 +157,11 @@ class KernelSession:
         return self._kernel.pid if self._kernel is not None else None
 
     @property
+    def guarantees(self) -> KernelGuarantees:
+        """The kernel backend and the guarantees in force (`.describe()` for one line of status)."""
+        return self.options.guarantees
+
+    @property
     def busy(self) -> bool:
         """True while a cell runs or waits in the queue."""
         return self._current is not None or bool(self._pending)
@@ -164,9 +177,13 @@ class KernelSession:
         """Start the iopub reader and apply cwd/env/sys.path and the caller's setup code."""
         self._kernel = kernel
         self._reader = spawn(self._read_iopub(kernel), f"iopub-{kernel.pid}")
+        env = {**self.options.env, **self.host_bridge.environment()}
+        if self.options.host_stdin != "off":
+            self._stdin_reader = spawn(serve_stdin(kernel, self.host_bridge, self._stdin_notice), "stdin")
+            env.update(stdin_environment(self.options.host_stdin))
         config = {
-            "cwd": str(self.options.cwd),
-            "env": {**self.options.env, **self.host_bridge.environment()},
+            "cwd": kernel.kernel_cwd(self.options.cwd),
+            "env": env,
             "sys_path": list(self.options.sys_path),
         }
         boot = bootstrap.setup_code(config)
@@ -256,7 +273,7 @@ class KernelSession:
             run.code,
             silent=False,
             store_history=True,
-            allow_stdin=False,
+            allow_stdin=self.options.host_stdin != "off",
             stop_on_error=True,
         )
         self._requests[msg_id] = request
@@ -269,8 +286,7 @@ class KernelSession:
         error = request.error
         execution_count: int | None = None
         if died:
-            code = kernel.exit_code()
-            how, self._death_cause = self._death_cause or f"exit code {code}", None
+            how, self._death_cause = self._death_cause or kernel.describe_exit(), None
             if self._kill_reason is not None:
                 status = "interrupted"
                 message = (
@@ -494,6 +510,9 @@ class KernelSession:
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
+        if self._stdin_reader is not None:
+            self._stdin_reader.cancel()
+            self._stdin_reader = None
         if old is not None:
             await old.kill()
         self._kernel = None
@@ -567,8 +586,12 @@ class KernelSession:
         assert paths is not None
         if not self.alive:
             raise KernelBridgeError("cannot snapshot: the kernel is not running")
-        private_dir(paths.directory)
-        remove_stale_temps(paths)
+        kernel = self._kernel
+        assert kernel is not None
+        session_paths, paths = paths, kernel.kernel_snapshot(paths)  # where the kernel can write
+        if kernel.shares_filesystem:  # else the kernel makes the directory on its own filesystem
+            private_dir(paths.directory)
+            remove_stale_temps(paths)
         self._dirty = False
         code = snapshot_code(paths, self.options.per_variable_cap, self.options.total_cap)
         result, error = await self._internal(code, timeout=self.options.snapshot_timeout)
@@ -576,6 +599,7 @@ class KernelSession:
             self._dirty = True
             raise KernelBridgeError(f"snapshot failed (previous snapshot kept): {error or 'no result'}")
         manifest: dict[str, Any] = json.loads(result)
+        kernel.after_snapshot(session_paths)
         self.last_snapshot = manifest
         return manifest
 
@@ -592,6 +616,12 @@ class KernelSession:
     async def _restore_locked(self) -> RestoreReport:
         paths = self.options.snapshot
         assert paths is not None
+        kernel = self._kernel
+        if kernel is not None:
+            kernel.before_restore(paths)
+            paths = kernel.kernel_snapshot(paths)
+            if not kernel.shares_filesystem:
+                return await self._restore_remote(paths)
         if not paths.state.exists():
             return RestoreReport(snapshot_found=False)
         refused = untrusted_reason(paths.state)
@@ -607,6 +637,23 @@ class KernelSession:
         report = restore_report(json.loads(result))
         self._known_names = sorted(set(self._known_names) | set(report.restored))
         return report
+
+    async def _restore_remote(self, paths: SnapshotPaths) -> RestoreReport:
+        """Restore from the kernel's own filesystem: it checks the file (kernelside.restore)."""
+        result, error = await self._internal(restore_code(paths), timeout=self.options.snapshot_timeout)
+        if error is not None or result is None:
+            return RestoreReport(failed={"(snapshot)": f"snapshot could not be read: {error}"})
+        payload = json.loads(result)
+        if payload.get("missing"):
+            return RestoreReport(snapshot_found=False)
+        report = restore_report(payload)
+        self._known_names = sorted(set(self._known_names) | set(report.restored))
+        return report
+
+    def _stdin_notice(self, text: str) -> None:
+        run = self._current
+        if run is not None and not run.done:
+            run.push(Stream("stderr", text))
 
     # -- shutdown --------------------------------------------------------------------------------
 
@@ -644,6 +691,8 @@ class KernelSession:
         try:
             if self._reader is not None:
                 self._reader.cancel()
+            if self._stdin_reader is not None:
+                self._stdin_reader.cancel()
             kernel, self._kernel = self._kernel, None
             if kernel is not None:
                 await kernel.shutdown(timeout=2.0)

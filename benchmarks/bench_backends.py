@@ -1,0 +1,134 @@
+"""Kernel backends side by side in one run: local, sandbox (bubblewrap), Jupyter Kernel Gateway.
+
+Per backend: cold start to first result, warm acquire to first result (pooled kernel; a sandbox
+kernel is warmed for the workspace of the last session, so one unmeasured session primes it),
+`x=1+1` round trip, and interrupt latency (interrupt call -> the sleeping cell has finished).
+The gateway is a real `jupyter kernelgateway` started on 127.0.0.1 by this script.
+
+Run: .venv/bin/python benchmarks/bench_backends.py [--rounds N] [--trips N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel_bridge"))
+
+from gateway_support import start_gateway, stop_gateway
+
+from kernel_bridge import KernelPool, KernelSession
+from kernel_bridge.gateway import GatewayLauncher
+from kernel_bridge.gateway_rest import GatewaySettings
+from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap
+
+
+def _median_ms(values: list[float]) -> float:
+    return round(statistics.median(values) * 1000, 2)
+
+
+async def _first_result(pool: KernelPool, work: Path) -> tuple[float, KernelSession]:
+    start = time.perf_counter()
+    session = await pool.acquire(cwd=work)
+    await session.execute("1").result()
+    return time.perf_counter() - start, session
+
+
+async def bench(
+    name: str, make_launcher: Callable[[], Any] | None, rounds: int, trips: int, work: Path
+) -> dict[str, Any]:
+    """All four figures for one backend."""
+    kwargs: dict[str, Any] = {} if make_launcher is None else {"launcher": make_launcher()}
+    cold_pool = KernelPool(0, **kwargs)
+    cold: list[float] = []
+    warm: list[float] = []
+    trip: list[float] = []
+    interrupt: list[float] = []
+    try:
+        for _ in range(rounds):
+            seconds, session = await _first_result(cold_pool, work)
+            cold.append(seconds)
+            await session.shutdown(final_snapshot=False)
+        warm_kwargs: dict[str, Any] = {} if make_launcher is None else {"launcher": make_launcher()}
+        warm_pool = KernelPool(1, refill_delay=0, **warm_kwargs)
+        await warm_pool.start()
+        try:
+            _, primer = await _first_result(warm_pool, work)  # tells a sandbox pool the workspace
+            await primer.shutdown(final_snapshot=False)
+            for _ in range(rounds):
+                deadline = time.monotonic() + 60
+                while warm_pool.ready_count < 1 and time.monotonic() < deadline:
+                    await asyncio.sleep(0.02)  # wait for the refill; not part of the measurement
+                await asyncio.sleep(0.3)
+                seconds, session = await _first_result(warm_pool, work)
+                warm.append(seconds)
+                await session.shutdown(final_snapshot=False)
+        finally:
+            await warm_pool.aclose()
+        _, session = await _first_result(cold_pool, work)
+        for _ in range(trips):
+            start = time.perf_counter()
+            await session.execute("x=1+1").result()
+            trip.append(time.perf_counter() - start)
+        for _ in range(max(3, rounds)):
+            run = session.execute("import time\ntime.sleep(30)")
+            await run.started.wait()
+            await asyncio.sleep(0.3)
+            start = time.perf_counter()
+            await session.interrupt()
+            await run.result()
+            interrupt.append(time.perf_counter() - start)
+        await session.shutdown(final_snapshot=False)
+    finally:
+        await cold_pool.aclose()
+    return {
+        "backend": name,
+        "cold_start_to_first_result_ms": _median_ms(cold),
+        "warm_acquire_to_first_result_ms": _median_ms(warm),
+        "x_1_plus_1_round_trip_ms": _median_ms(trip),
+        "interrupt_latency_ms": _median_ms(interrupt),
+    }
+
+
+async def main(rounds: int, trips: int) -> None:
+    work = Path(tempfile.mkdtemp(prefix="bench-backends-"))
+    results = [await bench("local", None, rounds, trips, work)]
+    probe = probe_bubblewrap()
+    if probe.ok:
+        results.append(await bench("sandbox", SandboxLauncher, rounds, trips, work))
+    else:
+        print(f"sandbox skipped: {probe.reason}", file=sys.stderr)
+    gateway = start_gateway(Path(tempfile.mkdtemp(prefix="bench-gw-")))
+    try:
+        settings = GatewaySettings(gateway.url, gateway.token)
+        results.append(await bench("gateway", lambda: GatewayLauncher(settings), rounds, trips, work))
+    finally:
+        stop_gateway(gateway)
+    local_trip = results[0]["x_1_plus_1_round_trip_ms"]
+    for row in results:
+        row["round_trip_ratio_vs_local"] = round(row["x_1_plus_1_round_trip_ms"] / local_trip, 3)
+    meta = {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores",
+        "load_average": os.getloadavg(),
+        "rounds": rounds,
+        "trips": trips,
+    }
+    print(json.dumps({"meta": meta, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--trips", type=int, default=50)
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.trips))

@@ -1,0 +1,115 @@
+"""A record of the remote kernels this user's servers started, so none outlives its server.
+
+A server that is SIGKILLed (or crashes) cannot delete its gateway kernels. Each kernel it starts
+is written here with its owner (host, pid and the process's start time, so a reused pid is not
+taken for the owner); the next server start deletes the kernels whose owner is gone. Kernels of
+servers that still run are left alone. One JSON file, read-modify-written under `flock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    return stat.rsplit(")", 1)[-1].split()[19]
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """This server's identity: `host:pid:start`."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def owner_alive(tag: str) -> bool:
+    """True unless `tag` names a process on this host that is gone (other hosts: assumed alive)."""
+    host, _, rest = tag.partition(":")
+    pid_text, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return True
+    pid = int(pid_text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return not start or _start_time(pid) == start
+
+
+class KernelLedger:
+    """Entries `{gateway, kernel_id, owner, created}` in a 0600 JSON file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[list[dict[str, Any]]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_fd = os.open(str(self.path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            try:
+                entries = json.loads(self.path.read_text(encoding="utf-8"))
+                if not isinstance(entries, list):
+                    entries = []
+            except (OSError, ValueError):
+                entries = []
+            before = json.dumps(entries)
+            yield entries
+            if json.dumps(entries) != before:
+                tmp = self.path.with_name(self.path.name + f".tmp-{os.getpid()}")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(entries, handle)
+                os.replace(tmp, self.path)
+        finally:
+            os.close(lock_fd)
+
+    def add(self, gateway: str, kernel_id: str, owner: str) -> None:
+        """Record a kernel this server started."""
+        with self._locked() as entries:
+            entries.append(
+                {"gateway": gateway, "kernel_id": kernel_id, "owner": owner, "created": time.time()}
+            )
+
+    def remove(self, gateway: str, kernel_id: str) -> None:
+        """Forget a kernel (deleted by its owner)."""
+        with self._locked() as entries:
+            entries[:] = [
+                e for e in entries if not (e.get("gateway") == gateway and e.get("kernel_id") == kernel_id)
+            ]
+
+    def orphans(self, gateway: str) -> list[str]:
+        """Ids of kernels on `gateway` whose owning server is gone."""
+        with self._locked() as entries:
+            return [
+                str(e.get("kernel_id"))
+                for e in entries
+                if e.get("gateway") == gateway and not owner_alive(str(e.get("owner", "")))
+            ]
+
+    def owned(self, gateway: str, owner: str) -> list[str]:
+        """Ids of kernels on `gateway` recorded by `owner`."""
+        with self._locked() as entries:
+            return [
+                str(e.get("kernel_id"))
+                for e in entries
+                if e.get("gateway") == gateway and e.get("owner") == owner
+            ]

@@ -1,0 +1,211 @@
+"""`SandboxLauncher`: a local kernel that can write only its workspace, with no network by default.
+
+Tiers, probed once at first use, best first:
+
+1. **bubblewrap** (`bwrap`): the kernel runs in new mount, pid and (unless `network=True`) network
+   namespaces. `/` is read-only; writable are the session's workspace (its cwd), the kernel's own
+   directory in the pool's runtime dir (its ipc sockets, connection file and snapshot staging) and
+   a private `/tmp`. Read-only again on top: the workspace's `.git`, the server's data dir (harness,
+   sessions) and any `protected` path. The kernel writes its snapshot into its own directory and
+   the host copies it to the session dir (and back before a restore), so the kernel never needs
+   to write the data dir, and a kernel is bound only to its workspace: the pool warms kernels for
+   the workspace of the last session. ZMQ runs over ipc sockets in the bound runtime dir; SIGINT
+   from outside does not reach into the pid namespace, so the kernelspec says
+   `interrupt_mode = "message"` and jupyter_client sends `interrupt_request` on the control channel;
+   `JPY_PARENT_PID` (a pid of another namespace) is unset and `--die-with-parent` ends the sandbox
+   with the server.
+2. **none**: no tier works here. The kernel is an ordinary local one and `guarantees` says so
+   (`confined=False`, `approval_required=True`): agent_core must then ask approval for every cell,
+   never run them silently unconfined. (Landlock + seccomp is not implemented: see the README.)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kernel_bridge.errors import KernelBridgeError
+from kernel_bridge.guarantees import KernelGuarantees
+from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
+from kernel_bridge.output import private_dir
+from kernel_bridge.snapshot import SnapshotPaths, untrusted_reason
+
+log = logging.getLogger(__name__)
+
+_STAGING = "snapshot"  # in the kernel's own directory: where it writes and reads its snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Whether a tier works on this machine, and why not."""
+
+    tier: str
+    ok: bool
+    reason: str = ""
+
+
+def probe_bubblewrap(network: bool = False) -> Probe:
+    """Run `bwrap` once with the namespaces the sandbox needs; the reason says why it cannot."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return Probe("bubblewrap", False, "bubblewrap is not installed (apt-get install bubblewrap)")
+    argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid"]
+    if not network:
+        argv.append("--unshare-net")
+    argv += ["--die-with-parent", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Probe("bubblewrap", False, f"bwrap could not run: {exc}")
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip()[:300]
+        return Probe("bubblewrap", False, f"bwrap cannot create namespaces here: {detail}")
+    return Probe("bubblewrap", True)
+
+
+def bubblewrap_argv(
+    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path, runtime: Path
+) -> list[str]:
+    """The `bwrap ... --` prefix that confines one kernel."""
+    bwrap = shutil.which("bwrap") or "bwrap"
+    cwd = spec.cwd.resolve()
+    argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    if not network:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # The pool's runtime dir read-only (the host bridge's socket is there: connecting needs no
+    # write access), the kernel's own directory in it writable.
+    argv += ["--ro-bind", str(runtime), str(runtime), "--bind", str(cwd), str(cwd)]
+    for path in (cwd / ".git", *protected):
+        if path.exists():
+            real = path.resolve()
+            argv += ["--ro-bind", str(real), str(real)]
+    argv += ["--bind", str(own_dir), str(own_dir)]  # last: it wins over a protected parent
+    ipython_dir = private_dir(own_dir / "ipython")
+    argv += ["--setenv", "IPYTHONDIR", str(ipython_dir), "--setenv", "TMPDIR", "/tmp"]
+    argv += ["--unsetenv", "JPY_PARENT_PID", "--chdir", str(cwd), "--"]
+    return argv
+
+
+def _copy_private(source: Path, target: Path) -> None:
+    """Copy `source` over `target` atomically (temp file in the target's dir + rename), mode 0600."""
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+            shutil.copyfileobj(src, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+class SandboxKernel(RunningKernel):
+    """A bubblewrapped kernel: its snapshot is staged in its own directory, copied by the host."""
+
+    staging: Path
+
+    def kernel_snapshot(self, paths: SnapshotPaths) -> SnapshotPaths:
+        return SnapshotPaths.at(self.staging)
+
+    def after_snapshot(self, paths: SnapshotPaths) -> None:
+        staged = SnapshotPaths.at(self.staging)
+        private_dir(paths.directory)
+        # The state first, then the manifest, like the kernel writes them: a crash in between
+        # leaves the old manifest beside the new state, which restore does not depend on.
+        try:
+            for source, target in ((staged.state, paths.state), (staged.manifest, paths.manifest)):
+                if source.is_file():
+                    _copy_private(source, target)
+        except OSError as exc:
+            raise KernelBridgeError(
+                f"copying the sandbox's snapshot to {paths.directory} failed: {exc}"
+            ) from exc
+
+    def before_restore(self, paths: SnapshotPaths) -> None:
+        staged = SnapshotPaths.at(private_dir(self.staging))
+        for source, target in ((paths.state, staged.state), (paths.manifest, staged.manifest)):
+            if source.is_file() and untrusted_reason(source) is None:
+                _copy_private(source, target)
+            else:  # never restore a stale staged copy of an earlier session's state
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+
+
+class SandboxLauncher:
+    """Starts confined local kernels; a `Launcher` for `KernelPool(launcher=...)`.
+
+    Each kernel is bound to one workspace at start (`binds_cwd`: the pool warms kernels for the
+    workspace of the last session). `guarantees` reports the tier in force after the first probe.
+    """
+
+    binds_cwd = True
+
+    def __init__(
+        self, *, network: bool = False, protected: tuple[Path, ...] = (), tier: str = "auto"
+    ) -> None:
+        self.network = network
+        self.protected = tuple(Path(p).expanduser() for p in protected)
+        self.requested_tier = tier
+        self._probe: Probe | None = None
+
+    def probe(self) -> Probe:
+        """The tier in force (probed once): bubblewrap, or "none" with the reason."""
+        if self._probe is None:
+            if self.requested_tier == "none":
+                self._probe = Probe("none", False, "sandbox_tier = 'none' was configured")
+            else:
+                found = probe_bubblewrap(self.network)
+                self._probe = found if found.ok else Probe("none", False, found.reason)
+                if not found.ok:
+                    log.warning("no sandbox tier works here (%s): every cell needs approval", found.reason)
+        return self._probe
+
+    @property
+    def guarantees(self) -> KernelGuarantees:
+        probe = self.probe()
+        if probe.ok:
+            return KernelGuarantees(
+                "sandbox",
+                where="a local process in a bubblewrap sandbox",
+                confined=True,
+                tier=probe.tier,
+                network=self.network,
+                notes=("read-only: the rest of the system, the workspace's .git, the server's data dir",),
+            )
+        return KernelGuarantees(
+            "sandbox",
+            where="a local process, NOT confined",
+            confined=False,
+            network=True,
+            approval_required=True,
+            notes=(f"sandbox unavailable: {probe.reason}",),
+        )
+
+    async def __call__(self, spec: LaunchSpec) -> RunningKernel:
+        """Start one kernel in the best tier this machine has."""
+        probe = self.probe()
+        if not probe.ok:
+            return await start_local_kernel(spec)
+        runtime = private_dir(spec.runtime_dir).resolve()
+        own_dir = private_dir(runtime / f"sbx-{secrets.token_hex(4)}")
+        prefix = bubblewrap_argv(
+            spec, network=self.network, protected=self.protected, own_dir=own_dir, runtime=runtime
+        )
+        kernel = await start_local_kernel(
+            replace(spec, runtime_dir=own_dir), argv_prefix=prefix, interrupt_mode="message"
+        )
+        kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot staging
+        assert isinstance(kernel, SandboxKernel)
+        kernel.staging = own_dir / _STAGING
+        kernel.workspace = spec.cwd
+        return kernel

@@ -1,0 +1,201 @@
+"""Kernelspecs that name a jupyter_client provisioner, launched unmodified (local, and SSH to localhost)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kernel_bridge import KernelPool
+from kernel_bridge.errors import KernelStartError
+from kernel_bridge.provisioner import ProvisionerLauncher
+
+pytestmark = pytest.mark.anyio
+_HERE = Path(__file__).parent
+
+
+def _write_local_spec(root: Path, name: str) -> Path:
+    spec_dir = root / name
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": name,
+        "language": "python",
+        "metadata": {"kernel_provisioner": {"provisioner_name": "local-provisioner"}},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return root
+
+
+async def test_provisioner_kernelspec_runs_cells_and_restarts(tmp_path: Path) -> None:
+    specs = _write_local_spec(tmp_path / "kernels", "named-local")
+    launcher = ProvisionerLauncher("named-local", kernel_dirs=[str(specs)])
+    assert launcher.provisioner_name() == "local-provisioner"
+    pool = KernelPool(0, launcher=launcher)
+    try:
+        s = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "snap")
+        assert (await s.execute("y = 6 * 7\nprint(y)").result()).output == "42\n"
+        report = await s.restart()
+        assert "y" in report
+        assert (await s.execute("print(y)").result()).output == "42\n"
+    finally:
+        await pool.aclose()
+
+
+async def test_provisioner_kernel_death_is_detected(tmp_path: Path) -> None:
+    specs = _write_local_spec(tmp_path / "kernels", "dies")
+    pool = KernelPool(0, launcher=ProvisionerLauncher("dies", kernel_dirs=[str(specs)]))
+    try:
+        s = await pool.acquire(cwd=tmp_path)
+        result = await s.execute("import os\nos._exit(3)").result()
+        assert result.status == "died"
+        assert (await s.execute("print('fresh')").result()).output == "fresh\n"
+    finally:
+        await pool.aclose()
+
+
+def test_unknown_kernelspec_names_the_setting_to_fix(tmp_path: Path) -> None:
+    launcher = ProvisionerLauncher("no-such-spec", kernel_dirs=[str(tmp_path)])
+    with pytest.raises(KernelStartError, match="kernel_name"):
+        launcher.provisioner_name()
+
+
+# -- SSH ("distributed") provisioner against an sshd on 127.0.0.1 ---------------------------------
+
+
+@dataclass
+class Sshd:
+    port: int
+    home: Path  # HOME for the client side: ~/.ssh/id_ed25519 is the authorized key
+    kernels: Path  # kernelspec directory holding the ssh kernelspec
+
+
+def _ssh_unavailable() -> str | None:
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        return "no sshd here (apt-get install openssh-server)"
+    if shutil.which("ssh-keygen") is None:
+        return "no ssh-keygen here (apt-get install openssh-client)"
+    if os.geteuid() != 0:
+        return "sshd with a throwaway config needs root here"
+    try:
+        import gateway_provisioners  # noqa: F401
+    except ImportError:
+        return "gateway-provisioners is not installed (pip install 'continual-acp[distributed]')"
+    return None
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    reason = _ssh_unavailable()
+    if reason is not None:
+        print(f"SKIP SSH provisioner test: {reason}", file=sys.stderr)
+        pytest.skip(reason)
+    base = tmp_path_factory.mktemp("sshd")
+    home = base / "home"
+    (home / ".ssh").mkdir(parents=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / "hostkey")], check=True)
+    key = home / ".ssh" / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    authorized = base / "authorized_keys"
+    authorized.write_text(Path(f"{key}.pub").read_text())
+    authorized.chmod(0o600)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    config = base / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {base / 'hostkey'}\nAuthorizedKeysFile {authorized}\n"
+        f"PidFile {base / 'sshd.pid'}\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
+    log = (base / "sshd.log").open("wb")
+    process = subprocess.Popen(
+        [sshd_bin, "-D", "-e", "-f", str(config)], stdout=log, stderr=subprocess.STDOUT
+    )
+    deadline = time.monotonic() + 30
+    while not _port_open(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"sshd did not start: {(base / 'sshd.log').read_text()}")
+        time.sleep(0.1)  # polling a real server's readiness against the deadline above
+    prefix = base / "prefix"
+    subprocess.run(
+        [
+            str(Path(sys.executable).parent / "jupyter-ssh-spec"),
+            "install",
+            f"--prefix={prefix}",
+            "--kernel-name=ssh_py",
+            "--remote-hosts=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    kernels = prefix / "share" / "jupyter" / "kernels"
+    spec_file = kernels / "ssh_py" / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    spec["argv"][0] = sys.executable  # the remote host's Python with ipykernel (this one, here)
+    spec_file.write_text(json.dumps(spec))
+    try:
+        yield Sshd(port, home, kernels)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def test_ssh_provisioner_runs_a_session_on_localhost(sshd: Sshd, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "HOME": str(sshd.home),
+        "GP_SSH_PORT": str(sshd.port),
+        "GP_REMOTE_HOSTS": "127.0.0.1",
+        "GP_UNAUTHORIZED_USERS": "nobody-in-particular",  # root is refused by default
+    }
+    done = subprocess.run(
+        [sys.executable, str(_HERE / "provisioner_driver.py"), "ssh_py", str(sshd.kernels), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["provisioner"] == "distributed-provisioner"
+    assert out["first"] == ["ok", f"42 {tmp_path}\n"]
+    assert out["interrupt"] == ["interrupted", "KeyboardInterrupt"]
+    assert "value" in out["restart_report"]
+    assert out["after_restart"] == ["ok", "42\n"]
+
+
+async def test_provisioner_check_names_a_provisioner_that_is_not_installed(tmp_path: Path) -> None:
+    specs = _write_local_spec(tmp_path / "kernels", "odd")
+    spec_file = specs / "odd" / "kernel.json"
+    spec = json.loads(spec_file.read_text())
+    spec["metadata"]["kernel_provisioner"]["provisioner_name"] = "no-such-provisioner"
+    spec_file.write_text(json.dumps(spec))
+    with pytest.raises(KernelStartError, match=r"no-such-provisioner.*not installed"):
+        await ProvisionerLauncher("odd", kernel_dirs=[str(specs)]).check()
+
+
+async def test_provisioner_check_passes_for_an_installed_provisioner(tmp_path: Path) -> None:
+    specs = _write_local_spec(tmp_path / "kernels", "fine")
+    assert await ProvisionerLauncher("fine", kernel_dirs=[str(specs)]).check() == (
+        "kernelspec fine uses the local-provisioner"
+    )

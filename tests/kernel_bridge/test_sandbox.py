@@ -1,0 +1,228 @@
+"""The sandboxed local kernel: writes only in the workspace, no network unless allowed; tiers probed."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kernel_bridge_support import wait_until
+
+from kernel_bridge import KernelPool, KernelSession
+from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap
+
+pytestmark = pytest.mark.anyio
+
+_BWRAP = probe_bubblewrap()
+needs_bwrap = pytest.mark.skipif(not _BWRAP.ok, reason=f"bubblewrap tier unavailable: {_BWRAP.reason}")
+
+
+@dataclass
+class Layout:
+    workspace: Path
+    home: Path  # the server's data dir (harness, sessions)
+    outside: Path  # a host directory that is writable outside the sandbox
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
+    base = tmp_path_factory.mktemp("sandbox")
+    workspace = base / "workspace"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / ".git" / "config").write_text("[core]\n")
+    home = base / "home"
+    (home / "harness").mkdir(parents=True)
+    (home / "harness" / "state.json").write_text("{}")
+    (home / "sessions" / "s1" / "harness").mkdir(parents=True)
+    # Not under /tmp (the sandbox has a private /tmp): a host directory this user can write.
+    outside = Path(tempfile.mkdtemp(prefix="cacp-outside-", dir="/var/tmp"))
+    yield Layout(workspace, home, outside)
+    shutil.rmtree(outside, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+async def sandboxed(layout: Layout) -> AsyncIterator[KernelSession]:
+    if not _BWRAP.ok:
+        pytest.skip(f"bubblewrap tier unavailable: {_BWRAP.reason}")
+    pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)), interrupt_grace=3.0)
+    s = await pool.acquire(cwd=layout.workspace, snapshot_path=layout.home / "sessions" / "s1")
+    yield s
+    await pool.aclose()
+
+
+async def _run(session: KernelSession, code: str) -> tuple[str, str]:
+    result = await session.execute(code).result()
+    return result.status, result.error.evalue if result.error else result.output
+
+
+@needs_bwrap
+async def test_sandbox_cell_can_write_in_the_workspace(sandboxed: KernelSession, layout: Layout) -> None:
+    assert await _run(sandboxed, "open('made.txt', 'w').write('inside'); print('ok')") == ("ok", "ok\n")
+    assert (layout.workspace / "made.txt").read_text() == "inside"
+
+
+@needs_bwrap
+async def test_sandbox_cell_cannot_write_outside_the_workspace(
+    sandboxed: KernelSession, layout: Layout
+) -> None:
+    status, message = await _run(sandboxed, f"open({str(layout.outside / 'x.txt')!r}, 'w')")
+    assert status == "error" and "Read-only file system" in message
+    assert not (layout.outside / "x.txt").exists()
+
+
+@needs_bwrap
+async def test_sandbox_cell_cannot_write_the_git_config(sandboxed: KernelSession, layout: Layout) -> None:
+    status, message = await _run(sandboxed, "open('.git/config', 'a').write('[evil]\\n')")
+    assert status == "error" and "Read-only file system" in message
+    assert (layout.workspace / ".git" / "config").read_text() == "[core]\n"
+
+
+@needs_bwrap
+async def test_sandbox_cell_cannot_write_the_harness_state(sandboxed: KernelSession, layout: Layout) -> None:
+    target = layout.home / "harness" / "state.json"
+    status, message = await _run(sandboxed, f"open({str(target)!r}, 'w').write('tampered')")
+    assert status == "error" and "Read-only file system" in message
+    assert target.read_text() == "{}"
+
+
+@needs_bwrap
+async def test_sandbox_cell_cannot_write_the_sessions_local_harness(
+    sandboxed: KernelSession, layout: Layout
+) -> None:
+    target = layout.home / "sessions" / "s1" / "harness" / "note.md"
+    status, message = await _run(sandboxed, f"open({str(target)!r}, 'w')")
+    assert status == "error" and "Read-only file system" in message
+
+
+async def _listener() -> tuple[asyncio.Server, int]:
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    return server, int(server.sockets[0].getsockname()[1])
+
+
+@needs_bwrap
+async def test_sandbox_cell_cannot_connect_to_loopback_without_network(sandboxed: KernelSession) -> None:
+    server, port = await _listener()
+    try:
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).close()\nprint('connected')"
+        status, message = await _run(sandboxed, code)
+    finally:
+        server.close()
+    assert status == "error" and "Connection refused" in message
+
+
+@needs_bwrap
+async def test_sandbox_network_setting_allows_loopback(layout: Layout, tmp_path: Path) -> None:
+    server, port = await _listener()
+    pool = KernelPool(0, launcher=SandboxLauncher(network=True, protected=(layout.home,)))
+    try:
+        s = await pool.acquire(cwd=tmp_path)
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).close()\nprint('connected')"
+        assert await _run(s, code) == ("ok", "connected\n")
+    finally:
+        await pool.aclose()
+        server.close()
+
+
+@needs_bwrap
+async def test_sandbox_interrupt_stops_a_sleeping_cell(sandboxed: KernelSession) -> None:
+    run = sandboxed.execute("import time\ntime.sleep(60)")
+    await asyncio.wait_for(run.started.wait(), 30)
+    await asyncio.sleep(0.3)  # let the kernel enter the sleep (no event marks it)
+    began = time.monotonic()
+    await sandboxed.interrupt()
+    result = await run.result()
+    assert result.status == "interrupted"
+    assert (
+        result.error is not None and result.error.ename == "KeyboardInterrupt"
+    )  # not a kill after the grace
+    assert time.monotonic() - began < 3.0
+
+
+@needs_bwrap
+async def test_sandbox_snapshot_and_restart_restore(sandboxed: KernelSession, layout: Layout) -> None:
+    await sandboxed.execute("kept = [1, 2]").result()
+    report = await sandboxed.restart()
+    assert "kept" in report
+    assert await _run(sandboxed, "print(kept)") == ("ok", "[1, 2]\n")
+    # Staged in the kernel's own directory, copied into the session dir by the host.
+    assert (layout.home / "sessions" / "s1" / "kernel-state.dill").is_file()
+
+
+@needs_bwrap
+def test_sandbox_guarantees_report_the_bubblewrap_tier() -> None:
+    guarantees = SandboxLauncher().guarantees
+    assert (guarantees.confined, guarantees.tier, guarantees.network) == (True, "bubblewrap", False)
+    assert guarantees.approval_required is False
+
+
+def test_sandbox_without_a_tier_requires_approval_for_every_cell() -> None:
+    guarantees = SandboxLauncher(tier="none").guarantees
+    assert guarantees.confined is False and guarantees.approval_required is True
+    assert "NOT sandboxed" in guarantees.describe()
+
+
+def test_sandbox_probe_without_bwrap_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    probe = probe_bubblewrap()
+    assert probe.ok is False and "apt-get install bubblewrap" in probe.reason
+
+
+def test_sandbox_pool_does_not_warm_before_a_workspace_is_known() -> None:
+    pool = KernelPool(2, launcher=SandboxLauncher(tier="none"))
+    pool._refill()
+    assert pool._warming == 0
+
+
+@needs_bwrap
+async def test_sandbox_pool_warms_a_kernel_for_the_last_workspace(layout: Layout, tmp_path: Path) -> None:
+    pool = KernelPool(1, launcher=SandboxLauncher(protected=(layout.home,)), refill_delay=0)
+    try:
+        await pool.start()
+        first = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "s-a")
+        await wait_until(lambda: pool.ready_count == 1, timeout=60)
+        second = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "s-b")
+        assert pool.cold_starts == 1  # the second session took the warm kernel
+        result = await second.execute("open('warm.txt', 'w').write('w'); print('ok')").result()
+        assert result.output == "ok\n"
+        status, message = await _run(second, f"open({str(layout.outside / 'w.txt')!r}, 'w')")
+        assert status == "error" and "Read-only file system" in message
+        await first.shutdown(final_snapshot=False)
+    finally:
+        await pool.aclose()
+
+
+@needs_bwrap
+async def test_sandbox_kernel_cannot_write_another_kernels_directory(layout: Layout, tmp_path: Path) -> None:
+    pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)))
+    try:
+        a = await pool.acquire(cwd=tmp_path)
+        b = await pool.acquire(cwd=tmp_path)
+        other = b._kernel.log_path.parent  # type: ignore[union-attr]
+        status, message = await _run(a, f"open({str(other / 'planted.dill')!r}, 'w')")
+        assert status == "error" and "Read-only file system" in message
+    finally:
+        await pool.aclose()
+
+
+@needs_bwrap
+async def test_sandbox_restore_in_a_new_session_loads_the_copied_snapshot(
+    layout: Layout, tmp_path: Path
+) -> None:
+    pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)))
+    try:
+        s = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "sess")
+        await s.execute("carried = 'across sessions'").result()
+        await s.shutdown()  # final snapshot, copied to the session dir
+        again = await pool.acquire(cwd=tmp_path, snapshot_path=tmp_path / "sess")
+        report = await again.restore()
+        assert report.restored == ["carried"]
+    finally:
+        await pool.aclose()
