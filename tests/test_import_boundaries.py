@@ -17,7 +17,7 @@ ALLOWED: dict[str, tuple[set[str], set[str]]] = {
     "kernel_bridge": (set(), {"jupyter_client", "jupyter_core", "zmq", "dill", "anyio", "IPython", "ipykernel"}),
     # Kernel-side code: it reaches the host only through kernel_bridge's kernel-side client.
     "skills": ({"kernel_bridge"}, {"IPython"}),
-    "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx"}),
+    "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx", "mcp"}),
     "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema"}),
 }
 # The console script is the composition root: it wires every package's subcommand together.
