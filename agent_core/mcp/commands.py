@@ -40,7 +40,7 @@ async def restart_text(registry: McpRegistry | None, name: str) -> str:
     except McpOpError as exc:
         return exc.message
     try:
-        await connection.wait_ready(registry.call_timeout)
+        await connection.wait_ready()
     except McpOpError as exc:
         return f"Restarted `{connection.name}`, but it is not usable: {exc.message}"
     return f"Restarted `{connection.name}`: ready, {len(connection.tools)} tools."

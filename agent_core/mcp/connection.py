@@ -222,8 +222,10 @@ class ServerConnection:
 
     # ------------------------------------------------------------ requests
 
-    async def wait_ready(self, timeout: float) -> None:
-        """Wait for a connecting server; raise `McpOpError("unavailable")` if it is not usable."""
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait for a connecting server (default bound: the connect timeout, plus the spawn);
+        raise `McpOpError("unavailable")` if it is not usable."""
+        timeout = self._connect_timeout + 10 if timeout is None else timeout
         if self.state == "failed" and self._was_ready and self._auto_restarts < AUTO_RESTARTS:
             self._auto_restarts += 1
             self.restarts += 1
@@ -247,7 +249,7 @@ class ServerConnection:
 
     async def request(self, label: str, op: Op, timeout: float) -> Any:
         """Run `op(session)` in the server's task; its result, or `McpOpError`."""
-        await self.wait_ready(timeout)
+        await self.wait_ready()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._requests.put_nowait(_Request(label, op, timeout, future))
         try:

@@ -159,10 +159,10 @@ class McpRegistry:
         """Tools of one server (or all ready ones; connecting ones are waited for, bounded)."""
         if server is not None:
             targets = [self.connection(server)]
-            await targets[0].wait_ready(self.call_timeout)
+            await targets[0].wait_ready()
         else:
             targets = list(self.connections.values())
-            await asyncio.gather(*(c.wait_ready(self.call_timeout) for c in targets), return_exceptions=True)
+            await asyncio.gather(*(c.wait_ready() for c in targets), return_exceptions=True)
             targets = [c for c in targets if c.state == "ready"]
         words = [w for w in (query or "").lower().split() if w]
         attrs = self.attributes()
@@ -196,7 +196,7 @@ class McpRegistry:
         A destructive tool asks the editor first unless "allow always" was chosen for it.
         """
         connection = self.connection(server)
-        await connection.wait_ready(self.call_timeout)
+        await connection.wait_ready()
         spec = self.find_tool(connection, tool)
         name = spec["name"]
         if destructive(spec) and (connection.name, name) not in self.allowed_always:

@@ -91,6 +91,8 @@ def error_message(exc: BaseException) -> str:
     """The readable message of an SDK (or transport) error, exception groups unwrapped."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    if isinstance(exc, McpStartError):
+        return str(exc)  # written for the user already
     error = getattr(exc, "error", None)
     message = getattr(error, "message", None)
     if isinstance(message, str) and message:

@@ -8,7 +8,7 @@ import pytest
 from mcp_helpers import SECRET_NAME, Asks, Rig, serve_http, stdio_server
 
 from agent_core.mcp import HttpServer, McpRegistry, host_ops
-from kernel_bridge import KernelPool
+from kernel_bridge import KernelPool, KernelSession
 from skills.loader import setup_code
 
 
@@ -51,3 +51,18 @@ async def rig(http_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
         await kernel.shutdown(final_snapshot=False)
         await pool.aclose()
         await registry.aclose()
+
+
+@pytest.fixture(scope="module")
+async def bare_kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KernelSession]:
+    """A real kernel with the skills loaded; each test registers its own registry's ops on it."""
+    base = tmp_path_factory.mktemp("mcp-faults")
+    pool = KernelPool(0)
+    await pool.start()
+    kernel = await pool.acquire(cwd=base, setup_code=setup_code([]))
+    try:
+        assert kernel.setup_error is None, kernel.setup_error
+        yield kernel
+    finally:
+        await kernel.shutdown(final_snapshot=False)
+        await pool.aclose()

@@ -3,17 +3,18 @@ the directory never shadows the `mcp` SDK package)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_core.mcp import McpRegistry, StdioServer
+from agent_core.mcp import McpRegistry, StdioServer, host_ops
 from kernel_bridge import KernelSession
 
 SERVER_SCRIPT = str(Path(__file__).parent / "servers" / "tools_server.py")
@@ -103,3 +104,32 @@ async def cell_error(kernel: KernelSession, code: str) -> tuple[str, str]:
     assert result.status == "error", f"the cell did not raise: {result.output}"
     assert result.error is not None
     return result.error.ename, result.error.evalue
+
+
+@contextlib.asynccontextmanager
+async def registry_on(kernel: KernelSession, servers: Any, **options: Any) -> AsyncIterator[McpRegistry]:
+    """A registry of `servers` serving this kernel's `mcp.*` ops; stopped (servers and all) afterwards."""
+    registry = McpRegistry(cwd=os.getcwd(), **options)
+    registry.configure(servers)
+    host_ops.register(kernel.host_bridge, registry)
+    try:
+        yield registry
+    finally:
+        await registry.aclose()
+
+
+async def eventually(predicate: Any, timeout: float, what: str) -> None:
+    """`wait_until` for async tests: polls against a deadline without blocking the event loop."""
+    import anyio
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await anyio.sleep(0.05)
+
+
+async def read_pid(path: Path, timeout: float = 60) -> int:
+    """The pid the test server wrote to `path` (waited for: the server starts in the background)."""
+    await eventually(lambda: path.exists() and path.read_text().strip() != "", timeout, f"a pid in {path}")
+    return int(path.read_text())
