@@ -170,3 +170,16 @@ def test_sigkill_of_continual_acp_leaves_no_mcp_server_running(
     os.kill(client.proc.pid, signal.SIGKILL)
     client.proc.wait(10)
     wait_until(lambda: not pid_alive(pid), 20, f"MCP server pid {pid} to be gone after SIGKILL")
+
+
+def test_the_system_prompt_lists_the_sessions_servers_and_how_to_look_tools_up(
+    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model.push(text("hello"))
+    client = spawn(clients, home, model, tmp_path)
+    sid = new_session(client, tmp_path, [stdio_entry()])
+    assert prompt(client, sid, "hi", timeout=120)[0] == "end_turn"
+    system = model.requests[0]["messages"][0]["content"]
+    assert "# MCP servers" in system
+    assert "- `mcp.tools_2` (tools): " in system
+    assert "await mcp.tools(server=None, query=None, schemas=False)" in system
