@@ -252,6 +252,7 @@ class AcpServer:
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
+        ctx.after_response.append(_start_mcp(session))
         return {"sessionId": session.id, **session_setup(opened.session)}
 
     async def load_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -277,6 +278,7 @@ class AcpServer:
             await opened.presenter.present(event)
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
+        ctx.after_response.append(_start_mcp(session))
         return session_setup(session)
 
     async def resume_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -293,10 +295,11 @@ class AcpServer:
         if opened is not None:
             from agent_core.mcp import configure_mcp
 
-            configure_mcp(opened.session, servers)
+            configure_mcp(opened.session, servers, start=False)
         else:
             opened = await self._resume(agent, req.session_id, cwd, servers)
         self._advertise_commands(ctx, req.session_id)
+        ctx.after_response.append(_start_mcp(opened.session))
         return session_setup(opened.session)
 
     async def list_sessions(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -556,6 +559,17 @@ def _mcp_servers(method: str, raw: Any) -> Any:
     except McpConfigError as exc:
         error = {"loc": list(exc.loc), "msg": str(exc), "type": "value_error"}
         raise AcpError.invalid_params(f"{method}: {exc}", {"errors": [error]}) from None
+
+
+def _start_mcp(session: Any) -> Callable[[], Any]:
+    """After the response: start the session's MCP servers (so they never delay the answer)."""
+
+    async def start() -> None:
+        registry = getattr(session, "mcp", None)
+        if registry is not None:
+            registry.start()
+
+    return start
 
 
 def _absolute_cwd(cwd: str) -> str:

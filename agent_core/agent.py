@@ -158,7 +158,9 @@ class Agent:
         )
         session.owner_lock = owner
         self._sessions[session_id] = session
-        attach_mcp(session, mcp_servers)  # before the kernel is ready: its hook registers `mcp.*`
+        # Before the kernel is ready (its hook registers `mcp.*`); servers start on `session.mcp.start()`
+        # (acp_server: after its response) or at their first use.
+        attach_mcp(session, mcp_servers, start=False)
         if self.on_session is not None:
             self.on_session(session)
         return session
@@ -186,7 +188,7 @@ class Agent:
             # Already open here (the editor reopened the thread): keep the live kernel, whose state
             # is richer than its snapshot, and bind the session to the asking editor connection.
             existing.editor = editor
-            configure_mcp(existing, mcp_servers)
+            configure_mcp(existing, mcp_servers, start=False)
             return existing, self.store.load(session_id).events
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)

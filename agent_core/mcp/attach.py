@@ -23,8 +23,9 @@ def _call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
     return f"await mcp.call({server!r}, {tool!r}{', ' if args else ''}{args})"
 
 
-def attach_mcp(session: Any, servers: Sequence[ServerConfig] = ()) -> McpRegistry:
-    """Give `session` an MCP registry (started with `servers`, in the background)."""
+def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: bool = True) -> McpRegistry:
+    """Give `session` an MCP registry of `servers`; they connect in the background, now or (with
+    `start=False`) on `session.mcp.start()` or their first use."""
     from agent_core.ports import PermissionRequest
 
     async def ask(server: str, tool: str, arguments: dict[str, Any]) -> str:
@@ -54,16 +55,16 @@ def attach_mcp(session: Any, servers: Sequence[ServerConfig] = ()) -> McpRegistr
     session.mcp = registry
     session.kernel_hooks.append(lambda kernel: host_ops.register(kernel.host_bridge, registry))
     session.close_hooks.append(registry.aclose)
-    registry.configure(servers)
+    registry.configure(servers, start=start)
     return registry
 
 
-def configure_mcp(session: Any, servers: Sequence[ServerConfig] | None) -> None:
+def configure_mcp(session: Any, servers: Sequence[ServerConfig] | None, *, start: bool = True) -> None:
     """New servers for an open session (None = leave them as they are)."""
     registry = getattr(session, "mcp", None)
     if servers is None:
         return
     if registry is None:
-        attach_mcp(session, servers)
+        attach_mcp(session, servers, start=start)
     else:
-        registry.configure(servers)
+        registry.configure(servers, start=start)

@@ -58,7 +58,7 @@ class ServerConnection:
     ) -> None:
         self.config = config
         self.cwd = cwd
-        self.state: State = "stopped"
+        self.state: State = "connecting"  # configured; the task starts with `start()` or the first use
         self.error: str | None = None
         self.tools: list[dict[str, Any]] = []  # wire `Tool` objects
         self.server_info: dict[str, Any] = {}
@@ -226,6 +226,8 @@ class ServerConnection:
         """Wait for a connecting server (default bound: the connect timeout, plus the spawn);
         raise `McpOpError("unavailable")` if it is not usable."""
         timeout = self._connect_timeout + 10 if timeout is None else timeout
+        if self._task is None and self.state == "connecting":
+            self.start()  # never started (the owner defers starts until its reply is out): now
         if self.state == "failed" and self._was_ready and self._auto_restarts < AUTO_RESTARTS:
             self._auto_restarts += 1
             self.restarts += 1

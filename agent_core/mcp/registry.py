@@ -55,10 +55,11 @@ class McpRegistry:
 
     # ------------------------------------------------------------ configuration
 
-    def configure(self, servers: Sequence[ServerConfig]) -> None:
+    def configure(self, servers: Sequence[ServerConfig], *, start: bool = True) -> None:
         """Make the running set match `servers`: unchanged ones keep running, others (re)start.
 
-        Returns at once; servers connect in the background.
+        Returns at once; servers connect in the background. `start=False` leaves new servers to
+        `start()` (or their first use), so a caller can answer its own request first.
         """
         wanted = {server.name: server for server in servers}
         for name, connection in list(self.connections.items()):
@@ -69,6 +70,13 @@ class McpRegistry:
             if name not in self.connections:
                 connection = ServerConnection(server, cwd=self.cwd, on_notice=self._notice)
                 self.connections[name] = connection
+                if start:
+                    connection.start()
+
+    def start(self) -> None:
+        """Start every server not started yet (concurrently, in the background)."""
+        for connection in self.connections.values():
+            if connection.state == "connecting":
                 connection.start()
 
     def _stop_later(self, connection: ServerConnection) -> None:

@@ -183,3 +183,16 @@ def test_the_system_prompt_lists_the_sessions_servers_and_how_to_look_tools_up(
     assert "# MCP servers" in system
     assert "- `mcp.tools_2` (tools): " in system
     assert "await mcp.tools(server=None, query=None, schemas=False)" in system
+
+
+def test_session_close_stops_the_sessions_mcp_servers(
+    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "mcp.pid"
+    client = spawn(clients, home, model, tmp_path)
+    sid = new_session(client, tmp_path, [stdio_entry(MCP_TEST_PID_FILE=str(pid_file))])
+    wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", 90, "the MCP server to start")
+    pid = int(pid_file.read_text())
+    client.request("session/close", {"sessionId": sid})
+    wait_until(lambda: not pid_alive(pid), 20, f"MCP server pid {pid} to be gone after session/close")
+    assert client.proc.poll() is None  # the server itself keeps serving
