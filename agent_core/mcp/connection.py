@@ -73,6 +73,7 @@ class ServerConnection:
         self._was_ready = False
         self._auto_restarts = 0
         self._gone: anyio.Event | None = None  # set when the current connection's transport ended
+        self._garbage: str | None = None  # the last line the transport could not parse
 
     @property
     def name(self) -> str:
@@ -146,7 +147,7 @@ class ServerConnection:
 
         async with anyio.create_task_group() as outer:
             outer.start_soon(pump)
-            async with transports.client_session(receive, write) as session:
+            async with transports.client_session(receive, write, self._garbage_seen) as session:
                 with anyio.fail_after(self._connect_timeout):
                     init = await session.initialize()
                     self.tools = await _list_tools(session, transports)
@@ -176,9 +177,10 @@ class ServerConnection:
         except TimeoutError:
             message = f"MCP server {self.name!r} did not answer {request.label} within {request.timeout:g} s"
             self._on_notice(McpNotice(self.name, "warning", message))
-            _fail(
-                future, McpOpError("timeout", message + " (mcp_call_timeout in config.toml sets the limit)")
-            )
+            if self._garbage is not None:
+                message += f"; it sent output that is not JSON-RPC ({self._garbage})"
+            limit = " (mcp_call_timeout in config.toml sets the limit)"
+            _fail(future, McpOpError("timeout", message + limit))
         except McpOpError as exc:
             _fail(future, exc)
         except Exception as exc:
@@ -192,6 +194,13 @@ class ServerConnection:
         finally:
             if future.done():  # else it was cancelled with the task: `_fail_pending` answers it
                 self._inflight.discard(request)
+
+    def _garbage_seen(self, text: str) -> None:
+        first = self._garbage is None
+        self._garbage = text[:300]
+        if first:
+            message = f"MCP server {self.name!r} sent output that is not JSON-RPC: {self._garbage}"
+            self._on_notice(McpNotice(self.name, "warning", message))
 
     def _fail_pending(self, error: McpOpError) -> None:
         for request in list(self._inflight):

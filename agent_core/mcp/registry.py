@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 # The kernel object's own names: a server (or tool) with one of these names gets a suffixed attribute.
 RESERVED = ("servers", "tools", "call", "resources", "read", "prompts", "prompt", "server")
 MAX_NOTICES = 50
+LIST_WAIT = 10.0  # seconds `tools()` over all servers waits for ones still connecting
 
 # (server, tool, arguments) -> "allow_once" | "allow_always" | "reject" | "cancelled"
 AskPermission = Callable[[str, str, dict[str, Any]], Awaitable[str]]
@@ -170,7 +171,8 @@ class McpRegistry:
             await targets[0].wait_ready()
         else:
             targets = list(self.connections.values())
-            await asyncio.gather(*(c.wait_ready() for c in targets), return_exceptions=True)
+            # A listing of everything does not wait long for one slow server: it shows the ready ones.
+            await asyncio.gather(*(c.wait_ready(LIST_WAIT) for c in targets), return_exceptions=True)
             targets = [c for c in targets if c.state == "ready"]
         words = [w for w in (query or "").lower().split() if w]
         attrs = self.attributes()

@@ -10,7 +10,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -80,11 +80,16 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
         yield streams
 
 
-def client_session(read: Any, write: Any) -> Any:
-    """The SDK's ClientSession on a transport's streams."""
+def client_session(read: Any, write: Any, on_garbage: Callable[[str], None]) -> Any:
+    """The SDK's ClientSession on a transport's streams; `on_garbage(text)` hears of lines the
+    transport could not parse (they match no request, so the waiting call would only time out)."""
     from mcp import ClientSession
 
-    return ClientSession(read, write)
+    async def handle(message: Any) -> None:
+        if isinstance(message, Exception):
+            on_garbage(error_message(message))
+
+    return ClientSession(read, write, message_handler=handle)
 
 
 def error_message(exc: BaseException) -> str:
@@ -93,6 +98,11 @@ def error_message(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, McpStartError):
         return str(exc)  # written for the user already
+    errors = getattr(exc, "errors", None)
+    if type(exc).__name__ == "ValidationError" and callable(errors):
+        # pydantic, parsing what the server answered: say which fields were wrong, briefly.
+        problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors()[:3]]
+        return "the server's answer is not a valid MCP result (" + "; ".join(problems) + ")"
     error = getattr(exc, "error", None)
     message = getattr(error, "message", None)
     if isinstance(message, str) and message:

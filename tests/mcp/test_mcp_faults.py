@@ -102,3 +102,32 @@ async def test_sse_servers_are_reachable(bare_kernel: KernelSession, sse_url: st
         assert (
             await run_cell(bare_kernel, "print(await mcp.old_web.add(a=20, b=22))")
         ).output.strip() == "42"
+
+
+GARBAGE = str(Path(__file__).parent / "servers" / "garbage_server.py")
+
+
+async def test_a_malformed_result_raises_a_clear_tool_error_and_the_server_stays_usable(
+    bare_kernel: KernelSession,
+) -> None:
+    garbage = StdioServer("garbage", sys.executable, (GARBAGE,))
+    async with registry_on(bare_kernel, [garbage], call_timeout=5):
+        name, message = await cell_error(bare_kernel, "await mcp.call('garbage', 'broken')")
+        assert name == "McpToolError"
+        assert message == (
+            "garbage: the server's answer is not a valid MCP result (content: Input should be a valid list; "
+            "isError: Input should be a valid boolean, unable to interpret input)"
+        )
+        out = await run_cell(bare_kernel, "print([s['state'] for s in mcp.servers()])")
+        assert out.output.strip() == "['ready']"
+
+
+async def test_a_non_json_answer_times_out_with_an_error_saying_what_the_server_sent(
+    bare_kernel: KernelSession,
+) -> None:
+    garbage = StdioServer("garbage", sys.executable, (GARBAGE,))
+    async with registry_on(bare_kernel, [garbage], call_timeout=5):
+        name, message = await cell_error(bare_kernel, "await mcp.call('garbage', 'noise')")
+        assert name == "McpTimeoutError"
+        assert message.startswith("MCP server 'garbage' did not answer tools/call noise within 5 s; ")
+        assert "it sent output that is not JSON-RPC" in message
