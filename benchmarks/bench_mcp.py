@@ -115,6 +115,7 @@ def session_new_same_process(rounds: int) -> tuple[list[float], list[float]]:
                     sink.append(time.perf_counter() - start)
                     time.sleep(1.5)  # let the servers connect, so the next measurement starts quiet
                     wire.call("session/close", {"sessionId": sid["sessionId"]})
+                    time.sleep(1.0)  # and the kernel/servers shutdown settle
         finally:
             wire.close()
     return none, three
