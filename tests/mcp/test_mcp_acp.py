@@ -254,3 +254,20 @@ def test_a_session_with_mcp_servers_conforms_to_the_npm_sdk_schema(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1])["findings"] == []
+
+
+def test_session_resume_reconnects_the_servers_it_is_given(
+    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model.push(text("first"), tool_call("print(await mcp.call('tools', 'add', a=40, b=2))"), text("second"))
+    first = spawn(clients, home, model, tmp_path)
+    sid = new_session(first, tmp_path, [])
+    assert prompt(first, sid, "one", timeout=120)[0] == "end_turn"
+    assert first.close() == 0
+
+    second = spawn(clients, home, model, tmp_path)
+    second.request("session/resume", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": [stdio_entry()]})
+    assert prompt(second, sid, "two", timeout=120)[0] == "end_turn"
+    _start, updates = final_card(second, sid)
+    assert updates[-1]["status"] == "completed"
+    assert texts(updates[-1]["content"]).endswith("```\n42\n```")

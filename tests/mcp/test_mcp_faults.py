@@ -27,6 +27,14 @@ async def test_a_server_crashing_mid_call_raises_in_the_cell_and_the_next_call_r
         assert any("'tools' stopped working" in n.message for n in registry.notices)
 
 
+async def test_a_crash_of_one_server_leaves_the_others_running(bare_kernel: KernelSession) -> None:
+    async with registry_on(bare_kernel, [stdio_server("doomed"), stdio_server("steady")], call_timeout=30):
+        await run_cell(bare_kernel, "await mcp.tools()")
+        await cell_error(bare_kernel, "await mcp.call('doomed', 'crash')")
+        out = await run_cell(bare_kernel, "print(await mcp.call('steady', 'add', a=3, b=4))")
+        assert out.output.strip() == "7"
+
+
 async def test_a_hanging_tool_times_out_and_the_same_server_keeps_answering(
     bare_kernel: KernelSession,
 ) -> None:
