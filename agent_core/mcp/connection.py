@@ -74,6 +74,7 @@ class ServerConnection:
         self._auto_restarts = 0
         self._gone: anyio.Event | None = None  # set when the current connection's transport ended
         self._garbage: str | None = None  # the last line the transport could not parse
+        self._tools_stale = False  # the server said its tool list changed
 
     @property
     def name(self) -> str:
@@ -147,7 +148,8 @@ class ServerConnection:
 
         async with anyio.create_task_group() as outer:
             outer.start_soon(pump)
-            async with transports.client_session(receive, write, self._garbage_seen) as session:
+            client = transports.client_session(receive, write, self._garbage_seen, self._notified)
+            async with client as session:
                 with anyio.fail_after(self._connect_timeout):
                     init = await session.initialize()
                     self.tools = await _list_tools(session, transports)
@@ -194,6 +196,23 @@ class ServerConnection:
         finally:
             if future.done():  # else it was cancelled with the task: `_fail_pending` answers it
                 self._inflight.discard(request)
+
+    def _notified(self, method: str) -> None:
+        if method == "notifications/tools/list_changed":
+            self._tools_stale = True
+
+    async def fresh_tools(self) -> list[dict[str, Any]]:
+        """The tool list, listed again first if the server said it changed."""
+        if self._tools_stale:
+            self._tools_stale = False
+
+            async def op(session: Any) -> Any:
+                from agent_core.mcp import transports
+
+                return await _list_tools(session, transports)
+
+            self.tools = list(await self.request("tools/list", op, self._connect_timeout))
+        return self.tools
 
     def _garbage_seen(self, text: str) -> None:
         first = self._garbage is None

@@ -174,6 +174,8 @@ class McpRegistry:
             # A listing of everything does not wait long for one slow server: it shows the ready ones.
             await asyncio.gather(*(c.wait_ready(LIST_WAIT) for c in targets), return_exceptions=True)
             targets = [c for c in targets if c.state == "ready"]
+        for connection in targets:
+            await connection.fresh_tools()
         words = [w for w in (query or "").lower().split() if w]
         attrs = self.attributes()
         found: list[dict[str, Any]] = []
@@ -207,6 +209,7 @@ class McpRegistry:
         """
         connection = self.connection(server)
         await connection.wait_ready()
+        await connection.fresh_tools()
         spec = self.find_tool(connection, tool)
         name = spec["name"]
         if destructive(spec) and (connection.name, name) not in self.allowed_always:

@@ -80,14 +80,21 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
         yield streams
 
 
-def client_session(read: Any, write: Any, on_garbage: Callable[[str], None]) -> Any:
+def client_session(
+    read: Any, write: Any, on_garbage: Callable[[str], None], on_notification: Callable[[str], None]
+) -> Any:
     """The SDK's ClientSession on a transport's streams; `on_garbage(text)` hears of lines the
-    transport could not parse (they match no request, so the waiting call would only time out)."""
+    transport could not parse (they match no request, so the waiting call would only time out),
+    `on_notification(method)` of the server's notifications."""
     from mcp import ClientSession
 
     async def handle(message: Any) -> None:
         if isinstance(message, Exception):
             on_garbage(error_message(message))
+            return
+        method = getattr(message, "method", None) or getattr(getattr(message, "root", None), "method", None)
+        if isinstance(method, str):
+            on_notification(method)
 
     return ClientSession(read, write, message_handler=handle)
 

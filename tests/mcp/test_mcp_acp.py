@@ -125,8 +125,8 @@ def test_mcp_command_shows_the_servers_state(
 ) -> None:
     client = spawn(clients, home, model, tmp_path)
     sid = new_session(client, tmp_path, [stdio_entry()])
-    wait_until(lambda: "ready, 10 tools" in run_command(client, sid, "/mcp"), 90, "the server to be ready")
-    assert run_command(client, sid, "/mcp restart tools") == "Restarted `tools`: ready, 10 tools."
+    wait_until(lambda: "ready, 11 tools" in run_command(client, sid, "/mcp"), 90, "the server to be ready")
+    assert run_command(client, sid, "/mcp restart tools") == "Restarted `tools`: ready, 11 tools."
 
 
 def test_a_malformed_mcp_servers_entry_is_invalid_params(

@@ -87,10 +87,10 @@ async def test_mcp_command_shows_states_and_restart_starts_a_new_server_process(
         await registry.tools("tools")
         assert (await command_text(registry, "")).splitlines()[:2] == [
             "MCP servers:",
-            "- `tools` (stdio): ready, 10 tools",
+            "- `tools` (stdio): ready, 11 tools",
         ]
         pid_file.write_text("")
-        assert await command_text(registry, "restart tools") == "Restarted `tools`: ready, 10 tools."
+        assert await command_text(registry, "restart tools") == "Restarted `tools`: ready, 11 tools."
         assert await read_pid(pid_file) != first
         await eventually(lambda: not pid_alive(first), 20, "the old server process to exit")
 
@@ -139,3 +139,12 @@ async def test_a_non_json_answer_times_out_with_an_error_saying_what_the_server_
         assert name == "McpTimeoutError"
         assert message.startswith("MCP server 'garbage' did not answer tools/call noise within 5 s; ")
         assert "it sent output that is not JSON-RPC" in message
+
+
+async def test_a_tool_added_by_the_server_is_found_after_its_list_changed_notification(
+    bare_kernel: KernelSession,
+) -> None:
+    async with registry_on(bare_kernel, [stdio_server("tools")], call_timeout=30):
+        await run_cell(bare_kernel, "await mcp.call('tools', 'grow')")
+        out = await run_cell(bare_kernel, "print(await mcp.tools_2.extra(word='new'))")
+        assert out.output.strip() == "NEW"

@@ -40,7 +40,7 @@ async def test_servers_reports_name_state_tool_count_and_error(rig: Rig) -> None
         ("tools", "tools_2", "ready", None),
         ("web-tools", "web_tools", "ready", None),
     ]
-    assert servers[0]["tools"] == servers[1]["tools"] == 10
+    assert servers[0]["tools"] == servers[1]["tools"] == 11
 
 
 async def test_call_with_arguments_returns_structured_content_as_a_dict(rig: Rig) -> None:

@@ -14,7 +14,7 @@ import os
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
 from mcp.types import ToolAnnotations
@@ -80,6 +80,18 @@ def crash() -> str:
 async def hang() -> str:
     await anyio.sleep(3600)
     return "unreachable"
+
+
+def extra(word: str) -> str:
+    """A tool added while the server runs."""
+    return word.upper()
+
+
+@server.tool(description="Add the `extra` tool and tell the client the tool list changed.")
+async def grow(ctx: Context) -> str:
+    server.add_tool(extra, name="extra")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 @server.resource("note://readme", description="A short note.")
