@@ -229,8 +229,10 @@ class ServerConnection:
             _fail(self._requests.get_nowait().future, error)
 
     def _describe_failure(self, exc: BaseException, errlog: Any) -> str:
-        from agent_core.mcp.transports import error_message  # imported by _run already (or failing)
-
+        try:
+            from agent_core.mcp.transports import error_message
+        except ImportError:  # the SDK itself is missing or broken: say that, not a traceback
+            return f"the MCP SDK could not be imported ({exc}); install continual-acp's `mcp` dependency"
         gone = _first(exc, _ServerGone)
         if gone is not None:
             return str(gone)

@@ -238,7 +238,13 @@ class McpRegistry:
     async def _permit(self, server: str, tool: str, arguments: dict[str, Any]) -> None:
         if self.ask_permission is None:
             return
-        decision = await self.ask_permission(server, tool, arguments)
+        try:
+            decision = await self.ask_permission(server, tool, arguments)
+        except Exception as exc:  # the editor failed the request: nobody allowed the tool
+            raise McpOpError(
+                "denied",
+                f"{server}.{tool} is marked destructive and the editor did not answer the ask: {exc}",
+            ) from None
         if decision == "allow_always":
             self.allowed_always.add((server, tool))
         elif decision != "allow_once":
