@@ -118,3 +118,15 @@ async def test_the_servers_env_reaches_the_server_and_never_the_kernel(rig: Rig)
         f"print(await mcp.call('tools', 'env_value', name={SECRET_NAME!r}))"
     )
     assert (await run_cell(rig.kernel, code)).output.split() == ["<unset>", "for-the-server-only"]
+
+
+async def test_prompts_are_listed_and_fetched_with_arguments(rig: Rig) -> None:
+    code = (
+        "print([p['name'] for p in await mcp.prompts('tools')])\n"
+        "messages = await mcp.prompt('tools', 'review', topic='the parser')\n"
+        "print(messages[0]['role'], messages[0]['content']['text'])"
+    )
+    assert (await run_cell(rig.kernel, code)).output.splitlines() == [
+        "['review']",
+        "user Please review the parser.",
+    ]

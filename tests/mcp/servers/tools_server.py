@@ -99,6 +99,11 @@ def readme() -> str:
     return "hello from a resource"
 
 
+@server.prompt(description="Ask for a review of a topic.")
+def review(topic: str) -> str:
+    return f"Please review {topic}."
+
+
 def main() -> None:
     pid_file = os.environ.get("MCP_TEST_PID_FILE")
     if pid_file:
