@@ -56,6 +56,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
+    SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -332,6 +333,11 @@ class CommandRunner:
             await self._reply(
                 f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt` or `/kernel restart`."
             )
+
+    async def _cmd_mcp(self, argument: str) -> None:
+        from agent_core.mcp import command_text  # the logic lives with the MCP package
+
+        await self._reply(await command_text(getattr(self._session, "mcp", None), argument))
 
     async def _cmd_compact(self, argument: str) -> None:
         summary = await self._session.compact(argument or None)

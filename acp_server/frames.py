@@ -682,8 +682,8 @@ def initialize_response(
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            # MCP servers are not reachable from the kernel yet, so no transports are claimed.
-            "mcpCapabilities": {"http": False, "sse": False},
+            # stdio always; both HTTP transports through the MCP SDK (agent_core/mcp), tested.
+            "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
             "_meta": {
                 META_KEY: {

@@ -191,12 +191,12 @@ class AcpServer:
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
         return await self._resume(agent, session_id, cwd)
 
-    async def _resume(self, agent: Any, session_id: str, cwd: str) -> OpenSession:
+    async def _resume(self, agent: Any, session_id: str, cwd: str, servers: Any = None) -> OpenSession:
         from agent_core import SessionInUse, SessionNotFound
 
         editor = self._new_editor()
         try:
-            session = await agent.resume_session(session_id, cwd, editor)
+            session = await agent.resume_session(session_id, cwd, editor, servers)
         except SessionNotFound:
             raise AcpError.session_not_found(session_id) from None
         except SessionInUse as exc:
@@ -238,11 +238,12 @@ class AcpServer:
 
     async def new_session(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
         cwd = _absolute_cwd(_check_new_session(params))
+        servers = _mcp_servers("session/new", params.get("mcpServers"))
         agent = await self.agent()
         editor = self._new_editor()
         started = time.monotonic()
         try:
-            session = await agent.new_session(cwd, editor)
+            session = await agent.new_session(cwd, editor, servers)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
                 f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
@@ -252,17 +253,19 @@ class AcpServer:
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
+        ctx.after_response.append(_start_mcp(session))
         return {"sessionId": session.id, **session_setup(opened.session)}
 
     async def load_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
         from agent_core import SessionInUse, SessionNotFound
 
         cwd = _absolute_cwd(req.cwd)
+        servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
         await self._forget(req.session_id)
         editor = self._new_editor()
         try:
-            session, events = await agent.load_session(req.session_id, cwd, editor)
+            session, events = await agent.load_session(req.session_id, cwd, editor, servers)
         except SessionNotFound:
             raise AcpError.session_not_found(req.session_id) from None
         except SessionInUse as exc:
@@ -277,6 +280,7 @@ class AcpServer:
         await self._tell_interrupted_loop(opened)
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
+        ctx.after_response.append(_start_mcp(session))
         return session_setup(session)
 
     async def _tell_interrupted_loop(self, opened: Any) -> None:
@@ -299,9 +303,17 @@ class AcpServer:
                 f"session/resume: cwd {cwd!r} is not an existing directory",
                 {"errors": [{"loc": ["cwd"], "msg": "not an existing directory", "type": "value_error"}]},
             )
+        servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
-        opened = self.sessions.get(req.session_id) or await self._resume(agent, req.session_id, cwd)
+        opened = self.sessions.get(req.session_id)
+        if opened is not None:
+            from agent_core.mcp import configure_mcp
+
+            configure_mcp(opened.session, servers, start=False)
+        else:
+            opened = await self._resume(agent, req.session_id, cwd, servers)
         self._advertise_commands(ctx, req.session_id)
+        ctx.after_response.append(_start_mcp(opened.session))
         return session_setup(opened.session)
 
     async def list_sessions(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -549,6 +561,29 @@ def _check_new_session(params: dict[str, Any]) -> str:
         )
     assert isinstance(cwd, str)
     return cwd
+
+
+def _mcp_servers(method: str, raw: Any) -> Any:
+    """`mcpServers` (dicts, or the wire models of load/resume) as agent_core records; -32602 if malformed."""
+    from agent_core.mcp import McpConfigError, parse_servers
+
+    items = [s.model_dump(by_alias=True, exclude_none=True) if hasattr(s, "model_dump") else s for s in raw or []]
+    try:
+        return parse_servers(items)
+    except McpConfigError as exc:
+        error = {"loc": list(exc.loc), "msg": str(exc), "type": "value_error"}
+        raise AcpError.invalid_params(f"{method}: {exc}", {"errors": [error]}) from None
+
+
+def _start_mcp(session: Any) -> Callable[[], Any]:
+    """After the response: start the session's MCP servers (so they never delay the answer)."""
+
+    async def start() -> None:
+        registry = getattr(session, "mcp", None)
+        if registry is not None:
+            registry.start()
+
+    return start
 
 
 def _absolute_cwd(cwd: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from agent_core import events as ev
 from agent_core.config import AgentConfig
 from agent_core.errors import SessionNotFound
 from agent_core.kernel_backend import pool_options
+from agent_core.mcp import ServerConfig, attach_mcp, configure_mcp
 from agent_core.model import ModelClient
 from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
@@ -124,7 +125,14 @@ class Agent:
         return start
 
     def _make(
-        self, session_id: str, cwd: str, editor: EditorPort, *, restore: bool, **state: object
+        self,
+        session_id: str,
+        cwd: str,
+        editor: EditorPort,
+        *,
+        restore: bool,
+        mcp_servers: Sequence[ServerConfig] = (),
+        **state: object,
     ) -> Session:
         from agent_core.ownership import SessionOwnerLock
 
@@ -154,11 +162,16 @@ class Agent:
         )
         session.owner_lock = owner
         self._sessions[session_id] = session
+        # Before the kernel is ready (its hook registers `mcp.*`); servers start on `session.mcp.start()`
+        # (acp_server: after its response) or at their first use.
+        attach_mcp(session, mcp_servers, start=False)
         if self.on_session is not None:
             self.on_session(session)
         return session
 
-    async def new_session(self, cwd: str, editor: EditorPort) -> Session:
+    async def new_session(
+        self, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] = ()
+    ) -> Session:
         """A fresh session; its kernel starts (or comes from the pool) in the background."""
         cwd = resolve_cwd(cwd)
         if not Path(cwd).is_dir():
@@ -170,16 +183,19 @@ class Agent:
         session_id = f"sess_{uuid.uuid4().hex}"
         from agent_core.transcript import now_iso
 
-        return self._make(session_id, cwd, editor, restore=False, created_at=now_iso())
+        return self._make(
+            session_id, cwd, editor, restore=False, mcp_servers=mcp_servers, created_at=now_iso()
+        )
 
     async def _open_saved(
-        self, session_id: str, cwd: str, editor: EditorPort
+        self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
     ) -> tuple[Session, list[ev.TurnEvent]]:
         existing = self._sessions.get(session_id)
         if existing is not None:
             # Already open here (the editor reopened the thread): keep the live kernel, whose state
             # is richer than its snapshot, and bind the session to the asking editor connection.
             existing.editor = editor
+            configure_mcp(existing, mcp_servers, start=False)
             return existing, self.store.load(session_id).events
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
@@ -193,6 +209,7 @@ class Agent:
             resolve_cwd(cwd or loaded.cwd),
             editor,
             restore=True,
+            mcp_servers=mcp_servers or (),
             created_at=loaded.created_at,
             messages=loaded.messages,
             title=loaded.title,
@@ -203,16 +220,18 @@ class Agent:
         return session, loaded.events
 
     async def load_session(
-        self, session_id: str, cwd: str, editor: EditorPort
+        self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
     ) -> tuple[Session, list[ev.TurnEvent]]:
         """Reopen a saved session; returns the events to replay (in order). The kernel snapshot is restored."""
-        session, events = await self._open_saved(session_id, cwd, editor)
+        session, events = await self._open_saved(session_id, cwd, editor, mcp_servers)
         await self._await_kernel(session)
         return session, events
 
-    async def resume_session(self, session_id: str, cwd: str, editor: EditorPort) -> Session:
+    async def resume_session(
+        self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
+    ) -> Session:
         """Reopen a saved session without replay."""
-        session, _ = await self._open_saved(session_id, cwd, editor)
+        session, _ = await self._open_saved(session_id, cwd, editor, mcp_servers)
         return session
 
     async def _await_kernel(self, session: Session) -> None:

@@ -66,6 +66,7 @@ class PromptInputs:
     cwd: str
     harness_overview: str = ""
     skill_index: str = ""
+    mcp_servers: str = ""  # agent_core.mcp.prompt.prompt_section
     today: date | None = None
 
 
@@ -96,12 +97,19 @@ def build_system_prompt(inputs: PromptInputs) -> str:
     if inputs.skill_index.strip():
         index = inputs.skill_index.strip()
         parts.append(index if index.startswith("#") else "# Skills\n" + index)
+    _add_mcp_section(parts, inputs)
     context = project_context(inputs.cwd)
     if context:
         parts.append("# Project context\n" + context)
     today = inputs.today or date.today()
     parts.append(f"# Environment\nWorking directory: {inputs.cwd}\nToday's date: {today.isoformat()}")
     return "\n\n".join(parts)
+
+
+def _add_mcp_section(parts: list[str], inputs: PromptInputs) -> None:
+    """The connected MCP servers (bounded by agent_core.mcp.prompt), after the skills."""
+    if inputs.mcp_servers.strip():
+        parts.append(inputs.mcp_servers.strip())
 
 
 def safe_section(name: str, build: Callable[[], str]) -> str:

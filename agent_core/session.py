@@ -27,6 +27,7 @@ from agent_core.editor_ops import EditorOps
 from agent_core.errors import ModelError
 from agent_core.hooks import RefinementHook, TurnFailedHook
 from agent_core.kernel_handle import KernelHandle
+from agent_core.mcp.prompt import prompt_section as mcp_prompt_section
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
 from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
@@ -204,6 +205,7 @@ class Session:
                 cwd=self.cwd,
                 harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
                 skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
+                mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(getattr(self, "mcp", None))),
             )
         )
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import MutableMapping, Sequence
 
-BUILTIN = ("refine", "harness", "editor", "goal")
+BUILTIN = ("refine", "harness", "editor", "goal", "mcp")
 
 
 def install(namespace: MutableMapping[str, object], roots: Sequence[str]) -> None:
-    """Bind `refine`, `harness`, `editor`, `goal` and `skills` in the user's namespace."""
+    """Bind `refine`, `harness`, `editor`, `goal`, `mcp` and `skills` in the user's namespace."""
     import importlib
 
     import skills

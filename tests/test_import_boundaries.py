@@ -14,10 +14,13 @@ PROJECT = {"acp_server", "agent_core", "harness_store", "kernel_bridge", "skills
 # package -> (project packages it may import, third-party top-level modules it may import)
 ALLOWED: dict[str, tuple[set[str], set[str]]] = {
     "harness_store": (set(), {"pydantic", "pydantic_core", "typing_extensions"}),
-    "kernel_bridge": (set(), {"jupyter_client", "jupyter_core", "zmq", "dill", "anyio", "IPython", "ipykernel"}),
+    "kernel_bridge": (
+        set(),
+        {"jupyter_client", "jupyter_core", "zmq", "dill", "anyio", "IPython", "ipykernel", "aiohttp"},
+    ),
     # Kernel-side code: it reaches the host only through kernel_bridge's kernel-side client.
     "skills": ({"kernel_bridge"}, {"IPython"}),
-    "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx"}),
+    "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx", "mcp"}),
     "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"}),
 }
 # The console script is the composition root: it wires every package's subcommand together.

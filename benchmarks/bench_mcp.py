@@ -1,0 +1,172 @@
+"""MCP benchmarks: medians measured side by side in one run.
+
+* a tool call from a cell (`await mcp.call(...)` timed inside the kernel) to a local stdio MCP server
+  and back, against the bare SDK client's own `call_tool` round trip to the same server script
+  (interleaved rounds in one process);
+* `session/new` over real stdio with 3 stdio MCP servers configured vs none (same process, after a
+  first session has paid the imports; alternated), and spawn -> `session/new` (fresh processes).
+
+Run: .venv/bin/python benchmarks/bench_mcp.py [--calls 200] [--rounds 10] [--sessions 10] [--spawns 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_server import INIT_PARAMS, Wire
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = str(ROOT / "tests" / "mcp" / "servers" / "tools_server.py")
+
+
+def ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+async def tool_calls(rounds: int, per_round: int, work: Path) -> dict[str, list[float]]:
+    """Interleaved in one process: the bare SDK client's `call_tool` round trip to the server script,
+    and `await mcp.call(...)` timed inside a kernel cell (registry -> its own server process)."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from agent_core.mcp import McpRegistry, StdioServer, host_ops
+    from kernel_bridge import KernelPool
+    from skills.loader import setup_code
+
+    registry = McpRegistry(cwd=str(work))
+    registry.configure([StdioServer("bench", sys.executable, (SERVER,))])
+    pool = KernelPool(0)
+    await pool.start()
+    kernel = await pool.acquire(cwd=work, setup_code=setup_code([]))
+    host_ops.register(kernel.host_bridge, registry)
+    cell = (
+        "import json, time\n_t = []\n"
+        f"for _i in range({per_round}):\n"
+        "    _s = time.perf_counter(); await mcp.call('bench', 'add', a=_i, b=1)\n"
+        "    _t.append(time.perf_counter() - _s)\n"
+        "print(json.dumps(_t))"
+    )
+    out: dict[str, list[float]] = {"bare": [], "cell": [], "cell_whole": [], "cell_empty": []}
+    params = StdioServerParameters(command=sys.executable, args=[SERVER])
+    try:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            await session.call_tool("add", {"a": 0, "b": 0})
+            warm = await kernel.execute("await mcp.call('bench', 'add', a=0, b=0)", timeout=120).result()
+            assert warm.status == "ok", warm.output
+            for _ in range(rounds):
+                for i in range(per_round):
+                    start = time.perf_counter()
+                    await session.call_tool("add", {"a": i, "b": 1})
+                    out["bare"].append(time.perf_counter() - start)
+                result = await kernel.execute(cell, timeout=300).result()
+                assert result.status == "ok", result.output
+                out["cell"].extend(json.loads(result.output))
+                start = time.perf_counter()
+                await kernel.execute("await mcp.call('bench', 'add', a=1, b=1)").result()
+                out["cell_whole"].append(time.perf_counter() - start)
+                start = time.perf_counter()
+                await kernel.execute("1").result()
+                out["cell_empty"].append(time.perf_counter() - start)
+    finally:
+        await kernel.shutdown(final_snapshot=False)
+        await pool.aclose()
+        await registry.aclose()
+    return out
+
+
+def server_entries(count: int) -> list[dict[str, Any]]:
+    return [{"name": f"s{i}", "command": sys.executable, "args": [SERVER], "env": []} for i in range(count)]
+
+
+def server_env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CONTINUAL_ACP_HOME": str(home),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / "xdg"),
+        "CONTINUAL_ACP_MODEL": "none",
+    }
+
+
+def session_new_same_process(rounds: int) -> tuple[list[float], list[float]]:
+    argv = [sys.executable, "-m", "acp_server"]
+    none: list[float] = []
+    three: list[float] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        wire = Wire(argv, server_env(Path(scratch) / "home"), scratch)
+        try:
+            wire.call("initialize", INIT_PARAMS)
+            first = wire.call("session/new", {"cwd": scratch, "mcpServers": []})  # pays the imports
+            wire.call("session/close", {"sessionId": first["sessionId"]})
+            for _ in range(rounds):
+                for servers, sink in ((0, none), (3, three)):
+                    start = time.perf_counter()
+                    sid = wire.call("session/new", {"cwd": scratch, "mcpServers": server_entries(servers)})
+                    sink.append(time.perf_counter() - start)
+                    time.sleep(1.5)  # let the servers connect, so the next measurement starts quiet
+                    wire.call("session/close", {"sessionId": sid["sessionId"]})
+                    time.sleep(1.0)  # and the kernel/servers shutdown settle
+        finally:
+            wire.close()
+    return none, three
+
+
+def spawn_to_session_new(runs: int) -> tuple[list[float], list[float]]:
+    """Fresh process per run, alternating no servers / 3 servers."""
+    argv = [sys.executable, "-m", "acp_server"]
+    times: dict[int, list[float]] = {0: [], 3: []}
+    for _ in range(runs):
+        for servers in (0, 3):
+            with tempfile.TemporaryDirectory() as scratch:
+                wire = Wire(argv, server_env(Path(scratch) / "home"), scratch)
+                try:
+                    wire.call("initialize", INIT_PARAMS)
+                    wire.call("session/new", {"cwd": scratch, "mcpServers": server_entries(servers)})
+                    times[servers].append(time.perf_counter() - wire.started)
+                finally:
+                    wire.close()
+    return times[0], times[3]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=10)
+    parser.add_argument("--spawns", type=int, default=3)
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f}, nproc {os.cpu_count()}")
+    with tempfile.TemporaryDirectory() as work:
+        calls = asyncio.run(tool_calls(args.rounds, args.calls // args.rounds, Path(work)))
+    bare, inside = calls["bare"], calls["cell"]
+    print(f"tool call, bare SDK client round trip : median {ms(bare):.3f} ms ({len(bare)} calls)")
+    print(f"tool call, await mcp.call in a cell   : median {ms(inside):.3f} ms ({len(inside)} calls)")
+    print(f"  overhead of the kernel path          : {ms(inside) - ms(bare):+.3f} ms")
+    whole, empty = calls["cell_whole"], calls["cell_empty"]
+    print(f"whole cell with one call / empty cell : {ms(whole):.1f} ms / {ms(empty):.1f} ms")
+    none, three = session_new_same_process(args.sessions)
+    print(f"session/new, no MCP servers           : median {ms(none):.1f} ms")
+    print(
+        f"session/new, 3 stdio MCP servers      : median {ms(three):.1f} ms  ratio {ms(three) / ms(none):.2f}x"
+    )
+    cold_none, cold_three = spawn_to_session_new(args.spawns)
+    print(
+        f"spawn -> session/new, none / 3 servers: {ms(cold_none):.0f} ms / {ms(cold_three):.0f} ms"
+        f"  ratio {ms(cold_three) / ms(cold_none):.2f}x"
+    )
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

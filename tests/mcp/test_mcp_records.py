@@ -1,0 +1,84 @@
+"""ACP `mcpServers` params -> records, Python identifiers, and the bounded prompt section."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_core.mcp import HttpServer, McpConfigError, McpRegistry, StdioServer, parse_servers, prompt_section
+from agent_core.mcp.connection import ServerConnection
+from agent_core.mcp.names import identifier, identifiers
+
+
+def test_stdio_http_and_sse_entries_become_records() -> None:
+    servers = parse_servers(
+        [
+            {"name": "fs", "command": "/bin/fs", "args": ["-v"], "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "http", "name": "web", "url": "https://x/mcp", "headers": [{"name": "A", "value": "b"}]},
+            {"type": "sse", "name": "old", "url": "http://127.0.0.1:1/sse", "headers": []},
+        ]
+    )
+    assert servers == (
+        StdioServer("fs", "/bin/fs", ("-v",), (("TOKEN", "t"),)),
+        HttpServer("web", "https://x/mcp", (("A", "b"),)),
+        HttpServer("old", "http://127.0.0.1:1/sse", (), transport="sse"),
+    )
+
+
+def test_a_records_repr_never_shows_env_or_headers() -> None:
+    server = parse_servers([{"name": "fs", "command": "/bin/fs", "env": [{"name": "K", "value": "s3cret"}]}])[
+        0
+    ]
+    assert "s3cret" not in repr(server)
+
+
+@pytest.mark.parametrize(
+    ("entry", "loc"),
+    [
+        ({"command": "/bin/x"}, ("mcpServers", 0, "name")),
+        ({"name": "x", "args": "-v", "command": "/bin/x"}, ("mcpServers", 0, "args")),
+        ({"name": "x", "command": "/bin/x", "env": [{"name": "K"}]}, ("mcpServers", 0, "env", 0)),
+        ({"type": "http", "name": "x", "url": "ftp://x"}, ("mcpServers", 0, "url")),
+        ({"type": "websocket", "name": "x"}, ("mcpServers", 0, "type")),
+    ],
+)
+def test_a_malformed_entry_names_the_bad_field(entry: dict[str, object], loc: tuple[object, ...]) -> None:
+    with pytest.raises(McpConfigError) as caught:
+        parse_servers([entry])
+    assert caught.value.loc == loc
+
+
+def test_two_servers_with_one_name_are_refused() -> None:
+    with pytest.raises(McpConfigError, match="two MCP servers are named 'a'"):
+        parse_servers([{"name": "a", "command": "/x"}, {"name": "a", "command": "/y"}])
+
+
+def test_names_become_unique_identifiers() -> None:
+    assert [identifier(n) for n in ("my-server.v2", "2fa", "class", "")] == [
+        "my_server_v2",
+        "_2fa",
+        "class_",
+        "_",
+    ]
+    assert identifiers(["a-b", "a_b", "call"], reserved=["call"]) == {
+        "a-b": "a_b",
+        "a_b": "a_b_2",
+        "call": "call_2",
+    }
+
+
+def test_the_prompt_section_is_bounded_whatever_the_number_of_servers_and_tools() -> None:
+    registry = McpRegistry()
+    for index in range(200):
+        connection = ServerConnection(StdioServer(f"server-{index}", "/bin/x"), cwd=None, on_notice=print)
+        connection.state = "ready"
+        connection.tools = [{"name": f"tool{i}", "description": "x" * 500} for i in range(300)]
+        registry.connections[connection.name] = connection
+    text = prompt_section(registry)
+    assert len(text) <= 2_000
+    assert "- `mcp.server_0` (server-0): 300 tools" in text
+    assert "... and 180 more" in text
+    assert "await mcp.tools(" in text
+
+
+def test_no_servers_no_prompt_section() -> None:
+    assert prompt_section(McpRegistry()) == ""
