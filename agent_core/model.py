@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core.aio import shielded
 from agent_core.config import AgentConfig
 from agent_core.errors import ModelError
+from agent_core.safetext import StreamJoiner, scrub, scrub_value
 
 if TYPE_CHECKING:
     import openai
@@ -86,7 +87,8 @@ class ToolCall:
             ) from None
         if not isinstance(value, dict):
             raise ValueError(f"the arguments of {self.name} must be a JSON object")
-        return value
+        # A `"\\udc80"` escape in the arguments decodes to a lone surrogate: never let it through.
+        return dict(scrub_value(value))
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,9 @@ class ModelClient:
         chosen = self._model(model)
         kwargs: dict[str, Any] = {
             "model": chosen,
-            "messages": list(messages),
+            # The context holds untrusted text (the user's prompt, kernel output, files): a lone
+            # surrogate in it would make the request body unencodable.
+            "messages": scrub_value(list(messages)),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -210,6 +214,9 @@ class ModelClient:
         slots: dict[int, _CallSlot] = {}
         finish = ""
         usage: Usage | None = None
+        # Deltas are untrusted text: an emoji split across two chunks arrives as two lone
+        # surrogates, and a lone one would break every later transcript write (see safetext).
+        text_joiner, thought_joiner = StreamJoiner(), StreamJoiner()
         try:
             stream = await self._post_stream(kwargs)
             async for chunk in stream:
@@ -222,11 +229,15 @@ class ModelClient:
                         extra = delta.model_extra or {}
                         piece = extra.get("reasoning_content") or extra.get("reasoning")
                         if isinstance(piece, str) and piece:
-                            thought.append(piece)
-                            yield ReasoningDelta(piece)
+                            piece = thought_joiner.feed(piece)
+                            if piece:
+                                thought.append(piece)
+                                yield ReasoningDelta(piece)
                         if delta.content:
-                            text.append(delta.content)
-                            yield TextDelta(delta.content)
+                            content = text_joiner.feed(delta.content)
+                            if content:
+                                text.append(content)
+                                yield TextDelta(content)
                         for call in delta.tool_calls or ():
                             slot = slots.setdefault(call.index, _CallSlot())
                             if call.id:
@@ -255,12 +266,20 @@ class ModelClient:
                 # Closing the HTTP response is what stops a cancelled generation on the server side;
                 # shield it so a cancelled turn still closes its stream, but never wait long.
                 await shielded(stream.close(), 0.5)
+        for joiner, parts, kind in (
+            (thought_joiner, thought, ReasoningDelta),
+            (text_joiner, text, TextDelta),
+        ):
+            rest = joiner.flush()
+            if rest:
+                parts.append(rest)
+                yield kind(rest)
         # Some servers (older Ollama, llama.cpp) send no call id; the context still needs unique ones.
         calls = tuple(
             ToolCall(
                 id=slot.id or f"call_{uuid.uuid4().hex[:16]}",
                 name=slot.name or "ipython",
-                arguments="".join(slot.arguments),
+                arguments=scrub("".join(slot.arguments)),
             )
             for _, slot in sorted(slots.items())
         )

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from agent_core import events as ev
 from agent_core.codec import event_from_json, event_to_json
+from agent_core.safetext import scrub
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,9 @@ class TranscriptWriter:
     def append(self, record: Mapping[str, Any]) -> None:
         if self._fh is None:
             raise ValueError(f"transcript {self.path} is closed")
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        # Every string in a record is untrusted (model, user, kernel, files): a lone surrogate is
+        # replaced here so no character can make this write raise and leave the session unusable.
+        line = scrub(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
         self._fh.write(line + "\n")
         self._fh.flush()
 
