@@ -23,7 +23,6 @@ def served(
     home: Path, cwd: Path, model_url: str | None = None, *, argv: list[str] | None = None, **env: str
 ) -> Iterator[AcpClient]:
     """A real server on `home`, initialized; closed at exit with stdout and every frame checked."""
-    home.mkdir(parents=True, exist_ok=True)
     client = AcpClient(server_env(home, model_url, **env), argv=argv, cwd=str(cwd))
     try:
         initialize(client)
