@@ -251,19 +251,33 @@ class KernelSession:
             report, self._pending_report = self._pending_report + "\n" + report, None
         kernel = self._kernel
         assert kernel is not None
-        request = Request(run, collector)
-        msg_id = kernel.client.execute(
-            run.code,
-            silent=False,
-            store_history=True,
-            allow_stdin=False,
-            stop_on_error=True,
-        )
-        self._requests[msg_id] = request
-        try:
-            reply, died = await self._await_reply(kernel, msg_id, request, timeout, run)
-        finally:
-            self._requests.pop(msg_id, None)
+        for attempt in (1, 2):
+            request = Request(run, collector)
+            msg_id = kernel.client.execute(
+                run.code,
+                silent=False,
+                store_history=True,
+                allow_stdin=False,
+                stop_on_error=True,
+            )
+            self._requests[msg_id] = request
+            try:
+                reply, died = await self._await_reply(kernel, msg_id, request, timeout, run)
+            finally:
+                self._requests.pop(msg_id, None)
+            if not (attempt == 1 and died and self._never_started(request, reply, run)):
+                break
+            # The kernel was already dead when the cell was sent (killed a moment before, e.g. in
+            # the snapshot window, and not yet reaped): it never took the cell, so the cell has not
+            # run. Replace the kernel now and run the cell there, instead of failing it.
+            log.info(
+                "kernel %s was gone before it took the cell; replacing it and running the cell", kernel.pid
+            )
+            self._death_cause = None
+            fresh = await self._replace_kernel("the kernel process had exited", take_snapshot=False)
+            report = fresh if report is None else report + "\n" + fresh
+            kernel = self._kernel
+            assert kernel is not None
         duration = time.monotonic() - started
         status: CellStatus
         error = request.error
@@ -310,6 +324,16 @@ class KernelSession:
         )
         if status == "ok":
             self._mark_dirty()
+
+    def _never_started(self, request: Request, reply: dict[str, Any] | None, run: CellRun) -> bool:
+        """True when a dead kernel never took this cell: no reply, not one iopub message (ipykernel
+        publishes `busy` before it runs any code), and nobody killed it on purpose."""
+        return (
+            reply is None
+            and not request.heard
+            and self._kill_reason is None
+            and self._interrupting is not run
+        )
 
     async def _await_reply(
         self,
@@ -427,6 +451,7 @@ class KernelSession:
             request = self._requests.get(msg.get("parent_header", {}).get("msg_id", ""))
             if request is not None:
                 request.last_message = time.monotonic()
+                request.heard = True
                 route(request, msg)
 
     # -- interrupt and restart -------------------------------------------------------------------
