@@ -67,7 +67,11 @@ class Agent:
             if self._pool is None:
                 from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
 
-                self._pool = KernelPool(self.config.kernel_pool_size, python=self.config.kernel_python)
+                self._pool = KernelPool(
+                    self.config.kernel_pool_size,
+                    python=self.config.kernel_python,
+                    max_kernels=self.config.max_kernels or None,
+                )
                 await self._pool.start()
             return self._pool
 
@@ -109,6 +113,8 @@ class Agent:
                 setup_code=setup,
                 snapshot_path=session.session_dir,
                 output_dir=session.session_dir / "cells",
+                # Past `max_kernels` the session waits; `/kernel status` says why.
+                on_wait=lambda reason: setattr(session, "kernel_wait_reason", reason),
             )
             session.kernel_ready(kernel)
             if restore:

@@ -27,6 +27,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "CONTINUAL_ACP_REFINE_MODEL": ("refine_model", str),
     "CONTINUAL_ACP_HOME": ("home", str),
     "CONTINUAL_ACP_KERNEL_POOL": ("kernel_pool_size", int),
+    "CONTINUAL_ACP_MAX_KERNELS": ("max_kernels", int),
     "CONTINUAL_ACP_CONTEXT_WINDOW": ("context_window", int),
     "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": ("max_output_tokens", int),
     "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),
@@ -46,6 +47,8 @@ class AgentConfig:
     models: tuple[str, ...] = ()  # extra choices for the model picker
     kernel_pool_size: int = 1  # 0 = no warm pool (every session cold-starts its kernel)
     kernel_python: str | None = None
+    # Cap on live kernels in this server (sessions past it wait for one to close); 0 = no cap.
+    max_kernels: int = 0
     # Start a session's kernel as soon as the session exists (so the first cell does not wait for it);
     # False defers it to the first cell (scripts and tests that may never run one).
     eager_kernel: bool = True

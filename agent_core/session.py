@@ -473,7 +473,8 @@ class Session:
         if task is None:
             return "not started (starts with the first cell)"
         if not task.done():
-            return "starting"
+            waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
+            return str(waiting) if waiting else "starting"
         if task.cancelled():
             return "stopped"
         if task.exception() is not None:

@@ -36,7 +36,14 @@ from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.iopub import Request, route
 from kernel_bridge.kernelside import NAMES_OP
 from kernel_bridge.launcher import RunningKernel
-from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, OutputCollector, private_dir
+from kernel_bridge.output import (
+    DEFAULT_MAX_FILE_CHARS,
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_MAX_SESSION_OUTPUT_BYTES,
+    OutputCollector,
+    private_dir,
+    prune_outputs,
+)
 from kernel_bridge.snapshot import (
     PER_VARIABLE_CAP,
     TOTAL_CAP,
@@ -71,6 +78,9 @@ class SessionOptions:
     snapshot: SnapshotPaths | None = None
     output_dir: Path | None = None
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    # Disk bounds of the full-output files: per cell (head + tail kept) and per output dir.
+    max_file_chars: int = DEFAULT_MAX_FILE_CHARS
+    max_session_output_bytes: int = DEFAULT_MAX_SESSION_OUTPUT_BYTES
     interrupt_grace: float = 2.0
     # A kernel silent on its heartbeat channel this long is treated as dead. Generous because the
     # check runs in this process, which may be starved for seconds on a loaded 2-core machine.
@@ -117,6 +127,8 @@ class KernelSession:
         self.setup_error: str | None = None
         self.last_snapshot: dict[str, Any] | None = None
         self.restarts = 0
+        # Called once when the session has shut down (the pool frees its `max_kernels` slot).
+        self.on_closed: Callable[[], Awaitable[None]] | None = None
         bridge.register(NAMES_OP, self._names_changed)
         out = options.output_dir
         self._output_dir = private_dir(out) if out is not None else None
@@ -124,6 +136,7 @@ class KernelSession:
         # runtime dir, removed at shutdown: a long-lived server would otherwise keep every cell's
         # output of every closed session in the temp dir until it exits.
         self._owns_output_dir = out is None
+        self._output_bytes: int | None = None  # estimated size of the output dir's cell files
 
     async def _names_changed(self, args: dict[str, Any]) -> None:
         names = args.get("names")
@@ -198,7 +211,21 @@ class KernelSession:
             base = kernel.log_path.parent if kernel is not None else Path(".")
             directory = self._output_dir = private_dir(base / f"output-{id(self):x}")
         name = f"cell-{time.strftime('%Y%m%dT%H%M%S')}-{next(self._seq):04d}.txt"
-        return OutputCollector(directory / name, self.options.max_output_chars)
+        self._bound_output_dir(directory)
+        return OutputCollector(directory / name, self.options.max_output_chars, self.options.max_file_chars)
+
+    def _bound_output_dir(self, directory: Path) -> None:
+        # A running estimate avoids scanning the directory before every cell: it is rescanned
+        # (and the oldest files removed) only once the estimate passes the session's cap.
+        if self._output_bytes is None:
+            self._output_bytes = prune_outputs(directory, self.options.max_session_output_bytes)
+        elif self._output_bytes > self.options.max_session_output_bytes:
+            self._output_bytes = prune_outputs(directory, self.options.max_session_output_bytes)
+
+    def _count_output(self, collector: OutputCollector) -> None:
+        if self._output_bytes is not None:
+            with contextlib.suppress(OSError):
+                self._output_bytes += collector.path.stat().st_size
 
     async def _drive(self, run: CellRun, timeout: float | None) -> None:
         collector = self._new_collector()
@@ -319,6 +346,7 @@ class KernelSession:
         if self._interrupting is run:
             self._interrupting = None
         collector.close()
+        self._count_output(collector)
         run.finish(
             CellResult(status, collector.text(), error, collector.path, duration, report, execution_count)
         )
@@ -678,6 +706,9 @@ class KernelSession:
         await self.host_bridge.aclose()
         if self._owns_output_dir and self._output_dir is not None:
             shutil.rmtree(self._output_dir, ignore_errors=True)
+        notify, self.on_closed = self.on_closed, None
+        if notify is not None:
+            await notify()
 
 
 def _really_cancelled() -> bool:
