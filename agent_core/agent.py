@@ -15,7 +15,7 @@ from agent_core.errors import SessionNotFound
 from agent_core.model import ModelClient
 from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
-from agent_core.transcript import SessionPage, SessionStore, resolve_cwd
+from agent_core.transcript import SessionPage, SessionStore, TranscriptDamaged, resolve_cwd
 
 if TYPE_CHECKING:
     from harness_store import HarnessStore
@@ -182,8 +182,13 @@ class Agent:
             return existing, self.store.load(session_id).events
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
+        if cwd and not Path(resolve_cwd(cwd)).is_dir():
+            # As session/new and session/resume: a kernel cannot start in a directory that is not there.
+            raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         try:
             loaded = self.store.load(session_id)
+        except TranscriptDamaged:
+            raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
             raise SessionNotFound(session_id) from exc
         # The editor's cwd is authoritative for where the kernel runs now; the transcript keeps its own.

@@ -284,7 +284,15 @@ class ModelClient:
             for _, slot in sorted(slots.items())
         )
         if not finish:
-            finish = "tool_calls" if calls else "stop"
+            # The stream ended (even cleanly, with [DONE]) without the model saying it was done:
+            # the answer is cut, and passing it off as a normal end_turn would hide that.
+            shown = "; the partial answer above is kept" if text or calls else ""
+            raise ModelError(
+                f"the response stream from model endpoint {self.endpoint} ended before the model "
+                f"finished (no finish reason was sent){shown}; the answer is incomplete - retry, "
+                "and check the model server's logs if it keeps happening",
+                endpoint=self.endpoint,
+            )
         yield ModelDone(finish, "".join(text), "".join(thought), calls, usage)
 
     async def _post_stream(self, body: dict[str, Any]) -> Any:
@@ -359,7 +367,48 @@ class ModelClient:
             msg = f"model endpoint {where} refused the request (HTTP {status}: {detail}); check CONTINUAL_ACP_MODEL and the endpoint's limits"
         else:
             msg = f"model endpoint {where} failed: {detail}; check OPENAI_BASE_URL"
+        wait = _retry_after(exc)
+        if wait is not None:
+            # The openai client does not retry past a long Retry-After; that wait is beyond the
+            # retry budget, so say how long the endpoint asked for instead of hiding it.
+            msg += (
+                f". The endpoint asked to wait {wait} (Retry-After), longer than the client waits "
+                f"between retries (at most {_client_retry_after_cap():g} s): wait that long before retrying"
+            )
         return ModelError(msg, endpoint=where, status=status)
+
+
+def _client_retry_after_cap() -> float:
+    """How long a Retry-After the openai client honours (it does not retry past it)."""
+    try:
+        from openai._constants import MAX_RETRY_AFTER_DELAY
+    except ImportError:  # a private module: fall back to the value of older clients
+        return 60.0
+    return float(MAX_RETRY_AFTER_DELAY)
+
+
+def _retry_after(exc: Exception) -> str | None:
+    """A wait the error response asked for that the client's retries do not honour (longer than
+    `_client_retry_after_cap`, or an HTTP date), readable; None when none or within the budget."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError):
+        return None
+    try:
+        if millis:
+            seconds = float(millis) / 1000
+        elif value:
+            seconds = float(value)
+        else:
+            return None
+    except ValueError:
+        return f"until {value}" if value else None  # an HTTP date
+    return f"{seconds:g} s" if seconds > _client_retry_after_cap() else None
 
 
 def _is_openai_error(exc: BaseException) -> bool:

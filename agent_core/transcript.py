@@ -49,8 +49,21 @@ def _iso_from_timestamp(timestamp: float) -> str:
 
 
 def resolve_cwd(cwd: str) -> str:
-    """Sessions are listed by resolved path, so `~/p`, `/home/u/p/` and a symlink all match."""
-    return str(Path(cwd).expanduser().resolve())
+    """Sessions are listed by resolved path, so `~/p`, `/home/u/p/` and a symlink all match.
+
+    Raises ValueError naming the path when it cannot be one at all (too long, a NUL byte): that
+    is the client's cwd at fault, not the data dir.
+    """
+    shown = cwd if len(cwd) <= 80 else f"{cwd[:60]}... ({len(cwd)} characters)"
+    try:
+        resolved = Path(cwd).expanduser().resolve()
+        os.stat(resolved)
+    except (FileNotFoundError, NotADirectoryError):
+        return str(resolved)  # a missing cwd is the caller's check (with its own message)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"session cwd {shown!r} is not a usable path: {why}") from None
+    return str(resolved)
 
 
 # Session ids are ours (`sess_<hex>`), but load/resume/prompt take them from the client: only a
@@ -60,6 +73,18 @@ _SESSION_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # Never follow a symlink planted where a session file should be (a lock, meta, transcript written
 # outside the data dir). O_NOFOLLOW is POSIX; elsewhere the flag is 0 and the dir check remains.
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class TranscriptDamaged(ValueError):
+    """A transcript whose header line is missing or unreadable: the session is on disk but damaged."""
+
+    def __init__(self, path: Path, first_record: int | None) -> None:
+        where = f" (the first readable record is on line {first_record})" if first_record else ""
+        super().__init__(
+            f"the transcript {path} is damaged: its first line is not a valid session header{where}; "
+            "the session cannot be loaded until the file is repaired or restored from a backup"
+        )
+        self.path = path
 
 
 class UnsafeSessionPath(ValueError):
@@ -306,14 +331,14 @@ class SessionStore:
                 )
                 continue
             if loaded is None:
-                raise ValueError(f"{path}: transcript has no header line")
+                raise TranscriptDamaged(path, lineno)
             try:
                 _apply(loaded, record)
             except (KeyError, TypeError, ValueError) as exc:
                 log.warning("%s: skipped line %d: %s", path, lineno, exc)
                 loaded.skipped_lines += 1
         if loaded is None:
-            raise ValueError(f"{path}: transcript is empty or has no header line")
+            raise TranscriptDamaged(path, None)
         return loaded
 
     def list(self, cwd: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
