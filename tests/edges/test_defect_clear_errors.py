@@ -101,7 +101,9 @@ def test_a_model_stream_cut_before_its_finish_reason_is_an_error_the_user_sees_w
             with pytest.raises(RpcError) as failed:
                 prompt(client, sid, "answer me")
             shown = "".join(
-                u["content"]["text"] for u in client.updates(sid) if u["sessionUpdate"] == "agent_message_chunk"
+                u["content"]["text"]
+                for u in client.updates(sid)
+                if u["sessionUpdate"] == "agent_message_chunk"
             )
     assert "no finish reason" in str(failed.value.message) and shown == "partial ans"
 
@@ -118,3 +120,14 @@ def test_a_retry_after_beyond_the_retry_budget_is_reported_with_its_value(tmp_pa
         with pytest.raises(ModelError) as failed:
             asyncio.run(ask(model.base_url))
     assert "asked to wait 300 s (Retry-After)" in failed.value.message
+
+
+def test_a_wrong_typed_setting_at_server_start_is_named_in_the_error_every_request_gets(
+    tmp_path: Path,
+) -> None:
+    with served(tmp_path / "home", tmp_path, CONTINUAL_ACP_CONTEXT_WINDOW="big") as client:
+        with pytest.raises(RpcError) as refused:
+            client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
+        log = client.stderr()
+    assert "setting context_window = 'big'" in str(refused.value.message)
+    assert "CONTINUAL_ACP_CONTEXT_WINDOW" in log
