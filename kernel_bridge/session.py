@@ -667,6 +667,15 @@ class KernelSession:
         """Final snapshot (bounded by `timeout`, default the snapshot timeout), then stop the kernel."""
         if self._closed:
             return
+        try:
+            await self._shutdown(final_snapshot, timeout)
+        finally:
+            # However the shutdown ended, the pool gets its `max_kernels` slot back (once).
+            notify, self.on_closed = self.on_closed, None
+            if notify is not None:
+                await notify()
+
+    async def _shutdown(self, final_snapshot: bool, timeout: float | None) -> None:
         if self._snapshot_timer is not None:
             self._snapshot_timer.cancel()
         bound = timeout if timeout is not None else self.options.snapshot_timeout
@@ -706,9 +715,6 @@ class KernelSession:
         await self.host_bridge.aclose()
         if self._owns_output_dir and self._output_dir is not None:
             shutil.rmtree(self._output_dir, ignore_errors=True)
-        notify, self.on_closed = self.on_closed, None
-        if notify is not None:
-            await notify()
 
 
 def _really_cancelled() -> bool:
