@@ -28,6 +28,10 @@ SESSION_METHODS: list[tuple[str, dict[str, Any]]] = [
     ("_harness/state", {}),
     ("_harness/history", {}),
     ("_harness/status", {}),
+    ("_harness/show", {"refinementId": "r-1"}),
+    ("_harness/rollback", {"refinementId": "r-1"}),
+    ("_harness/review", {"proposalId": "p-1", "decision": "apply"}),
+    ("_harness/await_quiescence", {"timeoutMs": 100}),
 ]
 
 
