@@ -86,7 +86,11 @@ def _build_agent(config: Any) -> Any:
     """The server's Agent: agent_core wired to the kernel-side skills and to refinement (built off the
     startup path)."""
     from agent_core import Agent
+    from kernel_bridge.environment import drop_secret_environment
 
+    # The key now lives in `config`: take it (and every other credential-like variable) out of
+    # the server's own environment so nothing started later inherits it.
+    drop_secret_environment()
     return Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
 
 
@@ -106,6 +110,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv_list)
     command = args.command or "serve"
     if command == "serve":
+        from kernel_bridge.hardening import make_undumpable
+
+        # Before any kernel exists: same-user kernels must not read /proc/<server>/environ (the
+        # model key) or open /proc/<server>/fd/<n> (the editor's protocol pipes).
+        make_undumpable()
         from acp_server.harness_methods import install as install_harness_methods
         from acp_server.server import serve_stdio
 

@@ -17,7 +17,7 @@ from agent_core.mcp import ServerConfig, attach_mcp, configure_mcp
 from agent_core.model import ModelClient
 from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
-from agent_core.transcript import SessionPage, SessionStore, resolve_cwd
+from agent_core.transcript import SessionPage, SessionStore, TranscriptDamaged, resolve_cwd
 
 if TYPE_CHECKING:
     from harness_store import HarnessStore
@@ -71,7 +71,10 @@ class Agent:
 
                 options = pool_options(self.config.kernel_backend, home=self.config.home)
                 self._pool = KernelPool(
-                    self.config.kernel_pool_size, python=self.config.kernel_python, **options
+                    self.config.kernel_pool_size,
+                    python=self.config.kernel_python,
+                    max_kernels=self.config.max_kernels or None,
+                    **options,
                 )
                 await self._pool.start()
             return self._pool
@@ -114,6 +117,8 @@ class Agent:
                 setup_code=setup,
                 snapshot_path=session.session_dir,
                 output_dir=session.session_dir / "cells",
+                # Past `max_kernels` the session waits; `/kernel status` says why.
+                on_wait=lambda reason: setattr(session, "kernel_wait_reason", reason),
             )
             session.kernel_ready(kernel)
             if restore:
@@ -199,8 +204,13 @@ class Agent:
             return existing, self.store.load(session_id).events
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
+        if cwd and not Path(resolve_cwd(cwd)).is_dir():
+            # As session/new and session/resume: a kernel cannot start in a directory that is not there.
+            raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         try:
             loaded = self.store.load(session_id)
+        except TranscriptDamaged:
+            raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
             raise SessionNotFound(session_id) from exc
         # The editor's cwd is authoritative for where the kernel runs now; the transcript keeps its own.

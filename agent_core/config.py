@@ -29,6 +29,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "CONTINUAL_ACP_REFINE_MODEL": ("refine_model", str),
     "CONTINUAL_ACP_HOME": ("home", str),
     "CONTINUAL_ACP_KERNEL_POOL": ("kernel_pool_size", int),
+    "CONTINUAL_ACP_MAX_KERNELS": ("max_kernels", int),
     "CONTINUAL_ACP_CONTEXT_WINDOW": ("context_window", int),
     "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": ("max_output_tokens", int),
     "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),
@@ -48,6 +49,8 @@ class AgentConfig:
     models: tuple[str, ...] = ()  # extra choices for the model picker
     kernel_pool_size: int = 1  # 0 = no warm pool (every session cold-starts its kernel)
     kernel_python: str | None = None
+    # Cap on live kernels in this server (sessions past it wait for one to close); 0 = no cap.
+    max_kernels: int = 0
     # Start a session's kernel as soon as the session exists (so the first cell does not wait for it);
     # False defers it to the first cell (scripts and tests that may never run one).
     eager_kernel: bool = True
@@ -113,33 +116,134 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return {}
 
 
+class ConfigError(ValueError):
+    """A setting has a value of the wrong type or out of range; the message names the setting,
+    where it came from, the value and what is allowed."""
+
+    def __init__(self, key: str, value: Any, source: str, allowed: str) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"setting {key} = {shown} (from {source}) is not valid: it must be {allowed}")
+        self.key = key
+        self.value = value
+        self.source = source
+
+
+# key -> (kind, minimum, maximum, allowed text); kinds: "int", "float", "str", "bool", "models", "choice"
+_RULES: dict[str, tuple[str, float | None, float | None, str]] = {
+    "model": ("str", None, None, "a model id (a string)"),
+    "base_url": ("str", None, None, "a URL (a string)"),
+    "api_key": ("str", None, None, "a string"),
+    "refine_model": ("str", None, None, "a model id (a string)"),
+    "kernel_python": ("str", None, None, "a path or command name (a string)"),
+    "models": ("models", None, None, "a list of model ids (strings)"),
+    "kernel_pool_size": ("int", 0, None, "a whole number >= 0"),
+    "max_kernels": ("int", 0, None, "a whole number >= 0 (0 = no cap)"),
+    "eager_kernel": ("bool", None, None, "true or false"),
+    "context_window": ("int", 1, None, "a whole number of tokens >= 1"),
+    "max_output_tokens": ("int", 1, None, "a whole number of tokens >= 1"),
+    "send_max_tokens": ("bool", None, None, "true or false"),
+    "max_turn_requests": ("int", 1, None, "a whole number >= 1"),
+    "compact_threshold": (
+        "float",
+        0,
+        1,
+        "a number greater than 0 and at most 1 (a fraction of the context window)",
+    ),
+    "keep_recent_turns": ("int", 0, None, "a whole number >= 0"),
+    "max_retries": ("int", 0, None, "a whole number >= 0"),
+    "request_timeout": ("float", 0, None, "a number of seconds > 0"),
+    "connect_timeout": ("float", 0, None, "a number of seconds > 0"),
+    "cell_timeout": ("float", 0, None, "a number of seconds > 0 (or leave it unset for no timeout)"),
+    "mode": ("choice", None, None, " or ".join(repr(m) for m in MODES)),
+    "refine_review": ("choice", None, None, " or ".join(repr(m) for m in REFINE_REVIEW)),
+}
+_CHOICES: dict[str, tuple[str, ...]] = {"mode": MODES, "refine_review": REFINE_REVIEW}
+
+
+def _parse_text(kind: str, raw: str) -> Any:
+    """An environment variable's text as the setting's kind (raises ValueError)."""
+    if kind == "int":
+        return int(raw.strip())
+    if kind == "float":
+        return float(raw.strip())
+    if kind == "bool":
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(raw)
+    if kind == "models":
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    return raw
+
+
+def validate_setting(key: str, value: Any, source: str) -> Any:
+    """The setting's value checked (and normalized) against its rule; raises `ConfigError`."""
+    rule = _RULES.get(key)
+    if rule is None:
+        return value
+    kind, low, high, allowed = rule
+    if isinstance(value, str) and source.startswith("environment") and kind not in ("str", "choice"):
+        try:
+            value = _parse_text(kind, value)
+        except ValueError:
+            raise ConfigError(key, value, source, allowed) from None
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConfigError(key, value, source, allowed)
+        return value
+    if kind == "choice":
+        if value not in _CHOICES[key]:
+            raise ConfigError(key, value, source, allowed)
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(key, value, source, allowed)
+        return value
+    if kind == "models":
+        if not isinstance(value, list | tuple) or not all(isinstance(m, str) and m for m in value):
+            raise ConfigError(key, value, source, allowed)
+        return tuple(value)
+    number_ok = isinstance(value, int) if kind == "int" else isinstance(value, int | float)
+    if isinstance(value, bool) or not number_ok or value != value:  # NaN is not a number here
+        raise ConfigError(key, value, source, allowed)
+    if kind == "float":
+        value = float(value)
+        if (low is not None and value <= low) or (high is not None and value > high):
+            raise ConfigError(key, value, source, allowed)
+    elif (low is not None and value < low) or (high is not None and value > high):
+        raise ConfigError(key, value, source, allowed)
+    return value
+
+
 def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
     """Build the config from `env` (default: `os.environ`) and the optional TOML file.
 
-    Raises `ValueError` naming the setting when a value has the wrong type.
+    Every setting is validated once, here: a wrong type or range raises `ConfigError` (a
+    `ValueError`) naming the setting, where it came from, the value and what is allowed.
     """
     env = os.environ if env is None else env
     path = config_path(env)
     values: dict[str, Any] = dict(_read_toml(path))
-    for name, (key, kind) in _ENV.items():
+    sources: dict[str, str] = dict.fromkeys(values, str(path))
+    for name, (key, _kind) in _ENV.items():
         raw = env.get(name)
         if raw is None or raw == "":
             continue
-        try:
-            values[key] = kind(raw)
-        except ValueError:
-            raise ValueError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+        values[key] = raw
+        sources[key] = f"environment variable {name}"
     home = Path(str(values.pop("home"))).expanduser() if values.get("home") else default_home(env)
     known = {f for f in AgentConfig.__dataclass_fields__ if f not in {"home", "extra", "config_file"}}
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     for key, value in values.items():
         if key in known:
-            kwargs[key] = value
+            kwargs[key] = validate_setting(key, value, sources.get(key, "config"))
         else:
             extra[key] = value
-    if "models" in kwargs:
-        kwargs["models"] = tuple(str(m) for m in kwargs["models"])
     if "max_output_tokens" in kwargs:
         kwargs["send_max_tokens"] = True
     backend = parse_backend(extra, env)  # takes the kernel backend keys out of `extra`

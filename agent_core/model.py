@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core.aio import shielded
 from agent_core.config import AgentConfig
 from agent_core.errors import ModelError
+from agent_core.safetext import StreamJoiner, scrub, scrub_value
 
 if TYPE_CHECKING:
     import openai
@@ -86,7 +87,8 @@ class ToolCall:
             ) from None
         if not isinstance(value, dict):
             raise ValueError(f"the arguments of {self.name} must be a JSON object")
-        return value
+        # A `"\\udc80"` escape in the arguments decodes to a lone surrogate: never let it through.
+        return dict(scrub_value(value))
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,9 @@ class ModelClient:
         chosen = self._model(model)
         kwargs: dict[str, Any] = {
             "model": chosen,
-            "messages": list(messages),
+            # The context holds untrusted text (the user's prompt, kernel output, files): a lone
+            # surrogate in it would make the request body unencodable.
+            "messages": scrub_value(list(messages)),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -210,6 +214,9 @@ class ModelClient:
         slots: dict[int, _CallSlot] = {}
         finish = ""
         usage: Usage | None = None
+        # Deltas are untrusted text: an emoji split across two chunks arrives as two lone
+        # surrogates, and a lone one would break every later transcript write (see safetext).
+        text_joiner, thought_joiner = StreamJoiner(), StreamJoiner()
         try:
             stream = await self._post_stream(kwargs)
             async for chunk in stream:
@@ -222,11 +229,15 @@ class ModelClient:
                         extra = delta.model_extra or {}
                         piece = extra.get("reasoning_content") or extra.get("reasoning")
                         if isinstance(piece, str) and piece:
-                            thought.append(piece)
-                            yield ReasoningDelta(piece)
+                            piece = thought_joiner.feed(piece)
+                            if piece:
+                                thought.append(piece)
+                                yield ReasoningDelta(piece)
                         if delta.content:
-                            text.append(delta.content)
-                            yield TextDelta(delta.content)
+                            content = text_joiner.feed(delta.content)
+                            if content:
+                                text.append(content)
+                                yield TextDelta(content)
                         for call in delta.tool_calls or ():
                             slot = slots.setdefault(call.index, _CallSlot())
                             if call.id:
@@ -255,17 +266,33 @@ class ModelClient:
                 # Closing the HTTP response is what stops a cancelled generation on the server side;
                 # shield it so a cancelled turn still closes its stream, but never wait long.
                 await shielded(stream.close(), 0.5)
+        for joiner, parts, kind in (
+            (thought_joiner, thought, ReasoningDelta),
+            (text_joiner, text, TextDelta),
+        ):
+            rest = joiner.flush()
+            if rest:
+                parts.append(rest)
+                yield kind(rest)
         # Some servers (older Ollama, llama.cpp) send no call id; the context still needs unique ones.
         calls = tuple(
             ToolCall(
                 id=slot.id or f"call_{uuid.uuid4().hex[:16]}",
                 name=slot.name or "ipython",
-                arguments="".join(slot.arguments),
+                arguments=scrub("".join(slot.arguments)),
             )
             for _, slot in sorted(slots.items())
         )
         if not finish:
-            finish = "tool_calls" if calls else "stop"
+            # The stream ended (even cleanly, with [DONE]) without the model saying it was done:
+            # the answer is cut, and passing it off as a normal end_turn would hide that.
+            shown = "; the partial answer above is kept" if text or calls else ""
+            raise ModelError(
+                f"the response stream from model endpoint {self.endpoint} ended before the model "
+                f"finished (no finish reason was sent){shown}; the answer is incomplete - retry, "
+                "and check the model server's logs if it keeps happening",
+                endpoint=self.endpoint,
+            )
         yield ModelDone(finish, "".join(text), "".join(thought), calls, usage)
 
     async def _post_stream(self, body: dict[str, Any]) -> Any:
@@ -340,7 +367,48 @@ class ModelClient:
             msg = f"model endpoint {where} refused the request (HTTP {status}: {detail}); check CONTINUAL_ACP_MODEL and the endpoint's limits"
         else:
             msg = f"model endpoint {where} failed: {detail}; check OPENAI_BASE_URL"
+        wait = _retry_after(exc)
+        if wait is not None:
+            # The openai client does not retry past a long Retry-After; that wait is beyond the
+            # retry budget, so say how long the endpoint asked for instead of hiding it.
+            msg += (
+                f". The endpoint asked to wait {wait} (Retry-After), longer than the client waits "
+                f"between retries (at most {_client_retry_after_cap():g} s): wait that long before retrying"
+            )
         return ModelError(msg, endpoint=where, status=status)
+
+
+def _client_retry_after_cap() -> float:
+    """How long a Retry-After the openai client honours (it does not retry past it)."""
+    try:
+        from openai._constants import MAX_RETRY_AFTER_DELAY
+    except ImportError:  # a private module: fall back to the value of older clients
+        return 60.0
+    return float(MAX_RETRY_AFTER_DELAY)
+
+
+def _retry_after(exc: Exception) -> str | None:
+    """A wait the error response asked for that the client's retries do not honour (longer than
+    `_client_retry_after_cap`, or an HTTP date), readable; None when none or within the budget."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError):
+        return None
+    try:
+        if millis:
+            seconds = float(millis) / 1000
+        elif value:
+            seconds = float(value)
+        else:
+            return None
+    except ValueError:
+        return f"until {value}" if value else None  # an HTTP date
+    return f"{seconds:g} s" if seconds > _client_retry_after_cap() else None
 
 
 def _is_openai_error(exc: BaseException) -> bool:

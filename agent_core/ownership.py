@@ -28,7 +28,8 @@ class SessionOwnerLock:
     def acquire(cls, session_dir: Path, session_id: str) -> SessionOwnerLock:
         """Lock `session_dir` (which must exist) for this process; `SessionInUse` when another has it."""
         path = session_dir / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        # O_NOFOLLOW: a symlink planted as the lock file must not make us write outside the data dir.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -473,8 +473,10 @@ class Session:
         return await self.kernel_handle.get()
 
     async def kernel_status(self) -> str:
-        """The `/kernel status` text."""
-        return await self.kernel_handle.status(self.cwd)
+        """The `/kernel status` text (while the kernel waits for a slot under `max_kernels`, why)."""
+        status = await self.kernel_handle.status(self.cwd)
+        waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
+        return str(waiting) if status == "starting" and waiting else status
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""

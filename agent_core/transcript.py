@@ -17,6 +17,7 @@ import base64
 import json
 import logging
 import os
+import re
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import IO, Any
 
 from agent_core import events as ev
 from agent_core.codec import event_from_json, event_to_json
+from agent_core.safetext import scrub
 
 log = logging.getLogger(__name__)
 
@@ -47,19 +49,70 @@ def _iso_from_timestamp(timestamp: float) -> str:
 
 
 def resolve_cwd(cwd: str) -> str:
-    """Sessions are listed by resolved path, so `~/p`, `/home/u/p/` and a symlink all match."""
-    return str(Path(cwd).expanduser().resolve())
+    """Sessions are listed by resolved path, so `~/p`, `/home/u/p/` and a symlink all match.
+
+    Raises ValueError naming the path when it cannot be one at all (too long, a NUL byte): that
+    is the client's cwd at fault, not the data dir.
+    """
+    shown = cwd if len(cwd) <= 80 else f"{cwd[:60]}... ({len(cwd)} characters)"
+    try:
+        resolved = Path(cwd).expanduser().resolve()
+        os.stat(resolved)
+    except (FileNotFoundError, NotADirectoryError):
+        return str(resolved)  # a missing cwd is the caller's check (with its own message)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValueError(f"session cwd {shown!r} is not a usable path: {why}") from None
+    return str(resolved)
+
+
+# Session ids are ours (`sess_<hex>`), but load/resume/prompt take them from the client: only a
+# short, plain name may ever become a path (no separators, no leading dot, no ENAMETOOLONG).
+SESSION_ID_MAX = 128
+_SESSION_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# Never follow a symlink planted where a session file should be (a lock, meta, transcript written
+# outside the data dir). O_NOFOLLOW is POSIX; elsewhere the flag is 0 and the dir check remains.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class TranscriptDamaged(ValueError):
+    """A transcript whose header line is missing or unreadable: the session is on disk but damaged."""
+
+    def __init__(self, path: Path, first_record: int | None) -> None:
+        where = f" (the first readable record is on line {first_record})" if first_record else ""
+        super().__init__(
+            f"the transcript {path} is damaged: its first line is not a valid session header{where}; "
+            "the session cannot be loaded until the file is repaired or restored from a backup"
+        )
+        self.path = path
+
+
+class UnsafeSessionPath(ValueError):
+    """A session path is a symbolic link: it is refused, never followed."""
 
 
 def _private_dir(path: Path) -> None:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` and every missing parent with mode 0700 (`mkdir(parents=True, mode=...)`
+    applies the mode to the last directory only); an existing `path` is made 0700."""
+    missing: list[Path] = []
+    current = path
+    while not os.path.lexists(current):
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:
+            pass  # another process made it meanwhile
     os.chmod(path, 0o700)
 
 
 def _write_private(path: Path, text: str) -> None:
     """Atomic replace of a small file, mode 0600."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(text)
     os.replace(tmp, path)
@@ -101,13 +154,15 @@ class TranscriptWriter:
     def __init__(self, path: Path) -> None:
         self.path = path
         _cut_torn_tail(path)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW, 0o600)
         self._fh: IO[str] | None = os.fdopen(fd, "a", encoding="utf-8")
 
     def append(self, record: Mapping[str, Any]) -> None:
         if self._fh is None:
             raise ValueError(f"transcript {self.path} is closed")
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        # Every string in a record is untrusted (model, user, kernel, files): a lone surrogate is
+        # replaced here so no character can make this write raise and leave the session unusable.
+        line = scrub(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
         self._fh.write(line + "\n")
         self._fh.flush()
 
@@ -158,18 +213,38 @@ class SessionStore:
         self.root = home / "sessions"
 
     def session_dir(self, session_id: str) -> Path:
-        if not session_id or "/" in session_id or "\\" in session_id or session_id.startswith("."):
-            raise ValueError(f"invalid session id {session_id!r}")
-        return self.root / session_id
+        """`<home>/sessions/<id>`. Raises ValueError for an id that is not a plain short name, and
+        `UnsafeSessionPath` when that path is a symbolic link (it would lead outside the data dir)."""
+        if (
+            not isinstance(session_id, str)
+            or len(session_id) > SESSION_ID_MAX
+            or _SESSION_ID.fullmatch(session_id) is None
+        ):
+            shown = session_id if len(str(session_id)) <= 40 else f"{str(session_id)[:40]}..."
+            raise ValueError(
+                f"invalid session id {shown!r}: at most {SESSION_ID_MAX} letters, digits, '_', '.', '-'"
+            )
+        directory = self.root / session_id
+        if os.path.islink(directory):
+            raise UnsafeSessionPath(
+                f"session directory {directory} is a symbolic link; continual-acp does not follow "
+                "links in its data dir (remove the link, or move the real directory there)"
+            )
+        return directory
 
     def transcript_path(self, session_id: str) -> Path:
         return self.session_dir(session_id) / TRANSCRIPT
 
     def exists(self, session_id: str) -> bool:
+        """Whether the session is on disk; False for an invalid id. Raises `UnsafeSessionPath`
+        for a symlinked session directory, so the caller refuses it with that reason."""
         try:
-            return self.transcript_path(session_id).is_file()
+            path = self.transcript_path(session_id)
+        except UnsafeSessionPath:
+            raise
         except ValueError:
             return False
+        return path.is_file() and not path.is_symlink()
 
     def create(self, session_id: str, cwd: str) -> TranscriptWriter:
         """Start a new transcript with its header; the session dir is 0700, files 0600."""
@@ -256,14 +331,14 @@ class SessionStore:
                 )
                 continue
             if loaded is None:
-                raise ValueError(f"{path}: transcript has no header line")
+                raise TranscriptDamaged(path, lineno)
             try:
                 _apply(loaded, record)
             except (KeyError, TypeError, ValueError) as exc:
                 log.warning("%s: skipped line %d: %s", path, lineno, exc)
                 loaded.skipped_lines += 1
         if loaded is None:
-            raise ValueError(f"{path}: transcript is empty or has no header line")
+            raise TranscriptDamaged(path, None)
         return loaded
 
     def list(self, cwd: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
@@ -272,9 +347,12 @@ class SessionStore:
         summaries: list[SessionSummary] = []
         if self.root.is_dir():
             for entry in os.scandir(self.root):
-                if not entry.is_dir() or entry.name.startswith("."):
+                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
                     continue
-                meta = self.read_meta(entry.name)
+                try:
+                    meta = self.read_meta(entry.name)
+                except ValueError:  # a name that is not a session id: not ours to list
+                    continue
                 if meta is None or (want is not None and meta.get("cwd") != want):
                     continue
                 updated = str(meta.get("updated_at") or meta.get("created_at") or "")

@@ -1,8 +1,8 @@
 """Loading and atomically saving `harness_state.json`.
 
 The state file sits on every prompt build, so loading never raises on damage: a missing,
-unreadable, non-JSON or wrongly shaped file is an empty state plus a warning, and the next save
-rewrites it. Each save carries a random `save_token` near the start of the file so a store can tell
+unreadable, non-JSON or wrongly shaped file is reported as `damaged` (with what could be salvaged)
+and the store rebuilds it from the history (`recovery.py`). Each save carries a random `save_token` near the start of the file so a store can tell
 in O(1) whether the file is still the one it last read or wrote (re-read inside the lock without
 re-parsing 10,000 entries when nothing changed).
 """
@@ -91,7 +91,7 @@ def load_state(path: Path) -> Loaded:
     except FileNotFoundError:
         return Loaded(HarnessState(), None, damaged=False)
     except OSError as exc:
-        log.warning("harness state %s is unreadable (%s); using an empty harness", path, exc)
+        log.warning("harness state %s is unreadable (%s); rebuilding it from the history", path, exc)
         return Loaded(HarnessState(), None, damaged=True)
     match = _TOKEN.match(data)
     token = match.group(1).decode("ascii") if match else None
@@ -102,10 +102,10 @@ def load_state(path: Path) -> Loaded:
     try:
         raw = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        log.warning("harness state %s is not valid JSON (%s); using an empty harness", path, exc)
+        log.warning("harness state %s is not valid JSON (%s); rebuilding it from the history", path, exc)
         return Loaded(HarnessState(), None, damaged=True)
     if not isinstance(raw, dict):
-        log.warning("harness state %s is not a JSON object; using an empty harness", path)
+        log.warning("harness state %s is not a JSON object; rebuilding it from the history", path)
         return Loaded(HarnessState(), None, damaged=True)
     return Loaded(_salvage(raw, path), token, damaged=True)
 

@@ -36,6 +36,7 @@ from harness_store.models import (
     empty_entries,
 )
 from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE, ensure_dir
+from harness_store.recovery import rebuild_state, set_aside
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
 from harness_store.tombstones import add_tombstone, make_tombstone
 from harness_store.validation import resolve_id
@@ -90,7 +91,8 @@ class HarnessStore:
     # -- reading --------------------------------------------------------------------------------
 
     def load(self) -> HarnessState:
-        """The current state; never raises on a damaged file (empty state + a logged warning)."""
+        """The current state; never raises. A damaged state file is rebuilt from the history (the
+        source of truth) and kept aside as `harness_state.json.damaged-<stamp>`, with a warning."""
         with self._mutex:
             return self._current()
 
@@ -106,6 +108,11 @@ class HarnessStore:
             return self._cache
         if token is None or token != self._file_token or self._file_state is None:
             loaded = load_state(self.state_path)
+            if loaded.damaged:
+                self._file_token, self._file_state, self._file_damaged = None, None, True
+                state = self._recover(loaded.state)
+                self._cache_key, self._cache = (self._file_token, self._history.last_id()), state
+                return state
             self._file_token, self._file_state, self._file_damaged = (
                 loaded.token,
                 loaded.state,
@@ -123,6 +130,59 @@ class HarnessStore:
                 log.warning("harness state %s not rolled forward: %s", self.state_path, exc)
         self._cache_key, self._cache = (self._file_token, last), state
         return state
+
+    def _recover(self, salvaged: HarnessState) -> HarnessState:
+        """The state rebuilt from the history for a damaged state file, repaired on disk if the
+        store lock can be had right now (always when this object holds it)."""
+        try:
+            state = rebuild_state(salvaged, list(self._history.records()))
+        except HarnessStoreError as exc:  # load() never raises: serve what the file still had
+            log.warning("harness state %s is damaged and its history unreadable: %s", self.state_path, exc)
+            return salvaged
+        if self._writing:
+            self._repair_locked(state)
+            return state
+        try:
+            with StoreLock(self.lock_path, timeout=0):
+                self._writing = True
+                try:
+                    # Re-check inside the lock: another process may have repaired it meanwhile.
+                    loaded = load_state(self.state_path)
+                    if not loaded.damaged:
+                        return self._current()
+                    state = rebuild_state(loaded.state, list(self._history.records()))
+                    self._repair_locked(state)
+                finally:
+                    self._writing = False
+        except HarnessStoreError as exc:
+            # Lock busy or the directory is not writable: serve the rebuilt state; a later
+            # read or write repairs the file.
+            log.debug("harness state %s not repaired yet: %s", self.state_path, exc)
+        return state
+
+    def _repair_locked(self, state: HarnessState) -> None:
+        """With the store lock held: keep the damaged file aside and save the rebuilt state."""
+        try:
+            aside = set_aside(self.state_path)
+            token = save_state(self.state_path, state)
+        except (OSError, HarnessStoreError) as exc:
+            log.warning(
+                "harness state %s is damaged and could not be repaired (%s); serving the state "
+                "rebuilt from %s",
+                self.state_path,
+                exc,
+                self.history_path,
+            )
+            return
+        log.warning(
+            "harness state %s was damaged; rebuilt %d entries and %d tombstones from %s%s",
+            self.state_path,
+            state.count(),
+            len(state.tombstones),
+            self.history_path,
+            f"; the damaged file is kept as {aside}" if aside is not None else "",
+        )
+        self._file_token, self._file_state, self._file_damaged = token, state, False
 
     def _roll_forward(self, state: HarnessState, missing: bool) -> HarnessState:
         # The history has records the state file does not include: a writer died between the two

@@ -13,7 +13,7 @@ from kernel_bridge.errors import InterpreterNotFound
 
 # Secrets the model's code must not be able to read unless the user opts in by name. KERNEL.md
 # names the first four; the rest catch common credentials they miss (AWS_SECRET_ACCESS_KEY,
-# *_PASSWORD, *_PRIVATE_KEY).
+# *_PASSWORD, *_PRIVATE_KEY) and the bare names (API_KEY, TOKEN, SECRET, ...) that have no prefix.
 SECRET_PATTERNS: tuple[str, ...] = (
     "OPENAI_API_KEY",
     "*_API_KEY",
@@ -23,6 +23,19 @@ SECRET_PATTERNS: tuple[str, ...] = (
     "*_ACCESS_KEY",
     "*_PASSWORD",
     "*_PRIVATE_KEY",
+    "API_KEY",
+    "API_KEY_*",
+    "*_API_KEY_*",
+    "APIKEY",
+    "*_APIKEY",
+    "TOKEN",
+    "ACCESS_TOKEN",
+    "SECRET",
+    "SECRET_*",
+    "PASSWORD",
+    "*_PASSWD",
+    "PRIVATE_KEY",
+    "*_CREDENTIALS",
 )
 
 # Set by kernel_bridge itself for the kernel-side host client; never scrubbed.
@@ -76,6 +89,20 @@ def is_secret(name: str, keep: Collection[str] = ()) -> bool:
         return False
     upper = name.upper()
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+
+
+def drop_secret_environment(keep: Collection[str] = ()) -> list[str]:
+    """Remove credential-like variables from this process's own `os.environ`; returns their names.
+
+    Call once the settings have been read (the model key lives on in the config object), so that
+    nothing the server starts later inherits them and `/proc/<server>/environ` cannot hand them out
+    on platforms where the process cannot be made undumpable. Linux still shows the environment
+    the process was started with in `/proc/<pid>/environ`; `hardening.make_undumpable` covers that.
+    """
+    dropped = [name for name in list(os.environ) if is_secret(name, keep)]
+    for name in dropped:
+        os.environ.pop(name, None)
+    return dropped
 
 
 def scrub_environment(env: Mapping[str, str], keep: Collection[str] = ()) -> dict[str, str]:

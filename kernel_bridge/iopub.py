@@ -26,6 +26,8 @@ class Request:
         self.idle = asyncio.Event()
         self.error: Error | None = None
         self.last_message = time.monotonic()
+        # True once any iopub message of this request arrived (the kernel took it: at least `busy`).
+        self.heard = False
 
 
 def _bundle(content: dict[str, Any]) -> dict[str, str]:

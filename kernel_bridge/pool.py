@@ -7,10 +7,10 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
-from kernel_bridge import reaper
+from kernel_bridge import reaper, runtime_sweep
 from kernel_bridge._tasks import spawn
 from kernel_bridge.bootstrap import preload
 from kernel_bridge.environment import resolve_interpreter, scrub_environment
@@ -24,7 +24,12 @@ from kernel_bridge.launcher import (
     RunningKernel,
     start_local_kernel,
 )
-from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, private_dir
+from kernel_bridge.output import (
+    DEFAULT_MAX_FILE_CHARS,
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_MAX_SESSION_OUTPUT_BYTES,
+    private_dir,
+)
 from kernel_bridge.session import KernelSession, SessionOptions
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
 
@@ -66,6 +71,9 @@ class KernelPool:
         total_cap: int = TOTAL_CAP,
         launcher: Launcher = start_local_kernel,
         host_transport: str = "auto",
+        max_kernels: int | None = None,
+        max_file_chars: int = DEFAULT_MAX_FILE_CHARS,
+        max_session_output_bytes: int = DEFAULT_MAX_SESSION_OUTPUT_BYTES,
     ) -> None:
         if size < 0:
             raise ValueError(f"kernel pool size must be >= 0, got {size}")
@@ -73,11 +81,19 @@ class KernelPool:
             raise ValueError(
                 f"host_transport must be one of {', '.join(HOST_TRANSPORTS)}, got {host_transport!r}"
             )
+        if max_kernels is not None and max_kernels < 1:
+            raise ValueError(f"max_kernels must be >= 1 (or None for no cap), got {max_kernels}")
         # "auto": the socket, plus stdin where the launcher's kernels may be on another machine.
         remote = bool(getattr(launcher, "remote", False))
         self.host_stdin = {"socket": "off", "stdin": "only"}.get(
             host_transport, "fallback" if remote else "off"
         )
+        # The cap on live kernels of this pool (sessions' kernels + warm ones); None = no cap.
+        self.max_kernels = max_kernels
+        self.max_file_chars = max_file_chars
+        self.max_session_output_bytes = max_session_output_bytes
+        self._in_use = 0  # slots held by sessions (and acquires in progress)
+        self._slot_waiters = 0
         self.size = size
         self.python = resolve_interpreter(python)
         self._owns_runtime = runtime_dir is None
@@ -120,8 +136,11 @@ class KernelPool:
                 self._runtime = private_dir(self._runtime_arg)
             else:
                 # Short path under the temp dir: Unix socket paths are limited to ~100 bytes.
-                self._runtime = Path(tempfile.mkdtemp(prefix="cacp-"))
+                self._runtime = Path(tempfile.mkdtemp(prefix=runtime_sweep.PREFIX))
                 reaper.remove_on_exit(self._runtime)
+                # Name ourselves the owner, then clear the dirs of servers that were killed.
+                runtime_sweep.claim(self._runtime)
+                runtime_sweep.sweep_dead(self._runtime.parent, keep=self._runtime)
         return self._runtime
 
     @property
@@ -162,11 +181,64 @@ class KernelPool:
             return
         if self._binds_cwd and self._warm_cwd is None:
             return  # a sandbox kernel is bound to a workspace: warm once one is known
-        while len(self._ready) + self._warming < self.size:
+        while len(self._ready) + self._warming < self.size and self._room_for_warm():
             self._warming += 1
             task = spawn(self._warm_one(), "pool-warm")
             self._warm_tasks.add(task)
             task.add_done_callback(self._warm_tasks.discard)
+
+    def _room_for_warm(self) -> bool:
+        # Under a cap, a warm kernel never takes the slot a waiting session needs.
+        if self.max_kernels is None:
+            return True
+        if self._slot_waiters:
+            return False
+        return self._in_use + len(self._ready) + self._warming < self.max_kernels
+
+    def slot_status(self) -> str | None:
+        """Why sessions are waiting for a kernel, or None when none is (for `/kernel status`)."""
+        if not self._slot_waiters or self.max_kernels is None:
+            return None
+        return (
+            f"waiting for a kernel slot: {self._in_use} of max_kernels={self.max_kernels} kernels are in use "
+            f"by other sessions ({self._slot_waiters} session(s) waiting); it starts when one of them closes "
+            "(raise `max_kernels` in config.toml or CONTINUAL_ACP_MAX_KERNELS)"
+        )
+
+    async def _take_slot(self, on_wait: Callable[[str | None], None] | None) -> None:
+        """Hold one of `max_kernels` slots, waiting (and saying why) while all are in use."""
+        if self.max_kernels is None:
+            self._in_use += 1
+            return
+        condition = self._condition()
+        async with condition:
+            if self._in_use >= self.max_kernels:
+                self._slot_waiters += 1
+                try:
+                    # A warm kernel nobody can use yet would only hold memory: stop it.
+                    for kernel in self._ready:
+                        await kernel.kill()
+                    self._ready.clear()
+                    if on_wait is not None:
+                        on_wait(self.slot_status())
+                    while self._in_use >= self.max_kernels:
+                        if self._closed:
+                            raise KernelBridgeError(
+                                "the kernel pool was closed while a session waited for a kernel"
+                            )
+                        await condition.wait()
+                finally:
+                    self._slot_waiters -= 1
+                    if on_wait is not None:
+                        on_wait(None)
+            self._in_use += 1
+
+    async def _release_slot(self) -> None:
+        condition = self._condition()
+        async with condition:
+            self._in_use = max(self._in_use - 1, 0)
+            condition.notify_all()
+        self._refill()
 
     def _refill_soon(self) -> None:
         # On 2 cores a kernel starting beside the session that just took a warm one roughly
@@ -250,6 +322,7 @@ class KernelPool:
         max_output_chars: int | None = None,
         setup_timeout: float = 120.0,
         sys_path: Sequence[str | os.PathLike[str]] = (),
+        on_wait: Callable[[str | None], None] | None = None,
     ) -> KernelSession:
         """A kernel session in `cwd` with `env` (secrets scrubbed) applied and `setup_code` run.
 
@@ -260,6 +333,8 @@ class KernelPool:
         full output (default: a directory in the pool's runtime dir). `setup_code` that runs longer
         than `setup_timeout` is interrupted; its failure is in `session.setup_error`. `sys_path`
         entries go to the front of the kernel's `sys.path` (before the cwd, first entry first).
+        Under `max_kernels`, an acquire past the cap waits for a session to shut down;
+        `on_wait(reason)` is told why it waits (and `None` once it has a slot).
         """
         if self._closed:
             raise KernelBridgeError("the kernel pool was closed")
@@ -279,6 +354,8 @@ class KernelPool:
             snapshot=snapshot,
             output_dir=Path(output_dir) if output_dir is not None else None,
             max_output_chars=max_output_chars or self.max_output_chars,
+            max_file_chars=self.max_file_chars,
+            max_session_output_bytes=self.max_session_output_bytes,
             interrupt_grace=self.interrupt_grace,
             heartbeat_timeout=self.heartbeat_timeout,
             snapshot_debounce=self.snapshot_debounce,
@@ -289,18 +366,21 @@ class KernelPool:
             host_stdin=self.host_stdin,
             guarantees=self.guarantees,
         )
+        await self._take_slot(on_wait)
         bridge = HostBridge(self.runtime_dir, prefer_unix=self.prefer_unix_bridge)
-        await bridge.start()
         try:
+            await bridge.start()
             kernel = await self._take(work, session_env)
         except BaseException:
             await bridge.aclose()
+            await self._release_slot()
             raise
 
         async def source() -> RunningKernel:
             return await self._take(work, session_env)
 
         session = KernelSession(kernel, source, bridge, options)
+        session.on_closed = self._release_slot
         try:
             await session._prepare(kernel)
             if self._closed:  # aclose() ran meanwhile and cannot have seen this session

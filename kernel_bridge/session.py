@@ -37,7 +37,14 @@ from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.iopub import Request, route
 from kernel_bridge.kernelside import NAMES_OP
 from kernel_bridge.launcher import RunningKernel
-from kernel_bridge.output import DEFAULT_MAX_OUTPUT_CHARS, OutputCollector, private_dir
+from kernel_bridge.output import (
+    DEFAULT_MAX_FILE_CHARS,
+    DEFAULT_MAX_OUTPUT_CHARS,
+    DEFAULT_MAX_SESSION_OUTPUT_BYTES,
+    OutputCollector,
+    private_dir,
+    prune_outputs,
+)
 from kernel_bridge.snapshot import (
     PER_VARIABLE_CAP,
     TOTAL_CAP,
@@ -73,6 +80,9 @@ class SessionOptions:
     snapshot: SnapshotPaths | None = None
     output_dir: Path | None = None
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    # Disk bounds of the full-output files: per cell (head + tail kept) and per output dir.
+    max_file_chars: int = DEFAULT_MAX_FILE_CHARS
+    max_session_output_bytes: int = DEFAULT_MAX_SESSION_OUTPUT_BYTES
     interrupt_grace: float = 2.0
     # A kernel silent on its heartbeat channel this long is treated as dead. Generous because the
     # check runs in this process, which may be starved for seconds on a loaded 2-core machine.
@@ -125,6 +135,8 @@ class KernelSession:
         self.setup_error: str | None = None
         self.last_snapshot: dict[str, Any] | None = None
         self.restarts = 0
+        # Called once when the session has shut down (the pool frees its `max_kernels` slot).
+        self.on_closed: Callable[[], Awaitable[None]] | None = None
         bridge.register(NAMES_OP, self._names_changed)
         out = options.output_dir
         self._output_dir = private_dir(out) if out is not None else None
@@ -132,6 +144,7 @@ class KernelSession:
         # runtime dir, removed at shutdown: a long-lived server would otherwise keep every cell's
         # output of every closed session in the temp dir until it exits.
         self._owns_output_dir = out is None
+        self._output_bytes: int | None = None  # estimated size of the output dir's cell files
 
     async def _names_changed(self, args: dict[str, Any]) -> None:
         names = args.get("names")
@@ -215,7 +228,21 @@ class KernelSession:
             base = kernel.log_path.parent if kernel is not None else Path(".")
             directory = self._output_dir = private_dir(base / f"output-{id(self):x}")
         name = f"cell-{time.strftime('%Y%m%dT%H%M%S')}-{next(self._seq):04d}.txt"
-        return OutputCollector(directory / name, self.options.max_output_chars)
+        self._bound_output_dir(directory)
+        return OutputCollector(directory / name, self.options.max_output_chars, self.options.max_file_chars)
+
+    def _bound_output_dir(self, directory: Path) -> None:
+        # A running estimate avoids scanning the directory before every cell: it is rescanned
+        # (and the oldest files removed) only once the estimate passes the session's cap.
+        if self._output_bytes is None:
+            self._output_bytes = prune_outputs(directory, self.options.max_session_output_bytes)
+        elif self._output_bytes > self.options.max_session_output_bytes:
+            self._output_bytes = prune_outputs(directory, self.options.max_session_output_bytes)
+
+    def _count_output(self, collector: OutputCollector) -> None:
+        if self._output_bytes is not None:
+            with contextlib.suppress(OSError):
+                self._output_bytes += collector.path.stat().st_size
 
     async def _drive(self, run: CellRun, timeout: float | None) -> None:
         collector = self._new_collector()
@@ -268,19 +295,33 @@ class KernelSession:
             report, self._pending_report = self._pending_report + "\n" + report, None
         kernel = self._kernel
         assert kernel is not None
-        request = Request(run, collector)
-        msg_id = kernel.client.execute(
-            run.code,
-            silent=False,
-            store_history=True,
-            allow_stdin=self.options.host_stdin != "off",
-            stop_on_error=True,
-        )
-        self._requests[msg_id] = request
-        try:
-            reply, died = await self._await_reply(kernel, msg_id, request, timeout, run)
-        finally:
-            self._requests.pop(msg_id, None)
+        for attempt in (1, 2):
+            request = Request(run, collector)
+            msg_id = kernel.client.execute(
+                run.code,
+                silent=False,
+                store_history=True,
+                allow_stdin=self.options.host_stdin != "off",
+                stop_on_error=True,
+            )
+            self._requests[msg_id] = request
+            try:
+                reply, died = await self._await_reply(kernel, msg_id, request, timeout, run)
+            finally:
+                self._requests.pop(msg_id, None)
+            if not (attempt == 1 and died and self._never_started(request, reply, run)):
+                break
+            # The kernel was already dead when the cell was sent (killed a moment before, e.g. in
+            # the snapshot window, and not yet reaped): it never took the cell, so the cell has not
+            # run. Replace the kernel now and run the cell there, instead of failing it.
+            log.info(
+                "kernel %s was gone before it took the cell; replacing it and running the cell", kernel.pid
+            )
+            self._death_cause = None
+            fresh = await self._replace_kernel("the kernel process had exited", take_snapshot=False)
+            report = fresh if report is None else report + "\n" + fresh
+            kernel = self._kernel
+            assert kernel is not None
         duration = time.monotonic() - started
         status: CellStatus
         error = request.error
@@ -321,11 +362,22 @@ class KernelSession:
         if self._interrupting is run:
             self._interrupting = None
         collector.close()
+        self._count_output(collector)
         run.finish(
             CellResult(status, collector.text(), error, collector.path, duration, report, execution_count)
         )
         if status == "ok":
             self._mark_dirty()
+
+    def _never_started(self, request: Request, reply: dict[str, Any] | None, run: CellRun) -> bool:
+        """True when a dead kernel never took this cell: no reply, not one iopub message (ipykernel
+        publishes `busy` before it runs any code), and nobody killed it on purpose."""
+        return (
+            reply is None
+            and not request.heard
+            and self._kill_reason is None
+            and self._interrupting is not run
+        )
 
     async def _await_reply(
         self,
@@ -443,6 +495,7 @@ class KernelSession:
             request = self._requests.get(msg.get("parent_header", {}).get("msg_id", ""))
             if request is not None:
                 request.last_message = time.monotonic()
+                request.heard = True
                 route(request, msg)
 
     # -- interrupt and restart -------------------------------------------------------------------
@@ -661,6 +714,15 @@ class KernelSession:
         """Final snapshot (bounded by `timeout`, default the snapshot timeout), then stop the kernel."""
         if self._closed:
             return
+        try:
+            await self._shutdown(final_snapshot, timeout)
+        finally:
+            # However the shutdown ended, the pool gets its `max_kernels` slot back (once).
+            notify, self.on_closed = self.on_closed, None
+            if notify is not None:
+                await notify()
+
+    async def _shutdown(self, final_snapshot: bool, timeout: float | None) -> None:
         if self._snapshot_timer is not None:
             self._snapshot_timer.cancel()
         bound = timeout if timeout is not None else self.options.snapshot_timeout

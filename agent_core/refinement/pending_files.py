@@ -17,6 +17,7 @@ from typing import Any
 
 from agent_core.refinement.records import PendingReview
 from harness_store import HarnessState, Proposal
+from harness_store.paths import ensure_dir
 from harness_store.statefile import write_atomic
 
 log = logging.getLogger(__name__)
@@ -123,5 +124,5 @@ class PendingFiles:
 
 def _private_dir(path: Path) -> None:
     if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        ensure_dir(path)  # every missing parent 0700 too, not only the last (issue 10, defect 5)
         os.chmod(path, 0o700)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -44,15 +45,79 @@ def test_configured_output_budget_is_sent(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("CONTINUAL_ACP_KERNEL_POOL", "many", "CONTINUAL_ACP_KERNEL_POOL='many' is not a valid int"),
-        ("CONTINUAL_ACP_KERNEL_POOL", "-1", "kernel_pool_size must be >= 0"),
-        ("CONTINUAL_ACP_MODE", "yolo", "mode 'yolo' is not one of"),
-        ("CONTINUAL_ACP_MAX_OUTPUT_TOKENS", "0", "max_output_tokens must be >= 1"),
+        (
+            "CONTINUAL_ACP_KERNEL_POOL",
+            "many",
+            "setting kernel_pool_size = 'many' (from environment variable CONTINUAL_ACP_KERNEL_POOL) is not valid: it must be a whole number >= 0",
+        ),
+        (
+            "CONTINUAL_ACP_KERNEL_POOL",
+            "-1",
+            "setting kernel_pool_size = -1 (from environment variable CONTINUAL_ACP_KERNEL_POOL)",
+        ),
+        (
+            "CONTINUAL_ACP_MODE",
+            "yolo",
+            "setting mode = 'yolo' (from environment variable CONTINUAL_ACP_MODE) is not valid: it must be 'ask' or",
+        ),
+        (
+            "CONTINUAL_ACP_MAX_OUTPUT_TOKENS",
+            "0",
+            "setting max_output_tokens = 0 (from environment variable CONTINUAL_ACP_MAX_OUTPUT_TOKENS) is not valid: it must be a whole number of tokens >= 1",
+        ),
+        (
+            "CONTINUAL_ACP_CONTEXT_WINDOW",
+            "big",
+            "setting context_window = 'big' (from environment variable CONTINUAL_ACP_CONTEXT_WINDOW)",
+        ),
+        (
+            "CONTINUAL_ACP_CONTEXT_WINDOW",
+            "-5",
+            "setting context_window = -5 (from environment variable CONTINUAL_ACP_CONTEXT_WINDOW)",
+        ),
     ],
 )
 def test_bad_values_name_the_setting(tmp_path: Path, name: str, value: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         load_config({"HOME": str(tmp_path), name: value})
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            'context_window = "big"',
+            "setting context_window = 'big' (from {path}) is not valid: it must be a whole number of tokens >= 1",
+        ),
+        (
+            "context_window = -5",
+            "setting context_window = -5 (from {path}) is not valid: it must be a whole number of tokens >= 1",
+        ),
+        (
+            'compact_threshold = "x"',
+            "setting compact_threshold = 'x' (from {path}) is not valid: it must be a number greater than 0 and at most 1",
+        ),
+        (
+            'cell_timeout = "soon"',
+            "setting cell_timeout = 'soon' (from {path}) is not valid: it must be a number of seconds > 0",
+        ),
+        (
+            'max_output_tokens = "x"',
+            "setting max_output_tokens = 'x' (from {path}) is not valid: it must be a whole number of tokens >= 1",
+        ),
+        (
+            "models = 5",
+            "setting models = 5 (from {path}) is not valid: it must be a list of model ids (strings)",
+        ),
+    ],
+)
+def test_a_wrong_typed_config_file_value_is_refused_naming_key_value_file_and_what_is_allowed(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(message.format(path=path))):
+        load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_CONFIG": str(path)})
 
 
 def test_broken_config_file_is_ignored_not_fatal(tmp_path: Path) -> None:

@@ -188,5 +188,5 @@ def test_transcript_without_header_is_refused_readably(tmp_path: Path) -> None:
     store.create("s1", str(tmp_path)).close()
     path = store.transcript_path("s1")
     os.truncate(path, 0)
-    with pytest.raises(ValueError, match="no header"):
+    with pytest.raises(ValueError, match="is damaged: its first line is not a valid session header"):
         store.load("s1")

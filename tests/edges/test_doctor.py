@@ -142,3 +142,15 @@ def test_doctor_fails_the_config_line_of_an_unparsable_config_toml(
     line = next(line for line in done.stdout.splitlines() if "config:" in line)
     assert line.strip().startswith("FAIL") and str(config) in line and "line 2" in line, done.stdout
     assert "fix:" in done.stdout
+
+
+def test_doctor_fails_the_config_line_naming_a_wrong_typed_setting(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    config = Path(hermetic_env["XDG_CONFIG_HOME"]) / "continual-acp" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('model = "gpt-4.1"\ncontext_window = "big"\n')
+    done = _doctor(hermetic_env, tmp_path)
+    line = next(line for line in done.stdout.splitlines() if "config:" in line)
+    assert (done.returncode, line.strip().split()[0]) == (1, "FAIL")
+    assert "context_window = 'big'" in line and str(config) in line and "whole number" in line, done.stdout

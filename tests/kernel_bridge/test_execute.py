@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from kernel_bridge import ClearOutput, Display, Error, Finished, KernelPool, KernelSession, Result, Stream
+from kernel_bridge.output import DEFAULT_MAX_FILE_CHARS
 
 pytestmark = pytest.mark.anyio
 
@@ -119,7 +120,9 @@ async def test_fifty_megabytes_of_output_keeps_bridge_memory_bounded(session: Ke
     finally:
         tracemalloc.stop()
     assert result.status == "ok"
-    assert result.full_output_path.stat().st_size == 50_000_000 + 4
+    # The file is bounded too (issue 10, defect 7): its head and its tail, with the end intact.
+    assert DEFAULT_MAX_FILE_CHARS < result.full_output_path.stat().st_size < DEFAULT_MAX_FILE_CHARS + 200
+    assert result.full_output_path.read_text(encoding="utf-8").endswith("END\n")
     assert len(result.output) < 2_200 and result.output.rstrip().endswith("END")
     assert run.peak_buffered_chars <= 4 * 1024 * 1024
     assert peak < 30 * 1024 * 1024, f"bridge peaked at {peak / 1e6:.1f} MB while a cell printed 50 MB"
