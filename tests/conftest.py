@@ -1,0 +1,12 @@
+"""Suite-wide setup: the one ACP test client and its helpers are importable from every test directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# tests/acp_server holds acp_client.py (the stdio client) and acp_helpers.py (initialize, new_session,
+# prompt, command replies); stdio tests elsewhere (refinement, edges) use the same ones.
+_ACP_SUPPORT = str(Path(__file__).resolve().parent / "acp_server")
+if _ACP_SUPPORT not in sys.path:
+    sys.path.insert(0, _ACP_SUPPORT)
