@@ -5,8 +5,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 # tests/acp_server holds acp_client.py (the stdio client) and acp_helpers.py (initialize, new_session,
 # prompt, command replies); stdio tests elsewhere (refinement, edges) use the same ones.
 _ACP_SUPPORT = str(Path(__file__).resolve().parent / "acp_server")
 if _ACP_SUPPORT not in sys.path:
     sys.path.insert(0, _ACP_SUPPORT)
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    """Every async test runs under anyio's pytest plugin (`pytestmark = pytest.mark.anyio`) on asyncio:
+    kernel_bridge is asyncio (jupyter_client's zmq.asyncio) and the rest is written against anyio."""
+    return "asyncio"
