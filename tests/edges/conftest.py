@@ -20,6 +20,7 @@ def hermetic_env(tmp_path: Path) -> dict[str, str]:
     # Nothing listens on the discard port: initialize must not need the model.
     env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
     env["CONTINUAL_ACP_MODEL"] = "scripted"
+    env["CONTINUAL_ACP_KERNEL_POOL"] = "0"  # no warm kernel for a server that may never run a cell
     return env
 
 

@@ -30,7 +30,7 @@ class Servers:
         (xdg / "config.toml").write_text(config, encoding="utf-8")
 
     def spawn(self, cwd: Path) -> AcpClient:
-        env = server_env(self.home, self.model_url, CONTINUAL_ACP_KERNEL_POOL="0", HOME=str(self.home))
+        env = server_env(self.home, self.model_url)
         client = AcpClient(env, cwd=str(cwd))
         self.clients.append(client)
         initialize(client)
