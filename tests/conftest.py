@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,3 +20,17 @@ def anyio_backend() -> str:
     """Every async test runs under anyio's pytest plugin (`pytestmark = pytest.mark.anyio`) on asyncio:
     kernel_bridge is asyncio (jupyter_client's zmq.asyncio) and the rest is written against anyio."""
     return "asyncio"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, hand out the files with the most tests first.
+
+    `.ci/run` distributes whole files (`--dist loadfile`) in collection order; a long file that
+    comes last runs alone on one worker while the other idles. The test count is a rough,
+    self-maintaining proxy for a file's length. Within a file the order is kept, and serial runs
+    keep the usual order.
+    """
+    if not hasattr(config, "workerinput"):
+        return
+    counts = Counter(item.path for item in items)
+    items.sort(key=lambda item: -counts[item.path])  # stable: a file's tests stay in their order
