@@ -127,6 +127,12 @@ class KernelPool:
         self.warm_failures = 0
         self.last_warm_error: str | None = None
         self.cold_starts = 0
+        self._waiting_acquires = 0
+
+    @property
+    def waiting_acquires(self) -> int:
+        """How many `acquire` calls are waiting right now for a warming kernel (observable for tests)."""
+        return self._waiting_acquires
 
     @property
     def runtime_dir(self) -> Path:
@@ -305,7 +311,11 @@ class KernelPool:
                     await kernel.kill()
                 if self._warming == 0:
                     break
-                await condition.wait()
+                self._waiting_acquires += 1
+                try:
+                    await condition.wait()
+                finally:
+                    self._waiting_acquires -= 1
         self._refill()
         self.cold_starts += 1
         return await self._start_kernel(cwd, env)

@@ -358,6 +358,11 @@ def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[s
         "XDG_CONFIG_HOME": str(home / "xdg-config"),
         # Hermetic: no user skills or config from the real home directory.
         "HOME": str(home),
+        # No warm pool: each session cold-starts the one kernel it uses. A warm pool would start a
+        # kernel for every server (most tests never run a cell) and refill it after each session,
+        # doubling the kernels the suite starts. The pooled path is pinned by the shutdown tests
+        # (pool size 1, the product default) and by the kernel_bridge pool tests.
+        "CONTINUAL_ACP_KERNEL_POOL": "0",
     }
     if model_url:
         env["OPENAI_BASE_URL"] = model_url

@@ -1,11 +1,17 @@
-"""Shared steps for the acp_server tests (kept out of conftest.py so the module name is unique)."""
+"""The one set of ACP test steps (initialize, new session, prompt, slash command), used by every stdio test.
+
+Kept out of conftest.py so the module name is unique; tests/conftest.py puts this directory on
+sys.path so tests in other directories import the same helpers.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
-from acp_client import AcpClient, RpcError
+from acp_client import AcpClient, Frame, RpcError
 
 ClientFactory = Callable[..., AcpClient]
 
@@ -23,21 +29,32 @@ def initialize(client: AcpClient, **capabilities: object) -> dict[str, object]:
     return result
 
 
-def new_session(client: AcpClient, cwd: str) -> tuple[str, dict[str, Any]]:
-    rid = client.start_request("session/new", {"cwd": cwd, "mcpServers": []})
-    result = client.result(rid)
+def new_session(client: AcpClient, cwd: str | Path) -> tuple[str, dict[str, Any]]:
+    """Open a session in `cwd`; its id and the whole `session/new` result."""
+    result = client.request("session/new", {"cwd": str(cwd), "mcpServers": []})
     return result["sessionId"], result
 
 
-def prompt(client: AcpClient, session_id: str, words: str, timeout: float = 60.0) -> tuple[str, int]:
-    """Run a prompt; returns (stopReason, sequence number of the response frame)."""
-    rid = client.start_request(
+class Answered(NamedTuple):
+    """How a prompt ended: its stop reason and the sequence number of the response frame."""
+
+    stop_reason: str
+    seq: int
+
+
+def send_prompt(client: AcpClient, session_id: str, words: str) -> int:
+    """Start a `session/prompt` with one text block; returns the request id (nothing is awaited)."""
+    return client.start_request(
         "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": words}]}
     )
-    frame = client.response_frame(rid, timeout)
+
+
+def prompt(client: AcpClient, session_id: str, words: str, timeout: float = 60.0) -> Answered:
+    """Run a prompt to its answer; an error answer raises RpcError."""
+    frame = client.response_frame(send_prompt(client, session_id, words), timeout)
     if "error" in frame.message:
         raise RpcError(frame.message["error"])
-    return frame.message["result"]["stopReason"], frame.seq
+    return Answered(frame.message["result"]["stopReason"], frame.seq)
 
 
 def cell_updates(client: AcpClient, session_id: str, cell_id: str) -> list[dict[str, Any]]:
@@ -56,18 +73,38 @@ def texts(blocks: list[dict[str, Any]]) -> str:
     return "\n".join(b["content"].get("text", "") for b in blocks if b.get("type") == "content")
 
 
-def run_command(client: AcpClient, session_id: str, line: str, timeout: float = 60.0) -> str:
-    """Send one prompt line (a slash command) and return the agent's reply text sent before the answer."""
+# How the command runner reports an exception it caught: the reply a test must never accept.
+COMMAND_CRASHED = re.compile(r"^/[\w:-]+ failed: \w+", re.MULTILINE)
+
+
+def command_reply(
+    client: AcpClient, session_id: str, line: str, timeout: float = 60.0, *, commands_only: bool = False
+) -> tuple[str, Frame]:
+    """Send one prompt line (a slash command): the reply text sent before the answer, and the answer.
+
+    `commands_only` keeps just the command runner's messages (ids `cmd-...`): needed when a turn
+    runs meanwhile and its model text arrives in between.
+
+    The command runner turns any exception into a `/name failed: ...` reply instead of an error
+    answer, so a crash would otherwise pass every `in reply` check that the crash text happens to
+    contain; here it fails the test at once.
+    """
     seen = len(client.frames)
-    rid = client.start_request(
-        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": line}]}
-    )
-    response = client.response_frame(rid, timeout)
-    assert response.message["result"]["stopReason"] == "end_turn", response.message
-    return "".join(
+    response = client.response_frame(send_prompt(client, session_id, line), timeout)
+    assert response.message.get("result", {}).get("stopReason") == "end_turn", response.message
+    reply = "".join(
         f.message["params"]["update"]["content"]["text"]
         for f in client.frames[seen:]
         if f.seq < response.seq
         and f.message.get("method") == "session/update"
+        and f.message["params"].get("sessionId") == session_id
         and f.message["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        and (not commands_only or str(f.message["params"]["update"].get("messageId", "")).startswith("cmd-"))
     )
+    assert not COMMAND_CRASHED.search(reply), f"{line!r} crashed: {reply}"
+    return reply, response
+
+
+def run_command(client: AcpClient, session_id: str, line: str, timeout: float = 60.0) -> str:
+    """The reply text of one prompt line (see `command_reply`)."""
+    return command_reply(client, session_id, line, timeout)[0]

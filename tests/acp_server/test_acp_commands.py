@@ -3,35 +3,60 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
-from acp_client import AcpClient
-from acp_helpers import run_command
+import pytest
+from acp_client import AcpClient, server_env
+from acp_helpers import initialize, new_session, run_command
 
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, tool_call
 
 
-def test_harness_commands_reply_with_readable_text(
+@pytest.fixture(scope="module")
+def quiet_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AcpClient, str, ScriptedModelServer]]:
+    """One server and session shared by the read-only command tests below (none changes any state)."""
+    root = tmp_path_factory.mktemp("quiet")
+    (root / "home").mkdir()
+    with ScriptedModelServer() as model:
+        client = AcpClient(server_env(root / "home", model.base_url), cwd=str(root))
+        try:
+            initialize(client)
+            sid, _ = new_session(client, root)
+            yield client, sid, model
+        finally:
+            client.close()
+        assert not client.garbage and not client.violations, (client.garbage, client.violations)
+
+
+# Each of these commands answers from the harness alone: the model is never asked.
+READ_ONLY_REPLIES = [
+    ("/history", "No harness refinements yet."),
+    ("/history lots", "/history takes a positive number of entries, not 'lots'. Usage: `/history [N]`"),
+    ("/harness", "The harness is empty: no notes, memories, skills or subagents yet."),
+    ("/rollback r-missing", "No refinement 'r-missing' in this session's or the global harness."),
+    ("/rollback", "Usage: `/rollback <refinement-id> [--force]`"),
+    ("/undo", "Nothing to undo: no applied harness refinement"),
+    ("/review", "Nothing is waiting for review."),
+    ("/kernel explode", "Unknown /kernel action 'explode'. Use `/kernel status`, `/kernel interrupt`"),
+]
+
+
+@pytest.mark.parametrize(("line", "reply_start"), READ_ONLY_REPLIES, ids=[line for line, _ in READ_ONLY_REPLIES])
+def test_read_only_command_replies_without_the_model(
+    quiet_session: tuple[AcpClient, str, ScriptedModelServer], line: str, reply_start: str
+) -> None:
+    client, sid, model = quiet_session
+    assert run_command(client, sid, line).startswith(reply_start)
+    assert model.requests == []
+
+
+def test_refine_without_a_scripted_reply_fails_readably(
     session: tuple[AcpClient, str], model: ScriptedModelServer
 ) -> None:
     client, sid = session
-    assert "No harness refinements yet" in run_command(client, sid, "/history")
-    assert "number" in run_command(client, sid, "/history lots")
-    assert run_command(client, sid, "/harness").strip()
-    assert "No refinement 'r-missing'" in run_command(client, sid, "/rollback r-missing")
-    assert "Usage: `/rollback" in run_command(client, sid, "/rollback")
-    assert "Nothing to undo" in run_command(client, sid, "/undo")
-    assert "Nothing is waiting for review" in run_command(client, sid, "/review")
-    assert model.requests == []  # none of these needed the model
-    # /refine is the one that does: with nothing scripted, it fails readably (and applies nothing).
-    assert "Refinement failed" in run_command(client, sid, "/refine be tidier")
-
-
-def test_kernel_commands_report_status_and_restart(session: tuple[AcpClient, str]) -> None:
-    client, sid = session
-    assert run_command(client, sid, "/kernel status").strip()
-    assert "nothing to interrupt" in run_command(client, sid, "/kernel interrupt").lower()
-    assert "restarted" in run_command(client, sid, "/kernel restart").lower()
-    assert "Unknown /kernel action" in run_command(client, sid, "/kernel explode")
+    reply = run_command(client, sid, "/refine be tidier")
+    assert "was refused: Refinement failed." in reply
+    assert "Nothing to undo" in run_command(client, sid, "/undo")  # it applied nothing
 
 
 def test_unknown_slash_word_goes_to_the_model_as_text(
@@ -49,7 +74,8 @@ def test_compact_replies_with_the_summary(session: tuple[AcpClient, str], model:
     for words in ("hi", "hi again", "hi once more"):  # more than the 2 recent turns compaction keeps
         run_command(client, sid, words)
     reply = run_command(client, sid, "/compact keep it short")
-    assert reply.startswith("Context compacted") and "Summary: we said hello." in reply
+    assert reply.startswith("Context compacted")
+    assert "Summary: we said hello." in reply
 
 
 def test_cancel_request_for_a_prompt_answers_it_cancelled(

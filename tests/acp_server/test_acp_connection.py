@@ -18,11 +18,6 @@ from acp_server.transport import Connection
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class _Reader:
     def __init__(self, stream: MemoryObjectReceiveStream[bytes]) -> None:
         self._stream = stream

@@ -15,11 +15,6 @@ from agent_core import events as ev
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Recorder:
     """Collects updates; schema problems are kept (not raised: the presenter logs and skips errors)."""
 

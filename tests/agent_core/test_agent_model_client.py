@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 from pathlib import Path
@@ -24,6 +23,8 @@ from agent_core.testing import (
     usage,
 )
 
+pytestmark = pytest.mark.anyio
+
 
 def _client(base_url: str, **kw: object) -> ModelClient:
     config = AgentConfig(home=Path("/nonexistent"), model="scripted-model", base_url=base_url, api_key="k")
@@ -40,14 +41,14 @@ async def _events(client: ModelClient) -> list[object]:
         await client.aclose()
 
 
-def _run(server_script: list[dict], **kw: object) -> tuple[list[object], ScriptedModelServer]:
+async def _run(server_script: list[dict], **kw: object) -> tuple[list[object], ScriptedModelServer]:
     with ScriptedModelServer(server_script) as server:
-        events = asyncio.run(_events(_client(server.base_url, **kw)))
+        events = await _events(_client(server.base_url, **kw))
     return events, server
 
 
-def test_text_deltas_arrive_in_order_and_done_carries_the_whole_text() -> None:
-    events, _ = _run([text("one two three", split=3)])
+async def test_text_deltas_arrive_in_order_and_done_carries_the_whole_text() -> None:
+    events, _ = await _run([text("one two three", split=3)])
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert len(deltas) == 3 and "".join(deltas) == "one two three"
     done = events[-1]
@@ -55,43 +56,43 @@ def test_text_deltas_arrive_in_order_and_done_carries_the_whole_text() -> None:
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
-def test_reasoning_fields_become_reasoning_deltas(field: str) -> None:
-    events, _ = _run([reasoning("weigh options", "answer", split=3, field=field)])
+async def test_reasoning_fields_become_reasoning_deltas(field: str) -> None:
+    events, _ = await _run([reasoning("weigh options", "answer", split=3, field=field)])
     assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "weigh options"
     assert isinstance(events[-1], ModelDone) and events[-1].reasoning == "weigh options"
 
 
-def test_tool_call_split_over_many_chunks_is_reassembled() -> None:
+async def test_tool_call_split_over_many_chunks_is_reassembled() -> None:
     code = 'for i in range(3):\n    print(i)  # a loop with "quotes"'
-    events, _ = _run([tool_call(code, "loop", split=40)])
+    events, _ = await _run([tool_call(code, "loop", split=40)])
     done = events[-1]
     assert isinstance(done, ModelDone) and done.finish_reason == "tool_calls"
     assert len(done.tool_calls) == 1
     assert done.tool_calls[0].parsed() == {"code": code, "title": "loop"}
 
 
-def test_parallel_tool_calls_are_accumulated_by_index() -> None:
-    events, _ = _run([tool_calls([("a = 1", "first"), ("b = 2", "second")], split=4)])
+async def test_parallel_tool_calls_are_accumulated_by_index() -> None:
+    events, _ = await _run([tool_calls([("a = 1", "first"), ("b = 2", "second")], split=4)])
     done = events[-1]
     assert isinstance(done, ModelDone)
     assert [c.parsed()["code"] for c in done.tool_calls] == ["a = 1", "b = 2"]
 
 
-def test_length_finish_is_reported_with_the_incomplete_call() -> None:
-    events, _ = _run([length_cut("I will run", tool_code="print('x' * 10)")])
+async def test_length_finish_is_reported_with_the_incomplete_call() -> None:
+    events, _ = await _run([length_cut("I will run", tool_code="print('x' * 10)")])
     done = events[-1]
     assert isinstance(done, ModelDone) and done.finish_reason == "length"
     with pytest.raises(ValueError, match="not valid JSON"):
         done.tool_calls[0].parsed()
 
 
-def test_content_filter_finish_reason_is_passed_through() -> None:
-    events, _ = _run([refusal()])
+async def test_content_filter_finish_reason_is_passed_through() -> None:
+    events, _ = await _run([refusal()])
     assert isinstance(events[-1], ModelDone) and events[-1].finish_reason == "content_filter"
 
 
-def test_usage_reports_cache_reads_apart_from_input() -> None:
-    events, _ = _run([text("x", usage=usage(1000, 20, cached_tokens=800, cache_write_tokens=50))])
+async def test_usage_reports_cache_reads_apart_from_input() -> None:
+    events, _ = await _run([text("x", usage=usage(1000, 20, cached_tokens=800, cache_write_tokens=50))])
     done = events[-1]
     assert isinstance(done, ModelDone) and done.usage is not None
     assert (done.usage.input_tokens, done.usage.cache_read_tokens, done.usage.cache_write_tokens) == (
@@ -118,8 +119,8 @@ def test_anthropic_style_cache_fields_are_understood() -> None:
     ) == (7, 3, 7)
 
 
-def test_request_carries_the_ipython_tool_streaming_and_a_configured_output_budget() -> None:
-    _, server = _run([text("x")], max_output_tokens=1234, send_max_tokens=True)
+async def test_request_carries_the_ipython_tool_streaming_and_a_configured_output_budget() -> None:
+    _, server = await _run([text("x")], max_output_tokens=1234, send_max_tokens=True)
     body = server.requests[0]
     assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
     assert body["max_tokens"] == 1234
@@ -127,52 +128,52 @@ def test_request_carries_the_ipython_tool_streaming_and_a_configured_output_budg
     assert body["tools"][0]["function"]["parameters"]["required"] == ["code"]
 
 
-def test_500_then_success_is_retried_transparently() -> None:
-    events, server = _run([error(500), error(503), text("fine")])
+async def test_500_then_success_is_retried_transparently() -> None:
+    events, server = await _run([error(500), error(503), text("fine")])
     assert len(server.requests) == 3
     assert isinstance(events[-1], ModelDone) and events[-1].text == "fine"
 
 
-def test_persistent_5xx_becomes_a_model_error_naming_the_endpoint() -> None:
+async def test_persistent_5xx_becomes_a_model_error_naming_the_endpoint() -> None:
     with ScriptedModelServer([error(500)] * 3) as server, pytest.raises(ModelError) as info:
         base_url = server.base_url
-        asyncio.run(_events(_client(base_url)))
+        await _events(_client(base_url))
     assert base_url in str(info.value) and "HTTP 500" in str(info.value)
 
 
-def test_rate_limit_is_retried_then_explained() -> None:
+async def test_rate_limit_is_retried_then_explained() -> None:
     with ScriptedModelServer([error(429)] * 3) as server, pytest.raises(ModelError, match="rate limiting"):
-        asyncio.run(_events(_client(server.base_url)))
+        await _events(_client(server.base_url))
     assert len(server.requests) == 3
 
 
-def test_endpoint_down_says_which_endpoint_and_what_to_check() -> None:
+async def test_endpoint_down_says_which_endpoint_and_what_to_check() -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}/v1"
     with pytest.raises(ModelError) as info:
-        asyncio.run(_events(_client(base, max_retries=1)))
+        await _events(_client(base, max_retries=1))
     assert base in str(info.value) and "OPENAI_BASE_URL" in str(info.value)
 
 
-def test_bad_key_points_at_openai_api_key() -> None:
+async def test_bad_key_points_at_openai_api_key() -> None:
     with (
         ScriptedModelServer([error(401, "invalid api key")]) as server,
         pytest.raises(ModelError, match="OPENAI_API_KEY"),
     ):
-        asyncio.run(_events(_client(server.base_url)))
+        await _events(_client(server.base_url))
 
 
-def test_unknown_model_points_at_the_model_setting() -> None:
+async def test_unknown_model_points_at_the_model_setting() -> None:
     with (
         ScriptedModelServer([error(404, "model not found")]) as server,
         pytest.raises(ModelError, match="CONTINUAL_ACP_MODEL"),
     ):
-        asyncio.run(_events(_client(server.base_url)))
+        await _events(_client(server.base_url))
 
 
-def test_complete_returns_one_tool_less_answer() -> None:
+async def test_complete_returns_one_tool_less_answer() -> None:
     async def go(server: ScriptedModelServer) -> ModelDone:
         client = _client(server.base_url)
         try:
@@ -181,7 +182,7 @@ def test_complete_returns_one_tool_less_answer() -> None:
             await client.aclose()
 
     with ScriptedModelServer([text("a summary", split=4)]) as server:
-        done = asyncio.run(go(server))
+        done = await go(server)
         assert "tools" not in server.requests[0]
     assert done.text == "a summary"
 
@@ -194,15 +195,15 @@ def test_invalid_json_arguments_give_a_readable_error() -> None:
     assert json.loads('{"code": "1"}') == ToolCall("c", "ipython", '{"code": "1"}').parsed()
 
 
-def test_connection_cut_mid_stream_is_a_model_error_not_a_partial_answer() -> None:
+async def test_connection_cut_mid_stream_is_a_model_error_not_a_partial_answer() -> None:
     from agent_core.testing import drop
 
     with ScriptedModelServer([drop(before="partial ans")]) as server, pytest.raises(ModelError) as info:
         base_url = server.base_url
-        asyncio.run(_events(_client(base_url)))
+        await _events(_client(base_url))
     assert base_url in str(info.value) and "broke off" in str(info.value)
 
 
-def test_without_a_configured_budget_the_servers_own_limit_applies() -> None:
-    _, server = _run([text("x")])
+async def test_without_a_configured_budget_the_servers_own_limit_applies() -> None:
+    _, server = await _run([text("x")])
     assert "max_tokens" not in server.requests[0]

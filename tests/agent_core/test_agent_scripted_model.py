@@ -8,7 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import openai
 import pytest
 
@@ -25,21 +24,23 @@ from agent_core.testing import (
     usage,
 )
 
+pytestmark = pytest.mark.anyio
+
 
 async def _collect(server: ScriptedModelServer, **kwargs: object) -> list[dict]:
-    client = openai.AsyncOpenAI(
+    async with openai.AsyncOpenAI(
         base_url=server.base_url, api_key="test", max_retries=kwargs.pop("max_retries", 2)
-    )  # type: ignore[arg-type]
-    stream = await client.chat.completions.create(
-        model="scripted-model",
-        messages=[{"role": "user", "content": "hi"}],
-        stream=True,
-        stream_options={"include_usage": True},
-        **kwargs,  # type: ignore[arg-type]
-    )
-    chunks = [chunk.model_dump(exclude_none=True) async for chunk in stream]
-    await client.close()
-    return chunks
+    ) as client:  # type: ignore[arg-type]
+        # Closed even when the request fails: a client left to the garbage collector would close its
+        # connections on a later test's event loop.
+        stream = await client.chat.completions.create(
+            model="scripted-model",
+            messages=[{"role": "user", "content": "hi"}],
+            stream=True,
+            stream_options={"include_usage": True},
+            **kwargs,  # type: ignore[arg-type]
+        )
+        return [chunk.model_dump(exclude_none=True) async for chunk in stream]
 
 
 def _content(chunks: list[dict]) -> str:
@@ -51,18 +52,18 @@ def _finish(chunks: list[dict]) -> str | None:
     return [r for r in reasons if r][-1] if any(reasons) else None
 
 
-def test_text_is_streamed_in_the_requested_number_of_deltas() -> None:
+async def test_text_is_streamed_in_the_requested_number_of_deltas() -> None:
     with ScriptedModelServer([text("hello world", split=3)]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     deltas = [c for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")]
     assert len(deltas) == 3
     assert _content(chunks) == "hello world"
     assert _finish(chunks) == "stop"
 
 
-def test_tool_call_arguments_reassemble_from_many_chunks() -> None:
+async def test_tool_call_arguments_reassemble_from_many_chunks() -> None:
     with ScriptedModelServer([tool_call("x = 1\nprint(x)", "set x", split=20)]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     pieces = [tc for c in chunks if c["choices"] for tc in (c["choices"][0]["delta"].get("tool_calls") or [])]
     assert len(pieces) >= 15
     assert pieces[0]["function"]["name"] == "ipython" and pieces[0]["id"]
@@ -71,9 +72,9 @@ def test_tool_call_arguments_reassemble_from_many_chunks() -> None:
     assert _finish(chunks) == "tool_calls"
 
 
-def test_parallel_tool_calls_keep_their_indexes() -> None:
+async def test_parallel_tool_calls_keep_their_indexes() -> None:
     with ScriptedModelServer([tool_calls([("a = 1", None), ("b = 2", "b")], split=3)]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     by_index: dict[int, str] = {}
     for c in chunks:
         for tc in (c["choices"][0]["delta"].get("tool_calls") or []) if c["choices"] else []:
@@ -83,17 +84,17 @@ def test_parallel_tool_calls_keep_their_indexes() -> None:
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
-def test_reasoning_deltas_arrive_in_the_named_field(field: str) -> None:
+async def test_reasoning_deltas_arrive_in_the_named_field(field: str) -> None:
     with ScriptedModelServer([reasoning("think hard", "answer", split=2, field=field)]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
     assert "".join(d.get(field) or "" for d in deltas) == "think hard"
     assert _content(chunks) == "answer"
 
 
-def test_length_cut_ends_with_length_and_leaves_arguments_incomplete() -> None:
+async def test_length_cut_ends_with_length_and_leaves_arguments_incomplete() -> None:
     with ScriptedModelServer([length_cut("partial", tool_code="print('a long cell')")]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     args = "".join(
         tc["function"].get("arguments", "")
         for c in chunks
@@ -105,45 +106,45 @@ def test_length_cut_ends_with_length_and_leaves_arguments_incomplete() -> None:
         json.loads(args)
 
 
-def test_refusal_finishes_with_content_filter() -> None:
+async def test_refusal_finishes_with_content_filter() -> None:
     with ScriptedModelServer([refusal("no")]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     assert _finish(chunks) == "content_filter"
 
 
-def test_usage_is_sent_as_the_final_chunk_with_cache_details() -> None:
+async def test_usage_is_sent_as_the_final_chunk_with_cache_details() -> None:
     with ScriptedModelServer(
         [text("hi", usage=usage(100, 5, cached_tokens=80, cache_write_tokens=10))]
     ) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
     final = chunks[-1]
     assert final["choices"] == []
     assert final["usage"]["prompt_tokens"] == 100
     assert final["usage"]["prompt_tokens_details"]["cached_tokens"] == 80
 
 
-def test_500_then_success_is_retried_by_the_client_and_both_requests_recorded() -> None:
+async def test_500_then_success_is_retried_by_the_client_and_both_requests_recorded() -> None:
     with ScriptedModelServer([error(500), text("recovered")]) as server:
-        chunks = anyio.run(_collect, server)
+        chunks = await _collect(server)
         assert len(server.requests) == 2
     assert _content(chunks) == "recovered"
 
 
-def test_exhausted_script_fails_fast_with_a_readable_400() -> None:
+async def test_exhausted_script_fails_fast_with_a_readable_400() -> None:
     with ScriptedModelServer([]) as server, pytest.raises(openai.BadRequestError, match="script exhausted"):
-        anyio.run(_collect, server)
+        await _collect(server)
 
 
-def test_requests_are_recorded_with_their_json_bodies() -> None:
+async def test_requests_are_recorded_with_their_json_bodies() -> None:
     with ScriptedModelServer([text("a")]) as server:
-        anyio.run(_collect, server)
+        await _collect(server)
         body = server.requests[0]
     assert body["model"] == "scripted-model"
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert body["stream"] is True
 
 
-def test_stall_is_ended_by_a_client_that_gives_up() -> None:
+async def test_stall_is_ended_by_a_client_that_gives_up() -> None:
     async def read_until_timeout(server: ScriptedModelServer) -> float:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0, timeout=0.5)
         started = time.perf_counter()
@@ -157,12 +158,12 @@ def test_stall_is_ended_by_a_client_that_gives_up() -> None:
         return time.perf_counter() - started
 
     with ScriptedModelServer([stall(30, before="thinking")]) as server:
-        elapsed = anyio.run(read_until_timeout, server)
+        elapsed = await read_until_timeout(server)
         assert server.wait_for_disconnects(1, timeout=10)
     assert elapsed < 10
 
 
-def test_non_streamed_request_gets_the_whole_reply_as_one_completion() -> None:
+async def test_non_streamed_request_gets_the_whole_reply_as_one_completion() -> None:
     async def once(server: ScriptedModelServer) -> openai.types.chat.ChatCompletion:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="t")
         reply = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
@@ -170,13 +171,13 @@ def test_non_streamed_request_gets_the_whole_reply_as_one_completion() -> None:
         return reply
 
     with ScriptedModelServer([tool_call("print(2)", split=4, text="running")]) as server:
-        reply = anyio.run(once, server)
+        reply = await once(server)
     message = reply.choices[0].message
     assert message.content == "running"
     assert message.tool_calls and json.loads(message.tool_calls[0].function.arguments) == {"code": "print(2)"}
 
 
-def test_models_endpoint_lists_the_configured_models() -> None:
+async def test_models_endpoint_lists_the_configured_models() -> None:
     async def models(server: ScriptedModelServer) -> list[str]:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="t")
         page = await client.models.list()
@@ -184,10 +185,10 @@ def test_models_endpoint_lists_the_configured_models() -> None:
         return [m.id for m in page.data]
 
     with ScriptedModelServer([], models=["a", "b"]) as server:
-        assert anyio.run(models, server) == ["a", "b"]
+        assert (await models(server)) == ["a", "b"]
 
 
-def test_runs_as_a_process_and_writes_its_port(tmp_path: Path) -> None:
+async def test_runs_as_a_process_and_writes_its_port(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([text("from a process")]), encoding="utf-8")
     port_file = tmp_path / "port"
@@ -222,7 +223,7 @@ def test_runs_as_a_process_and_writes_its_port(tmp_path: Path) -> None:
             await client.close()
             return reply.choices[0].message.content or ""
 
-        assert anyio.run(ask) == "from a process"
+        assert (await ask()) == "from a process"
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent_helpers import collect, config_for, of_type
 
 from agent_core import Agent, Session
@@ -15,8 +15,10 @@ from agent_core.ports import NoEditor
 from agent_core.testing import ScriptedModelServer, text, tool_call
 from agent_core.turn import TurnOutcome
 
+pytestmark = pytest.mark.anyio
 
-def test_hooks_attached_on_session_see_the_kernel_the_turn_compaction_and_close(tmp_path: Path) -> None:
+
+async def test_hooks_attached_on_session_see_the_kernel_the_turn_compaction_and_close(tmp_path: Path) -> None:
     seen: dict[str, Any] = {"outcomes": [], "compactions": 0, "closed": 0, "ops": []}
 
     def attach(session: Session) -> None:
@@ -51,7 +53,7 @@ def test_hooks_attached_on_session_see_the_kernel_the_turn_compaction_and_close(
             await agent.aclose()
 
     with ScriptedModelServer([tool_call(code), text("done"), text("two"), text("summary")]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
     assert of_type(events, ev.CellOutput)[0].text == "{'echo': 7}\n"
     assert seen["ops"] == [{"value": 7}]
     names = [type(e).__name__ for e in events]
@@ -60,7 +62,7 @@ def test_hooks_attached_on_session_see_the_kernel_the_turn_compaction_and_close(
     assert seen["compactions"] == 1 and seen["closed"] == 1
 
 
-def test_a_failing_after_turn_hook_does_not_break_the_turn(tmp_path: Path) -> None:
+async def test_a_failing_after_turn_hook_does_not_break_the_turn(tmp_path: Path) -> None:
     async def broken(session: Session, outcome: TurnOutcome) -> Sequence[ev.TurnEvent]:
         raise RuntimeError("hook bug")
 
@@ -74,5 +76,5 @@ def test_a_failing_after_turn_hook_does_not_break_the_turn(tmp_path: Path) -> No
             await agent.aclose()
 
     with ScriptedModelServer([text("fine")]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
     assert events[-1] == ev.TurnEnded("end_turn")

@@ -26,6 +26,8 @@ from agent_core.testing import (
     usage,
 )
 
+pytestmark = pytest.mark.anyio
+
 CANCEL_BUDGET = 1.0  # seconds: the contract for `session/cancel` (ACP.md, AGENT.md)
 
 
@@ -37,7 +39,7 @@ def _bad_args_call() -> dict:
     )
 
 
-def test_text_only_turn_streams_chunks_reports_usage_and_titles_the_session(tmp_path: Path) -> None:
+async def test_text_only_turn_streams_chunks_reports_usage_and_titles_the_session(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[ev.TurnEvent], str]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -50,7 +52,7 @@ def test_text_only_turn_streams_chunks_reports_usage_and_titles_the_session(tmp_
         text("ok"),
     ]
     with ScriptedModelServer(script) as server:
-        first, second, status = asyncio.run(scenario(server))
+        first, second, status = await scenario(server)
     assert "".join(e.text for e in of_type(first, ev.MessageChunk)) == "It uses make."
     assert len({e.message_id for e in of_type(first, ev.MessageChunk)}) == 1
     [report] = of_type(first, ev.UsageReport)
@@ -67,7 +69,7 @@ def test_text_only_turn_streams_chunks_reports_usage_and_titles_the_session(tmp_
     assert status.startswith("not started")  # no cell ran, so no kernel was started
 
 
-def test_two_cells_feed_their_outputs_into_the_next_requests(tmp_path: Path) -> None:
+async def test_two_cells_feed_their_outputs_into_the_next_requests(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -79,7 +81,7 @@ def test_two_cells_feed_their_outputs_into_the_next_requests(tmp_path: Path) -> 
         text("a is 42; dividing failed"),
     ]
     with ScriptedModelServer(script) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         requests = server.requests
     assert len(requests) == 3
     assert requests[0]["messages"][0]["role"] == "system"
@@ -103,19 +105,19 @@ def test_two_cells_feed_their_outputs_into_the_next_requests(tmp_path: Path) -> 
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
-def test_reasoning_deltas_become_thought_chunks(tmp_path: Path) -> None:
+async def test_reasoning_deltas_become_thought_chunks(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
             return await collect(session, "think")
 
     with ScriptedModelServer([reasoning("first this, then that", "answer", split=4)]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
     assert "".join(t.text for t in of_type(events, ev.ThoughtChunk)) == "first this, then that"
     assert "".join(m.text for m in of_type(events, ev.MessageChunk)) == "answer"
 
 
-def test_truncation_mid_tool_call_runs_nothing_and_ends_with_max_tokens(tmp_path: Path) -> None:
+async def test_truncation_mid_tool_call_runs_nothing_and_ends_with_max_tokens(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict], str]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -123,7 +125,7 @@ def test_truncation_mid_tool_call_runs_nothing_and_ends_with_max_tokens(tmp_path
             return events, list(session.messages), await session.kernel_status()
 
     with ScriptedModelServer([length_cut("Running it:", tool_code="open('x', 'w').write('y')")]) as server:
-        events, messages, status = asyncio.run(scenario(server))
+        events, messages, status = await scenario(server)
     assert of_type(events, ev.CellStarted) == []
     assert events[-1].stop_reason == "max_tokens"  # type: ignore[union-attr]
     assert "output limit" in (events[-1].message or "")  # type: ignore[union-attr]
@@ -133,56 +135,56 @@ def test_truncation_mid_tool_call_runs_nothing_and_ends_with_max_tokens(tmp_path
     assert status.startswith("not started")
 
 
-def test_content_filter_ends_the_turn_as_refusal(tmp_path: Path) -> None:
+async def test_content_filter_ends_the_turn_as_refusal(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
             return await collect(session, "something")
 
     with ScriptedModelServer([refusal()]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
     assert events[-1].stop_reason == "refusal"  # type: ignore[union-attr]
 
 
-def test_max_turn_requests_stops_a_model_that_never_finishes(tmp_path: Path) -> None:
+async def test_max_turn_requests_stops_a_model_that_never_finishes(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server, max_turn_requests=3)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
             return await collect(session, "loop")
 
     with ScriptedModelServer([_bad_args_call() for _ in range(5)]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         assert len(server.requests) == 3
         assert "not valid JSON" in server.requests[1]["messages"][-1]["content"]
     assert events[-1].stop_reason == "max_turn_requests"  # type: ignore[union-attr]
 
 
-def test_no_model_configured_answers_with_what_to_set(tmp_path: Path) -> None:
+async def test_no_model_configured_answers_with_what_to_set(tmp_path: Path) -> None:
     async def scenario() -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, None)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
             return await collect(session, "hello")
 
-    events = asyncio.run(scenario())
+    events = await scenario()
     said = "".join(m.text for m in of_type(events, ev.MessageChunk))
     for setting in ("CONTINUAL_ACP_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "config.toml"):
         assert setting in said
     assert "Traceback" not in said and events[-1] == ev.TurnEnded("end_turn")
 
 
-def test_500_then_success_inside_a_turn(tmp_path: Path) -> None:
+async def test_500_then_success_inside_a_turn(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
             return await collect(session, "hi")
 
     with ScriptedModelServer([error(500), text("recovered")]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         assert len(server.requests) == 2
     assert "".join(m.text for m in of_type(events, ev.MessageChunk)) == "recovered"
 
 
-def test_endpoint_down_raises_model_error_and_the_next_turn_works(tmp_path: Path) -> None:
+async def test_endpoint_down_raises_model_error_and_the_next_turn_works(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[str, list[ev.TurnEvent], list[dict]]:
         config = config_for(tmp_path, server, max_retries=0)
         good_url = config.base_url
@@ -197,13 +199,13 @@ def test_endpoint_down_raises_model_error_and_the_next_turn_works(tmp_path: Path
             return str(info.value), events, list(session.messages)
 
     with ScriptedModelServer([text("back")]) as server:
-        message, events, messages = asyncio.run(scenario(server))
+        message, events, messages = await scenario(server)
     assert "http://127.0.0.1:9/v1" in message and "OPENAI_BASE_URL" in message
     assert events[-1] == ev.TurnEnded("end_turn")
     assert [m["role"] for m in messages] == ["user", "user", "assistant"]
 
 
-def test_a_second_prompt_waits_for_the_first(tmp_path: Path) -> None:
+async def test_a_second_prompt_waits_for_the_first(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[tuple[str, ev.TurnEvent]]:
         log: list[tuple[str, ev.TurnEvent]] = []
         async with running_agent(config_for(tmp_path, server)) as agent:
@@ -223,7 +225,7 @@ def test_a_second_prompt_waits_for_the_first(tmp_path: Path) -> None:
 
     script = [response([{"content": "A1"}, {"sleep": 0.3}, {"content": "A2"}]), text("B")]
     with ScriptedModelServer(script) as server:
-        log = asyncio.run(scenario(server))
+        log = await scenario(server)
         second_request = server.requests[1]["messages"]
     names = [name for name, _ in log]
     assert names == sorted(names)  # every event of `a` before any of `b`
@@ -231,7 +233,7 @@ def test_a_second_prompt_waits_for_the_first(tmp_path: Path) -> None:
     assert {"role": "assistant", "content": "A1A2"} in second_request
 
 
-def test_cancel_during_streaming_ends_the_turn_within_a_second(tmp_path: Path) -> None:
+async def test_cancel_during_streaming_ends_the_turn_within_a_second(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], float, list[ev.TurnEvent]]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -255,14 +257,14 @@ def test_cancel_during_streaming_ends_the_turn_within_a_second(tmp_path: Path) -
             return events, elapsed, after
 
     with ScriptedModelServer([stall(60, before="thinking"), text("next answer")]) as server:
-        events, elapsed, after = asyncio.run(scenario(server))
+        events, elapsed, after = await scenario(server)
         assert server.wait_for_disconnects(1, timeout=10)  # the model stream was really closed
     assert events[-1] == ev.TurnEnded("cancelled")
     assert elapsed < CANCEL_BUDGET
     assert after[-1] == ev.TurnEnded("end_turn")
 
 
-def test_cancel_during_a_cell_interrupts_it_and_the_kernel_stays_usable(tmp_path: Path) -> None:
+async def test_cancel_during_a_cell_interrupts_it_and_the_kernel_stays_usable(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], float, list[ev.TurnEvent]]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -290,7 +292,7 @@ def test_cancel_during_a_cell_interrupts_it_and_the_kernel_stays_usable(tmp_path
         text("yes"),
     ]
     with ScriptedModelServer(script) as server:
-        events, elapsed, after = asyncio.run(scenario(server))
+        events, elapsed, after = await scenario(server)
         third = server.requests[1]["messages"]
     assert events[-1] == ev.TurnEnded("cancelled")
     assert elapsed < CANCEL_BUDGET
@@ -301,7 +303,7 @@ def test_cancel_during_a_cell_interrupts_it_and_the_kernel_stays_usable(tmp_path
     assert tool_answers and "Cancelled" in tool_answers[0]["content"]
 
 
-def test_ask_mode_reject_skips_the_cell_and_tells_the_model(tmp_path: Path) -> None:
+async def test_ask_mode_reject_skips_the_cell_and_tells_the_model(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer, editor: RecordingEditor) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), editor)
@@ -312,7 +314,7 @@ def test_ask_mode_reject_skips_the_cell_and_tells_the_model(tmp_path: Path) -> N
     with ScriptedModelServer(
         [tool_call("import shutil; shutil.rmtree('/')", "wipe"), text("ok, I will not")]
     ) as server:
-        events = asyncio.run(scenario(server, editor))
+        events = await scenario(server, editor)
         told = server.requests[1]["messages"][-1]
     assert [r.title for r in editor.requests] == ["wipe"]
     assert editor.requests[0].code == "import shutil; shutil.rmtree('/')"
@@ -321,7 +323,7 @@ def test_ask_mode_reject_skips_the_cell_and_tells_the_model(tmp_path: Path) -> N
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
-def test_ask_mode_allow_always_is_remembered_for_the_session(tmp_path: Path) -> None:
+async def test_ask_mode_allow_always_is_remembered_for_the_session(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer, editor: RecordingEditor) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), editor)
@@ -333,12 +335,12 @@ def test_ask_mode_allow_always_is_remembered_for_the_session(tmp_path: Path) -> 
     editor = RecordingEditor(["allow_always"])
     script = [tool_call("print('a')"), text("1"), tool_call("print('b')"), text("2")]
     with ScriptedModelServer(script) as server:
-        events = asyncio.run(scenario(server, editor))
+        events = await scenario(server, editor)
     assert len(editor.requests) == 1
     assert [o.text for o in of_type(events, ev.CellOutput)] == ["a\n", "b\n"]
 
 
-def test_cancel_while_permission_is_pending_resolves_it(tmp_path: Path) -> None:
+async def test_cancel_while_permission_is_pending_resolves_it(tmp_path: Path) -> None:
     async def scenario(
         server: ScriptedModelServer, editor: RecordingEditor
     ) -> tuple[list[ev.TurnEvent], float]:
@@ -355,13 +357,13 @@ def test_cancel_while_permission_is_pending_resolves_it(tmp_path: Path) -> None:
     editor = RecordingEditor()
     editor.hold_permission = True
     with ScriptedModelServer([tool_call("print(1)")]) as server:
-        events, elapsed = asyncio.run(scenario(server, editor))
+        events, elapsed = await scenario(server, editor)
     assert events[-1] == ev.TurnEnded("cancelled") and elapsed < CANCEL_BUDGET
     assert of_type(events, ev.CellStarted) == []
 
 
 @pytest.mark.parametrize("client_fs", [True, False])
-def test_editor_write_from_a_cell_emits_file_edited(tmp_path: Path, client_fs: bool) -> None:
+async def test_editor_write_from_a_cell_emits_file_edited(tmp_path: Path, client_fs: bool) -> None:
     target = tmp_path / "notes.txt"
     target.write_text("on disk\n")
     editor = RecordingEditor(files={str(target): "in the buffer\n"}, fs=client_fs)
@@ -378,7 +380,7 @@ def test_editor_write_from_a_cell_emits_file_edited(tmp_path: Path, client_fs: b
             return await collect(session, "shout")
 
     with ScriptedModelServer([tool_call(code), text("done")]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
     [edited] = of_type(events, ev.FileEdited)
     [started] = of_type(events, ev.CellStarted)
     old = "in the buffer\n" if client_fs else "on disk\n"
@@ -393,7 +395,7 @@ def test_editor_write_from_a_cell_emits_file_edited(tmp_path: Path, client_fs: b
     assert names.index("CellStarted") < names.index("FileEdited") < names.index("CellFinished")
 
 
-def test_prompt_with_image_resource_and_links_reaches_the_model(tmp_path: Path) -> None:
+async def test_prompt_with_image_resource_and_links_reaches_the_model(tmp_path: Path) -> None:
     linked = tmp_path / "spec.md"
     linked.write_text("the spec says 7")
     parts = [
@@ -410,7 +412,7 @@ def test_prompt_with_image_resource_and_links_reaches_the_model(tmp_path: Path) 
             return await collect(session, parts)
 
     with ScriptedModelServer([text("seen")]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         content = server.requests[0]["messages"][-1]["content"]
     assert events[-1] == ev.TurnEnded("end_turn")
     kinds = [block["type"] for block in content]
@@ -419,7 +421,7 @@ def test_prompt_with_image_resource_and_links_reaches_the_model(tmp_path: Path) 
     assert "the spec says 7" in flat and "A = 1" in flat and "zed://selection/1" in flat
 
 
-def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kernel(tmp_path: Path) -> None:
+async def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kernel(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -427,7 +429,7 @@ def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kerne
 
     script = [tool_call("import os\nos._exit(1)", "crash"), tool_call("print('back')"), text("recovered")]
     with ScriptedModelServer(script) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         told = server.requests[1]["messages"][-1]["content"]
     first, second = of_type(events, ev.CellFinished)
     assert first.status == "failed" and first.error is not None and "kernel died" in first.error
@@ -436,7 +438,7 @@ def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kerne
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
-def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(tmp_path: Path) -> None:
+async def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[ev.TurnEvent]]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -461,13 +463,13 @@ def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(tmp_path: Pa
             return first_events, await asyncio.wait_for(b, 10)
 
     with ScriptedModelServer([stall(60, before="working")]) as server:
-        first_events, queued = asyncio.run(scenario(server))
+        first_events, queued = await scenario(server)
         assert len(server.requests) == 1  # the queued prompt never reached the model
     assert first_events[-1] == ev.TurnEnded("cancelled")
     assert queued == [ev.TurnEnded("cancelled")]
 
 
-def test_parallel_tool_calls_run_in_order_and_each_gets_its_result(tmp_path: Path) -> None:
+async def test_parallel_tool_calls_run_in_order_and_each_gets_its_result(tmp_path: Path) -> None:
     from agent_core.testing import tool_calls
 
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
@@ -478,7 +480,7 @@ def test_parallel_tool_calls_run_in_order_and_each_gets_its_result(tmp_path: Pat
     with ScriptedModelServer(
         [tool_calls([("n = 1\nprint(n)", "one"), ("print(n + 1)", "two")], split=3), text("ok")]
     ) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         messages = server.requests[1]["messages"]
     assert [s.title for s in of_type(events, ev.CellStarted)] == ["one", "two"]
     call_ids = [c["id"] for c in messages[-3]["tool_calls"]]
@@ -488,7 +490,7 @@ def test_parallel_tool_calls_run_in_order_and_each_gets_its_result(tmp_path: Pat
     ]
 
 
-def test_permission_answered_cancelled_ends_the_turn_cancelled(tmp_path: Path) -> None:
+async def test_permission_answered_cancelled_ends_the_turn_cancelled(tmp_path: Path) -> None:
     async def scenario(
         server: ScriptedModelServer, editor: RecordingEditor
     ) -> tuple[list[ev.TurnEvent], list[dict]]:
@@ -499,7 +501,7 @@ def test_permission_answered_cancelled_ends_the_turn_cancelled(tmp_path: Path) -
             return events, list(session.messages)
 
     with ScriptedModelServer([tool_call("print(1)")]) as server:
-        events, messages = asyncio.run(scenario(server, RecordingEditor(["cancelled"])))
+        events, messages = await scenario(server, RecordingEditor(["cancelled"]))
     assert events[-1] == ev.TurnEnded("cancelled")
     assert of_type(events, ev.CellStarted) == []
     assert messages[-1]["role"] == "tool"  # the call is answered, so the next request stays valid
@@ -516,7 +518,7 @@ def test_cell_titles_prefer_the_model_then_a_comment_then_the_first_statement() 
     assert len(cell_title("y = " + "1" * 200, None)) == 80
 
 
-def test_an_empty_or_reasoning_only_reply_is_said_and_not_kept(tmp_path: Path) -> None:
+async def test_an_empty_or_reasoning_only_reply_is_said_and_not_kept(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict]]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -524,13 +526,13 @@ def test_an_empty_or_reasoning_only_reply_is_said_and_not_kept(tmp_path: Path) -
             return events, list(session.messages)
 
     with ScriptedModelServer([reasoning("only thinking")]) as server:
-        events, messages = asyncio.run(scenario(server))
+        events, messages = await scenario(server)
     assert "empty answer" in "".join(m.text for m in of_type(events, ev.MessageChunk))
     assert [m["role"] for m in messages] == ["user"]
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
-def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
+async def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
     no_id = response(
         [{"tool_call": {"index": 0, "name": "ipython", "arguments": '{"code": "print(5)"}'}}],
         finish_reason="tool_calls",
@@ -542,14 +544,14 @@ def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
             return await collect(session, "x")
 
     with ScriptedModelServer([no_id, no_id, text("ok")]) as server:
-        events = asyncio.run(scenario(server))
+        events = await scenario(server)
         messages = server.requests[2]["messages"]
     ids = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert len(ids) == 2 and len(set(ids)) == 2 and all(ids)
     assert [o.text for o in of_type(events, ev.CellOutput)] == ["5\n", "5\n"]
 
 
-def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on(tmp_path: Path) -> None:
+async def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], str]:
         config = config_for(tmp_path, server, kernel_python=str(tmp_path / "no-such-python"))
         async with running_agent(config) as agent:
@@ -558,7 +560,7 @@ def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on
             return events, await session.kernel_status()
 
     with ScriptedModelServer([tool_call("print(1)"), text("the kernel is broken")]) as server:
-        events, status = asyncio.run(scenario(server))
+        events, status = await scenario(server)
         told = server.requests[1]["messages"][-1]["content"]
     [finished] = of_type(events, ev.CellFinished)
     assert finished.status == "failed" and "could not start" in (finished.error or "")
@@ -567,7 +569,7 @@ def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
-def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_session(tmp_path: Path) -> None:
+async def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_session(tmp_path: Path) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict]]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -577,7 +579,7 @@ def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_ses
 
     refused = error(400, "Invalid content type. image_url is only supported by certain models.")
     with ScriptedModelServer([refused, text("I cannot see it"), text("still cannot")]) as server:
-        events, reloaded = asyncio.run(scenario(server))
+        events, reloaded = await scenario(server)
         retried, second = server.requests[1], server.requests[2]
     assert len(of_type(events, ev.TurnEnded)) == 2
     for request in (retried, second):

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
+import pytest
 from acp_edge_support import processes_with_env
 
 from acp_server.doctor import check_data_dir, check_model
 from agent_core import load_config
 from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+pytestmark = pytest.mark.anyio
 
 
 def _closed_port() -> int:
@@ -34,59 +36,59 @@ def _doctor(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_model_check_passes_against_a_scripted_endpoint(hermetic_env: dict[str, str]) -> None:
+async def test_model_check_passes_against_a_scripted_endpoint(hermetic_env: dict[str, str]) -> None:
     with ScriptedModelServer([text("ok")]) as model:
         config = load_config({**hermetic_env, "OPENAI_BASE_URL": model.base_url})
-        result = asyncio.run(check_model(config))
+        result = await check_model(config)
         assert result.ok, result
         assert model.base_url in result.detail
         assert len(model.requests) == 1  # it really asked the model, through the openai client
 
 
-def test_model_check_fails_with_a_hint_when_the_endpoint_is_unreachable(hermetic_env: dict[str, str]) -> None:
+async def test_model_check_fails_with_a_hint_when_the_endpoint_is_unreachable(hermetic_env: dict[str, str]) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
-    result = asyncio.run(check_model(load_config({**hermetic_env, "OPENAI_BASE_URL": url})))
+    result = await check_model(load_config({**hermetic_env, "OPENAI_BASE_URL": url}))
     assert not result.ok
     assert url in result.detail
     assert result.fix is not None and "OPENAI_BASE_URL" in result.fix
 
 
-def test_model_check_fails_when_no_model_is_configured(hermetic_env: dict[str, str]) -> None:
+async def test_model_check_fails_when_no_model_is_configured(hermetic_env: dict[str, str]) -> None:
     env = {k: v for k, v in hermetic_env.items() if k != "CONTINUAL_ACP_MODEL"}
-    result = asyncio.run(check_model(load_config(env)))
+    result = await check_model(load_config(env))
     assert not result.ok
     assert result.fix is not None and "CONTINUAL_ACP_MODEL" in result.fix
 
 
-def test_data_dir_check_flags_a_dir_other_users_can_read(
+async def test_data_dir_check_flags_a_dir_other_users_can_read(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
     home = tmp_path / "loose"
     home.mkdir(mode=0o755)
     home.chmod(0o755)
-    result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)})))
+    result = await check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)}))
     assert not result.ok
     assert result.fix is not None and "chmod" in result.fix
 
 
-def test_data_dir_check_accepts_a_private_dir_and_a_missing_one(
+async def test_data_dir_check_accepts_a_private_dir_and_a_missing_one(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     private.chmod(0o700)
     for home in (private, tmp_path / "not-yet" / "created"):
-        result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)})))
+        result = await check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)}))
         assert result.ok, result
     assert not (tmp_path / "not-yet").exists()  # the doctor looks, it does not create
 
 
-def test_data_dir_check_fails_when_the_data_dir_is_a_file(
+async def test_data_dir_check_fails_when_the_data_dir_is_a_file(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
     home = tmp_path / "file"
     home.write_text("not a dir")
-    result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)})))
+    result = await check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)}))
     assert not result.ok and result.fix
 
 
@@ -118,13 +120,13 @@ def test_doctor_exits_1_and_explains_an_unreachable_endpoint(
     assert "1 check failed" in done.stdout
 
 
-def test_data_dir_check_fails_when_the_data_dir_cannot_be_created(
+async def test_data_dir_check_fails_when_the_data_dir_cannot_be_created(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
     for home in ("/proc/continual-acp-nope", str(blocker / "home")):
-        result = asyncio.run(check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": home})))
+        result = await check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": home}))
         assert not result.ok, result
         assert home in result.detail and "cannot be created" in result.detail
         assert result.fix is not None and "CONTINUAL_ACP_HOME" in result.fix

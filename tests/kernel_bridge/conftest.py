@@ -9,12 +9,6 @@ import pytest
 from kernel_bridge import KernelPool, KernelSession
 
 
-@pytest.fixture(scope="session")
-def anyio_backend() -> str:
-    # jupyter_client's async client is zmq.asyncio: kernel_bridge runs on asyncio.
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 async def pool(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[KernelPool]:
     """A pool of size 0: the module's sessions cold-start; nothing warms in the background."""

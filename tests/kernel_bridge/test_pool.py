@@ -262,8 +262,7 @@ async def test_acquire_waiting_for_a_warming_kernel_fails_cleanly_when_the_pool_
     await pool.start()
     await wait_until(lambda: bool(launched), timeout=60)
     waiting = asyncio.ensure_future(pool.acquire(cwd=tmp_path))
-    # acquire is now waiting for the warming kernel (asyncio.Condition keeps its waiters there)
-    await wait_until(lambda: bool(pool._condition()._waiters))  # type: ignore[attr-defined]
+    await wait_until(lambda: pool.waiting_acquires == 1)  # acquire now waits for the warming kernel
     await pool.aclose()
     with pytest.raises(KernelBridgeError, match="pool was closed"):
         await asyncio.wait_for(waiting, 30)

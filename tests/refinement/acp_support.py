@@ -1,4 +1,4 @@
-"""Driving the real server over real stdio for refinement tests (reuses the acp_server test client).
+"""Driving the real server over real stdio for refinement tests (the acp_server test client and helpers).
 
 The client validates every frame against the ACP schema models and flags anything on stdout that is
 not a JSON-RPC line; `Servers` fails the test at teardown if any server did either.
@@ -7,17 +7,15 @@ not a JSON-RPC line; `Servers` fails the test at teardown if any server did eith
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "acp_server"))
-
 from acp_client import AcpClient, Frame, RpcError, select, server_env
+from acp_helpers import initialize, new_session, prompt
 
-__all__ = ["AcpClient", "Frame", "RpcError", "Servers", "select"]
+__all__ = ["AcpClient", "Frame", "RpcError", "Servers", "new_session", "prompt", "select"]
 
 
 class Servers:
@@ -32,17 +30,10 @@ class Servers:
         (xdg / "config.toml").write_text(config, encoding="utf-8")
 
     def spawn(self, cwd: Path) -> AcpClient:
-        env = server_env(self.home, self.model_url, CONTINUAL_ACP_KERNEL_POOL="0", HOME=str(self.home))
+        env = server_env(self.home, self.model_url)
         client = AcpClient(env, cwd=str(cwd))
         self.clients.append(client)
-        client.request(
-            "initialize",
-            {
-                "protocolVersion": 1,
-                "clientCapabilities": {},
-                "clientInfo": {"name": "pytest", "version": "1"},
-            },
-        )
+        initialize(client)
         return client
 
     def close(self) -> list[str]:
@@ -63,20 +54,6 @@ def servers(home: Path, model_url: str, *, config: str = "") -> Iterator[Servers
     finally:
         problems = group.close()
     assert not problems, "\n".join(problems)
-
-
-def new_session(client: AcpClient, cwd: Path) -> str:
-    return str(client.request("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"])
-
-
-def prompt(client: AcpClient, session_id: str, text: str, *, timeout: float = 60.0) -> Frame:
-    rid = client.start_request(
-        "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
-    )
-    frame = client.response_frame(rid, timeout)
-    if "error" in frame.message:
-        raise RpcError(frame.message["error"])
-    return frame
 
 
 def messages_between(client: AcpClient, start: int, end: int) -> str:

@@ -154,12 +154,6 @@ async def serving(coordinator: RefinementCoordinator, rig: Rig) -> AsyncIterator
         await rig.aclose()
 
 
-@pytest.fixture(scope="session")
-def anyio_backend() -> str:
-    # kernel_bridge runs on asyncio (jupyter_client's zmq.asyncio); the coordinator is plain anyio.
-    return "asyncio"
-
-
 def system_prompts(server: ScriptedModelServer) -> list[str]:
     return [body["messages"][0]["content"] for body in server.requests]
 

@@ -44,8 +44,12 @@ def model() -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def _system_prompt(model: ScriptedModelServer, index: int) -> str:
-    return str(model.requests[index]["messages"][0]["content"])
+def _latest_turn_system_prompt(model: ScriptedModelServer) -> str:
+    """The system prompt of the agent's latest turn request: the one call that offers tools (the
+    review gate and the planner are plain calls), however many gate and planner calls came between."""
+    turns = [body for body in model.requests if body.get("tools")]
+    assert turns, "the agent made no turn request"
+    return str(turns[-1]["messages"][0]["content"])
 
 
 def _await_quiescence(client: Any, sid: str) -> dict[str, Any]:
@@ -64,7 +68,7 @@ def test_full_loop_review_apply_prompt_rollback_and_tombstone(
     )
     with servers(tmp_path / "home", model.base_url, config=AUTO_EVERY_TURN) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "We always run `make check`, never bare pytest.")
         rid = _await_quiescence(client, sid)["lastRefinementId"]
         [card] = refinement_cards(client, sid)
@@ -82,7 +86,8 @@ def test_full_loop_review_apply_prompt_rollback_and_tombstone(
         model.push(text("Running them."), gate_reply(False))
         prompt(client, sid, "run the checks")
         _await_quiescence(client, sid)
-        assert MEMORY_TEXT in _system_prompt(model, 3) and "run_checks" in _system_prompt(model, 3)
+        system = _latest_turn_system_prompt(model)
+        assert MEMORY_TEXT in system and "run_checks" in system
 
         before = len(client.frames)
         done = prompt(client, sid, f"/rollback {rid}")
@@ -91,7 +96,8 @@ def test_full_loop_review_apply_prompt_rollback_and_tombstone(
         model.push(text("Done."), gate_reply(True), text(plan_json(memory_edit(evidence=[]))))
         prompt(client, sid, "thanks")
         _await_quiescence(client, sid)
-        assert MEMORY_TEXT not in _system_prompt(model, 5) and "run_checks" not in _system_prompt(model, 5)
+        system = _latest_turn_system_prompt(model)
+        assert MEMORY_TEXT not in system and "run_checks" not in system
         refused = refinement_cards(client, sid)[-1]
         assert refused["status"] == "failed"
         assert "content was rejected before (tombstone" in str(refused["content"])
@@ -112,7 +118,7 @@ def test_review_with_each_permission_option(
     model.push(text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         client.request(
             "session/set_config_option", {"sessionId": sid, "configId": "refine_review", "value": "always"}
         )
@@ -161,7 +167,7 @@ def test_cancel_while_a_review_permission_is_pending_keeps_the_proposal_waiting(
     model.push(text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
         client.hold_permissions = True
         rid = client.start_request(
@@ -199,7 +205,7 @@ def test_a_global_refinement_is_rolled_back_from_a_second_server_process(
     model.push(text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         first = group.spawn(tmp_path)
-        sid = new_session(first, tmp_path)
+        sid, _ = new_session(first, tmp_path)
         first.permission_policy = select("apply")
         prompt(first, sid, "/refine --global")
         [card] = refinement_cards(first, sid)
@@ -207,7 +213,7 @@ def test_a_global_refinement_is_rolled_back_from_a_second_server_process(
         assert card["rawOutput"]["scope"] == "global"
 
         second = group.spawn(tmp_path)
-        other = new_session(second, tmp_path)
+        other, _ = new_session(second, tmp_path)
         assert {
             e["id"]
             for e in second.request("_harness/state", {"sessionId": other, "scope": "global"})["entries"]
@@ -232,7 +238,7 @@ def test_await_quiescence_answers_after_the_settling_notification(
     model.push(text("Hello."), slow_gate)
     with servers(tmp_path / "home", model.base_url, config=AUTO_EVERY_TURN) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "hi")
         status = client.request("_harness/status", {"sessionId": sid})
         assert status["quiescent"] is False and status["pending"] + status["inFlight"] >= 1
@@ -266,7 +272,7 @@ def test_wait_for_refinement_makes_the_prompt_answer_after_settlement(
     model.push(text("Noted."), gate_reply(True), text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=AUTO_EVERY_TURN) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         options = client.request(
             "session/set_config_option",
             {"sessionId": sid, "configId": "wait_for_refinement", "value": "true"},
@@ -285,7 +291,7 @@ def test_rejected_entries_never_reach_the_prompt(model: ScriptedModelServer, tmp
     model.push(text("Noted."), gate_reply(True), text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=AUTO_EVERY_TURN) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "We always run make check.")
         rid = _await_quiescence(client, sid)["lastRefinementId"]
         rejected = client.request(
@@ -297,7 +303,7 @@ def test_rejected_entries_never_reach_the_prompt(model: ScriptedModelServer, tmp
         model.push(text("Ok."), gate_reply(False))
         prompt(client, sid, "what is the test command?")
         _await_quiescence(client, sid)
-        assert MEMORY_TEXT not in _system_prompt(model, 3)
+        assert MEMORY_TEXT not in _latest_turn_system_prompt(model)
 
 
 def test_truncated_planner_reply_shows_a_failed_card_and_applies_nothing(
@@ -306,7 +312,7 @@ def test_truncated_planner_reply_shows_a_failed_card_and_applies_nothing(
     model.push(length_cut('{"summary": "Remember", "edits": [{"action": "create", "kind": "mem'))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         before = len(client.frames)
         done = prompt(client, sid, "/refine")
         [card] = refinement_cards(client, sid)
@@ -352,7 +358,7 @@ def test_user_skills_are_commands_and_their_text_reaches_the_model(
     model.push(text("Shipping."))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         advertised = client.wait_for(
             lambda m: (
                 m.get("method") == "session/update"
@@ -377,7 +383,7 @@ def test_a_proposal_that_arrives_after_the_turn_is_asked_at_the_start_of_the_nex
     model.push(text("Noted."), gate_reply(True, scope="global"), text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=AUTO_EVERY_TURN) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         client.permission_policy = select("apply")
         prompt(client, sid, "We always run make check, in every project.")
         _await_quiescence(client, sid)
@@ -391,7 +397,7 @@ def test_a_proposal_that_arrives_after_the_turn_is_asked_at_the_start_of_the_nex
         [asked] = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
         assert asked["params"]["toolCall"]["toolCallId"] == waiting[0]["toolCallId"]
         # Asked before the turn: the turn's own system prompt already has the approved entry.
-        assert MEMORY_TEXT in _system_prompt(model, 3)
+        assert MEMORY_TEXT in _latest_turn_system_prompt(model)
         entries = client.request("_harness/state", {"sessionId": sid, "scope": "global"})["entries"]
         assert [(e["id"], e["trust"], e["scope"]) for e in entries] == [
             ("test_command", "verified", "global")
@@ -406,7 +412,7 @@ def test_history_pages_with_a_cursor_and_state_as_of_a_refinement(
     model.push(text(plan_json(other, summary="Remember the linter")))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "/refine")
         prompt(client, sid, "/refine")
         first = client.request("_harness/history", {"sessionId": sid, "limit": 1})
@@ -430,7 +436,7 @@ def test_a_skill_added_during_the_session_is_advertised_at_the_next_prompt(
     model.push(text("Hello."))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         client.wait_for(
             lambda m: (
                 m.get("method") == "session/update"
@@ -455,7 +461,7 @@ def test_refinement_cards_are_replayed_by_session_load(model: ScriptedModelServe
     model.push(text("Noted."), gate_reply(True), text(plan_json(memory_edit(evidence=[]))))
     with servers(tmp_path / "home", model.base_url, config=AUTO_EVERY_TURN) as group:
         first = group.spawn(tmp_path)
-        sid = new_session(first, tmp_path)
+        sid, _ = new_session(first, tmp_path)
         prompt(first, sid, "We always run make check.")
         rid = _await_quiescence(first, sid)["lastRefinementId"]
         first.close()
@@ -476,7 +482,7 @@ def test_review_command_asks_every_waiting_proposal(model: ScriptedModelServer, 
     model.push(tool_call(cell, "Remember two conventions"), text("Both wait for your review."))
     with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "Remember how we test and lint, everywhere.")
         assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 2
         client.permission_policy = select("reject")

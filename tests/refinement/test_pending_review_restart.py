@@ -38,7 +38,7 @@ def _propose_both(group: object, model: ScriptedModelServer, cwd: Path) -> str:
     """A first server: a cell writes a local and a global memory, both wait for review; then EOF."""
     model.push(tool_call(CELL, "Remember two facts"), text("Both wait for your review."))
     first = group.spawn(cwd)  # type: ignore[attr-defined]
-    sid = new_session(first, cwd)
+    sid, _ = new_session(first, cwd)
     prompt(first, sid, "Remember these.")
     assert first.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 2
     assert first.close() == 0  # stdin EOF: the server process exits
@@ -87,7 +87,7 @@ def test_a_global_pending_review_is_decided_from_a_new_session_after_a_restart(
         [global_file] = _pending_files(home / "harness")
 
         second = group.spawn(tmp_path)
-        other = new_session(second, tmp_path)
+        other, _ = new_session(second, tmp_path)
         # Only the global proposal is visible to another session; the local one stays with its own.
         assert second.request("_harness/status", {"sessionId": other})["awaitingReview"] == 1
         decided = second.request(
@@ -113,7 +113,7 @@ def test_a_global_kernel_write_in_auto_mode_shows_a_review_card_and_reaches_new_
     model.push(tool_call(cell, "Remember the build tool"), text("It waits for your review."))
     with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)  # auto mode, refine_review = global_only (the defaults)
+        sid, _ = new_session(client, tmp_path)  # auto mode, refine_review = global_only (the defaults)
         prompt(client, sid, "Remember the build tool, everywhere.")
         cards = [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("review-")]
         assert cards and cards[0]["sessionUpdate"] == "tool_call" and cards[0]["status"] == "pending"
@@ -128,7 +128,7 @@ def test_a_global_kernel_write_in_auto_mode_shows_a_review_card_and_reaches_new_
         [asked] = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
         assert asked["params"]["toolCall"]["toolCallId"] == cards[0]["toolCallId"]
 
-        fresh = new_session(client, tmp_path)
+        fresh, _ = new_session(client, tmp_path)
         before = len(client.frames)
         done = prompt(client, fresh, "/harness")
         assert "GlobalFact" in messages_between(client, before, done.seq)
@@ -144,7 +144,7 @@ def test_session_load_replays_refinement_cards_and_slash_command_exchanges_in_or
     model.push(tool_call(cell, "Remember it"), text("Noted."))
     with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
         first = group.spawn(tmp_path)
-        sid = new_session(first, tmp_path)
+        sid, _ = new_session(first, tmp_path)
         prompt(first, sid, "Remember the tabs.")  # auto mode: a local write applies as a candidate
         prompt(first, sid, "/history")
         prompt(first, sid, "/undo")
@@ -194,7 +194,7 @@ def test_a_local_kernel_write_from_an_allowed_cell_in_ask_mode_waits_for_review(
     model.push(tool_call(cell, "Remember it"), text("Asked."))
     with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
         client.permission_policy = select("allow_once")  # the cell is allowed, once
         prompt(client, sid, "Remember the tabs.")
@@ -222,7 +222,7 @@ def test_rollback_command_of_an_already_rolled_back_refinement_names_the_later_o
     model.push(tool_call(cell, "Remember it"), text("Noted."))
     with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "Remember the tabs.")
         [created] = [h["id"] for h in client.request("_harness/history", {"sessionId": sid})["refinements"]]
         prompt(client, sid, "/undo")
