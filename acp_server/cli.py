@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv_list)
     command = args.command or "serve"
     if command == "serve":
-        from acp_server.harness_methods import install as install_harness_methods
+        from acp_server.harness.methods import install as install_harness_methods
         from acp_server.server import serve_stdio
 
         return serve_stdio(

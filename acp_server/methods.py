@@ -10,8 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -20,31 +19,37 @@ from acp_server.capabilities import ClientCapabilities, check_initialize_params,
 from acp_server.config_options import config_options, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
+from acp_server.harness import events as harness_events
+from acp_server.open_session import OpenSession
 from acp_server.presenter import TurnPresenter
+from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.transport import Connection
 
+if TYPE_CHECKING:
+    # Typing only: agent_core and the wire models are imported off the startup path.
+    from acp.schema import (
+        CancelNotification,
+        CloseSessionRequest,
+        DeleteSessionRequest,
+        ListSessionsRequest,
+        LoadSessionRequest,
+        ResumeSessionRequest,
+        SetSessionModeRequest,
+    )
+
+    from agent_core.agent import Agent
+    from agent_core.config import AgentConfig
+    from agent_core.errors import SessionInUse
+    from agent_core.session import Session
+
 log = logging.getLogger(__name__)
+
+JsonObject = dict[str, object]
 
 SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 EXTENSION_PREFIX = "_harness/"
-
-
-@dataclass
-class OpenSession:
-    session: Any  # agent_core.Session
-    editor: JsonRpcEditor
-    presenter: TurnPresenter
-    prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a
-    # prompt queued behind a running one is cancelled too (it never reaches agent_core).
-    cancel_generation: int = 0
-    unsubscribe: Callable[[], None] | None = None
-    # The `/skill:<name>` commands last advertised, so a change (a skill folder added) is re-announced.
-    advertised_skills: tuple[str, ...] = ()
-    # Proposals whose review card the client has been shown (refinement_review.py settles them).
-    shown_reviews: set[str] = field(default_factory=set)
 
 
 class AcpServer:
@@ -54,7 +59,7 @@ class AcpServer:
         self,
         registry: MethodRegistry,
         *,
-        agent_factory: Callable[[Any], Any] | None = None,
+        agent_factory: Callable[[AgentConfig], Agent] | None = None,
         agent_prepare: Callable[[], None] | None = None,
     ) -> None:
         self.registry = registry
@@ -63,13 +68,13 @@ class AcpServer:
         self.client = ClientCapabilities()
         self.connection: Connection | None = None
         self.sessions: dict[str, OpenSession] = {}
-        self._agent: Any = None
+        self._agent: Agent | None = None
         self._agent_error: str | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self.extension_notifications: list[str] = []
-        # Called with every session bound to this connection (new/load/resume): extensions attach
-        # their per-session listeners here (the harness module forwards refinement reports).
+        # Called with every session bound to this connection (new/load/resume): a seam for
+        # extensions that keep per-session state (the harness events are subscribed in `_bind`).
         self.bind_hooks: list[Callable[[OpenSession], None]] = []
         self._register()
 
@@ -108,7 +113,7 @@ class AcpServer:
             self._agent_ready.set()
             wire.start_background_import()
 
-    async def agent(self) -> Any:
+    async def agent(self) -> Agent:
         await self._agent_ready.wait()
         if self._agent is None:
             raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
@@ -135,21 +140,28 @@ class AcpServer:
         assert self.connection is not None
         return self.connection
 
-    async def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+    async def send_update(self, session_id: str, update: dict[str, object]) -> None:
         await self._conn().notify("session/update", {"sessionId": session_id, "update": update})
 
-    def _bind(self, session: Any, editor: JsonRpcEditor) -> OpenSession:
+    async def notify(self, method: str, params: dict[str, object]) -> None:
+        """An agent->client notification (an extension's, e.g. `_harness/quiescence`)."""
+        await self._conn().notify(method, params)
+
+    def _bind(self, session: Session, editor: JsonRpcEditor) -> OpenSession:
+        from agent_core.refinement.attach import harness_of
+
         session_id = session.id
 
-        async def send(update: dict[str, Any]) -> None:
+        async def send(update: JsonObject) -> None:
             await self.send_update(session_id, update)
 
         presenter = TurnPresenter(send, cwd=str(session.cwd), terminal_output=self.client.terminal_output)
         editor.session_id = session_id
         editor.presenter = presenter
-        opened = OpenSession(session, editor, presenter)
+        opened = OpenSession(session, editor, presenter, harness_of(session))
         self.sessions[session_id] = opened
-        _subscribe_refinements(opened)
+        # One subscription to the session's harness events: cards, review prompts, quiescence.
+        harness_events.subscribe(self, opened)
         for hook in self.bind_hooks:
             try:
                 hook(opened)
@@ -190,7 +202,7 @@ class AcpServer:
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
         return await self._resume(agent, session_id, cwd)
 
-    async def _resume(self, agent: Any, session_id: str, cwd: str) -> OpenSession:
+    async def _resume(self, agent: Agent, session_id: str, cwd: str) -> OpenSession:
         from agent_core import SessionInUse, SessionNotFound
 
         editor = self._new_editor()
@@ -220,8 +232,6 @@ class AcpServer:
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
         r.request("session/set_config_option")(self.set_config_option)
         r.notification("session/cancel", params_model="CancelNotification")(self.cancel)
-        from acp_server.prompt import register_prompt
-
         register_prompt(self)
 
     async def initialize(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -253,7 +263,7 @@ class AcpServer:
         self._advertise_commands(ctx, session.id)
         return {"sessionId": session.id, **session_setup(opened.session)}
 
-    async def load_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def load_session(self, ctx: RequestContext, req: LoadSessionRequest) -> dict[str, Any]:
         from agent_core import SessionInUse, SessionNotFound
 
         cwd = _absolute_cwd(req.cwd)
@@ -277,7 +287,7 @@ class AcpServer:
         self._advertise_commands(ctx, session.id)
         return session_setup(session)
 
-    async def resume_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def resume_session(self, ctx: RequestContext, req: ResumeSessionRequest) -> dict[str, Any]:
         cwd = _absolute_cwd(req.cwd)
         if not os.path.isdir(cwd):
             # Like session/new: a kernel cannot start in a directory that does not exist.
@@ -290,7 +300,7 @@ class AcpServer:
         self._advertise_commands(ctx, req.session_id)
         return session_setup(opened.session)
 
-    async def list_sessions(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> dict[str, Any]:
         agent = await self.agent()
         cwd = req.cwd
         if cwd is not None and not os.path.isabs(cwd):
@@ -331,7 +341,7 @@ class AcpServer:
             await opened.session.cancel()
         return opened
 
-    async def close_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> dict[str, Any]:
         agent = await self.agent()
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
@@ -340,7 +350,7 @@ class AcpServer:
             await agent.close_session(req.session_id)
         return {}
 
-    async def delete_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def delete_session(self, ctx: RequestContext, req: DeleteSessionRequest) -> dict[str, Any]:
         agent = await self.agent()
         from agent_core import SessionInUse
 
@@ -351,7 +361,7 @@ class AcpServer:
             raise _in_use_error(exc) from None
         return {}
 
-    async def set_mode(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def set_mode(self, ctx: RequestContext, req: SetSessionModeRequest) -> dict[str, Any]:
         opened = await self.open_session(req.session_id)
         try:
             opened.session.set_mode(req.mode_id)
@@ -360,7 +370,7 @@ class AcpServer:
         session_id = req.session_id
 
         async def announce() -> None:
-            update = {
+            update: dict[str, object] = {
                 "sessionUpdate": "config_option_update",
                 "configOptions": config_options(opened.session),
             }
@@ -386,7 +396,7 @@ class AcpServer:
                 f"Invalid params for session/set_config_option: {first['loc'][0]}: {first['msg']}",
                 {"errors": errors},
             )
-        assert isinstance(session_id, str) and isinstance(config_id, str)
+        assert isinstance(session_id, str) and isinstance(config_id, str) and isinstance(value, str | bool)
         opened = await self.open_session(session_id)
         advertised = [option["id"] for option in config_options(opened.session)]
         if config_id not in advertised:
@@ -394,10 +404,7 @@ class AcpServer:
                 f"session/set_config_option: unknown config option {config_id!r}; options: {', '.join(advertised)}"
             )
         try:
-            if config_id == "mode":
-                opened.session.set_mode(value)
-            else:
-                opened.session.set_config(config_id, value)
+            opened.session.set_config(config_id, value)  # "mode" too: set_mode is set_config("mode")
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/set_config_option: {exc}") from None
         if config_id == "mode":
@@ -410,7 +417,7 @@ class AcpServer:
             ctx.after_response.append(announce_mode)
         return {"configOptions": config_options(opened.session)}
 
-    async def cancel(self, ctx: RequestContext, req: Any) -> None:
+    async def cancel(self, ctx: RequestContext, req: CancelNotification) -> None:
         await self.cancel_session(req.session_id)
 
     async def cancel_session(self, session_id: str) -> None:
@@ -422,31 +429,12 @@ class AcpServer:
         await opened.session.cancel()
 
 
-def _subscribe_refinements(opened: OpenSession) -> None:
-    """Show the session's refinement results (cell-made, background) as edit cards when they happen.
-
-    Only `RefinementReported` is presented here; quiescence and review requests from the same
-    outbox belong to the `_harness/*` surface (the refinement issue adds its own listener).
-    """
-    coordinator = getattr(getattr(opened.session, "refinement", None), "coordinator", None)
-    if coordinator is None or not hasattr(coordinator, "add_listener"):
-        return
-    from agent_core import RefinementReported
-
-    async def listener(event: Any) -> None:
-        if isinstance(event, RefinementReported):
-            await opened.presenter.present(event)
-
-    coordinator.add_listener(listener)
-    opened.unsubscribe = lambda: coordinator.remove_listener(listener)
-
-
-def _in_use_error(exc: Any) -> AcpError:
+def _in_use_error(exc: SessionInUse) -> AcpError:
     """The session is open in another continual-acp process (it holds the session's owner lock)."""
     return AcpError(INVALID_REQUEST, str(exc), {"sessionId": exc.session_id, "ownerPid": exc.pid})
 
 
-def _data_dir_error(method: str, agent: Any, exc: OSError) -> AcpError:
+def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
     """A data dir that cannot be created or written: say which, why, and what to do (one log line)."""
     home = str(getattr(getattr(agent, "config", None), "home", "") or "the data dir")
     why = exc.strerror or str(exc)
@@ -476,7 +464,7 @@ def _since_spawn_ms() -> float:
 INLINE_LIST_LIMIT = 32
 
 
-def _few_sessions(agent: Any) -> bool:
+def _few_sessions(agent: Agent) -> bool:
     """True when the data dir holds at most INLINE_LIST_LIMIT sessions (cheap: one directory scan)."""
     try:
         root = os.path.join(str(agent.config.home), "sessions")
@@ -491,7 +479,9 @@ def _few_sessions(agent: Any) -> bool:
     return True
 
 
-def _import_agent(prepare: Callable[[], None] | None) -> tuple[Any, Any]:
+def _import_agent(
+    prepare: Callable[[], None] | None,
+) -> tuple[type[Agent], Callable[[], AgentConfig]]:
     """Worker thread: the slow imports, so session/new does not pay them on the event loop."""
     from agent_core import Agent, load_config
 
@@ -500,7 +490,7 @@ def _import_agent(prepare: Callable[[], None] | None) -> tuple[Any, Any]:
     return Agent, load_config
 
 
-def _check_new_session(params: dict[str, Any]) -> str:
+def _check_new_session(params: JsonObject) -> str:
     errors: list[dict[str, Any]] = []
     cwd = params.get("cwd")
     if not isinstance(cwd, str):
@@ -546,7 +536,7 @@ def _absolute_cwd(cwd: str) -> str:
     return cwd
 
 
-def _stored_cwd(agent: Any, session_id: str) -> str:
+def _stored_cwd(agent: Agent, session_id: str) -> str:
     """The cwd a stored session was created in (a prompt for a session not open in this process)."""
     cursor: str | None = None
     while True:

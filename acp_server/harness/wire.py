@@ -1,0 +1,106 @@
+"""Harness records as camelCase wire JSON (the shapes of the `_harness/*` answers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_core.refinement.records import RefinementOutcome
+    from agent_core.refinement.surface import HarnessState, HarnessStatus, RefinementResult
+
+JsonObject = dict[str, object]
+
+# User data inside entries keeps its own keys (a skill's arguments contract is not ours to rename).
+_OPAQUE = frozenset({"reference", "arguments", "metadata"})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def to_wire(value: object) -> object:
+    """snake_case model dumps -> camelCase JSON (user data under reference/arguments/metadata untouched)."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        value = dump(mode="json")
+    if isinstance(value, Mapping):
+        return {
+            _camel(str(k)): (v if k in _OPAQUE else to_wire(v))
+            for k, v in value.items()
+            if v is not None or k in ("before", "after")
+        }
+    if isinstance(value, list | tuple):
+        return [to_wire(v) for v in value]
+    return value
+
+
+def to_wire_object(value: object) -> JsonObject:
+    """`to_wire` of something that dumps to an object (a model, a mapping)."""
+    wired = to_wire(value)
+    if not isinstance(wired, dict):
+        raise TypeError(f"{type(value).__name__} is not an object on the wire")
+    return wired
+
+
+def result_summary(result: RefinementResult) -> JsonObject:
+    """One `_harness/history` line: id, summary, scope, trigger, time and the edits' outcomes."""
+    body: JsonObject = {
+        "id": result.id,
+        "summary": result.summary,
+        "scope": result.scope,
+        "trigger": result.trigger,
+        "createdAt": result.created_at,
+        "edits": [
+            {
+                "action": e.action,
+                "kind": e.kind,
+                "id": e.id,
+                "applied": e.applied,
+                **({"error": e.error} if e.error else {}),
+            }
+            for e in result.applied_edits
+        ],
+    }
+    if result.rollback_of:
+        body["rollbackOf"] = result.rollback_of
+    if result.review_of:
+        body["reviewOf"] = result.review_of
+    return body
+
+
+def result_full(result: RefinementResult) -> JsonObject:
+    """A whole history record (`_harness/show`, `_harness/rollback`): every field, edits with snapshots."""
+    body = to_wire_object(result)
+    body["edits"] = body.pop("appliedEdits", [])
+    body["applied"] = bool(result.applied)
+    return body
+
+
+def state_answer(state: HarnessState) -> JsonObject:
+    """`_harness/state`: every entry under its key (kind, then key order) and the tombstones."""
+    entries = [
+        {"key": key, **to_wire_object(entry)}
+        for kind in sorted(state.entries)
+        for key, entry in sorted(state.entries[kind].items())
+    ]
+    return {"entries": entries, "tombstones": to_wire(list(state.tombstones))}
+
+
+def status_answer(status: HarnessStatus) -> JsonObject:
+    """`_harness/status`: quiescence, counts, and the last refinement id when there is one."""
+    answer: JsonObject = {
+        "quiescent": status.quiescent,
+        "pending": status.pending,
+        "inFlight": status.in_flight,
+        "awaitingReview": status.awaiting_review,
+    }
+    if status.last_refinement_id:
+        answer["lastRefinementId"] = status.last_refinement_id
+    return answer
+
+
+def outcome_answer(outcome: RefinementOutcome) -> JsonObject:
+    """A decided review's outcome (`_harness/review`), camelCase."""
+    return to_wire_object(outcome.to_json())
