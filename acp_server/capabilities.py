@@ -3,21 +3,32 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from acp_server import frames
 from acp_server.errors import AcpError
+from acp_server.frames import META_KEY
+
+__all__ = [
+    "EXTENSION_VERSION",
+    "META_KEY",
+    "PROTOCOL_VERSION",
+    "ClientCapabilities",
+    "check_initialize_params",
+    "initialize_result",
+]
 
 PROTOCOL_VERSION = 1
 SERVER_NAME = "continual-acp"
 SERVER_TITLE = "Continual ACP (IPython kernel agent)"
 # Version of our `_meta["continual-acp"]` extension surface (bumped when the methods change shape).
 EXTENSION_VERSION = 1
-META_KEY = "continual-acp"
 
 
 @functools.cache
 def server_version() -> str:
+    """The installed distribution's version (a placeholder when running from a bare checkout)."""
     try:
         from importlib.metadata import version
 
@@ -33,16 +44,17 @@ class ClientCapabilities:
     read_text_file: bool = False
     write_text_file: bool = False
     terminal_output: bool = False  # Zed's `_meta.terminal_output`: renders the terminal trio
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, object] = field(default_factory=dict)
 
     @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ClientCapabilities:
+    def from_params(cls, params: Mapping[str, object]) -> ClientCapabilities:
+        """Read `initialize`'s `clientCapabilities` (anything malformed counts as not offered)."""
         caps = params.get("clientCapabilities")
         if not isinstance(caps, dict):
             return cls()
         fs_raw, meta_raw = caps.get("fs"), caps.get("_meta")
-        fs: dict[str, Any] = fs_raw if isinstance(fs_raw, dict) else {}
-        meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
+        fs: dict[str, object] = fs_raw if isinstance(fs_raw, dict) else {}
+        meta: dict[str, object] = meta_raw if isinstance(meta_raw, dict) else {}
         return cls(
             read_text_file=fs.get("readTextFile") is True,
             write_text_file=fs.get("writeTextFile") is True,
@@ -51,45 +63,38 @@ class ClientCapabilities:
         )
 
 
-def check_initialize_params(params: Any) -> None:
+def check_initialize_params(params: object) -> None:
     """Hand-checked so `initialize` never waits for the wire models (see wire.py)."""
     if not isinstance(params, dict):
-        raise AcpError.invalid_params("initialize: params must be an object", {"errors": []})
+        raise AcpError.from_error(frames.invalid_params_error("initialize: params must be an object", []))
     version = params.get("protocolVersion")
     if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise AcpError.invalid_params(
-            "Invalid params for initialize: protocolVersion: must be an integer (ACP speaks 1)",
-            {
-                "errors": [
-                    {"loc": ["protocolVersion"], "msg": "must be an integer 0..65535", "type": "int_type"}
-                ]
-            },
+        raise AcpError.from_error(
+            frames.invalid_params_error(
+                "Invalid params for initialize: protocolVersion: must be an integer (ACP speaks 1)",
+                [frames.param_error(["protocolVersion"], "must be an integer 0..65535", "int_type")],
+            )
         )
     for key in ("clientCapabilities", "clientInfo"):
         if key in params and params[key] is not None and not isinstance(params[key], dict):
-            raise AcpError.invalid_params(
-                f"Invalid params for initialize: {key}: must be an object",
-                {"errors": [{"loc": [key], "msg": "must be an object", "type": "dict_type"}]},
+            raise AcpError.from_error(
+                frames.invalid_params_error(
+                    f"Invalid params for initialize: {key}: must be an object",
+                    [frames.param_error([key], "must be an object", "dict_type")],
+                )
             )
 
 
-def initialize_result(extension_methods: list[str], extension_notifications: list[str]) -> dict[str, Any]:
-    return {
-        "protocolVersion": PROTOCOL_VERSION,
-        "agentInfo": {"name": SERVER_NAME, "title": SERVER_TITLE, "version": server_version()},
-        "authMethods": [],
-        "agentCapabilities": {
-            "loadSession": True,
-            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-            # MCP servers are not reachable from the kernel yet, so no transports are claimed.
-            "mcpCapabilities": {"http": False, "sse": False},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
-            "_meta": {
-                META_KEY: {
-                    "version": EXTENSION_VERSION,
-                    "methods": extension_methods,
-                    "notifications": extension_notifications,
-                }
-            },
-        },
-    }
+def initialize_result(
+    extension_methods: Sequence[str], extension_notifications: Sequence[str]
+) -> frames.Frame:
+    """The `initialize` answer: this server's name and version, what works, our extension surface."""
+    return frames.initialize_response(
+        protocol_version=PROTOCOL_VERSION,
+        name=SERVER_NAME,
+        title=SERVER_TITLE,
+        version=server_version(),
+        extension_version=EXTENSION_VERSION,
+        extension_methods=extension_methods,
+        extension_notifications=extension_notifications,
+    )

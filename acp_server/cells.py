@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+
+from acp_server import frames
+from acp_server.frames import Frame
 
 # Output shown in the card: the first HEAD and the last TAIL characters.
 HEAD_CHARS = 16 * 1024
@@ -17,28 +19,6 @@ TAIL_CHARS = 48 * 1024
 MAX_IMAGES = 20
 # Terminal view (`_meta.terminal_output` data): stop streaming after this many characters.
 TERMINAL_LIMIT = 1024 * 1024
-_TITLE_LIMIT = 80
-
-
-def cell_title(code: str, title: str | None) -> str:
-    """A short human description: the given title, else the first comment, else the first statement."""
-    if title and title.strip():
-        return _clip(title.strip())
-    lines = [line.strip() for line in code.splitlines() if line.strip()]
-    for line in lines:
-        if line.startswith("#") and not line.startswith("#!"):
-            text = line.lstrip("#").strip()
-            if text:
-                return _clip(text)
-    for line in lines:
-        if not line.startswith("#"):
-            return _clip(f"Run: {line}")
-    return "Run an empty cell"
-
-
-def _clip(text: str) -> str:
-    text = re.sub(r"\s+", " ", text)
-    return text if len(text) <= _TITLE_LIMIT else text[: _TITLE_LIMIT - 1] + "…"
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -46,10 +26,6 @@ def _fence(text: str, lang: str = "") -> str:
     longest = max((len(m) for m in re.findall(r"`{3,}", text)), default=2)
     ticks = "`" * max(3, longest + 1)
     return f"{ticks}{lang}\n{text}\n{ticks}"
-
-
-def _text_block(text: str) -> dict[str, Any]:
-    return {"type": "content", "content": {"type": "text", "text": text}}
 
 
 # Traceback shown in a failed cell's card: its last TRACEBACK_CHARS characters.
@@ -77,6 +53,8 @@ def _html_text(html: str) -> str:
 
 @dataclass
 class CellCard:
+    """One cell's card as the editor shows it; `title` is agent_core's (`turn.cell_title`)."""
+
     cell_id: str
     code: str
     title: str
@@ -85,10 +63,10 @@ class CellCard:
     head: str = ""
     tail: str = ""
     omitted: int = 0
-    images: list[dict[str, Any]] = field(default_factory=list)
+    images: list[Frame] = field(default_factory=list)
     images_omitted: int = 0
-    diffs: list[dict[str, Any]] = field(default_factory=list)
-    locations: list[dict[str, Any]] = field(default_factory=list)
+    diffs: list[Frame] = field(default_factory=list)
+    locations: list[Frame] = field(default_factory=list)
     error: str | None = None
     traceback: str = ""
     terminal_pending: str = ""
@@ -101,6 +79,7 @@ class CellCard:
     # ------------------------------------------------------------ accumulate
 
     def add_output(self, text: str) -> None:
+        """Stream text into the bounded head + tail (and the terminal view)."""
         if not text:
             return
         self.dirty = True
@@ -131,6 +110,7 @@ class CellCard:
         self.terminal_pending += text.replace("\r\n", "\n").replace("\n", "\r\n")
 
     def clear_output(self) -> None:
+        """`clear_output()` in the cell: the shown output and images start over."""
         self.head = self.tail = ""
         self.omitted = 0
         self.images.clear()
@@ -139,15 +119,11 @@ class CellCard:
             self.terminal_pending += "\x1b[2J\x1b[H"
 
     def add_display(self, data: dict[str, str], is_result: bool) -> None:
+        """A display (or the cell's result): an image, markdown, or its best text form."""
         for mime in ("image/png", "image/jpeg", "image/gif", "image/webp"):
             if mime in data:
                 if len(self.images) < MAX_IMAGES:
-                    self.images.append(
-                        {
-                            "type": "content",
-                            "content": {"type": "image", "data": data[mime], "mimeType": mime},
-                        }
-                    )
+                    self.images.append(frames.tool_content(frames.image_block(data[mime], mime)))
                 else:
                     self.images_omitted += 1
                 self.dirty = True
@@ -155,7 +131,7 @@ class CellCard:
         markdown = data.get("text/markdown")
         if markdown:
             # Shown as markdown (rendered by the editor), not as fenced plain output.
-            self.images.append(_text_block(markdown))
+            self.images.append(frames.tool_text(markdown))
             self.dirty = True
             return
         text = data.get("text/plain")
@@ -170,82 +146,92 @@ class CellCard:
             self.add_output(text if text.endswith("\n") else text + "\n")
 
     def add_diff(self, path: str, old_text: str | None, new_text: str) -> None:
-        self.diffs.append({"type": "diff", "path": path, "oldText": old_text, "newText": new_text})
+        """A file the cell wrote through the `editor` skill: a diff block and a location."""
+        self.diffs.append(frames.tool_diff(path, old_text, new_text))
         if not any(loc["path"] == path for loc in self.locations):
-            self.locations.append({"path": path})
+            self.locations.append(frames.location(path))
         self.dirty = True
 
     # ------------------------------------------------------------ render
 
     def output_text(self) -> str:
+        """The shown output: head, the omitted count, tail."""
         if not self.omitted:
             return self.head + self.tail
         return f"{self.head}\n[... {self.omitted} characters omitted ...]\n{self.tail}"
 
-    def content(self) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = [_text_block(_fence(self.code, "python"))]
+    def content(self) -> list[Frame]:
+        """The whole card's content (each update replaces the previous array)."""
+        blocks: list[Frame] = [frames.tool_text(_fence(self.code, "python"))]
         if self.terminal:
-            blocks.append({"type": "terminal", "terminalId": self.cell_id})
+            blocks.append(frames.tool_terminal(self.cell_id))
         output = self.output_text()
         # With a terminal the output is shown there, once; but a capped terminal view stops streaming,
         # so the card then keeps the bounded head + tail, or the end of the output would be lost.
         if output and (not self.terminal or self.terminal_capped):
-            blocks.append(_text_block(_fence(output.rstrip("\n"))))
+            blocks.append(frames.tool_text(_fence(output.rstrip("\n"))))
         blocks.extend(self.images)
         if self.images_omitted:
-            blocks.append(_text_block(f"[{self.images_omitted} more images not shown]"))
+            blocks.append(frames.tool_text(f"[{self.images_omitted} more images not shown]"))
         blocks.extend(self.diffs)
         if self.traceback:
-            blocks.append(_text_block(_fence(self.traceback)))
+            blocks.append(frames.tool_text(_fence(self.traceback)))
         if self.error:
-            blocks.append(_text_block(f"**Error:** {self.error}"))
+            blocks.append(frames.tool_text(f"**Error:** {self.error}"))
         return blocks
 
-    def start_update(self) -> dict[str, Any]:
-        update: dict[str, Any] = {
-            "sessionUpdate": "tool_call",
-            "toolCallId": self.cell_id,
-            "title": self.title,
-            "kind": "execute",
-            "status": "pending",
-            "content": self.content(),
-            "rawInput": {"code": self.code},
-        }
-        if self.terminal:
-            update["_meta"] = {"terminal_info": {"terminal_id": self.cell_id, "cwd": self.cwd}}
-        return update
+    def start_update(self) -> Frame:
+        """The `tool_call` that opens the card (pending)."""
+        return frames.cell_started_update(
+            self.cell_id,
+            self.title,
+            self.code,
+            self.content(),
+            terminal_cwd=self.cwd if self.terminal else None,
+        )
 
-    def progress_update(self, status: str | None = None) -> dict[str, Any]:
-        update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": self.cell_id}
-        if status is not None:
-            update["status"] = status
-        update["content"] = self.content()
-        if self.locations:
-            update["locations"] = list(self.locations)
-        if self.terminal and self.terminal_pending:
-            update["_meta"] = {
-                "terminal_output": {"terminal_id": self.cell_id, "data": self.terminal_pending}
-            }
-            self.terminal_sent += len(self.terminal_pending)
-            self.terminal_pending = ""
+    def permission_tool_call(self) -> Frame:
+        """The card as a permission request's `toolCall`: pending, showing the code only."""
+        return frames.cell_tool_call(self.cell_id, self.title, self.code, self.content()[:1])
+
+    def _take_terminal_data(self) -> str | None:
+        if not (self.terminal and self.terminal_pending):
+            return None
+        data = self.terminal_pending
+        self.terminal_sent += len(data)
+        self.terminal_pending = ""
+        return data
+
+    def progress_update(self, status: str | None = None) -> Frame:
+        """A `tool_call_update` with the whole card and any new terminal output."""
+        content = self.content()
+        update = frames.cell_progress_update(
+            self.cell_id,
+            content,
+            status=status,
+            locations=self.locations,
+            terminal_data=self._take_terminal_data(),
+        )
         self.dirty = False
         return update
 
-    def final_update(self, status: str, error: str | None, model_output: str) -> dict[str, Any]:
+    def final_update(self, status: str, error: str | None, model_output: str) -> Frame:
+        """The last `tool_call_update`: completed or failed, with the traceback or the reason."""
         if error:
             self.error = error
         if status == "failed" and model_output:
             self.traceback = _traceback_of(model_output, self.output_text())
-        wire_status = "completed" if status == "completed" else "failed"
         if status == "cancelled" and not self.error:
             self.error = "cancelled (the cell was interrupted)" if self.running else "cancelled before it ran"
-        update = self.progress_update(wire_status)
-        update["rawOutput"] = {"status": status, **({"error": error} if error else {})}
-        if self.terminal:
-            meta = update.setdefault("_meta", {})
-            meta["terminal_exit"] = {
-                "terminal_id": self.cell_id,
-                "exit_code": 0 if status == "completed" else 1,
-                "signal": "SIGINT" if status == "cancelled" else None,
-            }
+        content = self.content()
+        update = frames.cell_finished_update(
+            self.cell_id,
+            content,
+            outcome=status,
+            error=error,
+            locations=self.locations,
+            terminal=self.terminal,
+            terminal_data=self._take_terminal_data(),
+        )
+        self.dirty = False
         return update

@@ -7,10 +7,11 @@ fs calls are made only when the client advertised them (ACP forbids the others);
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import anyio
 
+from acp_server import frames
 from acp_server.capabilities import ClientCapabilities
 from acp_server.errors import RESOURCE_NOT_FOUND, PeerError
 from acp_server.presenter import TurnPresenter
@@ -21,11 +22,7 @@ log = logging.getLogger(__name__)
 
 FS_TIMEOUT_SECONDS = 60.0
 
-PERMISSION_OPTIONS: list[dict[str, str]] = [
-    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Allow always (this session)", "kind": "allow_always"},
-    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
-]
+PERMISSION_OPTIONS = frames.permission_options(frames.PERMISSION_OPTIONS)
 _DECISIONS: dict[str, PermissionDecision] = {
     "allow_once": "allow_once",
     "allow_always": "allow_always",
@@ -75,7 +72,9 @@ class JsonRpcEditor:
             return "cancelled"
         return _DECISIONS.get(answer, "reject")
 
-    async def ask(self, tool_call: dict[str, Any], options: list[dict[str, str]]) -> str | None:
+    async def ask(
+        self, tool_call: Mapping[str, object], options: Sequence[Mapping[str, object]]
+    ) -> str | None:
         """`session/request_permission` with any options: the chosen optionId, "cancelled", or None.
 
         None = no usable answer (the client failed the request or answered malformed). A
@@ -85,13 +84,13 @@ class JsonRpcEditor:
         return answer
 
     async def _ask(
-        self, tool_call: dict[str, Any], options: list[dict[str, str]]
+        self, tool_call: Mapping[str, object], options: Sequence[Mapping[str, object]]
     ) -> tuple[str | None, str | None]:
         """`ask`, plus the client's error message when it failed the request instead of answering."""
-        params = {"sessionId": self._sid(), "toolCall": tool_call, "options": options}
+        params = frames.permission_request(self._sid(), tool_call, options)
         scope = anyio.CancelScope()
         self._pending.add(scope)
-        result: Any = None
+        result: object = None
         try:
             with scope:
                 result = await self._connection.request("session/request_permission", params)
@@ -127,7 +126,9 @@ class JsonRpcEditor:
             raise NotImplementedError("the client did not advertise fs/read_text_file")
         try:
             result = await self._connection.request(
-                "fs/read_text_file", {"sessionId": self._sid(), "path": path}, timeout=FS_TIMEOUT_SECONDS
+                "fs/read_text_file",
+                frames.read_text_file_request(self._sid(), path),
+                timeout=FS_TIMEOUT_SECONDS,
             )
         except PeerError as exc:
             if exc.code == RESOURCE_NOT_FOUND:
@@ -143,6 +144,6 @@ class JsonRpcEditor:
             raise NotImplementedError("the client did not advertise fs/write_text_file")
         await self._connection.request(
             "fs/write_text_file",
-            {"sessionId": self._sid(), "path": path, "content": content},
+            frames.write_text_file_request(self._sid(), path, content),
             timeout=FS_TIMEOUT_SECONDS,
         )

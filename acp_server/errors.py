@@ -2,50 +2,67 @@
 
 from __future__ import annotations
 
-from typing import Any
+from acp_server import frames
+from acp_server.frames import (
+    AUTH_REQUIRED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    RESOURCE_NOT_FOUND,
+)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-REQUEST_CANCELLED = -32800
-AUTH_REQUIRED = -32000
-RESOURCE_NOT_FOUND = -32002
+__all__ = [
+    "AUTH_REQUIRED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "AcpError",
+    "PeerError",
+]
 
 
 class AcpError(Exception):
     """Raised by a handler to answer its request with this JSON-RPC error (the server keeps running)."""
 
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
+    def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
 
-    def to_error(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
+    def to_error(self) -> frames.Frame:
+        """The JSON-RPC error object this exception answers with."""
+        return frames.rpc_error(self.code, self.message, self.data)
 
     @classmethod
-    def invalid_params(cls, message: str, data: Any = None) -> AcpError:
+    def from_error(cls, error: frames.Frame) -> AcpError:
+        """Raise a `frames.*_error` object as the answer: `raise AcpError.from_error(frames....)`."""
+        code, message = error["code"], error["message"]
+        assert isinstance(code, int) and isinstance(message, str)
+        return cls(code, message, error.get("data"))
+
+    @classmethod
+    def invalid_params(cls, message: str, data: object = None) -> AcpError:
+        """-32602 with this message (and the validation details in `data`)."""
         return cls(INVALID_PARAMS, message, data)
 
     @classmethod
     def session_not_found(cls, session_id: str) -> AcpError:
-        return cls(
-            RESOURCE_NOT_FOUND,
-            f"Unknown session {session_id!r}: it is not open and not on disk; start one with session/new",
-            {"sessionId": session_id},
-        )
+        """-32002: the session is not open and not on disk."""
+        return cls.from_error(frames.session_not_found_error(session_id))
 
 
 class PeerError(Exception):
     """The client answered one of our requests with a JSON-RPC error."""
 
-    def __init__(self, method: str, error: Any) -> None:
+    def __init__(self, method: str, error: object) -> None:
         code = error.get("code") if isinstance(error, dict) else None
         message = error.get("message") if isinstance(error, dict) else repr(error)
         super().__init__(f"client answered {method} with error {code}: {message}")

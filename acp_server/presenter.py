@@ -11,12 +11,13 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_server.cells import CellCard, cell_title
+from acp_server import frames
+from acp_server.cells import CellCard
+from acp_server.frames import Frame
 from agent_core.events import (
     CellClear,
     CellDisplay,
@@ -41,33 +42,20 @@ from agent_core.events import (
 log = logging.getLogger(__name__)
 
 COALESCE_SECONDS = 0.05
-SendUpdate = Callable[[dict[str, Any]], Awaitable[None]]
+SendUpdate = Callable[[Frame], Awaitable[None]]
 
 
-def prompt_part_block(part: Any) -> dict[str, Any]:
+def prompt_part_block(part: object) -> Frame:
     """A prompt part as an ACP content block (for `user_message_chunk` replays)."""
     if isinstance(part, TextPart):
-        return {"type": "text", "text": part.text}
+        return frames.text_block(part.text)
     if isinstance(part, ImagePart):
-        block: dict[str, Any] = {"type": "image", "data": part.data, "mimeType": part.mime_type}
-        if part.uri:
-            block["uri"] = part.uri
-        return block
+        return frames.image_block(part.data, part.mime_type, part.uri)
     if isinstance(part, ResourcePart):
-        resource: dict[str, Any] = {"uri": part.uri}
-        if part.blob is not None:
-            resource["blob"] = part.blob
-        else:
-            resource["text"] = part.text or ""
-        if part.mime_type:
-            resource["mimeType"] = part.mime_type
-        return {"type": "resource", "resource": resource}
+        return frames.resource_block(part.uri, text=part.text, blob=part.blob, mime_type=part.mime_type)
     if isinstance(part, ResourceLinkPart):
-        link: dict[str, Any] = {"type": "resource_link", "uri": part.uri, "name": part.name}
-        if part.mime_type:
-            link["mimeType"] = part.mime_type
-        return link
-    return {"type": "text", "text": str(part)}
+        return frames.resource_link_block(part.uri, part.name, part.mime_type)
+    return frames.text_block(str(part))
 
 
 class TurnPresenter:
@@ -119,31 +107,25 @@ class TurnPresenter:
 
     # ------------------------------------------------------------ permission cards
 
-    async def announce_cell(self, cell_id: str, code: str, title: str) -> dict[str, Any]:
+    async def announce_cell(self, cell_id: str, code: str, title: str) -> Frame:
         """Show a pending card (before a permission request) and return the ToolCallUpdate to ask with."""
         card = self._card(cell_id, code, title)
         if not card.started:
             card.started = True
             await self._send(card.start_update())
-        return {
-            "toolCallId": cell_id,
-            "title": card.title,
-            "kind": "execute",
-            "status": "pending",
-            "content": card.content()[:1],
-            "rawInput": {"code": code},
-        }
+        return card.permission_tool_call()
 
     def _card(self, cell_id: str, code: str, title: str) -> CellCard:
         card = self._cards.get(cell_id)
         if card is None:
-            card = CellCard(cell_id, code, cell_title(code, title), self._cwd, self._terminal)
+            # The title is agent_core's `cell_title` (the model's, a comment or the first statement).
+            card = CellCard(cell_id, code, title, self._cwd, self._terminal)
             self._cards[cell_id] = card
         return card
 
     # ------------------------------------------------------------ events
 
-    async def present(self, event: Any) -> None:
+    async def present(self, event: object) -> None:
         """Send the updates for one event. A malformed event is logged and skipped: one bad record
         must not abort the turn (or a whole load replay) it belongs to."""
         try:
@@ -151,29 +133,23 @@ class TurnPresenter:
         except Exception:
             log.exception("could not present turn event %r; skipped", type(event).__name__)
 
-    async def _present(self, event: Any) -> None:
+    async def _present(self, event: object) -> None:
         if isinstance(event, MessageChunk):
-            await self._chunk("agent_message_chunk", event.text, event.message_id)
+            if event.text:
+                await self._send(frames.agent_message_update(event.text, event.message_id))
         elif isinstance(event, ThoughtChunk):
-            await self._chunk("agent_thought_chunk", event.text, event.message_id)
+            if event.text:
+                await self._send(frames.agent_thought_update(event.text, event.message_id))
         elif isinstance(event, UserMessage):
             for part in event.parts:
-                await self._send(
-                    {
-                        "sessionUpdate": "user_message_chunk",
-                        "content": prompt_part_block(part),
-                        "messageId": event.message_id,
-                    }
-                )
+                await self._send(frames.user_message_update(prompt_part_block(part), event.message_id))
         elif isinstance(event, CellStarted):
             card = self._card(event.cell_id, event.code, event.title)
             card.running = True
             if not card.started:
                 card.started = True
                 await self._send(card.start_update())
-            await self._send(
-                {"sessionUpdate": "tool_call_update", "toolCallId": event.cell_id, "status": "in_progress"}
-            )
+            await self._send(frames.cell_running_update(event.cell_id))
         elif isinstance(event, CellOutput | CellDisplay | CellClear):
             open_card = self._cards.get(event.cell_id)
             if open_card is not None:
@@ -197,26 +173,17 @@ class TurnPresenter:
                 self._flush_scheduled.discard(finished.cell_id)
                 await self._send(finished.final_update(event.status, event.error, event.output))
         elif isinstance(event, UsageReport):
-            await self._send({"sessionUpdate": "usage_update", "used": event.used, "size": event.size})
+            await self._send(frames.usage_update(event.used, event.size))
         elif isinstance(event, TitleChanged):
-            await self._send({"sessionUpdate": "session_info_update", "title": event.title})
+            await self._send(frames.session_title_update(event.title))
         elif isinstance(event, PlanChanged):
-            entries = [
-                {"content": e.content, "priority": e.priority, "status": e.status} for e in event.entries
-            ]
-            await self._send({"sessionUpdate": "plan", "entries": entries})
+            await self._send(frames.plan_update(event.entries))
         elif isinstance(event, RefinementReported):
             await self._refinement(event)
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason
         else:
             log.warning("no ACP mapping for turn event %r; skipped", type(event).__name__)
-
-    async def _chunk(self, kind: str, text: str, message_id: str) -> None:
-        if text:
-            await self._send(
-                {"sessionUpdate": kind, "content": {"type": "text", "text": text}, "messageId": message_id}
-            )
 
     async def _output_changed(self, card: CellCard) -> None:
         if not card.started or self._replay:
@@ -244,67 +211,41 @@ class TurnPresenter:
         """A file edit outside any known cell still reaches the editor as an edit card with its diff."""
         self._edits += 1
         await self._send(
-            {
-                "sessionUpdate": "tool_call",
-                "toolCallId": f"edit-{event.cell_id or 'turn'}-{self._edits}",
-                "title": f"Edit {os.path.basename(event.path) or event.path}",
-                "kind": "edit",
-                "status": "completed",
-                "content": [
-                    {"type": "diff", "path": event.path, "oldText": event.old_text, "newText": event.new_text}
-                ],
-                "locations": [{"path": event.path}],
-            }
+            frames.edit_card_update(
+                f"edit-{event.cell_id or 'turn'}-{self._edits}",
+                f"Edit {os.path.basename(event.path) or event.path}",
+                event.path,
+                event.old_text,
+                event.new_text,
+            )
         )
 
     async def _refinement(self, event: RefinementReported) -> None:
-        content: list[dict[str, Any]] = []
+        content: list[Frame] = []
         for edit in event.edits:
             path = edit.get("path")
             if isinstance(path, str) and ("after" in edit or "before" in edit):
                 before = edit.get("before")
                 after = edit.get("after")
                 content.append(
-                    {
-                        "type": "diff",
-                        "path": path,
-                        "oldText": before if isinstance(before, str) else None,
-                        "newText": after if isinstance(after, str) else "",
-                    }
+                    frames.tool_diff(
+                        path,
+                        before if isinstance(before, str) else None,
+                        after if isinstance(after, str) else "",
+                    )
                 )
             else:
                 described = " ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k))
-                content.append(
-                    {"type": "content", "content": {"type": "text", "text": described or str(dict(edit))}}
-                )
+                content.append(frames.tool_text(described or str(dict(edit))))
         if event.error:
-            content.append(
-                {"type": "content", "content": {"type": "text", "text": f"**Error:** {event.error}"}}
+            content.append(frames.tool_text(f"**Error:** {event.error}"))
+        await self._send(
+            frames.refinement_card_update(
+                event.refinement_id, event.summary, event.scope, applied=event.applied, content=content
             )
-        await self._send(
-            {
-                "sessionUpdate": "tool_call",
-                "toolCallId": f"refinement-{event.refinement_id}",
-                "title": f"Refine harness: {event.summary}",
-                "kind": "edit",
-                "status": "completed" if event.applied else "failed",
-                "content": content,
-                "rawOutput": {
-                    "refinementId": event.refinement_id,
-                    "scope": event.scope,
-                    "applied": event.applied,
-                },
-            }
         )
-        verb = "applied" if event.applied else "was refused"
-        undo = f" Undo it with `/rollback {event.refinement_id}`." if event.applied else ""
         await self._send(
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "messageId": f"refinement-{event.refinement_id}",
-                "content": {
-                    "type": "text",
-                    "text": f"\n\nHarness refinement `{event.refinement_id}` ({event.scope}) {verb}: {event.summary}.{undo}\n",
-                },
-            }
+            frames.refinement_message_update(
+                event.refinement_id, event.summary, event.scope, applied=event.applied
+            )
         )

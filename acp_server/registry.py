@@ -15,35 +15,48 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from jsonrpcserver import Error, Success
+from jsonrpcserver import Error, Result, Success
 
 from acp_server import wire
 from acp_server.errors import INTERNAL_ERROR, AcpError
 
-if TYPE_CHECKING:
-    from acp_server.transport import Connection
-
 log = logging.getLogger(__name__)
+
+
+class Peer(Protocol):
+    """The client end of the connection a request came in on (`transport.Connection` is one).
+
+    A Protocol so that the method table does not import the transport that imports it.
+    """
+
+    async def notify(self, method: str, params: object) -> None:
+        """Send the client a notification."""
+        ...
+
+    async def request(self, method: str, params: object, *, timeout: float | None = None) -> object:
+        """Send the client a request and wait for its answer."""
+        ...
 
 
 @dataclass
 class RequestContext:
     """What a handler knows about the message it is answering."""
 
-    connection: Connection
+    connection: Peer
     method: str
-    request_id: Any  # None for notifications (see `is_notification`)
+    request_id: object  # None for notifications (see `is_notification`)
     is_notification: bool
     # Free slots for handlers (e.g. the session a prompt runs in, for its `$/cancel_request` hook).
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, object] = field(default_factory=dict)
     # Run by the transport right after the success response is written (commands are advertised
     # only after the session/new response, never before).
     after_response: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
-Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+# The validated `acp.schema` model (or the raw params object without `params_model`) comes in.
+Handler = Callable[[RequestContext, Any], Awaitable[object]]
 CancelHook = Callable[[RequestContext], Awaitable[None]]
 
 
@@ -84,15 +97,15 @@ class MethodRegistry:
     def names(self) -> list[str]:
         return sorted(self._specs)
 
-    def jsonrpc_methods(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+    def jsonrpc_methods(self) -> dict[str, Callable[..., Awaitable[Result]]]:
         """The table in the shape `jsonrpcserver.async_dispatch` expects (context first, params as kwargs)."""
         return {name: _wrap(spec) for name, spec in self._specs.items()}
 
 
-def _wrap(spec: MethodSpec) -> Callable[..., Awaitable[Any]]:
+def _wrap(spec: MethodSpec) -> Callable[..., Awaitable[Result]]:
     # Positional-only context so a params key can never collide with it; **params accepts any
     # object so shape errors are reported by our validation (-32602 with details), not by binding.
-    async def call(ctx: RequestContext, /, **params: Any) -> Any:
+    async def call(ctx: RequestContext, /, **params: Any) -> Result:
         try:
             arg: Any = params
             if spec.params_model is not None:

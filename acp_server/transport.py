@@ -15,7 +15,7 @@ import itertools
 import json
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 from jsonrpcserver.async_main import dispatch_to_response
 from jsonrpcserver.response import to_serializable
 
+from acp_server import frames
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, PeerError
 from acp_server.pipes import ByteReader, ByteWriter
 from acp_server.registry import MethodRegistry, RequestContext
@@ -87,7 +88,7 @@ def _envelope_problem(message: dict[str, Any]) -> str | None:
     return None
 
 
-def _encode(message: dict[str, Any]) -> bytes | None:
+def _encode(message: Mapping[str, object]) -> bytes | None:
     """One UTF-8 JSON line, or an internal-error answer in its place when the message cannot be
     serialized (NaN, a non-JSON type); None for an unserializable notification (logged, dropped)."""
     try:
@@ -101,8 +102,8 @@ def _encode(message: dict[str, Any]) -> bytes | None:
         if "method" in message or "id" not in message:
             return None
         ident = message["id"] if _usable_id(message["id"]) else None
-        error = {"code": INTERNAL_ERROR, "message": f"result not serializable: {exc}"}
-        return (json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}) + "\n").encode("ascii")
+        error = frames.rpc_error(INTERNAL_ERROR, f"result not serializable: {exc}")
+        return (json.dumps(frames.error_message(ident, error)) + "\n").encode("ascii")
 
 
 class Connection:
@@ -134,7 +135,7 @@ class Connection:
 
     # ------------------------------------------------------------------ outbound
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: Mapping[str, object]) -> None:
         """Write one message as one line. A vanished peer is logged once, never raised."""
         data = _encode(message)
         if data is None:
@@ -148,10 +149,11 @@ class Connection:
                 self._broken = True
                 log.warning("client stopped reading our output (%s); dropping further messages", exc)
 
-    async def notify(self, method: str, params: Any) -> None:
-        await self.send({"jsonrpc": "2.0", "method": method, "params": params})
+    async def notify(self, method: str, params: object) -> None:
+        """Send the client a notification."""
+        await self.send(frames.notification_message(method, params))
 
-    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+    async def request(self, method: str, params: object, *, timeout: float | None = None) -> object:
         """Send an agent->client request and wait for its answer.
 
         Raises `PeerError` for an error answer, `TimeoutError` after `timeout` seconds and
@@ -164,7 +166,7 @@ class Connection:
         try:
             if self.eof.is_set():
                 raise ConnectionClosed(f"client disconnected; {method} was not sent")
-            await self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+            await self.send(frames.request_message(ident, method, params))
             with anyio.fail_after(timeout):
                 await waiter.done.wait()
         finally:
@@ -288,10 +290,7 @@ class Connection:
         self._spawn(self._reply_error, ident, code, message)
 
     async def _reply_error(self, ident: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        await self.send({"jsonrpc": "2.0", "id": ident, "error": error})
+        await self.send(frames.error_message(ident, frames.rpc_error(code, message, data)))
 
     def _resolve(self, message: dict[str, Any]) -> None:
         ident = message.get("id")
@@ -321,7 +320,7 @@ class Connection:
         if method == CANCEL_REQUEST:
             await self._cancel_request(message.get("params"))
             if not is_notification:
-                await self.send({"jsonrpc": "2.0", "id": ident, "result": None})
+                await self.send(frames.result_message(ident, None))
             return
         ctx = RequestContext(self, method, ident, is_notification)
         scope = anyio.CancelScope()

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from acp_client import check_model
 
-from acp_server.cells import HEAD_CHARS, TAIL_CHARS, cell_title
+from acp_server.cells import HEAD_CHARS, TAIL_CHARS
 from acp_server.presenter import TurnPresenter
 from agent_core import events as ev
 
@@ -89,7 +89,7 @@ async def test_plan_usage_title_and_thoughts_map_to_their_updates() -> None:
 async def test_a_cell_card_carries_output_images_diffs_and_the_terminal_trio() -> None:
     updates = await _present(
         [
-            ev.CellStarted("c1", "print('hi')", ""),
+            ev.CellStarted("c1", "print('hi')", "Say hi"),
             ev.CellOutput("c1", "stdout", "hi\n"),
             ev.CellDisplay("c1", {"image/png": "aGk=", "text/plain": "<Figure>"}),
             ev.FileEdited("c1", "/work/a.txt", None, "new\n"),
@@ -98,7 +98,7 @@ async def test_a_cell_card_carries_output_images_diffs_and_the_terminal_trio() -
         terminal=True,
     )
     start, final = updates[0], updates[-1]
-    assert start["title"] == "Run: print('hi')"
+    assert start["title"] == "Say hi"  # agent_core's cell_title, shown as given
     assert start["_meta"]["terminal_info"] == {"terminal_id": "c1", "cwd": "/work"}
     kinds = [b["type"] if b["type"] != "content" else b["content"]["type"] for b in final["content"]]
     # The output is in the terminal, not repeated as a text block.
@@ -181,13 +181,6 @@ async def test_refinement_reports_show_an_edit_card_and_the_undo_hint() -> None:
         "newText": "make check",
     }
     assert "/rollback r-1" in message["content"]["text"]
-
-
-def test_cell_titles_prefer_the_given_title_then_a_comment_then_the_first_statement() -> None:
-    assert cell_title("x = 1", "Load the data") == "Load the data"
-    assert cell_title("# load the data\nx = 1", None) == "load the data"
-    assert cell_title("\n\nimport pandas as pd\n", None) == "Run: import pandas as pd"
-    assert len(cell_title("y = " + "1 + " * 100, None)) <= 80
 
 
 async def test_an_edit_outside_any_cell_still_gets_an_edit_card_with_its_diff() -> None:

@@ -1,0 +1,722 @@
+"""Builders for every frame the server writes: session updates, responses, requests, errors.
+
+Each builder is a small pure function returning a plain dict, ready for `json.dumps`, in one fixed
+key order (the golden files in `tests/golden/` pin both the shape and that order). Nothing here does
+I/O or imports `acp.schema`: `initialize` is answered before the wire models are loaded (README
+"Startup order"), and a dict costs nothing to build. The golden tests round-trip every frame through
+the `acp.schema` models instead.
+
+Naming: a builder is named for the frame it makes; `*_update` builders make the `update` object of a
+`session/update` notification, `*_response` builders a result, `*_request` builders the params of
+an agent->client request, `*_error` builders the `error` object of an error answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
+
+Frame = dict[str, object]
+"""A JSON object as it goes on the wire (values are JSON values)."""
+
+JSONRPC = "2.0"
+# The key of our extension data under `_meta` (capabilities, the quiescence mirror).
+META_KEY = "continual-acp"
+QUIESCENCE = "_harness/quiescence"
+
+# JSON-RPC error codes on the ACP wire (re-exported by `errors.py`).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+# Application error: the store refused a rollback (data names the edits).
+ROLLBACK_REFUSED = -32010
+
+PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("allow_once", "Allow once", "allow_once"),
+    ("allow_always", "Allow always (this session)", "allow_always"),
+    ("reject", "Reject", "reject_once"),
+)
+REVIEW_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("apply", "Apply", "allow_once"),
+    ("apply_always", "Apply, and trust this kind of edit for the session", "allow_always"),
+    ("reject", "Reject", "reject_once"),
+    ("reject_forever", "Reject, and never propose this again", "reject_always"),
+)
+
+
+class PlanItem(Protocol):
+    """One plan entry as agent_core reports it."""
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def priority(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+class Command(Protocol):
+    """One advertised slash command."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def hint(self) -> str | None: ...
+
+
+# ---------------------------------------------------------------- JSON-RPC envelopes
+
+
+def notification_message(method: str, params: object) -> Frame:
+    """A JSON-RPC notification."""
+    return {"jsonrpc": JSONRPC, "method": method, "params": params}
+
+
+def request_message(request_id: int | str, method: str, params: object) -> Frame:
+    """An agent->client JSON-RPC request."""
+    return {"jsonrpc": JSONRPC, "id": request_id, "method": method, "params": params}
+
+
+def result_message(request_id: object, result: object) -> Frame:
+    """A success answer."""
+    return {"jsonrpc": JSONRPC, "id": request_id, "result": result}
+
+
+def error_message(request_id: object, error: Mapping[str, object]) -> Frame:
+    """An error answer carrying one `*_error` object (`request_id` None when it could not be read)."""
+    return {"jsonrpc": JSONRPC, "id": request_id, "error": dict(error)}
+
+
+def session_notification(session_id: str, update: Mapping[str, object]) -> Frame:
+    """The params of `session/update`: one update for one session."""
+    return {"sessionId": session_id, "update": dict(update)}
+
+
+# ---------------------------------------------------------------- errors
+
+
+def rpc_error(code: int, message: str, data: object = None) -> Frame:
+    """A JSON-RPC error object; `data` is left out when None."""
+    error: Frame = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return error
+
+
+def param_error(loc: Sequence[str], msg: str, kind: str) -> Frame:
+    """One entry of an invalid-params error's `data.errors` (the pydantic error shape, trimmed)."""
+    return {"loc": list(loc), "msg": msg, "type": kind}
+
+
+def invalid_params_error(message: str, errors: Sequence[Mapping[str, object]] | None = None) -> Frame:
+    """-32602; with `errors`, `data` is `{"errors": [...]}` (each a `param_error`)."""
+    data = {"errors": [dict(e) for e in errors]} if errors is not None else None
+    return rpc_error(INVALID_PARAMS, message, data)
+
+
+def session_not_found_error(session_id: str) -> Frame:
+    """-32002 for a session that is not open and not on disk."""
+    return rpc_error(
+        RESOURCE_NOT_FOUND,
+        f"Unknown session {session_id!r}: it is not open and not on disk; start one with session/new",
+        {"sessionId": session_id},
+    )
+
+
+def session_in_use_error(message: str, session_id: str, owner_pid: int) -> Frame:
+    """-32600: another continual-acp process holds the session's owner lock."""
+    return rpc_error(INVALID_REQUEST, message, {"sessionId": session_id, "ownerPid": owner_pid})
+
+
+def model_error(message: str, endpoint: str, status: int | None) -> Frame:
+    """-32603 answering a prompt whose model call failed for good (which endpoint, which status)."""
+    return rpc_error(INTERNAL_ERROR, message, {"endpoint": endpoint, "status": status})
+
+
+def data_dir_error(message: str, home: str, why: str) -> Frame:
+    """-32603: the data dir cannot be created or written."""
+    return rpc_error(INTERNAL_ERROR, message, {"home": home, "error": why})
+
+
+def rollback_refused_error(
+    refinement_id: str, errors: Sequence[str], result: Mapping[str, object], *, force: bool
+) -> Frame:
+    """-32010: the store refused a rollback; `data` names the edits and carries the refused result."""
+    message = (
+        f"rollback of {refinement_id} was refused: "
+        + "; ".join(errors)
+        + ("" if force else " (pass force: true to override)")
+    )
+    return rpc_error(
+        ROLLBACK_REFUSED,
+        message,
+        {"refinementId": refinement_id, "errors": list(errors), "result": dict(result)},
+    )
+
+
+# ---------------------------------------------------------------- content blocks
+
+
+def text_block(text: str) -> Frame:
+    """A text content block."""
+    return {"type": "text", "text": text}
+
+
+def image_block(data: str, mime_type: str, uri: str | None = None) -> Frame:
+    """An image content block (base64 `data`)."""
+    block: Frame = {"type": "image", "data": data, "mimeType": mime_type}
+    if uri:
+        block["uri"] = uri
+    return block
+
+
+def resource_block(
+    uri: str, *, text: str | None = None, blob: str | None = None, mime_type: str | None = None
+) -> Frame:
+    """An embedded resource block: `blob` when given, else `text` (empty when neither)."""
+    resource: Frame = {"uri": uri}
+    if blob is not None:
+        resource["blob"] = blob
+    else:
+        resource["text"] = text or ""
+    if mime_type:
+        resource["mimeType"] = mime_type
+    return {"type": "resource", "resource": resource}
+
+
+def resource_link_block(uri: str, name: str, mime_type: str | None = None) -> Frame:
+    """A resource link block."""
+    link: Frame = {"type": "resource_link", "uri": uri, "name": name}
+    if mime_type:
+        link["mimeType"] = mime_type
+    return link
+
+
+# ---------------------------------------------------------------- tool call content
+
+
+def tool_content(block: Mapping[str, object]) -> Frame:
+    """A content block as tool call content."""
+    return {"type": "content", "content": dict(block)}
+
+
+def tool_text(text: str) -> Frame:
+    """Text (markdown) as tool call content."""
+    return tool_content(text_block(text))
+
+
+def tool_diff(path: str, old_text: str | None, new_text: str) -> Frame:
+    """A diff as tool call content; `oldText` is sent as null for a new file."""
+    return {"type": "diff", "path": path, "oldText": old_text, "newText": new_text}
+
+
+def tool_terminal(terminal_id: str) -> Frame:
+    """A terminal reference as tool call content (Zed's terminal trio)."""
+    return {"type": "terminal", "terminalId": terminal_id}
+
+
+def location(path: str) -> Frame:
+    """A file location a tool call touches."""
+    return {"path": path}
+
+
+def tool_call_fields(
+    tool_call_id: str,
+    title: str,
+    *,
+    kind: str,
+    status: str,
+    content: Sequence[Mapping[str, object]],
+    locations: Sequence[Mapping[str, object]] = (),
+    raw_input: Mapping[str, object] | None = None,
+    raw_output: Mapping[str, object] | None = None,
+    meta: Mapping[str, object] | None = None,
+) -> Frame:
+    """A complete tool call without `sessionUpdate`: the `toolCall` of a permission request."""
+    fields: Frame = {
+        "toolCallId": tool_call_id,
+        "title": title,
+        "kind": kind,
+        "status": status,
+        "content": [dict(c) for c in content],
+    }
+    if locations:
+        fields["locations"] = [dict(loc) for loc in locations]
+    if raw_input is not None:
+        fields["rawInput"] = dict(raw_input)
+    if raw_output is not None:
+        fields["rawOutput"] = dict(raw_output)
+    if meta is not None:
+        fields["_meta"] = dict(meta)
+    return fields
+
+
+def tool_call_update(tool_call: Mapping[str, object]) -> Frame:
+    """`tool_call`: a new card (from `tool_call_fields`)."""
+    return {"sessionUpdate": "tool_call", **tool_call}
+
+
+# ---------------------------------------------------------------- cell cards
+
+
+def cell_tool_call(
+    cell_id: str, title: str, code: str, content: Sequence[Mapping[str, object]], *, status: str = "pending"
+) -> Frame:
+    """A cell as a tool call (kind `execute`, `rawInput {code}`): the permission request's `toolCall`."""
+    return tool_call_fields(
+        cell_id, title, kind="execute", status=status, content=content, raw_input={"code": code}
+    )
+
+
+def cell_started_update(
+    cell_id: str,
+    title: str,
+    code: str,
+    content: Sequence[Mapping[str, object]],
+    *,
+    terminal_cwd: str | None = None,
+) -> Frame:
+    """`tool_call` opening a cell's card (pending); with a terminal, `_meta.terminal_info`."""
+    meta = (
+        {"terminal_info": {"terminal_id": cell_id, "cwd": terminal_cwd}} if terminal_cwd is not None else None
+    )
+    return tool_call_update(
+        tool_call_fields(
+            cell_id,
+            title,
+            kind="execute",
+            status="pending",
+            content=content,
+            raw_input={"code": code},
+            meta=meta,
+        )
+    )
+
+
+def cell_running_update(cell_id: str) -> Frame:
+    """`tool_call_update`: the cell really started in the kernel."""
+    return {"sessionUpdate": "tool_call_update", "toolCallId": cell_id, "status": "in_progress"}
+
+
+def cell_progress_update(
+    cell_id: str,
+    content: Sequence[Mapping[str, object]],
+    *,
+    status: str | None = None,
+    locations: Sequence[Mapping[str, object]] = (),
+    terminal_data: str | None = None,
+) -> Frame:
+    """`tool_call_update` re-sending the whole card (content replaces the previous array).
+
+    `terminal_data`: new terminal output, as `_meta.terminal_output`.
+    """
+    update: Frame = {"sessionUpdate": "tool_call_update", "toolCallId": cell_id}
+    if status is not None:
+        update["status"] = status
+    update["content"] = [dict(c) for c in content]
+    if locations:
+        update["locations"] = [dict(loc) for loc in locations]
+    if terminal_data:
+        update["_meta"] = {"terminal_output": {"terminal_id": cell_id, "data": terminal_data}}
+    return update
+
+
+def cell_finished_update(
+    cell_id: str,
+    content: Sequence[Mapping[str, object]],
+    *,
+    outcome: str,
+    error: str | None = None,
+    locations: Sequence[Mapping[str, object]] = (),
+    terminal: bool = False,
+    terminal_data: str | None = None,
+) -> Frame:
+    """The last `tool_call_update` of a cell: `completed` or `failed`, `rawOutput {status, error?}`.
+
+    `outcome` is agent_core's status (completed, failed, cancelled); with a terminal the update
+    also carries `_meta.terminal_exit` (exit code 0/1, `SIGINT` for a cancelled cell).
+    """
+    status = "completed" if outcome == "completed" else "failed"
+    update: Frame = {"sessionUpdate": "tool_call_update", "toolCallId": cell_id, "status": status}
+    update["content"] = [dict(c) for c in content]
+    if locations:
+        update["locations"] = [dict(loc) for loc in locations]
+    update["rawOutput"] = {"status": outcome, **({"error": error} if error else {})}
+    if terminal:
+        meta: Frame = {}
+        if terminal_data:
+            meta["terminal_output"] = {"terminal_id": cell_id, "data": terminal_data}
+        meta["terminal_exit"] = {
+            "terminal_id": cell_id,
+            "exit_code": 0 if outcome == "completed" else 1,
+            "signal": "SIGINT" if outcome == "cancelled" else None,
+        }
+        update["_meta"] = meta
+    return update
+
+
+def edit_card_update(tool_call_id: str, title: str, path: str, old_text: str | None, new_text: str) -> Frame:
+    """`tool_call` for a file edit outside any cell: a completed `edit` card with its diff."""
+    return tool_call_update(
+        tool_call_fields(
+            tool_call_id,
+            title,
+            kind="edit",
+            status="completed",
+            content=[tool_diff(path, old_text, new_text)],
+            locations=[location(path)],
+        )
+    )
+
+
+# ---------------------------------------------------------------- refinement cards and review
+
+
+def refinement_card_update(
+    refinement_id: str,
+    summary: str,
+    scope: str,
+    *,
+    applied: bool,
+    content: Sequence[Mapping[str, object]],
+) -> Frame:
+    """`tool_call`: a refinement result as a completed (applied) or failed `edit` card."""
+    return tool_call_update(
+        tool_call_fields(
+            f"refinement-{refinement_id}",
+            f"Refine harness: {summary}",
+            kind="edit",
+            status="completed" if applied else "failed",
+            content=content,
+            raw_output={"refinementId": refinement_id, "scope": scope, "applied": applied},
+        )
+    )
+
+
+def refinement_message_update(refinement_id: str, summary: str, scope: str, *, applied: bool) -> Frame:
+    """`agent_message_chunk` after a refinement card: what happened and how to undo it."""
+    verb = "applied" if applied else "was refused"
+    undo = f" Undo it with `/rollback {refinement_id}`." if applied else ""
+    text = f"\n\nHarness refinement `{refinement_id}` ({scope}) {verb}: {summary}.{undo}\n"
+    return agent_message_update(text, f"refinement-{refinement_id}")
+
+
+def review_card(
+    proposal_id: str,
+    summary: str | None,
+    content: Sequence[Mapping[str, object]],
+    raw_input: Mapping[str, object],
+    *,
+    status: str = "pending",
+) -> Frame:
+    """A proposal waiting for review as a tool call (`edit`, one diff per edit): the `toolCall` of
+    its permission request, and (through `tool_call_update`) the pending card shown after a turn."""
+    return tool_call_fields(
+        f"review-{proposal_id}",
+        f"Refine harness: {summary or 'proposed edits'}",
+        kind="edit",
+        status=status,
+        content=content,
+        raw_input=raw_input,
+    )
+
+
+def review_settled_update(proposal_id: str, *, applied: bool) -> Frame:
+    """`tool_call_update` closing a review card once its proposal is decided."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": f"review-{proposal_id}",
+        "status": "completed" if applied else "failed",
+    }
+
+
+def review_waiting_update(proposal_id: str) -> Frame:
+    """`agent_message_chunk` under a pending review card shown after its turn ended."""
+    return agent_message_update(
+        f"\n\nHarness refinement proposal `{proposal_id}` is waiting for your "
+        "review: run `/review`, or it is asked at the start of your next prompt.\n"
+    )
+
+
+def permission_options(options: Iterable[tuple[str, str, str]]) -> list[Frame]:
+    """`(optionId, name, kind)` triples as permission options."""
+    return [{"optionId": option_id, "name": name, "kind": kind} for option_id, name, kind in options]
+
+
+def permission_request(
+    session_id: str, tool_call: Mapping[str, object], options: Sequence[Mapping[str, object]]
+) -> Frame:
+    """The params of `session/request_permission`."""
+    return {"sessionId": session_id, "toolCall": dict(tool_call), "options": [dict(o) for o in options]}
+
+
+# ---------------------------------------------------------------- quiescence
+
+
+def quiescence_state(quiescent: bool, pending: int, last_refinement_id: str | None) -> Frame:
+    """`{quiescent, pending, lastRefinementId?}`: the state both quiescence frames carry."""
+    state: Frame = {"quiescent": quiescent, "pending": pending}
+    if last_refinement_id:
+        state["lastRefinementId"] = last_refinement_id
+    return state
+
+
+def quiescence_notification(
+    session_id: str, quiescent: bool, pending: int, last_refinement_id: str | None
+) -> Frame:
+    """The params of the `_harness/quiescence` notification."""
+    return {"sessionId": session_id, **quiescence_state(quiescent, pending, last_refinement_id)}
+
+
+def quiescence_mirror_update(quiescent: bool, pending: int, last_refinement_id: str | None) -> Frame:
+    """`session_info_update` mirroring quiescence in `_meta["continual-acp"].quiescence`."""
+    return {
+        "sessionUpdate": "session_info_update",
+        "_meta": {META_KEY: {"quiescence": quiescence_state(quiescent, pending, last_refinement_id)}},
+    }
+
+
+# ---------------------------------------------------------------- messages, plan, usage, info
+
+
+def agent_message_update(text: str, message_id: str | None = None) -> Frame:
+    """`agent_message_chunk` with text (and its message id, when it has one)."""
+    update: Frame = {"sessionUpdate": "agent_message_chunk", "content": text_block(text)}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
+
+
+def agent_thought_update(text: str, message_id: str) -> Frame:
+    """`agent_thought_chunk` with text."""
+    return {"sessionUpdate": "agent_thought_chunk", "content": text_block(text), "messageId": message_id}
+
+
+def user_message_update(block: Mapping[str, object], message_id: str) -> Frame:
+    """`user_message_chunk` replaying one prompt block."""
+    return {"sessionUpdate": "user_message_chunk", "content": dict(block), "messageId": message_id}
+
+
+def plan_update(entries: Iterable[PlanItem]) -> Frame:
+    """`plan`: the whole plan (each update replaces the previous one)."""
+    return {
+        "sessionUpdate": "plan",
+        "entries": [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries],
+    }
+
+
+def usage_update(used: int, size: int) -> Frame:
+    """`usage_update`: context tokens used of the window's size."""
+    return {"sessionUpdate": "usage_update", "used": used, "size": size}
+
+
+def session_title_update(title: str) -> Frame:
+    """`session_info_update` carrying the session's title."""
+    return {"sessionUpdate": "session_info_update", "title": title}
+
+
+def available_commands_update(commands: Iterable[Command]) -> Frame:
+    """`available_commands_update`: every slash command, with its input hint when it takes one."""
+    listed: list[Frame] = []
+    for command in commands:
+        entry: Frame = {"name": command.name, "description": command.description}
+        if command.hint:
+            entry["input"] = {"hint": command.hint}
+        listed.append(entry)
+    return {"sessionUpdate": "available_commands_update", "availableCommands": listed}
+
+
+def current_mode_update(mode_id: str) -> Frame:
+    """`current_mode_update`."""
+    return {"sessionUpdate": "current_mode_update", "currentModeId": mode_id}
+
+
+def config_option_update(options: Sequence[Mapping[str, object]]) -> Frame:
+    """`config_option_update`: the complete list of config options."""
+    return {"sessionUpdate": "config_option_update", "configOptions": [dict(o) for o in options]}
+
+
+# ---------------------------------------------------------------- modes and config options
+
+
+def session_modes(current: str, modes: Iterable[tuple[str, str, str]]) -> Frame:
+    """`modes`: the current mode and `(id, name, description)` of each available one."""
+    return {
+        "currentModeId": current,
+        "availableModes": [{"id": mode, "name": name, "description": text} for mode, name, text in modes],
+    }
+
+
+def select_config_option(
+    option_id: str,
+    name: str,
+    *,
+    description: str,
+    category: str,
+    current: str,
+    choices: Iterable[tuple[str, str, str]],
+) -> Frame:
+    """A `select` config option; `choices` are `(value, name, description)`, description optional."""
+    return {
+        "id": option_id,
+        "name": name,
+        "description": description,
+        "category": category,
+        "type": "select",
+        "currentValue": current,
+        "options": [
+            {"value": value, "name": label, **({"description": text} if text else {})}
+            for value, label, text in choices
+        ],
+    }
+
+
+# ---------------------------------------------------------------- responses
+
+
+def initialize_response(
+    *,
+    protocol_version: int,
+    name: str,
+    title: str,
+    version: str,
+    extension_version: int,
+    extension_methods: Sequence[str],
+    extension_notifications: Sequence[str],
+) -> Frame:
+    """The `initialize` result: only what works is advertised; our extension under `_meta`."""
+    return {
+        "protocolVersion": protocol_version,
+        "agentInfo": {"name": name, "title": title, "version": version},
+        "authMethods": [],
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+            # MCP servers are not reachable from the kernel yet, so no transports are claimed.
+            "mcpCapabilities": {"http": False, "sse": False},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+            "_meta": {
+                META_KEY: {
+                    "version": extension_version,
+                    "methods": list(extension_methods),
+                    "notifications": list(extension_notifications),
+                }
+            },
+        },
+    }
+
+
+def session_setup_response(
+    modes: Mapping[str, object], config_options: Sequence[Mapping[str, object]]
+) -> Frame:
+    """`{modes, configOptions}`: the session/load and session/resume result."""
+    return {"modes": dict(modes), "configOptions": [dict(o) for o in config_options]}
+
+
+def new_session_response(
+    session_id: str, modes: Mapping[str, object], config_options: Sequence[Mapping[str, object]]
+) -> Frame:
+    """The session/new result: the id, then the session setup."""
+    return {"sessionId": session_id, **session_setup_response(modes, config_options)}
+
+
+def session_list_entry(
+    session_id: str, cwd: str, title: str | None = None, updated_at: str | None = None
+) -> Frame:
+    """One session in a session/list result."""
+    info: Frame = {"sessionId": session_id, "cwd": cwd}
+    if title:
+        info["title"] = title
+    if updated_at:
+        info["updatedAt"] = updated_at
+    return info
+
+
+def list_sessions_response(sessions: Sequence[Mapping[str, object]], next_cursor: str | None = None) -> Frame:
+    """The session/list result (`nextCursor` only when there is a next page)."""
+    answer: Frame = {"sessions": [dict(s) for s in sessions]}
+    if next_cursor:
+        answer["nextCursor"] = next_cursor
+    return answer
+
+
+def config_options_response(config_options: Sequence[Mapping[str, object]]) -> Frame:
+    """The session/set_config_option result: the complete list after the change."""
+    return {"configOptions": [dict(o) for o in config_options]}
+
+
+def prompt_response(stop_reason: str) -> Frame:
+    """The session/prompt result."""
+    return {"stopReason": stop_reason}
+
+
+def empty_response() -> Frame:
+    """`{}`: the result of a method that answers nothing (close, delete, set_mode)."""
+    return {}
+
+
+# ---------------------------------------------------------------- `_harness/*` answers
+
+
+def harness_status_response(
+    quiescent: bool, pending: int, in_flight: int, awaiting_review: int, last_refinement_id: str | None
+) -> Frame:
+    """The `_harness/status` result."""
+    answer: Frame = {
+        "quiescent": quiescent,
+        "pending": pending,
+        "inFlight": in_flight,
+        "awaitingReview": awaiting_review,
+    }
+    if last_refinement_id:
+        answer["lastRefinementId"] = last_refinement_id
+    return answer
+
+
+def await_quiescence_response(quiescent: bool, last_refinement_id: str | None) -> Frame:
+    """The `_harness/await_quiescence` result."""
+    answer: Frame = {"quiescent": quiescent}
+    if last_refinement_id:
+        answer["lastRefinementId"] = last_refinement_id
+    return answer
+
+
+def harness_state_response(
+    entries: Sequence[Mapping[str, object]], tombstones: Sequence[Mapping[str, object]]
+) -> Frame:
+    """The `_harness/state` result: entries (each with its `key`) and tombstones, wire-cased."""
+    return {"entries": [dict(e) for e in entries], "tombstones": [dict(t) for t in tombstones]}
+
+
+def harness_history_response(
+    refinements: Sequence[Mapping[str, object]], next_cursor: str | None = None
+) -> Frame:
+    """The `_harness/history` result: one page of refinement summaries, newest first."""
+    answer: Frame = {"refinements": [dict(r) for r in refinements]}
+    if next_cursor:
+        answer["nextCursor"] = next_cursor
+    return answer
+
+
+# ---------------------------------------------------------------- client file system
+
+
+def read_text_file_request(session_id: str, path: str) -> Frame:
+    """The params of `fs/read_text_file`."""
+    return {"sessionId": session_id, "path": path}
+
+
+def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
+    """The params of `fs/write_text_file`."""
+    return {"sessionId": session_id, "path": path, "content": content}
