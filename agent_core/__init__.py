@@ -36,6 +36,7 @@ from agent_core.events import (
     UserMessage,
 )
 from agent_core.ports import EditorPort, NoEditor, PermissionDecision, PermissionRequest
+from agent_core.titles import cell_title
 
 if TYPE_CHECKING:
     from agent_core.agent import Agent
@@ -107,6 +108,7 @@ __all__ = [
     "TurnEvent",
     "UsageReport",
     "UserMessage",
+    "cell_title",
     "load_config",
     "merge",
     "render_overview",

@@ -9,21 +9,40 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core import events as ev
+from agent_core.ports import EditorPort
 
 if TYPE_CHECKING:
-    from agent_core.session import Session
+    from kernel_bridge import HostBridge
 
 MAX_FILE_CHARS = 10_000_000  # refuse to shuttle files larger than this through the bridge
 
 
+class EditorOpsHost(Protocol):
+    """What the editor operations need of their session."""
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def editor(self) -> EditorPort: ...
+
+    @property
+    def current_cell(self) -> str | None: ...
+
+    def emit_into_turn(self, event: ev.TurnEvent) -> bool: ...
+
+
 class EditorOps:
-    def __init__(self, session: Session) -> None:
+    """`editor.read` / `editor.write` for the kernel of one session."""
+
+    def __init__(self, session: EditorOpsHost) -> None:
         self._session = session
 
-    def register(self, host_bridge: Any) -> None:
+    def register(self, host_bridge: HostBridge) -> None:
+        """Serve both operations on `host_bridge` (the kernel's)."""
         host_bridge.register("editor.read", self.read)
         host_bridge.register("editor.write", self.write)
 
@@ -49,6 +68,7 @@ class EditorOps:
             return None
 
     async def read(self, args: dict[str, Any]) -> str:
+        """`editor.read(path)`: the file's text (the editor's buffer when it can); FileNotFoundError if none."""
         path = self._path(args)
         text = await self._read(path)
         if text is None:
@@ -56,6 +76,7 @@ class EditorOps:
         return text
 
     async def write(self, args: dict[str, Any]) -> None:
+        """`editor.write(path, text)`: replace the file (through the editor when it can) and report a `FileEdited`."""
         path = self._path(args)
         text = args.get("text")
         if not isinstance(text, str):

@@ -1,9 +1,13 @@
-"""A session: its model context, transcript, kernel, mode/config, and the turn queue.
+"""A session: the turn queue, and the parts a turn works on.
 
 `run_turn` runs the turn loop (turn.py) in its own task and relays its events; `cancel` cancels that
 task, so the model stream is closed and the cell interrupted at whatever point the turn is waiting,
 and the relay answers `TurnEnded("cancelled")`. Turns are serialized by a FIFO lock: a second prompt
 waits for the first to end.
+
+The parts live in their own modules: the settings table (settings.py), the model context and its
+surgery (context.py), the kernel handle and its status (kernel_handle.py), the hook types
+(hooks.py). The session is a `TurnContext` (turn.py) and an `EditorOpsHost` (editor_ops.py).
 """
 
 from __future__ import annotations
@@ -15,11 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
-from agent_core.compaction import compact_messages, split_point
-from agent_core.config import MODES, REFINE_REVIEW, AgentConfig
+from agent_core import settings
+from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
+from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.editor_ops import EditorOps
 from agent_core.errors import ModelError
+from agent_core.hooks import RefinementHook, TurnFailedHook
+from agent_core.kernel_handle import KernelHandle
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
 from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
@@ -28,6 +35,7 @@ from agent_core.transcript import SessionStore, TranscriptWriter, now_iso
 from agent_core.turn import TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
+    from agent_core.ownership import SessionOwnerLock
     from harness_store import HarnessStore
     from kernel_bridge import KernelSession
 
@@ -37,7 +45,6 @@ log = logging.getLogger(__name__)
 # it returns (e.g. `RefinementReported`) are part of the turn. Background work should spawn its own task.
 AfterTurnHook = Callable[["Session", TurnOutcome], Awaitable[Sequence[ev.TurnEvent]]]
 
-_END = object()
 CANCEL_WAIT = 0.9  # seconds `cancel()` waits for the turn task; the contract is `cancelled` within 1 s
 
 
@@ -72,7 +79,12 @@ class Session:
         self._local_store: HarnessStore | None = None
         self.skills = skills
         self.created_at = created_at
-        self.messages: list[dict[str, Any]] = list(messages or [])
+        self.context = ModelContext(
+            writer,
+            context_window=agent_config.context_window,
+            messages=messages,
+            last_prompt_tokens=last_prompt_tokens,
+        )
         self.title = title
         self._meta_title = title  # the title meta.json holds
         self.config: dict[str, Any] = {
@@ -81,48 +93,53 @@ class Session:
             "refine_review": agent_config.refine_review,
         }
         self.config.update(config or {})
-        self.last_prompt_tokens = last_prompt_tokens
-        self.usage_totals = Usage()
-        self.always_allowed = False
-        self.current_cell: str | None = None
-        self.cells_run = 0  # cells started in this process (for `/kernel status`)
-        self.owner_lock: Any = None  # agent_core.ownership.SessionOwnerLock, released by close()
+        self.always_allowed = False  # "Allow always (this session)" was chosen; `ask` again revokes it
+        self.owner_lock: SessionOwnerLock | None = None  # released by close(), after the final snapshot
         self.after_turn_hooks: list[AfterTurnHook] = []
         # Seams for refinement/autonomous mode (attached via `Agent(on_session=...)`):
         self.kernel_hooks: list[Callable[[KernelSession], None]] = []  # a kernel is ready (host ops)
         self.compaction_hooks: list[Callable[[], None]] = []  # the context was just compacted
         self.close_hooks: list[Callable[[], Awaitable[None]]] = []  # the session is closing
-        self.refinement: Any = None  # set by the refinement package; acp_server reads it
-        self._kernel_note: str | None = None
+        self.turn_failed_hooks: list[TurnFailedHook] = []  # a turn raised: no after-turn hook ran
+        self._refinement: RefinementHook | None = None
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
         self._emit: Callable[[ev.TurnEvent], None] | None = None
         self._closed = False
         self.editor_ops = EditorOps(self)
-        self._kernel_factory = kernel_factory
-        self._kernel_task: asyncio.Task[KernelSession] | None = None
+        self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
         if agent_config.eager_kernel:
-            self._start_kernel()
+            self.kernel_handle.start()
 
     # ------------------------------------------------------------ mode and config
 
     @property
     def mode(self) -> str:
+        """`ask`, `auto` or `autonomous` (settings.MODE)."""
         return str(self.config["mode"])
 
     def set_mode(self, mode: str) -> None:
+        """Same as `set_config("mode", mode)`."""
         self.set_config("mode", mode)
 
     @property
     def model_name(self) -> str | None:
+        """The model that answers prompts; None when none is configured."""
         return self.config.get("model") or None
 
     @property
     def model_accepts_images(self) -> bool:
+        """False once the endpoint refused images (or `images = false` in config.toml)."""
         return bool(self.config.get("images", self.agent_config.extra.get("images", True)))
 
+    @property
+    def max_turn_requests(self) -> int:
+        """Model requests one prompt may make: the session's setting, else the configured limit."""
+        return max(1, int(self.config.get("max_turn_requests") or self.agent_config.max_turn_requests))
+
     def available_models(self) -> list[str]:
+        """The configured models (main, extra choices, refine model), for the model picker."""
         models: list[str] = []
         for name in (self.agent_config.model, *self.agent_config.models, self.agent_config.refine_model):
             if name and name not in models:
@@ -130,38 +147,29 @@ class Session:
         return models
 
     def set_config(self, key: str, value: Any) -> None:
-        """Change one option; raises ValueError with a readable message on a bad key or value."""
-        if key == "mode":
-            if value not in MODES:
-                raise ValueError(f"mode must be one of {', '.join(MODES)}; got {value!r}")
-        elif key == "refine_review":
-            if value not in REFINE_REVIEW:
-                raise ValueError(f"refine_review must be one of {', '.join(REFINE_REVIEW)}; got {value!r}")
-        elif key == "model":
-            if not isinstance(value, str) or not value.strip():
-                raise ValueError("model must be a non-empty model id")
-            known = self.available_models()
-            if known and value not in known:
-                raise ValueError(f"unknown model {value!r}; configured models: {', '.join(known)}")
-        elif key == "max_turn_requests":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"max_turn_requests must be a positive integer; got {value!r}")
-        elif key == "wait_for_refinement":
-            # Editors send config values as strings; scripts may send a JSON boolean.
-            flags = {True: True, False: False, "true": True, "false": False}
-            if not isinstance(value, bool | str) or value not in flags:
-                raise ValueError(f"wait_for_refinement must be true or false; got {value!r}")
-            value = flags[value]
-        else:
-            raise ValueError(
-                f"unknown config option {key!r}; options: mode, model, refine_review, max_turn_requests, "
-                "wait_for_refinement"
-            )
+        """Change one setting (agent_core.settings); raises ValueError with a readable message on a bad key or value."""
+        value = settings.validate(key, value, models=self.available_models())
         self.config[key] = value
         if key == "mode" and value == "ask":
             # Selecting `ask` (again) revokes "Allow always (this session)": the user asked to be asked.
             self.always_allowed = False
         self._writer.append({"type": "config", "key": key, "value": value})
+
+    # ------------------------------------------------------------ refinement
+
+    @property
+    def refinement(self) -> RefinementHook | None:
+        """The refinement attached to this session (set by agent_core.refinement; acp_server reads it)."""
+        return self._refinement
+
+    @refinement.setter
+    def refinement(self, hook: RefinementHook | None) -> None:
+        """Attach `hook`: it is told when a turn fails, like any turn-failure hook."""
+        if self._refinement is not None and self._refinement.turn_failed in self.turn_failed_hooks:
+            self.turn_failed_hooks.remove(self._refinement.turn_failed)
+        self._refinement = hook
+        if hook is not None:
+            self.turn_failed_hooks.append(hook.turn_failed)
 
     # ------------------------------------------------------------ harness
 
@@ -197,33 +205,34 @@ class Session:
             )
         )
 
-    # ------------------------------------------------------------ model context
+    # ------------------------------------------------------------ model context (context.py)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The model context (system prompt excluded), as the next request sends it."""
+        return self.context.messages
+
+    @property
+    def last_prompt_tokens(self) -> int:
+        """Tokens the last request used (prompt + output); 0 after a compaction."""
+        return self.context.last_prompt_tokens
+
+    @property
+    def usage_totals(self) -> Usage:
+        """Tokens used by this session in this process."""
+        return self.context.usage_totals
 
     def append_message(self, message: dict[str, Any]) -> None:
-        self.messages.append(message)
-        self._writer.message(message)
+        """Add a message to the model context (and the transcript)."""
+        self.context.append(message)
 
     def usage_event(self, usage: Usage) -> ev.UsageReport:
-        totals = self.usage_totals
-        self.usage_totals = Usage(
-            totals.input_tokens + usage.input_tokens,
-            totals.output_tokens + usage.output_tokens,
-            totals.cache_read_tokens + usage.cache_read_tokens,
-            totals.cache_write_tokens + usage.cache_write_tokens,
-        )
-        self.last_prompt_tokens = usage.prompt_tokens + usage.output_tokens
-        return ev.UsageReport(
-            used=self.last_prompt_tokens,
-            size=self.agent_config.context_window,
-            input_tokens=self.usage_totals.input_tokens,
-            output_tokens=self.usage_totals.output_tokens,
-            cache_read_tokens=self.usage_totals.cache_read_tokens,
-            cache_write_tokens=self.usage_totals.cache_write_tokens,
-        )
+        """Count one request's usage; the `UsageReport` the turn shows."""
+        return self.context.usage_event(usage)
 
     async def maybe_compact(self) -> None:
-        threshold = self.agent_config.compact_threshold * self.agent_config.context_window
-        if self.last_prompt_tokens and self.last_prompt_tokens >= threshold:
+        """Compact when the last request passed `compact_threshold` of the window; a failure is only logged."""
+        if self.context.over(self.agent_config.compact_threshold):
             try:
                 await self._compact(None)
             except ModelError as exc:
@@ -233,26 +242,15 @@ class Session:
 
     def drop_images(self) -> bool:
         """Replace image parts in the context by a note and stop sending images; False if there were none."""
-        from agent_core.content import IMAGE_NOT_SEEN
-
-        changed = False
-        for message in self.messages:
-            content = message.get("content")
-            if isinstance(content, list) and any(b.get("type") == "image_url" for b in content):
-                message["content"] = [
-                    {"type": "text", "text": IMAGE_NOT_SEEN} if b.get("type") == "image_url" else b
-                    for b in content
-                ]
-                changed = True
-        if changed:
-            self.config["images"] = False
-            self._writer.append({"type": "context", "reason": "images removed", "messages": self.messages})
-            self._writer.append({"type": "config", "key": "images", "value": False})
-        return changed
+        if not self.context.drop_images():
+            return False
+        self.config["images"] = False
+        self._writer.append({"type": "config", "key": "images", "value": False})
+        return True
 
     async def compact_for_overflow(self) -> bool:
         """Compact after the endpoint said the context does not fit; False when nothing could be cut."""
-        if split_point(self.messages, self.agent_config.keep_recent_turns) == 0:
+        if not self.context.can_compact(self.agent_config.keep_recent_turns):
             return False
         try:
             await self._compact(None)
@@ -267,45 +265,20 @@ class Session:
             return await self._compact(instructions)
 
     async def _compact(self, instructions: str | None) -> str:
-        result = await compact_messages(
+        summary = await self.context.compact(
             self.model,
-            self.messages,
-            model=self.model_name,
+            model_name=self.model_name,
             keep_recent_turns=self.agent_config.keep_recent_turns,
             instructions=instructions,
         )
-        if result is None:
+        if summary is None:
             return "Nothing to compact yet: the conversation is only the most recent turns."
-        self.messages = result.messages
-        self.last_prompt_tokens = 0
-        self._writer.append({"type": "compaction", "summary": result.summary, "messages": result.messages})
         for hook in list(self.compaction_hooks):
             try:
                 hook()
             except Exception:
                 log.exception("compaction hook %r failed in session %s", hook, self.id)
-        return result.summary
-
-    def _answer_dangling_tool_calls(self, answer: str = "Cancelled by the user before it finished.") -> None:
-        """A cancelled cell leaves a tool call without a result; the next request needs one for each."""
-        for index in range(len(self.messages) - 1, -1, -1):
-            message = self.messages[index]
-            if message.get("role") == "assistant":
-                answered = {
-                    m.get("tool_call_id") for m in self.messages[index + 1 :] if m.get("role") == "tool"
-                }
-                for call in message.get("tool_calls") or ():
-                    if call.get("id") not in answered:
-                        self.append_message(
-                            {
-                                "role": "tool",
-                                "tool_call_id": call["id"],
-                                "content": answer,
-                            }
-                        )
-                return
-            if message.get("role") == "user":
-                return
+        return summary
 
     # ------------------------------------------------------------ turns
 
@@ -328,7 +301,7 @@ class Session:
                 recorder.record(ended)
                 yield ended
                 return
-            queue: asyncio.Queue[Any] = asyncio.Queue()
+            queue: asyncio.Queue[ev.TurnEvent | None] = asyncio.Queue()  # None: the turn task ended
 
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
@@ -339,7 +312,7 @@ class Session:
                 try:
                     return await run_turn_body(self, parts, emit)
                 finally:
-                    queue.put_nowait(_END)
+                    queue.put_nowait(None)
 
             self._emit = emit
             task = asyncio.create_task(drive())
@@ -347,7 +320,7 @@ class Session:
             try:
                 while True:
                     item = await queue.get()
-                    if item is _END:
+                    if item is None:
                         break
                     yield item
                 if task.cancelled():
@@ -356,14 +329,11 @@ class Session:
                     error = task.exception()
                     if error is not None:
                         recorder.flush()
-                        self._answer_dangling_tool_calls()
-                        if self.refinement is not None:
-                            # No after-turn hook runs on this path; refinement must still let go of
-                            # what the turn's cells scheduled.
-                            self.refinement.turn_failed()
+                        self.context.answer_dangling_tool_calls()
+                        self._turn_failed()
                         raise error
                     outcome = task.result()
-                self._answer_dangling_tool_calls()
+                self.context.answer_dangling_tool_calls()
                 for event in await self._after_turn(parts, outcome):
                     recorder.record(event)
                     yield event
@@ -392,6 +362,15 @@ class Session:
                 log.exception("after-turn hook %r failed in session %s", hook, self.id)
         return events
 
+    def _turn_failed(self) -> None:
+        # No after-turn hook runs on this path; hooks (refinement) must still let go of what the
+        # turn's cells scheduled, or the session never becomes quiescent again.
+        for hook in list(self.turn_failed_hooks):
+            try:
+                hook()
+            except Exception:
+                log.exception("turn-failure hook %r failed in session %s", hook, self.id)
+
     def record_event(self, event: ev.TurnEvent) -> None:
         """Append an event that happened outside a turn (a background refinement) to the transcript,
         so a later `session/load` replays it."""
@@ -409,9 +388,7 @@ class Session:
 
     def repair_after_load(self) -> None:
         """A transcript cut off mid-cell (the server died) ends in an unanswered tool call; answer it."""
-        self._answer_dangling_tool_calls(
-            "Not finished: the session ended (server stopped) while this cell ran."
-        )
+        self.context.answer_dangling_tool_calls(SERVER_STOPPED_ANSWER)
 
     def _touch(self) -> None:
         if self.title == self._meta_title:
@@ -436,7 +413,7 @@ class Session:
     def busy(self) -> bool:
         return self._turn_task is not None and not self._turn_task.done()
 
-    # ------------------------------------------------------------ kernel
+    # ------------------------------------------------------------ kernel (kernel_handle.py)
 
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
@@ -447,64 +424,41 @@ class Session:
             except Exception:
                 log.exception("kernel hook %r failed in session %s", hook, self.id)
 
+    @property
+    def current_cell(self) -> str | None:
+        """The id of the cell running now, if any."""
+        return self.kernel_handle.current_cell
+
+    @property
+    def cells_run(self) -> int:
+        """Cells started in this process."""
+        return self.kernel_handle.cells_run
+
     def take_kernel_note(self) -> str | None:
-        note, self._kernel_note = self._kernel_note, None
-        return note
+        """What the next prompt tells the model about the kernel (once)."""
+        return self.kernel_handle.take_note()
 
     def set_kernel_note(self, note: str | None) -> None:
-        self._kernel_note = note
-
-    def _start_kernel(self) -> asyncio.Task[KernelSession]:
-        task = self._kernel_task
-        if task is not None and task.done() and (task.cancelled() or task.exception() is not None):
-            task = None  # the last start failed (reported on that cell); the next cell tries again
-        if task is None:
-            task = self._kernel_task = asyncio.create_task(self._kernel_factory(self))
-        return task
+        """Tell the model `note` with the next prompt (e.g. which names a load restored)."""
+        self.kernel_handle.set_note(note)
 
     async def kernel(self) -> KernelSession:
         """The session's kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""
         if self._closed:
             raise RuntimeError(f"session {self.id} is closed")
-        return await asyncio.shield(self._start_kernel())
+        return await self.kernel_handle.get()
 
     async def kernel_status(self) -> str:
-        task = self._kernel_task
-        if task is None:
-            return "not started (starts with the first cell)"
-        if not task.done():
-            return "starting"
-        if task.cancelled():
-            return "stopped"
-        if task.exception() is not None:
-            return f"failed to start: {task.exception()}"
-        kernel = task.result()
-        if not kernel.alive:
-            return "dead (the next cell starts a fresh kernel and restores the last snapshot)"
-        state = f"busy (running cell {self.current_cell})" if self.current_cell else "idle"
-        lines = [
-            state,
-            f"- cwd: {self.cwd}",
-            f"- cells run in this session: {self.cells_run}",
-            f"- names defined (as of the last snapshot): {_snapshot_names(kernel)}",
-            f"- kernel pid: {getattr(kernel, 'kernel_pid', None) or 'unknown'}",
-        ]
-        return "\n".join(lines)
+        """The `/kernel status` text."""
+        return await self.kernel_handle.status(self.cwd)
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""
-        task = self._kernel_task
-        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
-            return "Nothing to interrupt: the kernel is not running."
-        if self.current_cell is None:
-            return "Nothing to interrupt: no cell is running (the kernel is idle)."
-        cell = self.current_cell
-        await task.result().interrupt()
-        return f"Interrupted the running cell {cell}; the turn goes on with its output."
+        return await self.kernel_handle.interrupt()
 
     async def restart_kernel(self) -> str:
-        kernel = await self.kernel()
-        return str(await kernel.restart())
+        """Restart the kernel; kernel_bridge's report of what came back."""
+        return await self.kernel_handle.restart()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -526,29 +480,12 @@ class Session:
                 self.owner_lock.release()  # after the final snapshot: another process may open it now
 
     async def _close_kernel_and_transcript(self, snapshot_timeout: float) -> None:
-        task = self._kernel_task
-        if task is None:
+        try:
+            await self.kernel_handle.shutdown(snapshot_timeout)
+        finally:
             self._writer.close()
-            return
-        if not task.done():
-            # Let a starting kernel finish starting so it can be shut down (never orphaned).
-            await asyncio.wait({task}, timeout=60)
-        if task.done() and not task.cancelled() and task.exception() is None:
-            try:
-                # kernel_bridge takes the final snapshot (bounded) before it stops the kernel.
-                await task.result().shutdown(timeout=snapshot_timeout)
-            except Exception:
-                log.exception("kernel shutdown of session %s failed", self.id)
-        self._writer.close()
 
     @property
     def session_dir(self) -> Path:
+        """`<home>/sessions/<id>`: transcript, snapshot, cell outputs, local harness."""
         return self.store.session_dir(self.id)
-
-
-def _snapshot_names(kernel: Any) -> str:
-    manifest = getattr(kernel, "last_snapshot", None) or {}
-    names = sorted({*manifest.get("saved", {}), *manifest.get("skipped", {})})
-    if not manifest:
-        return "unknown (no snapshot taken yet)"
-    return ", ".join(names) if names else "none"

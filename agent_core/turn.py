@@ -14,18 +14,20 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core import events as ev
 from agent_core.aio import shielded
-from agent_core.config import NO_MODEL_MESSAGE
+from agent_core.config import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.content import to_model_content
 from agent_core.errors import ModelError, PermissionRequestFailed
-from agent_core.model import ModelDone, ReasoningDelta, TextDelta, ToolCall
-from agent_core.ports import PermissionRequest
+from agent_core.kernel_handle import KernelHandle
+from agent_core.model import ModelClient, ModelDone, ReasoningDelta, TextDelta, ToolCall, Usage
+from agent_core.ports import EditorPort, PermissionRequest
+from agent_core.titles import cell_title
 
 if TYPE_CHECKING:
-    from agent_core.session import Session
+    from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
 
@@ -38,39 +40,72 @@ CANCEL_CELL_GRACE = 0.5
 
 @dataclass(frozen=True)
 class TurnOutcome:
+    """How a turn ended: the stop reason and, for a limit or a refusal, the message the user saw."""
+
     stop_reason: ev.StopReason
     message: str | None = None
 
 
+class TurnContext(Protocol):
+    """What one turn needs of its session (`Session` is one): settings, context, model, editor, kernel."""
+
+    @property
+    def agent_config(self) -> AgentConfig: ...
+
+    @property
+    def model(self) -> ModelClient: ...
+
+    @property
+    def editor(self) -> EditorPort: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def model_name(self) -> str | None: ...
+
+    @property
+    def model_accepts_images(self) -> bool: ...
+
+    @property
+    def max_turn_requests(self) -> int: ...
+
+    # "Allow always (this session)" was chosen at a permission request.
+    always_allowed: bool
+
+    @property
+    def messages(self) -> list[dict[str, Any]]: ...
+
+    def append_message(self, message: dict[str, Any]) -> None: ...
+
+    def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str: ...
+
+    def usage_event(self, usage: Usage) -> ev.UsageReport: ...
+
+    async def maybe_compact(self) -> None: ...
+
+    async def compact_for_overflow(self) -> bool: ...
+
+    def drop_images(self) -> bool: ...
+
+    @property
+    def kernel_handle(self) -> KernelHandle: ...
+
+    async def kernel(self) -> KernelSession: ...
+
+
 def new_id(prefix: str) -> str:
+    """A fresh id for a message, thought or cell (`msg_0123...`)."""
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
 
 
-def cell_title(code: str, title: str | None) -> str:
-    """The model's title, else the first comment line, else the first statement (bounded)."""
-    if title and title.strip():
-        chosen = title.strip()
-    else:
-        lines = [line.strip() for line in code.splitlines() if line.strip()]
-        # A `%%bash` header says nothing about what the cell does; the command after it does.
-        lines = [line for line in lines if not line.startswith("%%")] or lines
-        comment = next(
-            (line.lstrip("#").strip() for line in lines if line.startswith("#") and line.lstrip("#").strip()),
-            None,
-        )
-        statement = next((line for line in lines if not line.startswith("#")), "empty cell")
-        chosen = comment or statement
-    chosen = " ".join(chosen.split())
-    return chosen if len(chosen) <= 80 else chosen[:79] + "…"
-
-
-async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: Emit) -> TurnOutcome:
+async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], emit: Emit) -> TurnOutcome:
     """The loop itself; emits events through `emit` (which also records them)."""
     config = session.agent_config
     user_id = new_id("msg")
     emit(ev.UserMessage(parts=tuple(parts), message_id=user_id))
     content = to_model_content(parts, images=session.model_accepts_images)
-    note = session.take_kernel_note()
+    note = session.kernel_handle.take_note()
     if note:
         content = (
             f"{content}\n\n[kernel] {note}"
@@ -84,7 +119,7 @@ async def run_turn_body(session: Session, parts: Sequence[ev.PromptPart], emit: 
         return TurnOutcome("end_turn")
 
     system = session.system_prompt(parts)
-    limit = max(1, int(session.config.get("max_turn_requests") or config.max_turn_requests))
+    limit = session.max_turn_requests
     for _request in range(limit):
         # Before every request, not only at the start: one long turn of cells can fill the window.
         await session.maybe_compact()
@@ -164,7 +199,7 @@ def _images_refused(exc: ModelError) -> bool:
     return exc.status == 400 and ("image" in text or "vision" in text)
 
 
-async def _one_request(session: Session, system: str, emit: Emit) -> ModelDone:
+async def _one_request(session: TurnContext, system: str, emit: Emit) -> ModelDone:
     message_id = new_id("msg")
     thought_id = new_id("thought")
     messages = [{"role": "system", "content": system}, *session.messages]
@@ -186,7 +221,7 @@ class _ToolResult:
     cancelled: bool = False
 
 
-async def _run_tool_call(session: Session, call: ToolCall, emit: Emit) -> _ToolResult:
+async def _run_tool_call(session: TurnContext, call: ToolCall, emit: Emit) -> _ToolResult:
     if call.name != "ipython":
         return _ToolResult(
             f"Error: there is no tool named {call.name!r}; the only tool is `ipython(code, title?)`."
@@ -224,7 +259,7 @@ async def _run_tool_call(session: Session, call: ToolCall, emit: Emit) -> _ToolR
     return await _execute(session, cell_id, code, emit)
 
 
-async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _ToolResult:
+async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) -> _ToolResult:
     from kernel_bridge.events import ClearOutput, Display, Result, Stream
 
     try:
@@ -233,8 +268,9 @@ async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _To
         error = f"the kernel could not start: {exc}"
         emit(ev.CellFinished(cell_id, "failed", error=error))
         return _ToolResult(f"Error: {error}. The cell was not run.")
-    session.current_cell = cell_id
-    session.cells_run += 1
+    handle = session.kernel_handle
+    handle.current_cell = cell_id
+    handle.cells_run += 1
     try:
         run = kernel.execute(code, timeout=session.agent_config.cell_timeout)
         try:
@@ -254,7 +290,7 @@ async def _execute(session: Session, cell_id: str, code: str, emit: Emit) -> _To
             emit(ev.CellFinished(cell_id, "cancelled", error="cancelled by the user"))
             raise
     finally:
-        session.current_cell = None
+        handle.current_cell = None
 
     output = result.output
     if result.report:

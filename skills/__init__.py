@@ -8,7 +8,7 @@ by the kernel setup code (see `skills.loader`).
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from typing import NoReturn
 
 from skills.user_skills import SkillIndex, read_skill_text
 
@@ -39,5 +39,5 @@ def __dir__() -> builtins.list[str]:
     return ["list", "problems", "read"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> NoReturn:
     raise AttributeError(f"module 'skills' has no attribute {name!r}; use skills.list() or skills.read(name)")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import MutableMapping, Sequence
-from typing import Any
 
 BUILTIN = ("refine", "harness", "editor", "goal")
 
 
-def install(namespace: MutableMapping[str, Any], roots: Sequence[str]) -> None:
+def install(namespace: MutableMapping[str, object], roots: Sequence[str]) -> None:
     """Bind `refine`, `harness`, `editor`, `goal` and `skills` in the user's namespace."""
     import importlib
 

@@ -17,9 +17,13 @@ ask mode, per the session's review policy); the result's `status` then says `pen
 from __future__ import annotations
 
 import builtins
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from kernel_bridge import hostclient as bridge
+
+if TYPE_CHECKING:
+    from skills._awaitable import JsonObject, JsonValue
 
 __all__ = ["create", "delete", "list", "search", "show", "update"]
 
@@ -32,17 +36,17 @@ def _kind(kind: str | None) -> str | None:
     return kind
 
 
-def list(kind: str | None = None, scope: str = "merged") -> builtins.list[dict[str, Any]]:
+def list(kind: str | None = None, scope: str = "merged") -> builtins.list[JsonObject]:
     """Entries as dicts (id, kind, scope, title, trust, ...); `scope` is merged, local or global."""
     return builtins.list(bridge.call("harness.list", kind=_kind(kind), scope=scope))
 
 
-def search(query: str, kind: str | None = None, limit: int = 20) -> builtins.list[dict[str, Any]]:
+def search(query: str, kind: str | None = None, limit: int = 20) -> builtins.list[JsonObject]:
     """Entries whose title, content or path share words with `query`, best first."""
     return builtins.list(bridge.call("harness.search", query=query, kind=_kind(kind), limit=limit))
 
 
-def show(id: str, kind: str | None = None) -> dict[str, Any]:
+def show(id: str, kind: str | None = None) -> JsonObject:
     """One entry in full (content, reference, arguments, evidence, version)."""
     return dict(bridge.call("harness.show", id=id, kind=_kind(kind)))
 
@@ -54,12 +58,12 @@ def create(
     *,
     id: str | None = None,
     path: str | None = None,
-    reference: dict[str, Any] | None = None,
-    arguments: dict[str, Any] | None = None,
-    metadata: dict[str, Any] | None = None,
+    reference: Mapping[str, JsonValue] | None = None,
+    arguments: Mapping[str, JsonValue] | None = None,
+    metadata: Mapping[str, JsonValue] | None = None,
     reason: str | None = None,
     global_: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Create an entry; returns the refinement record (its id rolls the write back)."""
     edit = {
         "action": "create",
@@ -83,12 +87,12 @@ def update(
     title: str | None = None,
     content: str | None = None,
     path: str | None = None,
-    reference: dict[str, Any] | None = None,
-    arguments: dict[str, Any] | None = None,
-    metadata: dict[str, Any] | None = None,
+    reference: Mapping[str, JsonValue] | None = None,
+    arguments: Mapping[str, JsonValue] | None = None,
+    metadata: Mapping[str, JsonValue] | None = None,
     reason: str | None = None,
     global_: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Change the given fields of an entry (the others keep their values)."""
     edit = {
         "action": "update",
@@ -105,11 +109,11 @@ def update(
     return _write(edit, global_)
 
 
-def delete(kind: str, id: str, *, reason: str | None = None, global_: bool = False) -> dict[str, Any]:
+def delete(kind: str, id: str, *, reason: str | None = None, global_: bool = False) -> JsonObject:
     """Delete an entry (rollback re-creates it)."""
     return _write({"action": "delete", "kind": _kind(kind), "id": id, "reason": reason}, global_)
 
 
-def _write(edit: dict[str, Any], global_: bool) -> dict[str, Any]:
+def _write(edit: Mapping[str, object], global_: bool) -> JsonObject:
     clean = {k: v for k, v in edit.items() if v is not None}
     return dict(bridge.call("harness.write", edit=clean, scope="global" if global_ else "local"))

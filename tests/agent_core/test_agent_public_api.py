@@ -14,7 +14,7 @@ CONTRACT = {
     "UserMessage", "MessageChunk", "ThoughtChunk", "CellStarted", "CellOutput", "CellDisplay", "CellClear",
     "FileEdited", "CellFinished", "UsageReport", "TitleChanged", "PlanChanged", "PlanEntry",
     "RefinementReported", "TurnEnded", "TurnEvent", "StopReason",
-    "HarnessStore", "Proposal", "RefinementResult", "merge", "render_overview",
+    "HarnessStore", "Proposal", "RefinementResult", "merge", "render_overview", "cell_title",
 }  # fmt: skip
 
 

@@ -506,7 +506,7 @@ def test_permission_answered_cancelled_ends_the_turn_cancelled(tmp_path: Path) -
 
 
 def test_cell_titles_prefer_the_model_then_a_comment_then_the_first_statement() -> None:
-    from agent_core.turn import cell_title
+    from agent_core.titles import cell_title
 
     assert cell_title("x = 1", "  Set x ") == "Set x"
     assert cell_title("\n# load the data\nimport pandas", None) == "load the data"

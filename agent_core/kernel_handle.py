@@ -1,0 +1,130 @@
+"""A session's handle on its kernel: starting it once, the cell it runs, and what the user is told.
+
+The kernel starts in the background (at session start, or with the first cell); a failed start is
+reported on the cell that waited for it and the next cell tries again. `status()` is the text of
+`/kernel status`, `interrupt()` and `restart()` answer `/kernel interrupt` and `/kernel restart`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernel_bridge import KernelSession
+
+log = logging.getLogger(__name__)
+
+KernelFactory = Callable[[], Coroutine[Any, Any, "KernelSession"]]
+
+
+class KernelHandle:
+    """The kernel of one session, started by `factory` on first need."""
+
+    def __init__(self, factory: KernelFactory, *, label: str) -> None:
+        self._factory = factory
+        self._label = label  # the session id, for logs
+        self._task: asyncio.Task[KernelSession] | None = None
+        self._note: str | None = None
+        self.current_cell: str | None = None  # the cell running now (for status, interrupt, FileEdited)
+        self.cells_run = 0  # cells started in this process (for `/kernel status`)
+
+    def start(self) -> asyncio.Task[KernelSession]:
+        """Start the kernel unless it is starting or running (call from a running event loop)."""
+        task = self._task
+        if task is not None and task.done() and (task.cancelled() or task.exception() is not None):
+            task = None  # the last start failed (reported on that cell); the next cell tries again
+        if task is None:
+            task = self._task = asyncio.create_task(self._factory())
+        return task
+
+    async def get(self) -> KernelSession:
+        """The kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""
+        return await asyncio.shield(self.start())
+
+    def _running(self) -> KernelSession | None:
+        task = self._task
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
+    # ------------------------------------------------------------ the note for the next prompt
+
+    def take_note(self) -> str | None:
+        """What the model should hear about the kernel in the next prompt (once), e.g. what a load restored."""
+        note, self._note = self._note, None
+        return note
+
+    def set_note(self, note: str | None) -> None:
+        self._note = note
+
+    # ------------------------------------------------------------ what the user sees
+
+    async def status(self, cwd: str) -> str:
+        """The `/kernel status` text."""
+        task = self._task
+        if task is None:
+            return "not started (starts with the first cell)"
+        if not task.done():
+            return "starting"
+        if task.cancelled():
+            return "stopped"
+        if task.exception() is not None:
+            return f"failed to start: {task.exception()}"
+        kernel = task.result()
+        if not kernel.alive:
+            return "dead (the next cell starts a fresh kernel and restores the last snapshot)"
+        state = f"busy (running cell {self.current_cell})" if self.current_cell else "idle"
+        lines = [
+            state,
+            f"- cwd: {cwd}",
+            f"- cells run in this session: {self.cells_run}",
+            f"- names defined (as of the last snapshot): {snapshot_names(kernel.last_snapshot)}",
+            f"- kernel pid: {kernel.kernel_pid or 'unknown'}",
+        ]
+        return "\n".join(lines)
+
+    async def interrupt(self) -> str:
+        """Interrupt the running cell now (never queued behind the turn); says what happened."""
+        kernel = self._running()
+        if kernel is None:
+            return "Nothing to interrupt: the kernel is not running."
+        if self.current_cell is None:
+            return "Nothing to interrupt: no cell is running (the kernel is idle)."
+        cell = self.current_cell
+        await kernel.interrupt()
+        return f"Interrupted the running cell {cell}; the turn goes on with its output."
+
+    async def restart(self) -> str:
+        """Restart the kernel (starting it first if needed); kernel_bridge's report of what came back."""
+        kernel = await self.get()
+        return str(await kernel.restart())
+
+    # ------------------------------------------------------------ end
+
+    async def shutdown(self, snapshot_timeout: float) -> None:
+        """Take the final snapshot (bounded) and stop the kernel; a starting kernel is waited for first."""
+        task = self._task
+        if task is None:
+            return
+        if not task.done():
+            # Let a starting kernel finish starting so it can be shut down (never orphaned).
+            await asyncio.wait({task}, timeout=60)
+        kernel = self._running()
+        if kernel is None:
+            return
+        try:
+            # kernel_bridge takes the final snapshot (bounded) before it stops the kernel.
+            await kernel.shutdown(timeout=snapshot_timeout)
+        except Exception:
+            log.exception("kernel shutdown of session %s failed", self._label)
+
+
+def snapshot_names(manifest: dict[str, Any] | None) -> str:
+    """The names of the last snapshot manifest (saved and skipped), for `/kernel status`."""
+    if not manifest:
+        return "unknown (no snapshot taken yet)"
+    names = sorted({*manifest.get("saved", {}), *manifest.get("skipped", {})})
+    return ", ".join(names) if names else "none"
