@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from acp_server import frames
 from acp_server.harness import commands as harness_commands
 
 if TYPE_CHECKING:
@@ -26,12 +27,6 @@ class SlashCommand:
     name: str
     description: str
     hint: str | None = None
-
-    def to_wire(self) -> dict[str, object]:
-        wire: dict[str, object] = {"name": self.name, "description": self.description}
-        if self.hint:
-            wire["input"] = {"hint": self.hint}
-        return wire
 
 
 COMMANDS: tuple[SlashCommand, ...] = (
@@ -71,10 +66,8 @@ def skill_commands(session: Session) -> list[SlashCommand]:
 
 
 def available_commands_update(extra: Sequence[SlashCommand] = ()) -> dict[str, object]:
-    return {
-        "sessionUpdate": "available_commands_update",
-        "availableCommands": [c.to_wire() for c in (*COMMANDS, *extra)],
-    }
+    """The `available_commands_update` advertising every command, then `extra` (user skills)."""
+    return frames.available_commands_update((*COMMANDS, *extra))
 
 
 def parse_command(prompt: Sequence[dict[str, object]]) -> tuple[str, str] | None:

@@ -10,13 +10,13 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, wire
+from acp_server import commands, frames, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
-from acp_server.config_options import config_options, session_setup
+from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
 from acp_server.harness import events as harness_events
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from agent_core.config import AgentConfig
     from agent_core.errors import SessionInUse
     from agent_core.session import Session
+    from agent_core.transcript import SessionPage
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +235,7 @@ class AcpServer:
         r.notification("session/cancel", params_model="CancelNotification")(self.cancel)
         register_prompt(self)
 
-    async def initialize(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def initialize(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
         check_initialize_params(params)
         self.client = ClientCapabilities.from_params(params)
 
@@ -245,7 +246,7 @@ class AcpServer:
         extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
         return initialize_result(extensions, self.extension_notifications)
 
-    async def new_session(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def new_session(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
         cwd = _absolute_cwd(_check_new_session(params))
         agent = await self.agent()
         editor = self._new_editor()
@@ -261,9 +262,11 @@ class AcpServer:
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
-        return {"sessionId": session.id, **session_setup(opened.session)}
+        return frames.new_session_response(
+            session.id, modes_state(opened.session), config_options(opened.session)
+        )
 
-    async def load_session(self, ctx: RequestContext, req: LoadSessionRequest) -> dict[str, Any]:
+    async def load_session(self, ctx: RequestContext, req: LoadSessionRequest) -> JsonObject:
         from agent_core import SessionInUse, SessionNotFound
 
         cwd = _absolute_cwd(req.cwd)
@@ -287,7 +290,7 @@ class AcpServer:
         self._advertise_commands(ctx, session.id)
         return session_setup(session)
 
-    async def resume_session(self, ctx: RequestContext, req: ResumeSessionRequest) -> dict[str, Any]:
+    async def resume_session(self, ctx: RequestContext, req: ResumeSessionRequest) -> JsonObject:
         cwd = _absolute_cwd(req.cwd)
         if not os.path.isdir(cwd):
             # Like session/new: a kernel cannot start in a directory that does not exist.
@@ -300,13 +303,13 @@ class AcpServer:
         self._advertise_commands(ctx, req.session_id)
         return session_setup(opened.session)
 
-    async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> dict[str, Any]:
+    async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()
         cwd = req.cwd
         if cwd is not None and not os.path.isabs(cwd):
             raise AcpError.invalid_params(f"session/list: cwd must be an absolute path, got {cwd!r}")
 
-        def page() -> Any:
+        def page() -> SessionPage:
             return agent.list_sessions(cwd, req.cursor)
 
         try:
@@ -318,18 +321,10 @@ class AcpServer:
                 result = await anyio.to_thread.run_sync(page)
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/list: {exc}") from None
-        sessions = []
-        for summary in result.sessions:
-            info: dict[str, Any] = {"sessionId": summary.session_id, "cwd": str(summary.cwd)}
-            if summary.title:
-                info["title"] = summary.title
-            if summary.updated_at:
-                info["updatedAt"] = summary.updated_at
-            sessions.append(info)
-        answer: dict[str, Any] = {"sessions": sessions}
-        if result.next_cursor:
-            answer["nextCursor"] = result.next_cursor
-        return answer
+        sessions = [
+            frames.session_list_entry(s.session_id, str(s.cwd), s.title, s.updated_at) for s in result.sessions
+        ]
+        return frames.list_sessions_response(sessions, result.next_cursor)
 
     async def _forget(self, session_id: str) -> OpenSession | None:
         opened = self.sessions.pop(session_id, None)
@@ -341,16 +336,16 @@ class AcpServer:
             await opened.session.cancel()
         return opened
 
-    async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> dict[str, Any]:
+    async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
         if opened is not None:
             await agent.close_session(req.session_id)
-        return {}
+        return frames.empty_response()
 
-    async def delete_session(self, ctx: RequestContext, req: DeleteSessionRequest) -> dict[str, Any]:
+    async def delete_session(self, ctx: RequestContext, req: DeleteSessionRequest) -> JsonObject:
         agent = await self.agent()
         from agent_core import SessionInUse
 
@@ -359,9 +354,9 @@ class AcpServer:
             await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
         except SessionInUse as exc:
             raise _in_use_error(exc) from None
-        return {}
+        return frames.empty_response()
 
-    async def set_mode(self, ctx: RequestContext, req: SetSessionModeRequest) -> dict[str, Any]:
+    async def set_mode(self, ctx: RequestContext, req: SetSessionModeRequest) -> JsonObject:
         opened = await self.open_session(req.session_id)
         try:
             opened.session.set_mode(req.mode_id)
@@ -370,16 +365,12 @@ class AcpServer:
         session_id = req.session_id
 
         async def announce() -> None:
-            update: dict[str, object] = {
-                "sessionUpdate": "config_option_update",
-                "configOptions": config_options(opened.session),
-            }
-            await self.send_update(session_id, update)
+            await self.send_update(session_id, frames.config_option_update(config_options(opened.session)))
 
         ctx.after_response.append(announce)
-        return {}
+        return frames.empty_response()
 
-    async def set_config_option(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def set_config_option(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
         session_id, config_id, value = params.get("sessionId"), params.get("configId"), params.get("value")
         errors = [
             {"loc": [key], "msg": msg, "type": "value_error"}
@@ -398,7 +389,7 @@ class AcpServer:
             )
         assert isinstance(session_id, str) and isinstance(config_id, str) and isinstance(value, str | bool)
         opened = await self.open_session(session_id)
-        advertised = [option["id"] for option in config_options(opened.session)]
+        advertised = [str(option["id"]) for option in config_options(opened.session)]
         if config_id not in advertised:
             raise AcpError.invalid_params(
                 f"session/set_config_option: unknown config option {config_id!r}; options: {', '.join(advertised)}"
@@ -410,12 +401,10 @@ class AcpServer:
         if config_id == "mode":
 
             async def announce_mode() -> None:
-                await self.send_update(
-                    session_id, {"sessionUpdate": "current_mode_update", "currentModeId": value}
-                )
+                await self.send_update(session_id, frames.current_mode_update(str(value)))
 
             ctx.after_response.append(announce_mode)
-        return {"configOptions": config_options(opened.session)}
+        return frames.config_options_response(config_options(opened.session))
 
     async def cancel(self, ctx: RequestContext, req: CancelNotification) -> None:
         await self.cancel_session(req.session_id)
@@ -491,38 +480,25 @@ def _import_agent(
 
 
 def _check_new_session(params: JsonObject) -> str:
-    errors: list[dict[str, Any]] = []
+    problems: list[tuple[str, str, str]] = []  # (field, message, pydantic-style type)
     cwd = params.get("cwd")
     if not isinstance(cwd, str):
-        errors.append(
-            {
-                "loc": ["cwd"],
-                "msg": "Field required" if cwd is None else "must be a string",
-                "type": "missing",
-            }
-        )
+        problems.append(("cwd", "Field required" if cwd is None else "must be a string", "missing"))
     servers = params.get("mcpServers")
     if not isinstance(servers, list) or not all(isinstance(item, dict) for item in servers):
         missing = servers is None
-        errors.append(
-            {
-                "loc": ["mcpServers"],
-                "msg": "Field required" if missing else "must be a list of objects",
-                "type": "missing",
-            }
+        problems.append(
+            ("mcpServers", "Field required" if missing else "must be a list of objects", "missing")
         )
     extra_dirs = params.get("additionalDirectories")
     if extra_dirs is not None and not (
         isinstance(extra_dirs, list) and all(isinstance(d, str) for d in extra_dirs)
     ):
-        errors.append(
-            {"loc": ["additionalDirectories"], "msg": "must be a list of strings", "type": "list_type"}
-        )
-    if errors:
-        first = errors[0]
-        raise AcpError.invalid_params(
-            f"Invalid params for session/new: {first['loc'][0]}: {first['msg']}", {"errors": errors}
-        )
+        problems.append(("additionalDirectories", "must be a list of strings", "list_type"))
+    if problems:
+        field, msg, _ = problems[0]
+        errors = [{"loc": [f], "msg": m, "type": t} for f, m, t in problems]
+        raise AcpError.invalid_params(f"Invalid params for session/new: {field}: {msg}", {"errors": errors})
     assert isinstance(cwd, str)
     return cwd
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from acp_server import frames
 from acp_server.commands import SKILL_PREFIX, CommandRunner, parse_command, skill_prompt
 from acp_server.config_options import config_options
 from acp_server.context import CommandContext
@@ -71,10 +72,10 @@ def register_prompt(server: PromptHost) -> None:
             # `/kernel` (status, interrupt, restart) answers now: waiting behind the running turn
             # would make `/kernel interrupt` useless and `/kernel status` stale.
             await _command_runner(server, req.session_id, opened, req.prompt).run(*early)
-            return {"stopReason": "end_turn"}
+            return frames.prompt_response("end_turn")
         async with opened.prompt_lock:
             if opened.cancel_generation != generation:
-                return {"stopReason": "cancelled"}  # cancelled while it waited for the running turn
+                return frames.prompt_response("cancelled")  # cancelled while it waited for the running turn
             await server.refresh_commands(opened)
             command = parse_command(blocks)
             if command is not None and command[0].startswith(SKILL_PREFIX):
@@ -84,18 +85,18 @@ def register_prompt(server: PromptHost) -> None:
                     from agent_core import TextPart
 
                     parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
-                    return {"stopReason": await _run_turn(opened, parts, generation)}
+                    return frames.prompt_response(await _run_turn(opened, parts, generation))
             if command is not None:
                 await _command_runner(server, req.session_id, opened, req.prompt).run(*command)
-                return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
+                return frames.prompt_response("cancelled" if opened.cancel_generation != generation else "end_turn")
             parts = [_prompt_part(block) for block in req.prompt]
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
             if not await ask_pending_reviews(opened, generation):
-                return {"stopReason": "cancelled"}
+                return frames.prompt_response("cancelled")
             stop_reason = await _run_turn(opened, parts, generation)
             if _wants_settlement(opened.session) and stop_reason != "cancelled":
                 await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
-            return {"stopReason": "cancelled" if opened.cancel_generation != generation else stop_reason}
+            return frames.prompt_response("cancelled" if opened.cancel_generation != generation else stop_reason)
 
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
@@ -119,24 +120,13 @@ def _command_runner(
 
     async def reply(text: str) -> None:
         record(MessageChunk(text, message_id))
-        await server.send_update(
-            session_id,
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": text},
-                "messageId": message_id,
-            },
-        )
+        await server.send_update(session_id, frames.agent_message_update(text, message_id))
 
     async def announce_mode() -> None:
         # An agent-side mode switch: both the mode and the config option lists change.
         session = opened.session
-        await server.send_update(
-            session_id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
-        )
-        await server.send_update(
-            session_id, {"sessionUpdate": "config_option_update", "configOptions": config_options(session)}
-        )
+        await server.send_update(session_id, frames.current_mode_update(session.mode))
+        await server.send_update(session_id, frames.config_option_update(config_options(session)))
 
     return CommandRunner(CommandContext(server, opened, reply, announce_mode))
 

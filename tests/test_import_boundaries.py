@@ -186,3 +186,15 @@ def test_cycle_checker_sees_a_cycle_and_ignores_type_checking_imports(tmp_path: 
     graph = import_graph("pkg", root=tmp_path)
     assert import_cycles(graph) == [["pkg.a", "pkg.b"]]
     assert graph["pkg.c"] == set() and graph["pkg.d"] == {"pkg.c"}
+
+
+@pytest.mark.parametrize("package", ["acp_server", "agent_core/refinement"])
+def test_the_package_readme_names_every_module(package: str) -> None:
+    readme = (ROOT / package / "README.md").read_text(encoding="utf-8")
+    modules = [
+        p.relative_to(ROOT / package).as_posix()
+        for p in sorted((ROOT / package).rglob("*.py"))
+        if p.name not in ("__init__.py", "__main__.py")
+    ]
+    missing = [m for m in modules if f"`{m}`" not in readme]
+    assert not missing, f"{package}/README.md does not name: {missing}"

@@ -17,10 +17,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from acp_server import frames
 from acp_server.harness.cards import (
     QUIESCENCE,
     quiescence_mirror,
-    quiescence_state,
+    quiescence_notification,
     review_settled,
     review_waiting_message,
 )
@@ -45,15 +46,14 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
         if isinstance(event, RefinementReported):
             await opened.presenter.present(event)
         elif isinstance(event, QuiescenceChanged):
-            state = quiescence_state(event)
             if QUIESCENCE in server.extension_notifications:
-                await server.notify(QUIESCENCE, {"sessionId": session_id, **state})
-                await server.send_update(session_id, quiescence_mirror(state))
+                await server.notify(QUIESCENCE, quiescence_notification(session_id, event))
+                await server.send_update(session_id, quiescence_mirror(event))
         elif isinstance(event, ReviewRequested):
             if event.pending.interactive:
                 return  # asked at once by whoever requested it (`/refine` in a live prompt)
             card = await card_for(opened, event.pending)
-            await server.send_update(session_id, {"sessionUpdate": "tool_call", **card})
+            await server.send_update(session_id, frames.tool_call_update(card))
             opened.shown_reviews.add(event.pending.proposal_id)
             await server.send_update(session_id, review_waiting_message(event.pending.proposal_id))
         elif isinstance(event, ReviewDecided):

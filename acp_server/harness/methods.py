@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING
 from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
 from acp_server.harness.wire import (
+    already_rolled_back,
+    await_quiescence_answer,
+    history_answer,
     outcome_answer,
     result_full,
-    result_summary,
+    rollback_refused,
     state_answer,
     status_answer,
 )
@@ -32,7 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, object]
-ROLLBACK_REFUSED = -32010  # application error: the store refused the rollback (data names the edits)
 MAX_AWAIT_MS = 3_600_000
 
 
@@ -126,10 +128,7 @@ def install(server: HarnessHost) -> None:
             page = await opened.harness.history(limit, None if cursor is None else str(cursor))
         except RefinementNotFound:
             raise AcpError.invalid_params(f"_harness/history: unknown cursor {cursor!r}") from None
-        answer: JsonObject = {"refinements": [result_summary(r) for r in page.records]}
-        if page.next_cursor is not None:
-            answer["nextCursor"] = page.next_cursor
-        return answer
+        return history_answer(page)
 
     @method("_harness/show")
     async def show(request: _Request, opened: OpenSession) -> JsonObject:
@@ -153,22 +152,11 @@ def install(server: HarnessHost) -> None:
                 f"_harness/rollback: no refinement {refinement_id!r} in this session's or the global harness"
             ) from None
         if outcome.rolled_back_by is not None:
-            message = f"refinement {refinement_id} was already rolled back by {outcome.rolled_back_by}"
-            raise AcpError(
-                ROLLBACK_REFUSED,
-                f"rollback of {refinement_id} was refused: {message}",
-                {"refinementId": refinement_id, "rolledBackBy": outcome.rolled_back_by, "errors": [message]},
-            )
+            raise AcpError.from_error(already_rolled_back(refinement_id, outcome.rolled_back_by))
         result = outcome.result
         assert result is not None
         if outcome.refused:
-            raise AcpError(
-                ROLLBACK_REFUSED,
-                f"rollback of {refinement_id} was refused: "
-                + "; ".join(result.errors)
-                + ("" if force else " (pass force: true to override)"),
-                {"refinementId": refinement_id, "errors": result.errors, "result": result_full(result)},
-            )
+            raise AcpError.from_error(rollback_refused(refinement_id, result, force=force))
         return result_full(result)
 
     @method("_harness/review")
@@ -208,11 +196,7 @@ def install(server: HarnessHost) -> None:
                 "_harness/await_quiescence: timeoutMs must be a non-negative number"
             )
         quiescent = await opened.harness.wait_quiescent(min(float(timeout_ms), MAX_AWAIT_MS) / 1000.0)
-        answer: JsonObject = {"quiescent": quiescent}
-        last = opened.harness.status().last_refinement_id
-        if last:
-            answer["lastRefinementId"] = last
-        return answer
+        return await_quiescence_answer(quiescent, opened.harness.status().last_refinement_id)
 
 
-__all__ = ["ROLLBACK_REFUSED", "install"]
+__all__ = ["install"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from acp_server import frames
+
 if TYPE_CHECKING:
     from agent_core.refinement.records import RefinementOutcome
-    from agent_core.refinement.surface import HarnessState, HarnessStatus, RefinementResult
+    from agent_core.refinement.surface import HarnessState, HarnessStatus, HistoryPage, RefinementResult
 
 JsonObject = dict[str, object]
 
@@ -85,20 +87,39 @@ def state_answer(state: HarnessState) -> JsonObject:
         for kind in sorted(state.entries)
         for key, entry in sorted(state.entries[kind].items())
     ]
-    return {"entries": entries, "tombstones": to_wire(list(state.tombstones))}
+    return frames.harness_state_response(entries, [to_wire_object(t) for t in state.tombstones])
 
 
 def status_answer(status: HarnessStatus) -> JsonObject:
     """`_harness/status`: quiescence, counts, and the last refinement id when there is one."""
-    answer: JsonObject = {
-        "quiescent": status.quiescent,
-        "pending": status.pending,
-        "inFlight": status.in_flight,
-        "awaitingReview": status.awaiting_review,
-    }
-    if status.last_refinement_id:
-        answer["lastRefinementId"] = status.last_refinement_id
-    return answer
+    return frames.harness_status_response(
+        status.quiescent, status.pending, status.in_flight, status.awaiting_review, status.last_refinement_id
+    )
+
+
+def history_answer(page: HistoryPage) -> JsonObject:
+    """`_harness/history`: one page of refinement summaries, newest first, and the next cursor."""
+    return frames.harness_history_response([result_summary(r) for r in page.records], page.next_cursor)
+
+
+def await_quiescence_answer(quiescent: bool, last_refinement_id: str | None) -> JsonObject:
+    """`_harness/await_quiescence`: settled or not, and the last refinement id."""
+    return frames.await_quiescence_response(quiescent, last_refinement_id)
+
+
+def rollback_refused(refinement_id: str, result: RefinementResult, *, force: bool) -> JsonObject:
+    """The -32010 error of a rollback the store refused (data names the edits)."""
+    return frames.rollback_refused_error(refinement_id, result.errors, result_full(result), force=force)
+
+
+def already_rolled_back(refinement_id: str, rolled_back_by: str) -> JsonObject:
+    """The -32010 error of a rollback of a refinement that an applied rollback already undoes."""
+    reason = f"refinement {refinement_id} was already rolled back by {rolled_back_by}"
+    return frames.rpc_error(
+        frames.ROLLBACK_REFUSED,
+        f"rollback of {refinement_id} was refused: {reason}",
+        {"refinementId": refinement_id, "rolledBackBy": rolled_back_by, "errors": [reason]},
+    )
 
 
 def outcome_answer(outcome: RefinementOutcome) -> JsonObject:
