@@ -33,6 +33,7 @@ from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_eve
 
 if TYPE_CHECKING:
     from agent_core.config import AgentConfig
+    from agent_core.hooks import RefinementHook
     from agent_core.session import Session
     from agent_core.turn import TurnOutcome
     from kernel_bridge import KernelSession
@@ -53,7 +54,11 @@ def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Numbe
 
 
 class SessionRefinement:
-    """A session's refinement: its coordinator, the harness surface over it, and the session seams."""
+    """A session's refinement: its coordinator, the harness surface over it, and the session seams.
+
+    It is the session's `RefinementHook` (agent_core/hooks.py): attaching it as `session.refinement`
+    registers its `turn_failed`, so a turn that raised still releases what its cells scheduled.
+    """
 
     def __init__(self, session: Session, coordinator: RefinementCoordinator) -> None:
         self.session = session
@@ -91,7 +96,8 @@ class SessionRefinement:
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
         refinement = cls(session, coordinator)
-        session.refinement = refinement  # how acp_server finds it: `harness_of(session)`
+        hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
+        session.refinement = hook  # how acp_server finds it: `harness_of(session)`
         session.after_turn_hooks.append(refinement.after_turn)
         session.kernel_hooks.append(refinement.on_kernel)
         session.compaction_hooks.append(refinement.compacted)

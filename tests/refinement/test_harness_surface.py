@@ -200,3 +200,37 @@ async def test_an_unsubscribed_subscriber_hears_nothing_more(rig: Rig) -> None:
     async with serving(coordinator, rig):
         await surface.rollback(rid)
     assert seen == []
+
+
+async def test_without_a_model_refine_fails_naming_the_missing_setting_and_rollback_still_works(
+    rig: Rig,
+) -> None:
+    from dataclasses import replace
+
+    from agent_core.model import ModelClient
+    from agent_core.refinement import (
+        ModelClientCompletion,
+        RefineBudgets,
+        RefinementCoordinator,
+        RefinementPlanner,
+    )
+
+    no_model = replace(rig.config, model=None)
+    client = ModelClient(no_model)
+    rig.clients.append(client)
+    coordinator = RefinementCoordinator(
+        session_id="sess-1",
+        local_store=rig.local,
+        global_store=rig.glob,
+        planner=RefinementPlanner(ModelClientCompletion(client), RefineBudgets.from_model_limit(None)),
+        trajectory=lambda: rig.trajectory,
+        auto_every=0,
+    )
+    surface = HarnessSurface(coordinator)
+    rid = write(rig.local, "local", note("one", "1"))
+    async with serving(coordinator, rig):
+        refused = await surface.refine_now()
+        undone = await surface.rollback(rid)
+    assert refused.status == "failed" and refused.error is not None
+    assert "no model configured: set CONTINUAL_ACP_MODEL" in refused.error
+    assert undone.result is not None and undone.result.applied
