@@ -49,8 +49,9 @@ from agent_core.refinement.records import (
     new_job_id,
 )
 from agent_core.refinement.reporting import report_failure, report_rejection, report_result
+from agent_core.refinement.scopes import locate, merged_state
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
-from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult, merge, render_overview
+from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult, render_overview
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
 
 log = logging.getLogger(__name__)
@@ -335,7 +336,7 @@ class RefinementCoordinator:
         # The planning baseline: what the planner saw. Apply refuses an entry that moved since.
         baseline: HarnessState = await anyio.to_thread.run_sync(store.load)
         local_state, global_state = await anyio.to_thread.run_sync(self._both_states)
-        overview = render_overview(merge(global_state, local_state))
+        overview = render_overview(merged_state(local_state, global_state))
         history = [
             f"{r.id} ({r.scope}, {r.trigger}): {r.summary}"
             for r in await anyio.to_thread.run_sync(partial(store.history, limit=HISTORY_LINES))
@@ -357,6 +358,10 @@ class RefinementCoordinator:
 
     async def _items(self) -> list[TrajectoryItem]:
         return await anyio.to_thread.run_sync(lambda: list(self._trajectory()))
+
+    def locate(self, refinement_id: str) -> tuple[Scope, RefinementResult] | None:
+        """The scope whose history holds `refinement_id`, and the record (blocking; scopes.py)."""
+        return locate(self.local_store, self.global_store, refinement_id)
 
     def _both_states(self) -> tuple[HarnessState, HarnessState]:
         return self.local_store.load(), self.global_store.load()
@@ -468,15 +473,15 @@ class RefinementCoordinator:
         self._in_flight += 1
         self._transition()
         try:
-            for store in (self.local_store, self.global_store):
-                if await anyio.to_thread.run_sync(store.get_refinement, refinement_id) is None:
-                    continue
-                result: RefinementResult = await anyio.to_thread.run_sync(
-                    partial(store.rollback, refinement_id, force=force)
-                )
-                self._applied(result, "user")
-                return result
-            raise UnknownRefinement(refinement_id)
+            found = await anyio.to_thread.run_sync(self.locate, refinement_id)
+            if found is None:
+                raise UnknownRefinement(refinement_id)
+            store = self._store(found[0])
+            result: RefinementResult = await anyio.to_thread.run_sync(
+                partial(store.rollback, refinement_id, force=force)
+            )
+            self._applied(result, "user")
+            return result
         finally:
             self._in_flight -= 1
             self._transition()
@@ -551,16 +556,15 @@ class RefinementCoordinator:
     async def _review_applied(
         self, refinement_id: str, choice: ReviewChoice, edit_ids: Sequence[str] | None
     ) -> RefinementOutcome:
-        for store in (self.local_store, self.global_store):
-            target = await anyio.to_thread.run_sync(store.get_refinement, refinement_id)
-            if target is None:
-                continue
+        found = await anyio.to_thread.run_sync(self.locate, refinement_id)
+        if found is not None:
+            scope, target = found
             decision = "apply" if choice == "apply_always" else choice
             if choice == "apply_always":
                 self.trusted.update((target.scope, e.kind) for e in target.applied_edits if e.applied)
             kwargs: dict[str, Any] = {} if edit_ids is None else {"edit_ids": list(edit_ids)}
             result = await anyio.to_thread.run_sync(
-                partial(store.record_review, refinement_id, decision, **kwargs)
+                partial(self._store(scope).record_review, refinement_id, decision, **kwargs)
             )
             return self._applied(result, "user")
         known = ", ".join(self.pending_reviews) or "none"

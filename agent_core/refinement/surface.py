@@ -32,6 +32,7 @@ from agent_core.refinement.records import (
     UnknownRefinement,
 )
 from agent_core.refinement.reporting import preview_edits
+from agent_core.refinement.scopes import merged_state
 from harness_store import (
     KINDS,
     HarnessEntry,
@@ -40,7 +41,6 @@ from harness_store import (
     Proposal,
     RefinementNotFound,
     RefinementResult,
-    merge,
     render_overview,
 )
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
@@ -197,11 +197,10 @@ class HarnessSurface:
     # ------------------------------------------------------------ reading
 
     def _find_sync(self, refinement_id: str) -> Found:
-        for scope, store in self._stores():
-            result = store.get_refinement(refinement_id)
-            if result is not None:
-                return Found(scope, result)
-        raise UnknownRefinement(refinement_id)
+        found = self.coordinator.locate(refinement_id)
+        if found is None:
+            raise UnknownRefinement(refinement_id)
+        return Found(*found)
 
     async def find(self, refinement_id: str) -> Found:
         """The refinement and its scope; `UnknownRefinement` when neither store has it."""
@@ -235,10 +234,7 @@ class HarnessSurface:
             return self.coordinator.local_store.load()
         if scope == "global":
             return self.coordinator.global_store.load()
-        local = self.coordinator.local_store.load()
-        glob = self.coordinator.global_store.load()
-        # Entries as the prompt sees them (a colliding local id keyed `local:<id>`); tombstones of both.
-        return HarnessState.build(merge(glob, local).entries, [*local.tombstones, *glob.tombstones])
+        return merged_state(self.coordinator.local_store.load(), self.coordinator.global_store.load())
 
     async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
         """The harness of one scope, or both merged; `as_of` a refinement id: the entries right
