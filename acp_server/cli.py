@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Before any kernel exists: same-user kernels must not read /proc/<server>/environ (the
         # model key) or open /proc/<server>/fd/<n> (the editor's protocol pipes).
         make_undumpable()
-        from acp_server.harness_methods import install as install_harness_methods
+        from acp_server.harness.methods import install as install_harness_methods
         from acp_server.server import serve_stdio
 
         return serve_stdio(

@@ -1,37 +1,21 @@
-"""Session modes and config options (ACP.md "Modes and config options").
+"""Session modes and config options (ACP.md "Modes and config options"), from agent_core's settings table.
 
-Zed hides `modes` once config options exist, so the mode is also a config option (category `mode`)
-and `modes` mirrors it for older clients.
+One definition of each mode and review policy: `agent_core.settings` (its `Setting`s say the id,
+the choices, the words an editor shows). Zed hides `modes` once config options exist, so the mode is
+also a config option (category `mode`) and `modes` mirrors it for older clients.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
-MODES: tuple[tuple[str, str, str], ...] = (
-    (
-        "ask",
-        "Ask",
-        "Ask permission before every cell and every refinement (a harness write from an allowed "
-        "cell too); selecting Ask again revokes an “Allow always (this session)” grant",
-    ),
-    ("auto", "Auto", "Cells run; local refinements apply as candidates; global ones wait for review"),
-    ("autonomous", "Autonomous", "Auto, and keep going until the configured gates pass or a limit is hit"),
-)
-REFINE_REVIEW: tuple[tuple[str, str, str], ...] = (
-    ("always", "Always", "Review every refinement before it applies"),
-    (
-        "global_only",
-        "Global only",
-        "Review refinements of the global harness; local ones apply as candidates",
-    ),
-    ("never", "Never", "Apply refinements without review (they can still be rolled back)"),
-)
+from acp_server import frames
 
-WAIT_FOR_REFINEMENT: tuple[tuple[str, str, str], ...] = (
-    ("false", "No", "Answer the prompt at once; refinement settles in the background"),
-    ("true", "Yes", "Answer only after refinement settled (scripts, CI)"),
-)
+if TYPE_CHECKING:
+    from agent_core.settings import Choice, Setting
+
+JsonObject = dict[str, object]
 
 
 class ConfigurableSession(Protocol):
@@ -39,71 +23,47 @@ class ConfigurableSession(Protocol):
     def mode(self) -> str: ...
 
     @property
-    def config(self) -> dict[str, Any]: ...
+    def config(self) -> Mapping[str, object]: ...
 
     def available_models(self) -> list[str]: ...
 
 
-def modes_state(session: ConfigurableSession) -> dict[str, Any]:
-    return {
-        "currentModeId": session.mode,
-        "availableModes": [{"id": mode, "name": name, "description": text} for mode, name, text in MODES],
-    }
+def _triples(choices: tuple[Choice, ...]) -> list[tuple[str, str, str]]:
+    return [(choice.value, choice.name, choice.description) for choice in choices]
 
 
-def _select(
-    option_id: str,
-    name: str,
-    category: str,
-    current: str,
-    choices: list[tuple[str, str, str]],
-    description: str,
-) -> dict[str, Any]:
-    return {
-        "id": option_id,
-        "name": name,
-        "description": description,
-        "category": category,
-        "type": "select",
-        "currentValue": current,
-        "options": [
-            {"value": value, "name": label, **({"description": text} if text else {})}
-            for value, label, text in choices
-        ],
-    }
+def modes_state(session: ConfigurableSession) -> JsonObject:
+    """`modes`: the current mode and every mode of the table."""
+    from agent_core.settings import MODE
+
+    return frames.session_modes(session.mode, _triples(MODE.choices))
 
 
-def config_options(session: ConfigurableSession) -> list[dict[str, Any]]:
-    config = session.config
-    model = str(config.get("model") or "")
-    models = list(dict.fromkeys([*session.available_models(), *([model] if model else [])]))
-    refine = str(config.get("refine_review") or "global_only")
-    return [
-        _select(
-            "mode", "Mode", "mode", session.mode, list(MODES), "How much the agent may do without asking"
-        ),
-        _select(
-            "model", "Model", "model", model, [(m, m, "") for m in models], "The model that answers prompts"
-        ),
-        _select(
-            "refine_review",
-            "Refinement review",
-            "_custom",
-            refine,
-            list(REFINE_REVIEW),
-            "Which harness refinements wait for your review",
-        ),
-        _select(
-            "wait_for_refinement",
-            "Wait for refinement",
-            "_custom",
-            "true" if config.get("wait_for_refinement") else "false",
-            list(WAIT_FOR_REFINEMENT),
-            "Whether a prompt answers only after background refinement has settled",
-        ),
-    ]
+def _option(setting: Setting, session: ConfigurableSession) -> JsonObject:
+    from agent_core.settings import MODEL, model_choices
+
+    current = setting.choice_value(session.config.get(setting.id))
+    if setting is MODEL:
+        choices = model_choices(session.available_models(), current or None)
+    else:
+        choices = setting.choices
+    return frames.select_config_option(
+        setting.id,
+        setting.name,
+        description=setting.description,
+        category=setting.category,
+        current=current,
+        choices=_triples(choices),
+    )
 
 
-def session_setup(session: ConfigurableSession) -> dict[str, Any]:
+def config_options(session: ConfigurableSession) -> list[JsonObject]:
+    """Every advertised setting as a `select` config option, in table order."""
+    from agent_core.settings import advertised
+
+    return [_option(setting, session) for setting in advertised()]
+
+
+def session_setup(session: ConfigurableSession) -> JsonObject:
     """The `modes` + `configOptions` pair every new/load/resume response carries."""
-    return {"modes": modes_state(session), "configOptions": config_options(session)}
+    return frames.session_setup_response(modes_state(session), config_options(session))

@@ -10,42 +10,49 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, wire
+from acp_server import commands, frames, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
-from acp_server.config_options import config_options, session_setup
+from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
+from acp_server.harness import events as harness_events
+from acp_server.open_session import OpenSession
 from acp_server.presenter import TurnPresenter
+from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.transport import Connection
 
+if TYPE_CHECKING:
+    # Typing only: agent_core and the wire models are imported off the startup path.
+    from acp.schema import (
+        CancelNotification,
+        CloseSessionRequest,
+        DeleteSessionRequest,
+        ListSessionsRequest,
+        LoadSessionRequest,
+        ResumeSessionRequest,
+        SetSessionModeRequest,
+    )
+
+    from agent_core.agent import Agent
+    from agent_core.config import AgentConfig
+    from agent_core.errors import SessionInUse
+    from agent_core.mcp import ServerConfig
+    from agent_core.session import Session
+    from agent_core.transcript import SessionPage
+
 log = logging.getLogger(__name__)
+
+JsonObject = dict[str, object]
 
 SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 EXTENSION_PREFIX = "_harness/"
-
-
-@dataclass
-class OpenSession:
-    session: Any  # agent_core.Session
-    editor: JsonRpcEditor
-    presenter: TurnPresenter
-    prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a
-    # prompt queued behind a running one is cancelled too (it never reaches agent_core).
-    cancel_generation: int = 0
-    unsubscribe: Callable[[], None] | None = None
-    # The `/skill:<name>` commands last advertised, so a change (a skill folder added) is re-announced.
-    advertised_skills: tuple[str, ...] = ()
-    # Proposals whose review card the client has been shown (refinement_review.py settles them).
-    shown_reviews: set[str] = field(default_factory=set)
 
 
 class AcpServer:
@@ -55,7 +62,7 @@ class AcpServer:
         self,
         registry: MethodRegistry,
         *,
-        agent_factory: Callable[[Any], Any] | None = None,
+        agent_factory: Callable[[AgentConfig], Agent] | None = None,
         agent_prepare: Callable[[], None] | None = None,
     ) -> None:
         self.registry = registry
@@ -64,13 +71,13 @@ class AcpServer:
         self.client = ClientCapabilities()
         self.connection: Connection | None = None
         self.sessions: dict[str, OpenSession] = {}
-        self._agent: Any = None
+        self._agent: Agent | None = None
         self._agent_error: str | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self.extension_notifications: list[str] = []
-        # Called with every session bound to this connection (new/load/resume): extensions attach
-        # their per-session listeners here (the harness module forwards refinement reports).
+        # Called with every session bound to this connection (new/load/resume): a seam for
+        # extensions that keep per-session state (the harness events are subscribed in `_bind`).
         self.bind_hooks: list[Callable[[OpenSession], None]] = []
         self._register()
 
@@ -109,7 +116,7 @@ class AcpServer:
             self._agent_ready.set()
             wire.start_background_import()
 
-    async def agent(self) -> Any:
+    async def agent(self) -> Agent:
         await self._agent_ready.wait()
         if self._agent is None:
             raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
@@ -136,21 +143,28 @@ class AcpServer:
         assert self.connection is not None
         return self.connection
 
-    async def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+    async def send_update(self, session_id: str, update: dict[str, object]) -> None:
         await self._conn().notify("session/update", {"sessionId": session_id, "update": update})
 
-    def _bind(self, session: Any, editor: JsonRpcEditor) -> OpenSession:
+    async def notify(self, method: str, params: dict[str, object]) -> None:
+        """An agent->client notification (an extension's, e.g. `_harness/quiescence`)."""
+        await self._conn().notify(method, params)
+
+    def _bind(self, session: Session, editor: JsonRpcEditor) -> OpenSession:
+        from agent_core.refinement.attach import harness_of
+
         session_id = session.id
 
-        async def send(update: dict[str, Any]) -> None:
+        async def send(update: JsonObject) -> None:
             await self.send_update(session_id, update)
 
         presenter = TurnPresenter(send, cwd=str(session.cwd), terminal_output=self.client.terminal_output)
         editor.session_id = session_id
         editor.presenter = presenter
-        opened = OpenSession(session, editor, presenter)
+        opened = OpenSession(session, editor, presenter, harness_of(session))
         self.sessions[session_id] = opened
-        _subscribe_refinements(opened)
+        # One subscription to the session's harness events: cards, review prompts, quiescence.
+        harness_events.subscribe(self, opened)
         for hook in self.bind_hooks:
             try:
                 hook(opened)
@@ -191,7 +205,9 @@ class AcpServer:
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
         return await self._resume(agent, session_id, cwd)
 
-    async def _resume(self, agent: Any, session_id: str, cwd: str, servers: Any = None) -> OpenSession:
+    async def _resume(
+        self, agent: Agent, session_id: str, cwd: str, servers: Sequence[ServerConfig] | None = None
+    ) -> OpenSession:
         from agent_core import SessionInUse, SessionNotFound
 
         editor = self._new_editor()
@@ -221,11 +237,9 @@ class AcpServer:
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
         r.request("session/set_config_option")(self.set_config_option)
         r.notification("session/cancel", params_model="CancelNotification")(self.cancel)
-        from acp_server.prompt import register_prompt
-
         register_prompt(self)
 
-    async def initialize(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def initialize(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
         check_initialize_params(params)
         self.client = ClientCapabilities.from_params(params)
 
@@ -236,7 +250,7 @@ class AcpServer:
         extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
         return initialize_result(extensions, self.extension_notifications)
 
-    async def new_session(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def new_session(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
         cwd = _absolute_cwd(_check_new_session(params))
         servers = _mcp_servers("session/new", params.get("mcpServers"))
         agent = await self.agent()
@@ -254,9 +268,11 @@ class AcpServer:
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
-        return {"sessionId": session.id, **session_setup(opened.session)}
+        return frames.new_session_response(
+            session.id, modes_state(opened.session), config_options(opened.session)
+        )
 
-    async def load_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def load_session(self, ctx: RequestContext, req: LoadSessionRequest) -> JsonObject:
         from agent_core import SessionInUse, SessionNotFound
 
         cwd = _absolute_cwd(req.cwd)
@@ -283,7 +299,7 @@ class AcpServer:
         ctx.after_response.append(_start_mcp(session))
         return session_setup(session)
 
-    async def _tell_interrupted_loop(self, opened: Any) -> None:
+    async def _tell_interrupted_loop(self, opened: OpenSession) -> None:
         """After a replay: an autonomous loop cut off by a server restart is not resumed by itself;
         the user is told so, once (the message is recorded, so later loads show it in place)."""
         from agent_core import MessageChunk
@@ -295,7 +311,7 @@ class AcpServer:
             opened.session.record_event(event)
             await opened.presenter.present(event)
 
-    async def resume_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def resume_session(self, ctx: RequestContext, req: ResumeSessionRequest) -> JsonObject:
         cwd = _absolute_cwd(req.cwd)
         if not os.path.isdir(cwd):
             # Like session/new: a kernel cannot start in a directory that does not exist.
@@ -316,13 +332,13 @@ class AcpServer:
         ctx.after_response.append(_start_mcp(opened.session))
         return session_setup(opened.session)
 
-    async def list_sessions(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()
         cwd = req.cwd
         if cwd is not None and not os.path.isabs(cwd):
             raise AcpError.invalid_params(f"session/list: cwd must be an absolute path, got {cwd!r}")
 
-        def page() -> Any:
+        def page() -> SessionPage:
             return agent.list_sessions(cwd, req.cursor)
 
         try:
@@ -334,18 +350,10 @@ class AcpServer:
                 result = await anyio.to_thread.run_sync(page)
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/list: {exc}") from None
-        sessions = []
-        for summary in result.sessions:
-            info: dict[str, Any] = {"sessionId": summary.session_id, "cwd": str(summary.cwd)}
-            if summary.title:
-                info["title"] = summary.title
-            if summary.updated_at:
-                info["updatedAt"] = summary.updated_at
-            sessions.append(info)
-        answer: dict[str, Any] = {"sessions": sessions}
-        if result.next_cursor:
-            answer["nextCursor"] = result.next_cursor
-        return answer
+        sessions = [
+            frames.session_list_entry(s.session_id, str(s.cwd), s.title, s.updated_at) for s in result.sessions
+        ]
+        return frames.list_sessions_response(sessions, result.next_cursor)
 
     async def _forget(self, session_id: str) -> OpenSession | None:
         opened = self.sessions.pop(session_id, None)
@@ -357,16 +365,16 @@ class AcpServer:
             await opened.session.cancel()
         return opened
 
-    async def close_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
         if opened is not None:
             await agent.close_session(req.session_id)
-        return {}
+        return frames.empty_response()
 
-    async def delete_session(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def delete_session(self, ctx: RequestContext, req: DeleteSessionRequest) -> JsonObject:
         agent = await self.agent()
         from agent_core import SessionInUse
 
@@ -375,9 +383,9 @@ class AcpServer:
             await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
         except SessionInUse as exc:
             raise _in_use_error(exc) from None
-        return {}
+        return frames.empty_response()
 
-    async def set_mode(self, ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def set_mode(self, ctx: RequestContext, req: SetSessionModeRequest) -> JsonObject:
         opened = await self.open_session(req.session_id)
         try:
             opened.session.set_mode(req.mode_id)
@@ -386,16 +394,12 @@ class AcpServer:
         session_id = req.session_id
 
         async def announce() -> None:
-            update = {
-                "sessionUpdate": "config_option_update",
-                "configOptions": config_options(opened.session),
-            }
-            await self.send_update(session_id, update)
+            await self.send_update(session_id, frames.config_option_update(config_options(opened.session)))
 
         ctx.after_response.append(announce)
-        return {}
+        return frames.empty_response()
 
-    async def set_config_option(self, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    async def set_config_option(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
         session_id, config_id, value = params.get("sessionId"), params.get("configId"), params.get("value")
         errors = [
             {"loc": [key], "msg": msg, "type": "value_error"}
@@ -412,31 +416,26 @@ class AcpServer:
                 f"Invalid params for session/set_config_option: {first['loc'][0]}: {first['msg']}",
                 {"errors": errors},
             )
-        assert isinstance(session_id, str) and isinstance(config_id, str)
+        assert isinstance(session_id, str) and isinstance(config_id, str) and isinstance(value, str | bool)
         opened = await self.open_session(session_id)
-        advertised = [option["id"] for option in config_options(opened.session)]
+        advertised = [str(option["id"]) for option in config_options(opened.session)]
         if config_id not in advertised:
             raise AcpError.invalid_params(
                 f"session/set_config_option: unknown config option {config_id!r}; options: {', '.join(advertised)}"
             )
         try:
-            if config_id == "mode":
-                opened.session.set_mode(value)
-            else:
-                opened.session.set_config(config_id, value)
+            opened.session.set_config(config_id, value)  # "mode" too: set_mode is set_config("mode")
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/set_config_option: {exc}") from None
         if config_id == "mode":
 
             async def announce_mode() -> None:
-                await self.send_update(
-                    session_id, {"sessionUpdate": "current_mode_update", "currentModeId": value}
-                )
+                await self.send_update(session_id, frames.current_mode_update(str(value)))
 
             ctx.after_response.append(announce_mode)
-        return {"configOptions": config_options(opened.session)}
+        return frames.config_options_response(config_options(opened.session))
 
-    async def cancel(self, ctx: RequestContext, req: Any) -> None:
+    async def cancel(self, ctx: RequestContext, req: CancelNotification) -> None:
         await self.cancel_session(req.session_id)
 
     async def cancel_session(self, session_id: str) -> None:
@@ -448,31 +447,12 @@ class AcpServer:
         await opened.session.cancel()
 
 
-def _subscribe_refinements(opened: OpenSession) -> None:
-    """Show the session's refinement results (cell-made, background) as edit cards when they happen.
-
-    Only `RefinementReported` is presented here; quiescence and review requests from the same
-    outbox belong to the `_harness/*` surface (the refinement issue adds its own listener).
-    """
-    coordinator = getattr(getattr(opened.session, "refinement", None), "coordinator", None)
-    if coordinator is None or not hasattr(coordinator, "add_listener"):
-        return
-    from agent_core import RefinementReported
-
-    async def listener(event: Any) -> None:
-        if isinstance(event, RefinementReported):
-            await opened.presenter.present(event)
-
-    coordinator.add_listener(listener)
-    opened.unsubscribe = lambda: coordinator.remove_listener(listener)
-
-
-def _in_use_error(exc: Any) -> AcpError:
+def _in_use_error(exc: SessionInUse) -> AcpError:
     """The session is open in another continual-acp process (it holds the session's owner lock)."""
     return AcpError(INVALID_REQUEST, str(exc), {"sessionId": exc.session_id, "ownerPid": exc.pid})
 
 
-def _data_dir_error(method: str, agent: Any, exc: OSError) -> AcpError:
+def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
     """A data dir that cannot be created or written: say which, why, and what to do (one log line)."""
     home = str(getattr(getattr(agent, "config", None), "home", "") or "the data dir")
     why = exc.strerror or str(exc)
@@ -502,7 +482,7 @@ def _since_spawn_ms() -> float:
 INLINE_LIST_LIMIT = 32
 
 
-def _few_sessions(agent: Any) -> bool:
+def _few_sessions(agent: Agent) -> bool:
     """True when the data dir holds at most INLINE_LIST_LIMIT sessions (cheap: one directory scan)."""
     try:
         root = os.path.join(str(agent.config.home), "sessions")
@@ -517,7 +497,9 @@ def _few_sessions(agent: Any) -> bool:
     return True
 
 
-def _import_agent(prepare: Callable[[], None] | None) -> tuple[Any, Any]:
+def _import_agent(
+    prepare: Callable[[], None] | None,
+) -> tuple[type[Agent], Callable[[], AgentConfig]]:
     """Worker thread: the slow imports, so session/new does not pay them on the event loop."""
     from agent_core import Agent, load_config
 
@@ -526,56 +508,44 @@ def _import_agent(prepare: Callable[[], None] | None) -> tuple[Any, Any]:
     return Agent, load_config
 
 
-def _check_new_session(params: dict[str, Any]) -> str:
-    errors: list[dict[str, Any]] = []
+def _check_new_session(params: JsonObject) -> str:
+    problems: list[tuple[str, str, str]] = []  # (field, message, pydantic-style type)
     cwd = params.get("cwd")
     if not isinstance(cwd, str):
-        errors.append(
-            {
-                "loc": ["cwd"],
-                "msg": "Field required" if cwd is None else "must be a string",
-                "type": "missing",
-            }
-        )
+        problems.append(("cwd", "Field required" if cwd is None else "must be a string", "missing"))
     servers = params.get("mcpServers")
     if not isinstance(servers, list) or not all(isinstance(item, dict) for item in servers):
         missing = servers is None
-        errors.append(
-            {
-                "loc": ["mcpServers"],
-                "msg": "Field required" if missing else "must be a list of objects",
-                "type": "missing",
-            }
+        problems.append(
+            ("mcpServers", "Field required" if missing else "must be a list of objects", "missing")
         )
     extra_dirs = params.get("additionalDirectories")
     if extra_dirs is not None and not (
         isinstance(extra_dirs, list) and all(isinstance(d, str) for d in extra_dirs)
     ):
-        errors.append(
-            {"loc": ["additionalDirectories"], "msg": "must be a list of strings", "type": "list_type"}
-        )
-    if errors:
-        first = errors[0]
-        raise AcpError.invalid_params(
-            f"Invalid params for session/new: {first['loc'][0]}: {first['msg']}", {"errors": errors}
-        )
+        problems.append(("additionalDirectories", "must be a list of strings", "list_type"))
+    if problems:
+        field, msg, _ = problems[0]
+        errors = [{"loc": [f], "msg": m, "type": t} for f, m, t in problems]
+        raise AcpError.invalid_params(f"Invalid params for session/new: {field}: {msg}", {"errors": errors})
     assert isinstance(cwd, str)
     return cwd
 
 
-def _mcp_servers(method: str, raw: Any) -> Any:
+def _mcp_servers(method: str, raw: object) -> list[ServerConfig]:
     """`mcpServers` (dicts, or the wire models of load/resume) as agent_core records; -32602 if malformed."""
     from agent_core.mcp import McpConfigError, parse_servers
 
-    items = [s.model_dump(by_alias=True, exclude_none=True) if hasattr(s, "model_dump") else s for s in raw or []]
+    entries = raw if isinstance(raw, list | tuple) else []
+    items = [s.model_dump(by_alias=True, exclude_none=True) if hasattr(s, "model_dump") else s for s in entries]
     try:
-        return parse_servers(items)
+        return list(parse_servers(items))
     except McpConfigError as exc:
         error = {"loc": list(exc.loc), "msg": str(exc), "type": "value_error"}
         raise AcpError.invalid_params(f"{method}: {exc}", {"errors": [error]}) from None
 
 
-def _start_mcp(session: Any) -> Callable[[], Any]:
+def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
     """After the response: start the session's MCP servers (so they never delay the answer)."""
 
     async def start() -> None:
@@ -595,7 +565,7 @@ def _absolute_cwd(cwd: str) -> str:
     return cwd
 
 
-def _stored_cwd(agent: Any, session_id: str) -> str:
+def _stored_cwd(agent: Agent, session_id: str) -> str:
     """The cwd a stored session was created in (a prompt for a session not open in this process)."""
     cursor: str | None = None
     while True:

@@ -9,18 +9,41 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import refinement_review
+from acp_server import frames
 from acp_server.commands import SKILL_PREFIX, CommandRunner, parse_command, skill_prompt
 from acp_server.config_options import config_options
+from acp_server.context import CommandContext
 from acp_server.errors import INTERNAL_ERROR, AcpError
-from acp_server.registry import RequestContext
+from acp_server.harness.review import ask_pending_reviews, wait_for_settlement
 
 if TYPE_CHECKING:
-    from acp_server.methods import AcpServer
+    from acp.schema import (
+        AudioContentBlock,
+        EmbeddedResourceContentBlock,
+        ImageContentBlock,
+        PromptRequest,
+        ResourceContentBlock,
+        TextContentBlock,
+    )
+
+    from acp_server.context import PromptHost, ServerPort
+    from acp_server.open_session import OpenSession
+    from acp_server.registry import RequestContext
+    from agent_core.events import PromptPart
+    from agent_core.session import Session
+
+    ContentBlock = (
+        TextContentBlock
+        | ImageContentBlock
+        | AudioContentBlock
+        | ResourceContentBlock
+        | EmbeddedResourceContentBlock
+    )
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +51,18 @@ log = logging.getLogger(__name__)
 WAIT_FOR_REFINEMENT_SECONDS = 600.0
 
 
-def _wants_settlement(session: Any) -> bool:
-    return bool(getattr(session, "config", {}).get("wait_for_refinement"))
+def _wants_settlement(session: Session) -> bool:
+    return bool(session.config.get("wait_for_refinement"))
 
 
-def register_prompt(server: AcpServer) -> None:
+def register_prompt(server: PromptHost) -> None:
     async def on_cancel_request(ctx: RequestContext) -> None:
         # `$/cancel_request` for a prompt = session/cancel: the prompt still answers `cancelled`.
         session_id = ctx.extras.get("sessionId")
         if isinstance(session_id, str):
             await server.cancel_session(session_id)
 
-    async def prompt(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    async def prompt(ctx: RequestContext, req: PromptRequest) -> dict[str, object]:
         ctx.extras["sessionId"] = req.session_id
         opened = await server.open_session(req.session_id)
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
@@ -49,10 +72,10 @@ def register_prompt(server: AcpServer) -> None:
             # `/kernel` (status, interrupt, restart) answers now: waiting behind the running turn
             # would make `/kernel interrupt` useless and `/kernel status` stale.
             await _command_runner(server, req.session_id, opened, req.prompt).run(*early)
-            return {"stopReason": "end_turn"}
+            return frames.prompt_response("end_turn")
         async with opened.prompt_lock:
             if opened.cancel_generation != generation:
-                return {"stopReason": "cancelled"}  # cancelled while it waited for the running turn
+                return frames.prompt_response("cancelled")  # cancelled while it waited for the running turn
             await server.refresh_commands(opened)
             command = parse_command(blocks)
             if command is not None and command[0].startswith(SKILL_PREFIX):
@@ -62,25 +85,27 @@ def register_prompt(server: AcpServer) -> None:
                     from agent_core import TextPart
 
                     parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
-                    return {"stopReason": await _run_turn(opened, parts, generation)}
+                    return frames.prompt_response(await _run_turn(opened, parts, generation))
             if command is not None:
                 await _command_runner(server, req.session_id, opened, req.prompt).run(*command)
-                return {"stopReason": "cancelled" if opened.cancel_generation != generation else "end_turn"}
+                return frames.prompt_response("cancelled" if opened.cancel_generation != generation else "end_turn")
             parts = [_prompt_part(block) for block in req.prompt]
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
-            if not await refinement_review.ask_pending_reviews(server, opened, generation):
-                return {"stopReason": "cancelled"}
+            if not await ask_pending_reviews(opened, generation):
+                return frames.prompt_response("cancelled")
             stop_reason = await _run_turn(opened, parts, generation)
             if _wants_settlement(opened.session) and stop_reason != "cancelled":
-                await refinement_review.wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
-            return {"stopReason": "cancelled" if opened.cancel_generation != generation else stop_reason}
+                await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
+            return frames.prompt_response("cancelled" if opened.cancel_generation != generation else stop_reason)
 
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
     )(prompt)
 
 
-def _command_runner(server: AcpServer, session_id: str, opened: Any, prompt: Any = ()) -> CommandRunner:
+def _command_runner(
+    server: ServerPort, session_id: str, opened: OpenSession, prompt: Sequence[ContentBlock] = ()
+) -> CommandRunner:
     """A runner whose replies are one agent message (and whose mode switches are announced).
 
     The exchange goes into the transcript (the command as a user message, the replies as one agent
@@ -89,53 +114,24 @@ def _command_runner(server: AcpServer, session_id: str, opened: Any, prompt: Any
     from agent_core import MessageChunk, UserMessage
 
     message_id = f"cmd-{uuid.uuid4().hex[:12]}"
-    record = getattr(opened.session, "record_event", None)
-    if record is not None and prompt:
+    record = opened.session.record_event
+    if prompt:
         record(UserMessage(tuple(_prompt_part(block) for block in prompt), f"{message_id}-user"))
 
     async def reply(text: str) -> None:
-        if record is not None:
-            record(MessageChunk(text, message_id))
-        await server.send_update(
-            session_id,
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": text},
-                "messageId": message_id,
-            },
-        )
+        record(MessageChunk(text, message_id))
+        await server.send_update(session_id, frames.agent_message_update(text, message_id))
 
     async def announce_mode() -> None:
         # An agent-side mode switch: both the mode and the config option lists change.
         session = opened.session
-        await server.send_update(
-            session_id, {"sessionUpdate": "current_mode_update", "currentModeId": session.mode}
-        )
-        await server.send_update(
-            session_id, {"sessionUpdate": "config_option_update", "configOptions": config_options(session)}
-        )
+        await server.send_update(session_id, frames.current_mode_update(session.mode))
+        await server.send_update(session_id, frames.config_option_update(config_options(session)))
 
-    async def goal_update(autonomy: Any) -> None:
-        # The goal changed outside a turn: show it (session info `_meta` + the plan). The controller
-        # already recorded the change for replays.
-        from agent_core import events as ev
-
-        goal = autonomy.goal
-        await opened.presenter.present(
-            ev.GoalChanged(
-                goal.objective if goal else None,
-                goal.state if goal else None,
-                goal.status_line() if goal else "",
-            )
-        )
-        await opened.presenter.present(ev.PlanChanged(autonomy.plan_entries()))
-
-    return CommandRunner(
-        opened.session, reply, announce_mode, server=server, opened=opened, goal_update=goal_update
-    )
+    return CommandRunner(CommandContext(server, opened, reply, announce_mode))
 
 
-async def _run_turn(opened: Any, parts: list[Any], generation: int) -> str:
+async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: int) -> str:
     from agent_core import ModelError
 
     presenter = opened.presenter
@@ -162,25 +158,29 @@ async def _run_turn(opened: Any, parts: list[Any], generation: int) -> str:
     return presenter.stop_reason or "end_turn"
 
 
-def _prompt_part(block: Any) -> Any:
+def _prompt_part(block: ContentBlock) -> PromptPart:
     """An ACP content block (acp.schema model) as an agent_core prompt part."""
+    from acp.schema import (
+        EmbeddedResourceContentBlock,
+        ImageContentBlock,
+        ResourceContentBlock,
+        TextContentBlock,
+        TextResourceContents,
+    )
+
     from agent_core import ImagePart, ResourceLinkPart, ResourcePart, TextPart
 
-    kind = getattr(block, "type", None)
-    if kind == "text":
+    if isinstance(block, TextContentBlock):
         return TextPart(block.text)
-    if kind == "image":
-        return ImagePart(block.data, block.mime_type, getattr(block, "uri", None))
-    if kind == "resource":
+    if isinstance(block, ImageContentBlock):
+        return ImagePart(block.data, block.mime_type, block.uri)
+    if isinstance(block, EmbeddedResourceContentBlock):
         resource = block.resource
-        return ResourcePart(
-            resource.uri,
-            text=getattr(resource, "text", None),
-            blob=getattr(resource, "blob", None),
-            mime_type=getattr(resource, "mime_type", None),
-        )
-    if kind == "resource_link":
-        return ResourceLinkPart(block.uri, block.name, getattr(block, "mime_type", None))
+        if isinstance(resource, TextResourceContents):
+            return ResourcePart(resource.uri, text=resource.text, blob=None, mime_type=resource.mime_type)
+        return ResourcePart(resource.uri, text=None, blob=resource.blob, mime_type=resource.mime_type)
+    if isinstance(block, ResourceContentBlock):
+        return ResourceLinkPart(block.uri, block.name, block.mime_type)
     raise AcpError.invalid_params(
-        f"session/prompt: {kind} content is not supported (this agent accepts text, image, resource, resource_link)"
+        f"session/prompt: {block.type} content is not supported (this agent accepts text, image, resource, resource_link)"
     )

@@ -56,6 +56,8 @@ class RequestContext:
 
 
 # The validated `acp.schema` model (or the raw params object without `params_model`) comes in.
+# `Any` on purpose: each handler names its own model (`PromptRequest`, ...), and a Callable's
+# parameter is contravariant, so no narrower common type would accept them all.
 Handler = Callable[[RequestContext, Any], Awaitable[object]]
 CancelHook = Callable[[RequestContext], Awaitable[None]]
 

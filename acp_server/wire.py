@@ -12,11 +12,14 @@ import logging
 import threading
 import time
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from acp_server.errors import AcpError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +69,7 @@ def _jsonable_errors(exc: Any) -> list[dict[str, Any]]:
     return errors
 
 
-async def validate(model_name: str, params: Any, method: str) -> Any:
+async def validate(model_name: str, params: object, method: str) -> BaseModel:
     """Validate request params against an `acp.schema` model; -32602 with the errors in `data`."""
     module = await schema()
     model = getattr(module, model_name)
@@ -75,7 +78,8 @@ async def validate(model_name: str, params: Any, method: str) -> Any:
     from pydantic import ValidationError
 
     try:
-        return model.model_validate(params)
+        validated: BaseModel = model.model_validate(params)
+        return validated
     except ValidationError as exc:
         errors = _jsonable_errors(exc)
         first = errors[0] if errors else {"loc": [], "msg": "invalid"}

@@ -1,12 +1,14 @@
 """Refinement: the continual harness in motion (review gate, planner, coordinator, host ops).
 
 The coordinator is per session; the planner's model calls go through the agent's `ModelClient`.
-Nothing here imports acp_server: reports leave as `RefinementReported` and `QuiescenceChanged`.
+Nothing here imports acp_server: everything a client is shown leaves through the session's
+`HarnessSurface` (`harness_of(session)`) as typed events (`RefinementReported`, `ReviewRequested`,
+`ReviewDecided`, `QuiescenceChanged`).
 """
 
 from __future__ import annotations
 
-from agent_core.refinement.attach import SessionRefinement
+from agent_core.refinement.attach import SessionRefinement, harness_of
 from agent_core.refinement.completion import (
     Completion,
     CompletionClient,
@@ -37,8 +39,19 @@ from agent_core.refinement.records import (
     QuiescenceChanged,
     RefinementOutcome,
     ReviewChoice,
+    ReviewDecided,
     ReviewRequested,
     ReviewVerdict,
+    UnknownRefinement,
+)
+from agent_core.refinement.surface import (
+    Found,
+    HarnessEvent,
+    HarnessStatus,
+    HarnessSurface,
+    HistoryPage,
+    RollbackOutcome,
+    SearchHit,
 )
 from agent_core.refinement.trajectory import (
     TrajectoryItem,
@@ -54,6 +67,11 @@ __all__ = [
     "Completion",
     "CompletionClient",
     "CoordinatorEvent",
+    "Found",
+    "HarnessEvent",
+    "HarnessStatus",
+    "HarnessSurface",
+    "HistoryPage",
     "HostOpError",
     "InvalidJSONReply",
     "ModelClientCompletion",
@@ -68,13 +86,18 @@ __all__ = [
     "RefinementPlanner",
     "ReplyParseError",
     "ReviewChoice",
+    "ReviewDecided",
     "ReviewRequested",
     "ReviewVerdict",
+    "RollbackOutcome",
+    "SearchHit",
     "SessionRefinement",
     "TrajectoryItem",
     "TruncatedReply",
+    "UnknownRefinement",
     "Windows",
     "extract_json_object",
+    "harness_of",
     "host_handlers",
     "message_ids",
     "needs_review",

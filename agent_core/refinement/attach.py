@@ -4,7 +4,7 @@
 coordinator (planner on the agent's shared `ModelClient`, the optional refine model, budgets from the
 model config), hooks it after every turn, starts its background worker on the running loop, and
 exposes `on_kernel` (register the `refine.*`/`harness.*` host ops on a new kernel's bridge),
-`compacted()` and `aclose()`.
+`compacted()` and `aclose()`. `harness_of(session)` is the session's `HarnessSurface`.
 
 Settings (config.toml; no env var needed): `auto_refine_every` (assistant turns between automatic
 reviews, default 25, 0 = off) and `refine_cooldown_seconds` (default 300).
@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from agent_core import events as ev
 from agent_core.refinement.completion import ModelClientCompletion, RefineBudgets, refine_model
@@ -28,13 +28,23 @@ from agent_core.refinement.coordinator import (
 )
 from agent_core.refinement.host_ops import register_host_ops
 from agent_core.refinement.planner import RefinementPlanner
+from agent_core.refinement.surface import HarnessSurface
 from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
+
+if TYPE_CHECKING:
+    from agent_core.config import AgentConfig
+    from agent_core.hooks import RefinementHook
+    from agent_core.session import Session
+    from agent_core.turn import TurnOutcome
+    from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
 
+_Number = TypeVar("_Number", int, float)
 
-def _setting(config: Any, name: str, default: float, kind: type) -> Any:
-    raw = getattr(config, "extra", {}).get(name, default)
+
+def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:
+    raw = config.extra.get(name, default)
     try:
         value = kind(raw)
     except (TypeError, ValueError):
@@ -44,18 +54,26 @@ def _setting(config: Any, name: str, default: float, kind: type) -> Any:
 
 
 class SessionRefinement:
-    def __init__(self, session: Any, coordinator: RefinementCoordinator) -> None:
+    """A session's refinement: its coordinator, the harness surface over it, and the session seams.
+
+    It is the session's `RefinementHook` (agent_core/hooks.py): attaching it as `session.refinement`
+    registers its `turn_failed`, so a turn that raised still releases what its cells scheduled.
+    """
+
+    def __init__(self, session: Session, coordinator: RefinementCoordinator) -> None:
         self.session = session
         self.coordinator = coordinator
+        # Refinement cards go into the transcript, so `session/load` replays them.
+        self.surface = HarnessSurface(coordinator, record=session.record_event)
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    def attach(cls, session: Any) -> SessionRefinement:
+    def attach(cls, session: Session) -> SessionRefinement:
         """Build and start refinement for `session` (call from a running event loop)."""
         config = session.agent_config
         planner = RefinementPlanner(
             ModelClientCompletion(session.model, model=refine_model(config)),
-            RefineBudgets.from_model_limit(getattr(config, "max_output_tokens", None)),
+            RefineBudgets.from_model_limit(config.max_output_tokens),
         )
 
         def trajectory() -> Sequence[TrajectoryItem]:
@@ -78,29 +96,23 @@ class SessionRefinement:
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
         refinement = cls(session, coordinator)
-        coordinator.add_listener(refinement._record)
-        session.refinement = refinement  # how acp_server finds it (`_harness/*`, /refine, /review)
+        hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
+        session.refinement = hook  # how acp_server finds it: `harness_of(session)`
         session.after_turn_hooks.append(refinement.after_turn)
-        # The agent's seams (older sessions without them still get turns and background work).
-        getattr(session, "kernel_hooks", []).append(refinement.on_kernel)
-        getattr(session, "compaction_hooks", []).append(refinement.compacted)
-        getattr(session, "close_hooks", []).append(refinement.aclose)
+        session.kernel_hooks.append(refinement.on_kernel)
+        session.compaction_hooks.append(refinement.compacted)
+        session.close_hooks.append(refinement.aclose)
         refinement.start()
         return refinement
 
-    async def _record(self, event: Any) -> None:
-        """Refinement cards go into the transcript, so `session/load` replays them."""
-        record = getattr(self.session, "record_event", None)
-        if record is not None and isinstance(event, ev.RefinementReported):
-            record(event)
-
     def start(self) -> None:
+        """Run the coordinator's worker and outbox as a task on the running loop (`aclose` ends it)."""
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self.coordinator.serve(), name=f"refinement-{self.session.id}"
             )
 
-    async def after_turn(self, session: Any, outcome: Any) -> Sequence[ev.TurnEvent]:
+    async def after_turn(self, session: Session, outcome: TurnOutcome) -> Sequence[ev.TurnEvent]:
         """Before `TurnEnded`: release cell-scheduled refinements and maybe queue an automatic review."""
         self.coordinator.turn_ended()
         return ()
@@ -109,8 +121,8 @@ class SessionRefinement:
         """The session calls this when a turn raised (a model failure): no after-turn hook ran."""
         self.coordinator.turn_failed()
 
-    def on_kernel(self, kernel: Any) -> None:
-        register_host_ops(kernel.host_bridge, self.coordinator)
+    def on_kernel(self, kernel: KernelSession) -> None:
+        register_host_ops(kernel.host_bridge, self.surface)
 
     def compacted(self) -> None:
         self.coordinator.compacted()
@@ -121,3 +133,12 @@ class SessionRefinement:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def harness_of(session: Session) -> HarnessSurface:
+    """The session's harness surface. Every session has one: a session built by an agent without
+    the refinement seam gets refinement attached now (what needs a model says so when asked)."""
+    refinement = session.refinement
+    if not isinstance(refinement, SessionRefinement):
+        refinement = SessionRefinement.attach(session)
+    return refinement.surface

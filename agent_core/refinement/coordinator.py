@@ -13,7 +13,9 @@ It owns three things a session needs and a server reports:
   refinement id, and an awaitable "settled". Transitions go out through the same ordered outbox as
   refinement reports, and a waiter wakes only after the listeners have received the transition.
 
-The background worker and the outbox run in `serve()`, which the session starts in its task group.
+The background worker and the outbox run in `serve()`: `SessionRefinement.start()` (attach.py) runs
+it as a task on the session's event loop and cancels it when the session closes; tests run it in a
+task group (`tg.start(coordinator.serve)`).
 """
 
 from __future__ import annotations
@@ -43,11 +45,14 @@ from agent_core.refinement.records import (
     ReviewRequested,
     Scope,
     Trigger,
+    UnknownRefinement,
     new_job_id,
 )
 from agent_core.refinement.reporting import report_failure, report_rejection, report_result
+from agent_core.refinement.scopes import locate, merged_state
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
-from harness_store import HarnessState, Proposal, RefinementResult, merge, render_overview
+from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult, render_overview
+from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +87,8 @@ class RefinementCoordinator:
         self,
         *,
         session_id: str,
-        local_store: Any,
-        global_store: Any,
+        local_store: HarnessStore,
+        global_store: HarnessStore,
         planner: RefinementPlanner | None,
         trajectory: Callable[[], Sequence[TrajectoryItem]],
         policy: Callable[[], Policy] = Policy,
@@ -294,7 +299,7 @@ class RefinementCoordinator:
     def _save_pending(self, pending: PendingReview) -> None:
         pending.saved = self._pending_files[pending.scope].save(pending, self.session_id)
 
-    def _store(self, scope: Scope) -> Any:
+    def _store(self, scope: Scope) -> HarnessStore:
         return self.global_store if scope == "global" else self.local_store
 
     async def _run(self, job: _Job) -> RefinementOutcome:
@@ -336,7 +341,7 @@ class RefinementCoordinator:
         # The planning baseline: what the planner saw. Apply refuses an entry that moved since.
         baseline: HarnessState = await anyio.to_thread.run_sync(store.load)
         local_state, global_state = await anyio.to_thread.run_sync(self._both_states)
-        overview = render_overview(merge(global_state, local_state))
+        overview = render_overview(merged_state(local_state, global_state))
         history = [
             f"{r.id} ({r.scope}, {r.trigger}): {r.summary}"
             for r in await anyio.to_thread.run_sync(partial(store.history, limit=HISTORY_LINES))
@@ -358,6 +363,10 @@ class RefinementCoordinator:
 
     async def _items(self) -> list[TrajectoryItem]:
         return await anyio.to_thread.run_sync(lambda: list(self._trajectory()))
+
+    def locate(self, refinement_id: str) -> tuple[Scope, RefinementResult] | None:
+        """The scope whose history holds `refinement_id`, and the record (blocking; scopes.py)."""
+        return locate(self.local_store, self.global_store, refinement_id)
 
     def _both_states(self) -> tuple[HarnessState, HarnessState]:
         return self.local_store.load(), self.global_store.load()
@@ -463,21 +472,21 @@ class RefinementCoordinator:
     async def rollback(self, refinement_id: str, *, force: bool = False) -> RefinementResult:
         """Roll back a refinement of this session's or the global store (no model call) and report it.
 
-        Raises KeyError when neither store has the id. A refused rollback is returned (and reported),
+        Raises `UnknownRefinement` when neither store has the id. A refused rollback is returned (and reported),
         not raised: its `errors` name the edits that conflict.
         """
         self._in_flight += 1
         self._transition()
         try:
-            for store in (self.local_store, self.global_store):
-                if await anyio.to_thread.run_sync(store.get_refinement, refinement_id) is None:
-                    continue
-                result: RefinementResult = await anyio.to_thread.run_sync(
-                    partial(store.rollback, refinement_id, force=force)
-                )
-                self._applied(result, "user")
-                return result
-            raise KeyError(f"no refinement {refinement_id!r} in this session's or the global harness")
+            found = await anyio.to_thread.run_sync(self.locate, refinement_id)
+            if found is None:
+                raise UnknownRefinement(refinement_id)
+            store = self._store(found[0])
+            result: RefinementResult = await anyio.to_thread.run_sync(
+                partial(store.rollback, refinement_id, force=force)
+            )
+            self._applied(result, "user")
+            return result
         finally:
             self._in_flight -= 1
             self._transition()
@@ -489,7 +498,8 @@ class RefinementCoordinator:
     ) -> RefinementOutcome:
         """Decide a pending review (or review an applied refinement of candidates by its id).
 
-        Raises KeyError naming the id when there is nothing to decide under it.
+        Raises `ReviewNotFound` naming the id when there is nothing to decide under it, and
+        `ReviewAlreadyDecided` when another session claimed the proposal first.
         """
         self._in_flight += 1
         self._transition()
@@ -499,7 +509,7 @@ class RefinementCoordinator:
             # session (or process) is not decided twice.
             if pending is not None and not self._pending_files[pending.scope].remove(proposal_id):
                 if pending.saved:
-                    raise KeyError(f"proposal {proposal_id!r} was already decided in another session")
+                    raise ReviewAlreadyDecided(proposal_id)
             if pending is None:
                 return await self._review_applied(proposal_id, choice, edit_ids)
             return await self._decide_pending(pending, choice, edit_ids)
@@ -551,20 +561,21 @@ class RefinementCoordinator:
     async def _review_applied(
         self, refinement_id: str, choice: ReviewChoice, edit_ids: Sequence[str] | None
     ) -> RefinementOutcome:
-        for store in (self.local_store, self.global_store):
-            target = await anyio.to_thread.run_sync(store.get_refinement, refinement_id)
-            if target is None:
-                continue
+        found = await anyio.to_thread.run_sync(self.locate, refinement_id)
+        if found is not None:
+            scope, target = found
             decision = "apply" if choice == "apply_always" else choice
             if choice == "apply_always":
                 self.trusted.update((target.scope, e.kind) for e in target.applied_edits if e.applied)
             kwargs: dict[str, Any] = {} if edit_ids is None else {"edit_ids": list(edit_ids)}
             result = await anyio.to_thread.run_sync(
-                partial(store.record_review, refinement_id, decision, **kwargs)
+                partial(self._store(scope).record_review, refinement_id, decision, **kwargs)
             )
             return self._applied(result, "user")
         known = ", ".join(self.pending_reviews) or "none"
-        raise KeyError(f"no pending review or refinement {refinement_id!r} (pending reviews: {known})")
+        raise ReviewNotFound(
+            refinement_id, f"no pending review or refinement {refinement_id!r} (pending reviews: {known})"
+        )
 
 
 def _select(proposal: Proposal, edit_ids: Sequence[str] | None) -> Proposal:

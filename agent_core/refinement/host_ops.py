@@ -1,38 +1,52 @@
 """Host handlers for the kernel's `refine.*` and `harness.*` calls.
 
-Each takes the session's coordinator (which holds both stores) and the JSON arguments the kernel
-sent, and returns something JSON-able. Errors a user can act on are raised as `HostOpError` with a
-readable message; the bridge turns any exception into the kernel-side `HostError` with that text.
-`register_host_ops` binds them on a session's host bridge.
+Each takes the session's `HarnessSurface` (both stores, through the coordinator) and the JSON
+arguments the kernel sent, checks them, asks the surface, and returns something JSON-able. Errors a
+user can act on are raised as `HostOpError` with a readable message; the bridge turns any exception
+into the kernel-side `HostError` with that text. `register_host_ops` binds them on a session's host
+bridge.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-import anyio
-
-from agent_core.refinement.coordinator import RefinementCoordinator
 from agent_core.refinement.records import Scope
-from harness_store import KINDS, HarnessEntry, HarnessState, Proposal, merge
+from agent_core.refinement.surface import HarnessSurface, StateScope, visible_entries
+from harness_store import KINDS, HarnessEntry, Proposal
+
+if TYPE_CHECKING:
+    from kernel_bridge.hostbridge import Handler as BridgeHandler
 
 Handler = Callable[[dict[str, Any]], Awaitable[Any]]
-
-_WORD = re.compile(r"[a-z0-9]+")
+Op = Callable[[HarnessSurface, dict[str, Any]], Awaitable[Any]]
 
 
 class HostOpError(ValueError):
     """A kernel call with bad arguments; the message says what to change."""
 
 
-def _scope(value: Any, *, allow_merged: bool = False) -> str:
-    allowed = ("local", "global", "merged") if allow_merged else ("local", "global")
-    scope = value if value is not None else ("merged" if allow_merged else "local")
-    if scope not in allowed:
-        raise HostOpError(f"scope must be one of {', '.join(allowed)}, not {scope!r}")
-    return str(scope)
+class _Registers(Protocol):
+    def register(self, op: str, handler: BridgeHandler) -> None: ...
+
+
+def _scope(value: Any) -> Scope:
+    scope = value if value is not None else "local"
+    if scope not in ("local", "global"):
+        raise HostOpError(f"scope must be one of local, global, not {scope!r}")
+    return "global" if scope == "global" else "local"
+
+
+def _state_scope(value: Any) -> StateScope:
+    scope = value if value is not None else "merged"
+    if scope == "local":
+        return "local"
+    if scope == "global":
+        return "global"
+    if scope == "merged":
+        return "merged"
+    raise HostOpError(f"scope must be one of local, global, merged, not {scope!r}")
 
 
 def _kind(value: Any) -> str | None:
@@ -68,82 +82,53 @@ def _entry_json(key: str, entry: HarnessEntry, *, full: bool) -> dict[str, Any]:
     return body
 
 
-def _visible(state: HarnessState, kind: str | None) -> list[tuple[str, HarnessEntry]]:
-    """Entries the agent may see: rejected ones never come back through the kernel either."""
-    kinds = [kind] if kind else list(KINDS)
-    return [
-        (key, entry)
-        for k in kinds
-        for key, entry in sorted(state.entries.get(k, {}).items())
-        if entry.trust != "rejected"
-    ]
-
-
-async def _state(coordinator: RefinementCoordinator, scope: str) -> HarnessState:
-    if scope == "local":
-        return await anyio.to_thread.run_sync(coordinator.local_store.load)
-    if scope == "global":
-        return await anyio.to_thread.run_sync(coordinator.global_store.load)
-    local = await anyio.to_thread.run_sync(coordinator.local_store.load)
-    glob = await anyio.to_thread.run_sync(coordinator.global_store.load)
-    return merge(glob, local)
-
-
 # ---------------------------------------------------------------- refine.*
 
 
-async def refine_run(coordinator: RefinementCoordinator, args: dict[str, Any]) -> dict[str, Any]:
+async def refine_run(surface: HarnessSurface, args: dict[str, Any]) -> dict[str, Any]:
     instructions = args.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise HostOpError("instructions must be a string or None")
-    scope: Scope = "global" if _scope(args.get("scope")) == "global" else "local"
-    return coordinator.schedule_from_cell(instructions, scope)
+    return surface.schedule(instructions, _scope(args.get("scope")))
 
 
-async def refine_status(coordinator: RefinementCoordinator, args: dict[str, Any]) -> dict[str, Any]:
-    status = coordinator.status()
+async def refine_status(surface: HarnessSurface, args: dict[str, Any]) -> dict[str, Any]:
+    status = surface.status()
     return {
-        "pending": status["pending"],
-        "in_flight": status["in_flight"],
-        "last": status["last"],
-        "awaiting_review": status["awaiting_review"],
+        "pending": status.pending,
+        "in_flight": status.in_flight,
+        "last": status.last.to_json() if status.last else None,
+        "awaiting_review": status.awaiting_review,
     }
 
 
 # ---------------------------------------------------------------- harness.*
 
 
-async def harness_list(coordinator: RefinementCoordinator, args: dict[str, Any]) -> list[dict[str, Any]]:
-    state = await _state(coordinator, _scope(args.get("scope"), allow_merged=True))
-    return [_entry_json(key, entry, full=False) for key, entry in _visible(state, _kind(args.get("kind")))]
+async def harness_list(surface: HarnessSurface, args: dict[str, Any]) -> list[dict[str, Any]]:
+    state = await surface.state(_state_scope(args.get("scope")))
+    return [
+        _entry_json(key, entry, full=False) for key, entry in visible_entries(state, _kind(args.get("kind")))
+    ]
 
 
-async def harness_search(coordinator: RefinementCoordinator, args: dict[str, Any]) -> list[dict[str, Any]]:
+async def harness_search(surface: HarnessSurface, args: dict[str, Any]) -> list[dict[str, Any]]:
     query = args.get("query")
     if not isinstance(query, str) or not query.strip():
         raise HostOpError("search needs a non-empty query string")
     limit = args.get("limit", 20)
     if not isinstance(limit, int) or limit <= 0:
         raise HostOpError("limit must be a positive integer")
-    wanted = set(_WORD.findall(query.lower()))
-    state = await _state(coordinator, "merged")
-    scored: list[tuple[float, str, HarnessEntry]] = []
-    for key, entry in _visible(state, _kind(args.get("kind"))):
-        words = set(_WORD.findall(f"{entry.id} {entry.title} {entry.path} {entry.content}".lower()))
-        hits = len(wanted & words)
-        if hits:
-            title_hits = len(wanted & set(_WORD.findall(entry.title.lower())))
-            scored.append((hits + 0.5 * title_hits, key, entry))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [_entry_json(key, entry, full=False) for _, key, entry in scored[:limit]]
+    hits = await surface.search(query, kind=_kind(args.get("kind")), limit=limit)
+    return [_entry_json(hit.key, hit.entry, full=False) for hit in hits]
 
 
-async def harness_show(coordinator: RefinementCoordinator, args: dict[str, Any]) -> dict[str, Any]:
+async def harness_show(surface: HarnessSurface, args: dict[str, Any]) -> dict[str, Any]:
     entry_id = args.get("id")
     if not isinstance(entry_id, str) or not entry_id:
         raise HostOpError("show needs an entry id")
-    state = await _state(coordinator, "merged")
-    matches = [(k, e) for k, e in _visible(state, _kind(args.get("kind"))) if entry_id in (k, e.id)]
+    state = await surface.state("merged")
+    matches = [(k, e) for k, e in visible_entries(state, _kind(args.get("kind"))) if entry_id in (k, e.id)]
     if not matches:
         raise HostOpError(f"no harness entry {entry_id!r}; harness.list() shows the ids")
     if len(matches) > 1 and entry_id not in {k for k, _ in matches}:
@@ -154,17 +139,16 @@ async def harness_show(coordinator: RefinementCoordinator, args: dict[str, Any])
     return _entry_json(key, entry, full=True)
 
 
-async def harness_write(coordinator: RefinementCoordinator, args: dict[str, Any]) -> dict[str, Any]:
+async def harness_write(surface: HarnessSurface, args: dict[str, Any]) -> dict[str, Any]:
     """create/update/delete one entry through the same store API (and review policy) as refinements."""
     edit = args.get("edit")
     if not isinstance(edit, dict):
         raise HostOpError("write needs an edit object")
-    scope: Scope = "global" if _scope(args.get("scope")) == "global" else "local"
-    store = coordinator.global_store if scope == "global" else coordinator.local_store
+    scope = _scope(args.get("scope"))
     action = edit.get("action")
     if action == "update" and isinstance(edit.get("id"), str):
         # The kernel API updates only the fields given; the store wants a full title and content.
-        current = (await anyio.to_thread.run_sync(store.load)).get(str(edit.get("kind")), edit["id"])
+        current = await surface.current_entry(scope, str(edit.get("kind")), edit["id"])
         if current is not None:
             for name in ("title", "content"):
                 edit.setdefault(name, getattr(current, name))
@@ -179,12 +163,12 @@ async def harness_write(coordinator: RefinementCoordinator, args: dict[str, Any]
     # A write from a cell follows the review policy like any refinement: permitting the cell (maybe
     # once, for the whole session) is not a review of what it writes into the harness, so in ask
     # mode a local write waits for review too (ARCHITECTURE.md: "anything in ask mode").
-    outcome = await coordinator.submit(proposal, scope=scope, trigger="model", baseline=None, source="agent")
+    outcome = await surface.write(proposal, scope=scope)
     # `id` names what the write became: the refinement to roll back, or the proposal awaiting review.
     return {"id": outcome.refinement_id or outcome.proposal_id or outcome.job_id, **outcome.to_json()}
 
 
-OPS: dict[str, Callable[[RefinementCoordinator, dict[str, Any]], Awaitable[Any]]] = {
+OPS: dict[str, Op] = {
     "refine.run": refine_run,
     "refine.status": refine_status,
     "harness.list": harness_list,
@@ -194,19 +178,19 @@ OPS: dict[str, Callable[[RefinementCoordinator, dict[str, Any]], Awaitable[Any]]
 }
 
 
-def host_handlers(coordinator: RefinementCoordinator) -> dict[str, Handler]:
-    """Each op bound to this session's coordinator, ready for `host_bridge.register(op, handler)`."""
+def host_handlers(surface: HarnessSurface) -> dict[str, Handler]:
+    """Each op bound to this session's harness surface, ready for `host_bridge.register(op, handler)`."""
 
-    def bind(op: Callable[[RefinementCoordinator, dict[str, Any]], Awaitable[Any]]) -> Handler:
+    def bind(op: Op) -> Handler:
         async def handler(args: dict[str, Any]) -> Any:
-            return await op(coordinator, args)
+            return await op(surface, args)
 
         return handler
 
     return {name: bind(op) for name, op in OPS.items()}
 
 
-def register_host_ops(bridge: Any, coordinator: RefinementCoordinator) -> None:
+def register_host_ops(bridge: _Registers, surface: HarnessSurface) -> None:
     """Register `refine.*` and `harness.*` on a session's host bridge."""
-    for name, handler in host_handlers(coordinator).items():
+    for name, handler in host_handlers(surface).items():
         bridge.register(name, handler)

@@ -16,11 +16,11 @@ from typing import Any
 import anyio
 
 from agent_core.events import RefinementReported
-from agent_core.refinement.records import QuiescenceChanged, ReviewRequested
+from agent_core.refinement.records import QuiescenceChanged, ReviewDecided, ReviewRequested
 
 log = logging.getLogger(__name__)
 
-CoordinatorEvent = RefinementReported | QuiescenceChanged | ReviewRequested
+CoordinatorEvent = RefinementReported | QuiescenceChanged | ReviewRequested | ReviewDecided
 Listener = Callable[[CoordinatorEvent], Awaitable[None]]
 _FLUSH: Any = object()  # marker: "everything before me was delivered"
 

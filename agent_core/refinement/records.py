@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from harness_store import RefinementNotFound
+
 if TYPE_CHECKING:
     from harness_store import HarnessState, Proposal
 
@@ -85,6 +87,14 @@ class ReviewRequested:
     pending: PendingReview
 
 
+class UnknownRefinement(RefinementNotFound):
+    """Neither of the session's stores (its own, the global one) has this refinement id."""
+
+    def __init__(self, refinement_id: str, *, what: str = "refinement") -> None:
+        LookupError.__init__(self, f"no {what} {refinement_id!r} in this session's or the global harness")
+        self.refinement_id = refinement_id
+
+
 @dataclass(frozen=True)
 class RefinementOutcome:
     """How one refinement job ended: applied/refused result id, awaiting review, or failed."""
@@ -113,3 +123,11 @@ class RefinementOutcome:
         if self.error:
             body["error"] = self.error
         return body
+
+
+@dataclass(frozen=True)
+class ReviewDecided:
+    """A proposal (or applied candidates) was decided, by any route: its review card can settle."""
+
+    proposal_id: str
+    outcome: RefinementOutcome

@@ -11,6 +11,8 @@ from agent_core.events import RefinementReported
 from agent_core.refinement import TRUNCATED_MESSAGE, Policy, QuiescenceChanged, ReviewRequested
 from agent_core.refinement.prompts import PLANNER_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT
 from agent_core.testing.scripted_model import length_cut, text
+from harness_store import RefinementNotFound
+from harness_store.errors import ReviewNotFound
 
 from .conftest import Recorder, Rig, gate_reply, memory_edit, plan_reply, serving, system_prompts
 
@@ -258,7 +260,7 @@ async def test_reject_forever_tombstones_and_the_same_proposal_is_refused_later(
 
 async def test_deciding_an_unknown_proposal_names_what_is_pending(rig: Rig) -> None:
     coordinator = rig.coordinator(auto_every=0)
-    with pytest.raises(KeyError, match="no pending review or refinement 'p-nope'"):
+    with pytest.raises(ReviewNotFound, match="no pending review or refinement 'p-nope'"):
         await coordinator.decide("p-nope", "apply")
     assert coordinator.quiescent
 
@@ -291,7 +293,7 @@ async def test_rollback_through_the_coordinator_is_reported_and_restores_the_sto
         assert applied.refinement_id is not None
         undo = await coordinator.rollback(applied.refinement_id)
         assert await coordinator.flushed()
-        with pytest.raises(KeyError, match="no refinement 'r-missing'"):
+        with pytest.raises(RefinementNotFound, match="no refinement 'r-missing'"):
             await coordinator.rollback("r-missing")
     assert undo.rollback_of == applied.refinement_id and undo.applied
     assert rig.local.load().get("memory", "test_command") is None

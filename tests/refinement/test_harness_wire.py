@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_server.harness_wire import result_full, result_summary, to_wire
+from acp_server.harness.wire import result_full, result_summary, to_wire
 from harness_store import HarnessStore
 
 

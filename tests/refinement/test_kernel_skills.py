@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_core.refinement import ModelClientCompletion, refine_model, register_host_ops
+from agent_core.refinement import HarnessSurface, ModelClientCompletion, refine_model, register_host_ops
 from agent_core.refinement.completion import Completion
 from harness_store import Proposal
 from kernel_bridge import KernelPool, KernelSession
@@ -103,7 +103,7 @@ async def test_harness_writes_from_a_cell_are_refinements_that_roll_back(
     kernel: KernelSession, rig: Rig
 ) -> None:
     coordinator = rig.coordinator(auto_every=0)
-    register_host_ops(kernel.host_bridge, coordinator)
+    register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
     async with serving(coordinator, rig):
         out = await run_cell(
             kernel,
@@ -131,7 +131,7 @@ async def test_harness_writes_from_a_cell_are_refinements_that_roll_back(
 
 async def test_refine_run_in_a_cell_is_held_until_the_turn_ends(kernel: KernelSession, rig: Rig) -> None:
     coordinator = rig.coordinator(auto_every=0)
-    register_host_ops(kernel.host_bridge, coordinator)
+    register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
     rig.server.push(plan_reply())  # an empty proposal: nothing to keep
     async with serving(coordinator, rig):
         out = await run_cell(kernel, "r = await refine.run('remember the deploy day')\nprint(json.dumps(r))")
@@ -179,7 +179,7 @@ async def test_kernel_write_while_the_planner_runs_is_refused_as_changed_during_
     rig.local.apply(seed, scope="local", trigger="user")
     gate = GatedCompletion(ModelClientCompletion(rig.model_client(), model=refine_model(rig.config)))
     coordinator = rig.coordinator(auto_every=0, completion=gate)
-    register_host_ops(kernel.host_bridge, coordinator)
+    register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
     rig.server.push(
         plan_reply(
             {

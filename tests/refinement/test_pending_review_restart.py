@@ -10,7 +10,7 @@ import pytest
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
-from .acp_support import messages_between, new_session, prompt, select, servers
+from .acp_support import RpcError, messages_between, new_session, prompt, select, servers
 
 REVIEW_ALWAYS = 'auto_refine_every = 0\nrefine_review = "always"\n'
 CELL = (
@@ -232,4 +232,24 @@ def test_rollback_command_of_an_already_rolled_back_refinement_names_the_later_o
         done = prompt(client, sid, f"/rollback {created}")
         said = messages_between(client, before, done.seq)
         assert f"Refinement {created} was already rolled back by {undone_by}." in said
+        assert client.request("_harness/history", {"sessionId": sid})["refinements"] == history
+
+
+def test_harness_rollback_of_an_already_rolled_back_refinement_is_refused_naming_the_later_one(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    cell = "harness.create('memory', 'Local fact', 'Tabs in this repo.')"
+    model.push(tool_call(cell, "Remember it"), text("Noted."))
+    with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
+        client = group.spawn(tmp_path)
+        sid = new_session(client, tmp_path)
+        prompt(client, sid, "Remember the tabs.")
+        [created] = [h["id"] for h in client.request("_harness/history", {"sessionId": sid})["refinements"]]
+        undone = client.request("_harness/rollback", {"sessionId": sid, "refinementId": created})
+        history = client.request("_harness/history", {"sessionId": sid})["refinements"]
+        with pytest.raises(RpcError) as refused:
+            client.request("_harness/rollback", {"sessionId": sid, "refinementId": created})
+        assert refused.value.code == -32010
+        assert f"already rolled back by {undone['id']}" in str(refused.value.message)
+        assert refused.value.data["rolledBackBy"] == undone["id"]
         assert client.request("_harness/history", {"sessionId": sid})["refinements"] == history

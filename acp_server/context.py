@@ -1,0 +1,65 @@
+"""What acp_server's feature modules need from the server, and the context a slash command runs in.
+
+`ServerPort` is a `Protocol` so that the modules it serves (commands, `harness/*`) annotate the
+server without importing `methods.py` (which imports them): the arrows stay one-way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from acp_server.open_session import OpenSession
+    from acp_server.registry import MethodRegistry
+    from agent_core.refinement.surface import HarnessSurface
+    from agent_core.session import Session
+
+JsonObject = dict[str, object]
+Reply = Callable[[str], Awaitable[None]]
+
+
+class ServerPort(Protocol):
+    """The server as the features see it: send to the client, find an open session."""
+
+    extension_notifications: list[str]
+
+    async def send_update(self, session_id: str, update: JsonObject) -> None: ...
+
+    async def notify(self, method: str, params: JsonObject) -> None: ...
+
+    async def open_session(self, session_id: str) -> OpenSession: ...
+
+
+class HarnessHost(ServerPort, Protocol):
+    """The server an extension (`harness.methods.install`) extends: its method table too."""
+
+    registry: MethodRegistry
+
+
+class PromptHost(HarnessHost, Protocol):
+    """What `session/prompt` needs from the server beyond the `HarnessHost`."""
+
+    async def cancel_session(self, session_id: str) -> None: ...
+
+    async def refresh_commands(self, opened: OpenSession) -> None: ...
+
+
+@dataclass(frozen=True)
+class CommandContext:
+    """One slash command's world: the server, the open session and its harness, and how to answer."""
+
+    server: ServerPort
+    opened: OpenSession
+    reply: Reply
+    # Announces an agent-side mode switch (`current_mode_update` + `config_option_update`).
+    on_mode_change: Callable[[], Awaitable[None]] | None = None
+
+    @property
+    def session(self) -> Session:
+        return self.opened.session
+
+    @property
+    def harness(self) -> HarnessSurface:
+        return self.opened.harness

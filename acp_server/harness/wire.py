@@ -1,0 +1,127 @@
+"""Harness records as camelCase wire JSON (the shapes of the `_harness/*` answers)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from acp_server import frames
+
+if TYPE_CHECKING:
+    from agent_core.refinement.records import RefinementOutcome
+    from agent_core.refinement.surface import HarnessState, HarnessStatus, HistoryPage, RefinementResult
+
+JsonObject = dict[str, object]
+
+# User data inside entries keeps its own keys (a skill's arguments contract is not ours to rename).
+_OPAQUE = frozenset({"reference", "arguments", "metadata"})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def to_wire(value: object) -> object:
+    """snake_case model dumps -> camelCase JSON (user data under reference/arguments/metadata untouched)."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        value = dump(mode="json")
+    if isinstance(value, Mapping):
+        return {
+            _camel(str(k)): (v if k in _OPAQUE else to_wire(v))
+            for k, v in value.items()
+            if v is not None or k in ("before", "after")
+        }
+    if isinstance(value, list | tuple):
+        return [to_wire(v) for v in value]
+    return value
+
+
+def to_wire_object(value: object) -> JsonObject:
+    """`to_wire` of something that dumps to an object (a model, a mapping)."""
+    wired = to_wire(value)
+    if not isinstance(wired, dict):
+        raise TypeError(f"{type(value).__name__} is not an object on the wire")
+    return wired
+
+
+def result_summary(result: RefinementResult) -> JsonObject:
+    """One `_harness/history` line: id, summary, scope, trigger, time and the edits' outcomes."""
+    body: JsonObject = {
+        "id": result.id,
+        "summary": result.summary,
+        "scope": result.scope,
+        "trigger": result.trigger,
+        "createdAt": result.created_at,
+        "edits": [
+            {
+                "action": e.action,
+                "kind": e.kind,
+                "id": e.id,
+                "applied": e.applied,
+                **({"error": e.error} if e.error else {}),
+            }
+            for e in result.applied_edits
+        ],
+    }
+    if result.rollback_of:
+        body["rollbackOf"] = result.rollback_of
+    if result.review_of:
+        body["reviewOf"] = result.review_of
+    return body
+
+
+def result_full(result: RefinementResult) -> JsonObject:
+    """A whole history record (`_harness/show`, `_harness/rollback`): every field, edits with snapshots."""
+    body = to_wire_object(result)
+    body["edits"] = body.pop("appliedEdits", [])
+    body["applied"] = bool(result.applied)
+    return body
+
+
+def state_answer(state: HarnessState) -> JsonObject:
+    """`_harness/state`: every entry under its key (kind, then key order) and the tombstones."""
+    entries = [
+        {"key": key, **to_wire_object(entry)}
+        for kind in sorted(state.entries)
+        for key, entry in sorted(state.entries[kind].items())
+    ]
+    return frames.harness_state_response(entries, [to_wire_object(t) for t in state.tombstones])
+
+
+def status_answer(status: HarnessStatus) -> JsonObject:
+    """`_harness/status`: quiescence, counts, and the last refinement id when there is one."""
+    return frames.harness_status_response(
+        status.quiescent, status.pending, status.in_flight, status.awaiting_review, status.last_refinement_id
+    )
+
+
+def history_answer(page: HistoryPage) -> JsonObject:
+    """`_harness/history`: one page of refinement summaries, newest first, and the next cursor."""
+    return frames.harness_history_response([result_summary(r) for r in page.records], page.next_cursor)
+
+
+def await_quiescence_answer(quiescent: bool, last_refinement_id: str | None) -> JsonObject:
+    """`_harness/await_quiescence`: settled or not, and the last refinement id."""
+    return frames.await_quiescence_response(quiescent, last_refinement_id)
+
+
+def rollback_refused(refinement_id: str, result: RefinementResult, *, force: bool) -> JsonObject:
+    """The -32010 error of a rollback the store refused (data names the edits)."""
+    return frames.rollback_refused_error(refinement_id, result.errors, result_full(result), force=force)
+
+
+def already_rolled_back(refinement_id: str, rolled_back_by: str) -> JsonObject:
+    """The -32010 error of a rollback of a refinement that an applied rollback already undoes."""
+    reason = f"refinement {refinement_id} was already rolled back by {rolled_back_by}"
+    return frames.rpc_error(
+        frames.ROLLBACK_REFUSED,
+        f"rollback of {refinement_id} was refused: {reason}",
+        {"refinementId": refinement_id, "rolledBackBy": rolled_back_by, "errors": [reason]},
+    )
+
+
+def outcome_answer(outcome: RefinementOutcome) -> JsonObject:
+    """A decided review's outcome (`_harness/review`), camelCase."""
+    return to_wire_object(outcome.to_json())

@@ -1,0 +1,35 @@
+"""`OpenSession`: one agent_core session bound to this connection, with what the server keeps for it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    # Typing only: acp_server imports agent_core off the startup path (see methods.py).
+    from acp_server.editor import JsonRpcEditor
+    from acp_server.presenter import TurnPresenter
+    from agent_core.refinement.surface import HarnessSurface
+    from agent_core.session import Session
+
+
+@dataclass
+class OpenSession:
+    session: Session
+    editor: JsonRpcEditor
+    presenter: TurnPresenter
+    # The session's harness (both stores, through its refinement coordinator): every harness
+    # command, `_harness/*` method and refinement card goes through it.
+    harness: HarnessSurface
+    prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a
+    # prompt queued behind a running one is cancelled too (it never reaches agent_core).
+    cancel_generation: int = 0
+    unsubscribe: Callable[[], None] | None = None
+    # The `/skill:<name>` commands last advertised, so a change (a skill folder added) is re-announced.
+    advertised_skills: tuple[str, ...] = ()
+    # Proposals whose review card the client has been shown (harness/review.py settles them).
+    shown_reviews: set[str] = field(default_factory=set)

@@ -1,0 +1,362 @@
+"""`HarnessSurface`: the one typed answer to every harness question a session is asked.
+
+The session's two stores (its own local harness and the shared global one) and its refinement
+coordinator seen as one thing. Slash commands, the `_harness/*` methods and the kernel's
+`refine.*`/`harness.*` host ops only call this and format what it returns, so each question has one
+answer: which store holds an id (`find`), history merged and ordered one way (`history`), the state
+of a scope (`state`), one search semantics (`search`), what `/undo` undoes (`latest_undoable`),
+rollback (with "already rolled back by"), review decisions, and one ordered event stream
+(`subscribe`). Everything that changes the harness goes through the coordinator, so it is shown as a
+card and counted in quiescence. Errors are the store's typed errors, never `KeyError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from agent_core.events import RefinementReported
+from agent_core.refinement.records import (
+    PendingReview,
+    QuiescenceChanged,
+    RefinementOutcome,
+    ReviewChoice,
+    ReviewDecided,
+    ReviewRequested,
+    Scope,
+    UnknownRefinement,
+)
+from agent_core.refinement.reporting import preview_edits
+from agent_core.refinement.scopes import merged_state
+from harness_store import (
+    KINDS,
+    HarnessEntry,
+    HarnessState,
+    HarnessStoreError,
+    Proposal,
+    RefinementNotFound,
+    RefinementResult,
+    render_overview,
+)
+from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
+
+if TYPE_CHECKING:
+    from agent_core.refinement.coordinator import RefinementCoordinator
+    from harness_store import HarnessStore
+
+log = logging.getLogger(__name__)
+
+StateScope = Literal["local", "global", "merged"]
+HarnessEvent = RefinementReported | ReviewRequested | ReviewDecided | QuiescenceChanged
+Subscriber = Callable[[HarnessEvent], Awaitable[None]]
+Record = Callable[[RefinementReported], None]
+
+_WORD = re.compile(r"[a-z0-9]+")
+DEFAULT_SEARCH_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class Found:
+    """A refinement and the store (scope) whose history holds it."""
+
+    scope: Scope
+    result: RefinementResult
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """Refinements of both stores, newest first; `next_cursor` is the last id when more follow."""
+
+    records: tuple[RefinementResult, ...]
+    next_cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One entry a search found, under its merged-state key, with its score (higher first)."""
+
+    key: str
+    entry: HarnessEntry
+    score: float
+
+
+@dataclass(frozen=True)
+class RollbackOutcome:
+    """A rollback's answer: the new result, or the rollback that already undid the refinement."""
+
+    refinement_id: str
+    result: RefinementResult | None = None
+    rolled_back_by: str | None = None
+
+    @property
+    def refused(self) -> bool:
+        """The store refused the rollback (an entry changed since; `errors` name the edits)."""
+        return self.result is not None and not self.result.applied and bool(self.result.errors)
+
+
+@dataclass(frozen=True)
+class HarnessStatus:
+    """Quiescence and review counts as published (`_harness/status`, `refine.status()`)."""
+
+    quiescent: bool
+    pending: int
+    in_flight: int
+    awaiting_review: int
+    last_refinement_id: str | None
+    last: RefinementOutcome | None
+
+
+def visible_entries(state: HarnessState, kind: str | None = None) -> list[tuple[str, HarnessEntry]]:
+    """Entries by kind then key, without rejected ones (they never come back to the agent)."""
+    kinds = [kind] if kind else list(KINDS)
+    return [
+        (key, entry)
+        for k in kinds
+        for key, entry in sorted(state.entries.get(k, {}).items())
+        if entry.trust != "rejected"
+    ]
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _history_key(record: RefinementResult) -> tuple[str, str]:
+    return (record.created_at, record.id)
+
+
+class HarnessSurface:
+    """A session's harness: both stores, through its refinement coordinator."""
+
+    def __init__(self, coordinator: RefinementCoordinator, *, record: Record | None = None) -> None:
+        self.coordinator = coordinator
+        self._record = record
+        self._subscribers: list[Subscriber] = []
+        coordinator.add_listener(self._deliver)
+
+    @property
+    def session_id(self) -> str:
+        return self.coordinator.session_id
+
+    def _store(self, scope: Scope) -> HarnessStore:
+        return self.coordinator.global_store if scope == "global" else self.coordinator.local_store
+
+    def _stores(self) -> tuple[tuple[Scope, HarnessStore], ...]:
+        return (("local", self.coordinator.local_store), ("global", self.coordinator.global_store))
+
+    # ------------------------------------------------------------ the event stream
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """`subscriber` gets every event, in order, awaited before quiescence waiters wake;
+        returns the function that unsubscribes it."""
+        self._subscribers.append(subscriber)
+
+        def unsubscribe() -> None:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+        return unsubscribe
+
+    async def _deliver(self, event: HarnessEvent) -> None:
+        # The transcript first: it is the record (`session/load` replays the cards), client or not.
+        if self._record is not None and isinstance(event, RefinementReported):
+            try:
+                self._record(event)
+            except Exception:
+                log.exception("recording refinement %s in the transcript failed", event.refinement_id)
+        for subscriber in list(self._subscribers):
+            try:
+                await subscriber(event)
+            except Exception:
+                log.exception("harness subscriber failed on %s", type(event).__name__)
+
+    async def flushed(self, timeout: float = 30.0) -> bool:
+        """Wait until every event emitted so far reached the subscribers."""
+        return await self.coordinator.flushed(timeout)
+
+    async def wait_quiescent(self, timeout: float | None = None) -> bool:
+        """Wait until settled (and the settling transition was delivered); False on timeout."""
+        return await self.coordinator.wait_quiescent(timeout)
+
+    def status(self) -> HarnessStatus:
+        c = self.coordinator
+        return HarnessStatus(
+            quiescent=c.quiescent,
+            pending=c.pending,
+            in_flight=c.in_flight,
+            awaiting_review=len(c.pending_reviews),
+            last_refinement_id=c.last_refinement_id,
+            last=c.last,
+        )
+
+    # ------------------------------------------------------------ reading
+
+    def _find_sync(self, refinement_id: str) -> Found:
+        found = self.coordinator.locate(refinement_id)
+        if found is None:
+            raise UnknownRefinement(refinement_id)
+        return Found(*found)
+
+    async def find(self, refinement_id: str) -> Found:
+        """The refinement and its scope; `UnknownRefinement` when neither store has it."""
+        return await anyio.to_thread.run_sync(self._find_sync, refinement_id)
+
+    def _all_history(self) -> list[RefinementResult]:
+        records = [r for _, store in self._stores() for r in store.history(None)]
+        records.sort(key=_history_key, reverse=True)
+        return records
+
+    async def history(self, limit: int | None = None, cursor: str | None = None) -> HistoryPage:
+        """Both stores' refinements newest first (by creation time, then id), `limit` of them,
+        starting after `cursor`; `UnknownRefinement` when the cursor names no refinement."""
+        records = await anyio.to_thread.run_sync(self._all_history)
+        if cursor is not None:
+            ids = [r.id for r in records]
+            if cursor not in ids:
+                raise UnknownRefinement(cursor, what="cursor")
+            records = records[ids.index(cursor) + 1 :]
+        if limit is None or len(records) <= limit:
+            return HistoryPage(tuple(records))
+        page = records[:limit]
+        return HistoryPage(tuple(page), next_cursor=page[-1].id)
+
+    def _state_sync(self, scope: StateScope, as_of: str | None) -> HarnessState:
+        if as_of is not None:
+            found = self._find_sync(as_of)
+            state = self._store(found.scope).state_as_of(as_of)
+            return HarnessState.build(state.entries, [], head=state.head)
+        if scope == "local":
+            return self.coordinator.local_store.load()
+        if scope == "global":
+            return self.coordinator.global_store.load()
+        return merged_state(self.coordinator.local_store.load(), self.coordinator.global_store.load())
+
+    async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
+        """The harness of one scope, or both merged; `as_of` a refinement id: the entries right
+        after it (no tombstones). `UnknownRefinement` for an `as_of` neither store has."""
+        return await anyio.to_thread.run_sync(self._state_sync, scope, as_of)
+
+    async def search(
+        self, query: str, *, kind: str | None = None, limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> list[SearchHit]:
+        """Entries of the merged harness sharing words with `query`, best first.
+
+        Score: query words found in the entry's id, title, path and content, plus half a point per
+        word in the title; ties by key. Rejected entries are never found.
+        """
+        wanted = _words(query)
+        state = await self.state("merged")
+        hits: list[SearchHit] = []
+        for key, entry in visible_entries(state, kind):
+            found = len(wanted & _words(f"{entry.id} {entry.title} {entry.path} {entry.content}"))
+            if found:
+                hits.append(SearchHit(key, entry, found + 0.5 * len(wanted & _words(entry.title))))
+        hits.sort(key=lambda hit: (-hit.score, hit.key))
+        return hits[:limit]
+
+    async def latest_undoable(self) -> RefinementResult | None:
+        """What `/undo` rolls back: the newest applied refinement that is not a rollback and was
+        not rolled back; None when there is none."""
+        records = await anyio.to_thread.run_sync(self._all_history)
+        undone = {r.rollback_of for r in records}
+        for record in records:  # newest first
+            if record.rollback_of is None and record.id not in undone and record.applied:
+                return record
+        return None
+
+    def pending_reviews(self) -> list[PendingReview]:
+        """Proposals waiting for a human decision, oldest first (this session's and every global one)."""
+        return list(self.coordinator.pending_reviews.values())
+
+    def pending_review(self, proposal_id: str) -> PendingReview | None:
+        return self.coordinator.pending_reviews.get(proposal_id)
+
+    def preview(self, pending: PendingReview) -> tuple[dict[str, Any], ...]:
+        """The proposal's edits as diffs against its store as it is now (blocking: call in a thread)."""
+        state = self._store(pending.scope).load()
+        return preview_edits(pending, state, view_path=self.coordinator.view_path)
+
+    # ------------------------------------------------------------ changing (all through the coordinator)
+
+    async def rollback(self, refinement_id: str, *, force: bool = False) -> RollbackOutcome:
+        """Roll back a refinement of either store; its card is delivered before this returns.
+
+        Already rolled back: answered without any write (no history record for a no-op).
+        `UnknownRefinement` when neither store has the id; a refused rollback is a result.
+        """
+        found = await self.find(refinement_id)
+        store = self._store(found.scope)
+        later = await anyio.to_thread.run_sync(store.rolled_back_by, refinement_id)
+        if later is not None:
+            return RollbackOutcome(refinement_id, rolled_back_by=later)
+        result = await self.coordinator.rollback(refinement_id, force=force)
+        await self.flushed()
+        return RollbackOutcome(refinement_id, result=result)
+
+    async def decide(
+        self, proposal_id: str, choice: ReviewChoice, *, edit_ids: Sequence[str] | None = None
+    ) -> RefinementOutcome:
+        """Decide a pending review (or review applied candidates by refinement id); the cards and
+        a `ReviewDecided` are delivered before this returns.
+
+        `ReviewNotFound` when nothing waits under the id; `ReviewAlreadyDecided` when another
+        session decided it meanwhile.
+        """
+        outcome = await self.coordinator.decide(proposal_id, choice, edit_ids=edit_ids)
+        self.coordinator.outbox.emit(ReviewDecided(proposal_id, outcome))
+        await self.flushed()
+        return outcome
+
+    async def refine_now(
+        self, *, instructions: str | None = None, scope: Scope = "local"
+    ) -> RefinementOutcome:
+        """`/refine`: plan now (no review gate) and apply or hold for review; cards delivered first."""
+        outcome = await self.coordinator.refine_now(instructions=instructions, scope=scope)
+        await self.flushed()
+        return outcome
+
+    def schedule(self, instructions: str | None, scope: Scope) -> dict[str, Any]:
+        """`refine.run()` from a cell: held until the turn ends."""
+        return self.coordinator.schedule_from_cell(instructions, scope)
+
+    async def current_entry(self, scope: Scope, kind: str, entry_id: str) -> HarnessEntry | None:
+        """One entry of one store as it is now (None if absent)."""
+        state = await anyio.to_thread.run_sync(self._store(scope).load)
+        return state.get(kind, entry_id)
+
+    async def write(self, proposal: Proposal, *, scope: Scope) -> RefinementOutcome:
+        """A harness write from a cell: the review policy decides like for any refinement."""
+        return await self.coordinator.submit(
+            proposal, scope=scope, trigger="model", baseline=None, source="agent"
+        )
+
+
+# The store's types and errors the surface answers with, for callers that may not import
+# harness_store themselves (acp_server reaches the store only through agent_core).
+__all__ = [
+    "DEFAULT_SEARCH_LIMIT",
+    "Found",
+    "HarnessEntry",
+    "HarnessEvent",
+    "HarnessState",
+    "HarnessStatus",
+    "HarnessStoreError",
+    "HarnessSurface",
+    "HistoryPage",
+    "RefinementNotFound",
+    "RefinementResult",
+    "ReviewAlreadyDecided",
+    "ReviewNotFound",
+    "RollbackOutcome",
+    "SearchHit",
+    "StateScope",
+    "Subscriber",
+    "UnknownRefinement",
+    "render_overview",
+    "visible_entries",
+]
