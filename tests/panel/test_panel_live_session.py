@@ -40,7 +40,7 @@ async def test_a_refinement_by_a_running_session_appears_on_the_open_page(page: 
     home = tmp_path / "home"
     with ScriptedModelServer() as model, servers(home, model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         panel = start_panel(home)
         try:
             await open_panel(page, panel)
@@ -62,7 +62,7 @@ def test_a_running_session_sees_a_rollback_made_in_the_panel(tmp_path: Path) -> 
     home = tmp_path / "home"
     with ScriptedModelServer() as model, servers(home, model.base_url, config=MANUAL_ONLY) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         model.push(text(_plan()))
         prompt(client, sid, "/refine")
         [record] = HarnessStore(home / "sessions" / sid / "harness").history()

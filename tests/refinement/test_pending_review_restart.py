@@ -242,7 +242,7 @@ def test_harness_rollback_of_an_already_rolled_back_refinement_is_refused_naming
     model.push(tool_call(cell, "Remember it"), text("Noted."))
     with servers(tmp_path / "home", model.base_url, config="auto_refine_every = 0\n") as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "Remember the tabs.")
         [created] = [h["id"] for h in client.request("_harness/history", {"sessionId": sid})["refinements"]]
         undone = client.request("_harness/rollback", {"sessionId": sid, "refinementId": created})
