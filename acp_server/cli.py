@@ -77,8 +77,11 @@ def _build_agent(config: Any) -> Any:
     """The server's Agent: agent_core wired to the kernel-side skills and to refinement (built off the
     startup path)."""
     from agent_core import Agent
+    from agent_core.subagents import SubagentHub
 
-    return Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
+    agent = Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
+    SubagentHub.install(agent)  # issue 12: children spawned from cells (`agents.*`), /agents
+    return agent
 
 
 def main(argv: Sequence[str] | None = None) -> int:

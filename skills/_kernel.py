@@ -6,11 +6,11 @@ import sys
 from collections.abc import MutableMapping, Sequence
 from typing import Any
 
-BUILTIN = ("refine", "harness", "editor", "goal")
+BUILTIN = ("refine", "harness", "editor", "goal", "agents")  # agents: subagents (issue 12)
 
 
 def install(namespace: MutableMapping[str, Any], roots: Sequence[str]) -> None:
-    """Bind `refine`, `harness`, `editor`, `goal` and `skills` in the user's namespace."""
+    """Bind `refine`, `harness`, `editor`, `goal`, `agents` and `skills` in the user's namespace."""
     import importlib
 
     import skills

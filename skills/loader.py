@@ -24,6 +24,7 @@ _MODULES = (
     ("skills.harness", "harness.py"),
     ("skills.editor", "editor.py"),
     ("skills.goal", "goal.py"),
+    ("skills.agents", "agents.py"),  # subagents (issue 12)
     ("skills._kernel", "_kernel.py"),
 )
 

@@ -1,0 +1,80 @@
+"""`agents`: delegate work to subagents -- other sessions of this server, each with its own kernel.
+
+    handle = await agents.spawn("Run the test suite and summarize failures", name="tests")
+    await agents.send("also check the linter", to="tests")   # to "parent", a child or a sibling
+    messages = await agents.inbox(wait=True, timeout=60)     # includes each child's final answer
+    agents.list()                                            # children with their state
+    await agents.observe("tests")                            # bounded summary: state, last cells, messages
+    await agents.cancel("tests")
+
+`spawn` returns at admission (the child is `queued` or `running`), never when it finishes. When a
+child's turn ends, its final answer (or its failure, or its cancellation) arrives in this agent's
+inbox by itself, as a message with `final: True` -- a child does not have to `send` anything.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Generator
+from typing import Any
+
+from kernel_bridge import hostclient as bridge
+from skills._awaitable import Answer
+
+__all__ = ["cancel", "inbox", "list", "observe", "send", "spawn"]
+
+
+class Messages(builtins.list[dict[str, Any]]):
+    """A list of inbox messages that may also be awaited (the call was already made)."""
+
+    def __await__(self) -> Generator[Any, None, Messages]:
+        yield from ()
+        return self
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{what} must be a non-empty string")
+    return value
+
+
+def spawn(
+    task: str,
+    name: str | None = None,
+    spec: str | None = None,
+    model: str | None = None,
+    cwd: str | None = None,
+) -> Answer:
+    """Start a subagent on `task`; returns its handle (name, session_id, state) at admission.
+
+    `spec` is the id of a harness `subagent` entry (its instructions, role and preferred model
+    apply); `model` overrides the model; `cwd` (relative to this kernel's) is where it works.
+    """
+    return Answer(
+        bridge.call("agents.spawn", task=_text(task, "task"), name=name, spec=spec, model=model, cwd=cwd)
+    )
+
+
+def send(message: str, to: str = "parent") -> Answer:
+    """Send `message` to "parent", to one of your children, or to a sibling, by name."""
+    return Answer(bridge.call("agents.send", message=_text(message, "message"), to=to))
+
+
+def inbox(wait: bool = False, timeout: float | None = None) -> Messages:
+    """Messages addressed to this agent (and taken out of the inbox); `wait` blocks for the first one."""
+    return Messages(bridge.call("agents.inbox", wait=bool(wait), timeout=timeout))
+
+
+def list() -> builtins.list[dict[str, Any]]:
+    """Your children with their state (queued, running, idle, finished, failed, cancelled, interrupted)."""
+    return builtins.list(bridge.call("agents.list"))
+
+
+def observe(name: str) -> Answer:
+    """A bounded, read-only summary of child `name`: state, task, last cells and messages."""
+    return Answer(bridge.call("agents.observe", name=_text(name, "name")))
+
+
+def cancel(name: str) -> Answer:
+    """Stop child `name` (and its own children); its cancellation arrives in your inbox."""
+    return Answer(bridge.call("agents.cancel", name=_text(name, "name")))
