@@ -98,9 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "serve":
         from acp_server.harness_methods import install as install_harness_methods
         from acp_server.server import serve_stdio
+        from acp_server.subagent_cards import install as install_subagent_cards  # issue 12
 
         return serve_stdio(
-            agent_factory=_build_agent, agent_prepare=_preload, extensions=[install_harness_methods]
+            agent_factory=_build_agent,
+            agent_prepare=_preload,
+            extensions=[install_harness_methods, install_subagent_cards],
         )
     if command == "demo":
         from acp_server.demo import run_demo

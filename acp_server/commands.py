@@ -47,6 +47,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("autonomous", "Autonomous mode on or off (same as the mode picker)", "on | off | status"),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
+    SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),  # issue 12
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -352,6 +353,12 @@ class CommandRunner:
         from acp_server.refinement_review import review_command
 
         await review_command(self._server, self._opened, argument, self._reply)
+
+    async def _cmd_agents(self, argument: str) -> None:  # issue 12: the logic lives in agent_core.subagents
+        from agent_core.subagents.commands import agents_command
+
+        hub = getattr(self._session, "subagents", None)
+        await self._reply(await agents_command(hub, self._session.id, argument))
 
 
 # `/harness <kind>`: the store's kinds, their plurals and the words the overview headings use.

@@ -16,6 +16,7 @@ from acp_server.errors import INVALID_PARAMS, AcpError
 from acp_server.harness_wire import result_full, result_summary, to_wire
 from acp_server.refinement_review import QUIESCENCE, coordinator_of, settle_review_card, watch
 from acp_server.registry import RequestContext
+from acp_server.subagent_cards import running_children
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer, OpenSession
@@ -209,6 +210,7 @@ def install(server: AcpServer) -> None:
         }
         if state["last_refinement_id"]:
             answer["lastRefinementId"] = state["last_refinement_id"]
+        answer["runningSubagents"] = running_children(opened.session)  # issue 12: background children
         return answer
 
     @r.request("_harness/await_quiescence")

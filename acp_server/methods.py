@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from acp_server import commands, wire
+from acp_server import commands, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
 from acp_server.config_options import config_options, session_setup
 from acp_server.editor import JsonRpcEditor
@@ -315,6 +315,9 @@ class AcpServer:
                 info["title"] = summary.title
             if summary.updated_at:
                 info["updatedAt"] = summary.updated_at
+            link = subagent_cards.list_meta(agent, summary.session_id)  # issue 12: a child names its parent
+            if link is not None:
+                info["_meta"] = link
             sessions.append(info)
         answer: dict[str, Any] = {"sessions": sessions}
         if result.next_cursor:

@@ -84,6 +84,7 @@ class SubagentHub:
         """Per session: the `agents.*` host ops on its kernels, and closing its children with it."""
         from agent_core.subagents.host_ops import register_host_ops
 
+        session.subagents = self  # how acp_server finds the hub (cards, /agents, session/list)
         session.kernel_hooks.append(lambda kernel: register_host_ops(kernel.host_bridge, self, session))
         session.close_hooks.append(lambda: self.close_children(session.id))
 
@@ -402,9 +403,13 @@ class SubagentHub:
             return
         self._cancel_reasons[record.session_id] = reason
         session = self._sessions.get(record.session_id)
-        if session is not None:
-            await session.cancel()
-        await asyncio.wait({task}, timeout=CANCEL_WAIT)
+        for _attempt in range(3):
+            # Again if needed: a turn that was just starting may have missed the first cancel.
+            if session is not None:
+                await session.cancel()
+            await asyncio.wait({task}, timeout=CANCEL_WAIT / 3)
+            if task.done():
+                break
 
     async def close_children(self, parent_id: str) -> None:
         """The parent is closing: cancel its active children, then close their sessions."""

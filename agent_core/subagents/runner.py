@@ -107,6 +107,11 @@ async def drive(
     `cancel_reason()` is the reason the hub cancelled the child (None when it did not); `stopping()`
     is true while the server shuts down (the child is then interrupted, not cancelled).
     """
+    early = cancel_reason()
+    if early is not None:
+        # Cancelled between admission and this task's first step: the turn never starts (a cancel
+        # before `run_turn` is called would not reach it).
+        return Ending("cancelled", reason=early, stop_reason="cancelled")
     failure: str | None = None
     loop = asyncio.get_running_loop()
     canceller: set[asyncio.Task[None]] = set()
