@@ -213,3 +213,241 @@ def test_cancelling_one_child_delivers_its_cancellation_and_leaves_its_sibling_f
         assert finals["slow"][0] == "cancelled"
         assert "cancelled by its parent" in finals["slow"][1]
         assert finals["quick"] == ["finished", "quick answer", False]
+
+
+def test_a_child_whose_kernel_dies_fails_with_the_reason_and_the_parent_keeps_working(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    import os
+    import signal
+
+    never = str(tmp_path / "never")
+    routes = {
+        "[[victim]]": [
+            tool_call("import os\nawait agents.send(str(os.getpid()))\n" + wait_for_file(never)),
+            text("victim should not answer"),
+        ]
+    }
+    parent = [
+        tool_call(
+            textwrap.dedent(
+                """
+                await agents.spawn("[[victim]] hold on", name="victim")
+                first = await agents.inbox(wait=True, timeout=90)
+                print("PID", first[0]["text"], flush=True)
+                """
+            )
+            + collect(1)
+        ),
+        cell('print("parent alive", 1 + 1)'),
+        text("done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        rid = client.start_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "kill test"}]}
+        )
+        frame = client.wait_for(lambda m: "PID " in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+        pid = int(json.dumps(frame.message["params"]["update"]).split("PID ")[1].split("\\")[0].split('"')[0])
+        os.kill(pid, signal.SIGKILL)
+        assert client.result(rid, WAIT)["stopReason"] == "end_turn"
+        parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
+        finals = json.loads(tool_results(parent_requests[1])[-1].strip().splitlines()[-1])
+        assert finals["victim"][0] == "failed"
+        assert "kernel died" in finals["victim"][1]
+        assert "parent alive 2" in last_tool_result(model)
+
+
+def test_a_child_whose_model_fails_is_failed_with_the_model_error(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from agent_core.testing.scripted_model import error
+
+    routes = {"[[broken]]": [error(400, "the scripted model refuses this child")]}
+    parent = [cell('await agents.spawn("[[broken]] try", name="broken")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "model failure", timeout=WAIT)[0] == "end_turn"
+        finals = json.loads(last_tool_result(model))
+        assert finals["broken"][0] == "failed"
+        assert "refuses this child" in finals["broken"][1]
+
+
+def subagent_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
+    return [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("subagent-")]
+
+
+def test_the_spawn_card_follows_the_child_after_the_parent_turn_ended_and_ends_with_its_answer(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {"[[late]]": [tool_call(wait_for_file(release)), text("late answer: 7")]}
+    parent = [cell('await agents.spawn("[[late]] finish after the parent", name="late")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        stop, answered_at = prompt(client, sid, "spawn and end", timeout=WAIT)
+        assert stop == "end_turn"
+        Path(release).touch()
+        done = client.wait_for(
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["update"].get("toolCallId", "").startswith("subagent-")
+                and m["params"]["update"].get("status") == "completed"
+            ),
+            WAIT,
+        )
+        assert done.seq > answered_at
+        card = subagent_updates(client, sid)
+        assert card[0]["sessionUpdate"] == "tool_call"
+        meta = card[0]["_meta"]["continual-acp"]["subagent"]
+        assert (meta["name"], meta["parentSessionId"], meta["state"]) == ("late", sid, "running")
+        final = done.message["params"]["update"]
+        assert final["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+        assert "late answer: 7" in json.dumps(final["content"])
+
+
+def test_agents_command_lists_children_and_cancels_one_by_name(spawn: ClientFactory, tmp_path: Path) -> None:
+    from acp_helpers import run_command
+
+    never = str(tmp_path / "never")
+    routes = {"[[sleeper]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[sleeper]] wait", name="sleeper")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        listing = run_command(client, sid, "/agents")
+        assert "`sleeper` **running**" in listing
+        reply = run_command(client, sid, "/agents cancel sleeper")
+        assert "Cancelled subagent `sleeper` (now cancelled)" in reply
+        assert "`sleeper` **cancelled**" in run_command(client, sid, "/agents")
+
+
+def test_cancelling_the_parent_prompt_leaves_its_children_running(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from acp_helpers import run_command
+
+    never = str(tmp_path / "never")
+    routes = {"[[stays]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [
+        cell(
+            'await agents.spawn("[[stays]] wait", name="stays")\nprint("SPAWNED", flush=True)\n'
+            + wait_for_file(never)
+        )
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        rid = client.start_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn then hang"}]}
+        )
+        client.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+        client.notify("session/cancel", {"sessionId": sid})
+        assert client.result(rid, WAIT)["stopReason"] == "cancelled"
+        assert "`stays` **running**" in run_command(client, sid, "/agents")
+
+
+def list_entries(client: AcpClient, cwd: Path) -> dict[str, dict[str, Any]]:
+    result = client.request("session/list", {"cwd": str(cwd)})
+    return {s["sessionId"]: s for s in result["sessions"]}
+
+
+def test_session_list_shows_each_child_with_its_parent_in_meta(spawn: ClientFactory, tmp_path: Path) -> None:
+    routes = {"[[listed]]": [text("listed answer")]}
+    parent = [cell('await agents.spawn("[[listed]] answer", name="listed")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        entries = list_entries(client, tmp_path)
+        children = [e for e in entries.values() if "_meta" in e]
+        assert [c["_meta"]["continual-acp"] for c in children] == [
+            {"parentSessionId": sid, "subagent": {"name": "listed", "state": "finished"}}
+        ]
+        assert "_meta" not in entries[sid]
+
+
+def test_closing_the_parent_session_cancels_its_running_children(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    never = str(tmp_path / "never")
+    routes = {"[[orphan]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[orphan]] wait", name="orphan")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        client.request("session/close", {"sessionId": sid}, timeout=WAIT)
+        children = [e for e in list_entries(client, tmp_path).values() if "_meta" in e]
+        assert [c["_meta"]["continual-acp"]["subagent"]["state"] for c in children] == ["cancelled"]
+
+
+def test_links_survive_a_restart_and_a_running_child_is_interrupted_by_restart(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from acp_helpers import run_command
+
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    never = str(tmp_path / "never")
+    routes = {"[[cut]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[cut]] wait", name="cut")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        first = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(first)
+        sid, _ = new_session(first, str(tmp_path))
+        assert prompt(first, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        model.wait_for_requests(2)
+        assert first.close() == 0
+        second = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(second)
+        children = [e for e in list_entries(second, tmp_path).values() if "_meta" in e]
+        assert [c["_meta"]["continual-acp"] for c in children] == [
+            {"parentSessionId": sid, "subagent": {"name": "cut", "state": "interrupted"}}
+        ]
+        second.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        listing = run_command(second, sid, "/agents")
+        assert "`cut` **interrupted**" in listing
+        assert "interrupted by restart" in listing
+
+
+def test_a_harness_spec_gives_the_child_its_instructions_and_preferred_model(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from harness_store import HarnessStore
+
+    home = tmp_path / "spec-home"
+    (home / "harness").mkdir(parents=True)
+    HarnessStore(home / "harness").apply(
+        {
+            "summary": "a reviewer spec",
+            "edits": [
+                {
+                    "action": "create",
+                    "kind": "subagent",
+                    "id": "reviewer",
+                    "title": "Code reviewer",
+                    "content": "Review with care; answer in one line.",
+                    "metadata": {"model": "reviewer-model"},
+                }
+            ],
+        },
+        scope="global",
+        trigger="user",
+        source="user",
+    )
+    routes = {"[[review]]": [text("looks fine")]}
+    parent = [
+        cell('await agents.spawn("[[review]] check a.py", name="rev", spec="reviewer")\n' + collect(1)),
+        text("ok"),
+    ]
+    with ScriptedModelServer(parent, routes=routes, models=("scripted-model", "reviewer-model")) as model:
+        client = spawn(
+            model.base_url, CONTINUAL_ACP_HOME=str(home), CONTINUAL_ACP_REFINE_MODEL="reviewer-model"
+        )
+        initialize(client)
+        sid, _ = new_session(client, str(tmp_path))
+        assert prompt(client, sid, "review", timeout=WAIT)[0] == "end_turn"
+        (request,) = model.requests_for("[[review]]")
+        assert request["model"] == "reviewer-model"
+        assert "Review with care; answer in one line." in _first_user(request)
+        assert json.loads(last_tool_result(model))["rev"][0] == "finished"
