@@ -15,6 +15,7 @@ inbox by itself, as a message with `final: True` -- a child does not have to `se
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Generator
 from typing import Any
 
@@ -22,6 +23,8 @@ from kernel_bridge import hostclient as bridge
 from skills._awaitable import Answer
 
 __all__ = ["cancel", "inbox", "list", "observe", "send", "spawn"]
+
+_WAIT_SLICE = 5.0  # seconds per host wait (the host caps each wait at the same)
 
 
 class Messages(builtins.list[dict[str, Any]]):
@@ -61,8 +64,19 @@ def send(message: str, to: str = "parent") -> Answer:
 
 
 def inbox(wait: bool = False, timeout: float | None = None) -> Messages:
-    """Messages addressed to this agent (and taken out of the inbox); `wait` blocks for the first one."""
-    return Messages(bridge.call("agents.inbox", wait=bool(wait), timeout=timeout))
+    """Messages addressed to this agent (taken out of the inbox); `wait` blocks for the first one
+    (at most `timeout` seconds; None: until one arrives)."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        raise TypeError("timeout must be a number of seconds or None")
+    if wait:
+        deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
+        while True:
+            # Wait on the host without taking anything; take only once something is there, so an
+            # interrupted wait never swallows a message.
+            left = _WAIT_SLICE if deadline is None else min(_WAIT_SLICE, deadline - time.monotonic())
+            if left <= 0 or bridge.call("agents.wait", timeout=left):
+                break
+    return Messages(bridge.call("agents.inbox"))
 
 
 def list() -> builtins.list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """Host handlers for the kernel's `agents.*` calls, bound to one session on its host bridge.
 
-`agents.spawn` returns at admission; `agents.inbox` with `wait` is the only call that may block
-(bounded); the others answer at once. Errors the model can act on are `SubagentError`s, which the
+`agents.spawn` returns at admission; `agents.wait` (waits for a message without taking it, at most
+`WAIT_SLICE` s) is the only call that blocks; the others answer at once. Errors the model can act on are `SubagentError`s, which the
 bridge turns into the kernel-side `HostError` with the message.
 """
 
@@ -11,6 +11,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from agent_core.subagents.hub import SubagentError
+
+# The longest single wait the kernel asks for; `agents.inbox(wait=True)` waits in slices of it, so a
+# wait abandoned by an interrupted cell holds its bridge connection for at most this long.
+WAIT_SLICE = 5.0
 
 if TYPE_CHECKING:
     from agent_core.subagents.hub import SubagentHub
@@ -56,11 +60,13 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
         return hub.send(session, args.get("message"), args.get("to", "parent"))  # type: ignore[arg-type]
 
     async def inbox(args: dict[str, Any]) -> list[dict[str, Any]]:
+        return [m.to_json() for m in hub.inbox(session.id).take()]
+
+    async def wait(args: dict[str, Any]) -> int:
         timeout = args.get("timeout")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
-            raise SubagentError("timeout must be a number of seconds or None")
-        messages = await hub.receive(session, wait=bool(args.get("wait")), timeout=timeout)
-        return [m.to_json() for m in messages]
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+            raise SubagentError("timeout must be a non-negative number of seconds")
+        return await hub.inbox(session.id).arrival(min(float(timeout), WAIT_SLICE))
 
     async def list_children(args: dict[str, Any]) -> list[dict[str, Any]]:
         return [r.summary() for r in hub.children(session.id)]
@@ -81,6 +87,7 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
         "agents.spawn": spawn,
         "agents.send": send,
         "agents.inbox": inbox,
+        "agents.wait": wait,
         "agents.list": list_children,
         "agents.observe": observe,
         "agents.cancel": cancel,

@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 
 Listener = Callable[[ChildChanged], Awaitable[None]]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
-MAX_INBOX_WAIT = 3600.0
 CANCEL_WAIT = 5.0
 
 
@@ -282,6 +281,7 @@ class SubagentHub:
                 self._activity[record.session_id],
                 cancel_reason=lambda: self._cancel_reasons.get(record.session_id),
                 stopping=lambda: self._stopping,
+                on_event=lambda event: self._forward_asked_cell(record, session, event),
             )
         except BaseException as exc:  # cancelled by shutdown, or a bug: the record still ends
             ending = Ending(
@@ -291,6 +291,26 @@ class SubagentHub:
                 self._settle(record, ending)
                 raise
         self._settle(record, ending)
+
+    def _forward_asked_cell(self, record: ChildRecord, session: Any, event: object) -> None:
+        """A child cell the user was asked about (its card is in the parent's thread) reports its
+        start and end into the parent's running turn, so that card follows the cell."""
+        editor = session.editor
+        if not isinstance(editor, ChildEditor) or not isinstance(event, ev.CellStarted | ev.CellFinished):
+            return
+        if event.cell_id not in editor.asked:
+            return
+        parent = self.agent.get_session(record.parent_id)
+        if parent is None:
+            return
+        card_id = editor.card_id(event.cell_id)
+        if isinstance(event, ev.CellStarted):
+            parent.emit_into_turn(ev.CellStarted(card_id, event.code, editor.card_title(event.title)))
+        else:
+            editor.asked.discard(event.cell_id)
+            parent.emit_into_turn(
+                ev.CellFinished(card_id, event.status, event.error, event.output, event.duration)
+            )
 
     def _settle(self, record: ChildRecord, ending: Ending) -> None:
         self._tasks.pop(record.session_id, None)
@@ -352,14 +372,6 @@ class SubagentHub:
             own.messages_sent += 1
             self._save(own)
         return {"delivered": True, "to": to, "relation": relation}
-
-    async def receive(self, session: Any, *, wait: bool, timeout: float | None) -> list[Message]:
-        """The messages addressed to `session` (waiting for one first when `wait`)."""
-        box = self.inbox(session.id)
-        if not wait:
-            return box.take()
-        bound = MAX_INBOX_WAIT if timeout is None else max(0.0, min(float(timeout), MAX_INBOX_WAIT))
-        return await box.wait(bound)
 
     def observe(self, parent: Any, name: str) -> dict[str, Any]:
         """A bounded, read-only summary of one child: state, task, last cells and messages."""

@@ -36,6 +36,20 @@ class Inbox:
         self._arrived.clear()
         return messages
 
+    async def arrival(self, timeout: float | None) -> int:
+        """Wait up to `timeout` seconds for a message without taking any; how many are waiting.
+
+        The kernel waits with this and then takes with `take`: a cell interrupted while it waits
+        (the parent's prompt cancelled) abandons only the wait, so no message is taken for a
+        reader that is gone.
+        """
+        if not self._messages:
+            try:
+                await asyncio.wait_for(self._arrived.wait(), timeout)
+            except TimeoutError:
+                pass
+        return len(self._messages)
+
     async def wait(self, timeout: float | None) -> list[Message]:
         """Messages, waiting up to `timeout` seconds for the first one (None: until one arrives)."""
         if not self._messages:

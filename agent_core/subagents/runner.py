@@ -100,7 +100,7 @@ async def drive(
     *,
     cancel_reason: Callable[[], str | None],
     stopping: Callable[[], bool],
-    on_progress: Callable[[], None] = lambda: None,
+    on_event: Callable[[object], None] = lambda event: None,
 ) -> Ending:
     """Run the child's turn to its end; never raises (a failure is an `Ending("failed", ...)`).
 
@@ -135,15 +135,17 @@ async def drive(
     try:
         async for event in session.run_turn(parts):
             activity.see(event)
+            try:
+                on_event(event)
+            except Exception:
+                log.exception("subagent %s: forwarding %s failed", record.name, type(event).__name__)
             if isinstance(event, ev.UsageReport):
                 record.tokens_used = _tokens(event) - baseline
                 limit = record.budget.tokens
                 if limit is not None and record.tokens_used > limit:
                     fail(f"token budget exhausted: {record.tokens_used:,} tokens used of {limit:,}")
-                on_progress()
             elif isinstance(event, ev.CellStarted):
                 record.cells_run += 1
-                on_progress()
             elif isinstance(event, ev.CellFinished):
                 if event.status == "failed" and (event.error or "").startswith("kernel died"):
                     title = activity._titles.get(event.cell_id, event.cell_id)

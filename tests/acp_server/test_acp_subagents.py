@@ -451,3 +451,64 @@ def test_a_harness_spec_gives_the_child_its_instructions_and_preferred_model(
         assert request["model"] == "reviewer-model"
         assert "Review with care; answer in one line." in _first_user(request)
         assert json.loads(last_tool_result(model))["rev"][0] == "finished"
+
+
+def test_a_childs_permission_request_reaches_the_parents_editor_with_the_child_named(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {"[[asker]]": [cell("print('child ran ' + str(3 * 3))"), text("asker done")]}
+    parent = [cell('await agents.spawn("[[asker]] run a cell", name="asker")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
+        assert prompt(client, sid, "ask mode", timeout=WAIT)[0] == "end_turn"
+        asked = [r["params"] for r in client.agent_requests if r["method"] == "session/request_permission"]
+        assert [p["sessionId"] for p in asked] == [sid, sid]  # the parent's cell, then the child's
+        child_card = asked[1]["toolCall"]
+        assert child_card["title"] == "[subagent asker] print('child ran ' + str(3 * 3))"
+        updates = [u for u in client.updates(sid) if u.get("toolCallId") == child_card["toolCallId"]]
+        assert updates[-1]["status"] == "completed"
+        assert json.loads(last_tool_result(model))["asker"][0] == "finished"
+
+
+def test_a_child_session_can_be_loaded_in_the_editor_and_replays_its_task_and_answer(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {"[[loadable]]": [text("loadable answer")]}
+    parent = [cell('await agents.spawn("[[loadable]] answer", name="loadable")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        (child_id,) = [k for k, e in list_entries(client, tmp_path).items() if "_meta" in e]
+        client.request(
+            "session/load", {"sessionId": child_id, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        replayed = json.dumps(client.updates(child_id))
+        assert "[[loadable]] answer" in replayed  # the task, as the child's first prompt
+        assert "loadable answer" in replayed
+
+
+def test_harness_status_counts_the_running_subagents_until_they_end(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {"[[counted]]": [tool_call(wait_for_file(release)), text("counted done")]}
+    parent = [cell('await agents.spawn("[[counted]] wait", name="counted")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 1
+        Path(release).touch()
+        client.wait_for(
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["update"]
+                .get("_meta", {})
+                .get("continual-acp", {})
+                .get("subagent", {})
+                .get("state")
+                == "finished"
+            ),
+            WAIT,
+        )
+        assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 0
