@@ -43,8 +43,11 @@ def resolve_spec(session: Any, spec_id: str) -> Spec:
 
 
 def first_prompt(task: str, spec: Spec | None, name: str, parent_title: str | None) -> str:
-    """The child's first prompt: who it is, the spec's instructions (if any), then the task."""
+    """The child's first prompt: a title line (the session's title comes from it), who it is, the
+    spec's instructions (if any), then the task."""
+    first_line = next((line.strip() for line in task.splitlines() if line.strip()), "")
     lines = [
+        f"Subagent {name}: {first_line}",
         f"You are subagent `{name}`, started by another agent session"
         + (f" ({parent_title})" if parent_title else "")
         + ". Work on the task below on your own; your final answer is delivered to that agent "

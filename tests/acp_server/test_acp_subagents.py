@@ -362,6 +362,7 @@ def test_session_list_shows_each_child_with_its_parent_in_meta(spawn: ClientFact
         assert [c["_meta"]["continual-acp"] for c in children] == [
             {"parentSessionId": sid, "subagent": {"name": "listed", "state": "finished"}}
         ]
+        assert children[0]["title"] == "Subagent listed: [[listed]] answer"
         assert "_meta" not in entries[sid]
 
 
@@ -512,3 +513,31 @@ def test_harness_status_counts_the_running_subagents_until_they_end(
             WAIT,
         )
         assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 0
+
+
+def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {
+        "[[busy]]": [tool_call(f"print('step {i}')", title=f"step {i}") for i in range(1, 8)]
+        + [text("busy done")]
+    }
+    parent = [
+        cell(
+            """
+            import json
+            await agents.spawn("[[busy]] seven steps", name="busy")
+            while not [m for m in await agents.inbox(wait=True, timeout=90) if m.get("final")]:
+                pass
+            seen = await agents.observe("busy")
+            print(json.dumps([seen["state"], seen["cells_run"], [c["title"] for c in seen["last_cells"]], seen["last_messages"][-1]]))
+            """
+        ),
+        text("observed"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "observe", timeout=WAIT * 2)[0] == "end_turn"
+        state, cells_run, titles, last = json.loads(last_tool_result(model))
+        assert (state, cells_run, last) == ("finished", 7, "busy done")
+        assert titles == [f"step {i}" for i in range(3, 8)]
