@@ -736,18 +736,14 @@ SUBAGENT_CARD_STATUS = {
 }
 
 
+def subagent_info(session_id: str, name: str, state: str, parent_session_id: str) -> Frame:
+    """A child session in the shape of ACP's subagent proposal: `{sessionId, name, state, parentSessionId}`."""
+    return {"sessionId": session_id, "name": name, "state": state, "parentSessionId": parent_session_id}
+
+
 def subagent_meta(session_id: str, name: str, state: str, parent_session_id: str) -> Frame:
-    """`_meta` of a subagent card: the child session in the shape of ACP's subagent proposal."""
-    return {
-        META_KEY: {
-            "subagent": {
-                "sessionId": session_id,
-                "name": name,
-                "state": state,
-                "parentSessionId": parent_session_id,
-            }
-        }
-    }
+    """`_meta` of a subagent card: `{"continual-acp": {"subagent": subagent_info(...)}}`."""
+    return {META_KEY: {"subagent": subagent_info(session_id, name, state, parent_session_id)}}
 
 
 def subagent_card_update(session_id: str, name: str, task: str, state: str, parent_session_id: str) -> Frame:
@@ -787,3 +783,12 @@ def subagent_progress_update(
 def subagent_link_meta(parent_session_id: str, name: str, state: str) -> Frame:
     """`_meta` of a child session in `session/list`: its parent, name and state."""
     return {META_KEY: {"parentSessionId": parent_session_id, "subagent": {"name": name, "state": state}}}
+
+
+def background_work_update(subagents: Sequence[Mapping[str, object]]) -> Frame:
+    """`session_info_update` listing the session's background subagents still queued or running
+    (`_meta["continual-acp"].backgroundWork.subagents`, each a `subagent_info`); empty when settled."""
+    return {
+        "sessionUpdate": "session_info_update",
+        "_meta": {META_KEY: {"backgroundWork": {"subagents": [dict(s) for s in subagents]}}},
+    }

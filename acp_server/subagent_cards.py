@@ -1,7 +1,8 @@
 """Subagents in the editor: each spawn is a card in the parent's thread that follows the child.
 
 The card opens (`tool_call`) when the child is admitted and is updated (`tool_call_update`) on every
-state change -- also after the parent's turn ended, like background refinement reports -- ending
+state change, each followed by a `session_info_update` whose `_meta["continual-acp"].backgroundWork`
+lists the children still queued or running (empty once all settled) -- also after the parent's turn ended, like background refinement reports -- ending
 with the child's final answer (bounded) or the reason it failed. `_meta["continual-acp"].subagent`
 carries `{sessionId, name, state, parentSessionId}`. Installed by the composition root through
 `serve_stdio(extensions=[..., install])`.
@@ -46,20 +47,31 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         record = event.record
         if record.parent_id != parent_id:
             return
+        await card(record, event.state)
+        await background_work()
+
+    async def background_work() -> None:
+        # The mirror every client gets (ACP.md): which background children the user still waits on.
+        active = [
+            frames.subagent_info(r.session_id, r.name, r.state, parent_id)
+            for r in hub.children(parent_id)
+            if r.active
+        ]
+        await server.send_update(parent_id, frames.background_work_update(active))
+
+    async def card(record: Any, state: str) -> None:
         if record.session_id not in shown:
             shown.add(record.session_id)
             await server.send_update(
                 parent_id,
-                frames.subagent_card_update(
-                    record.session_id, record.name, record.task, event.state, parent_id
-                ),
+                frames.subagent_card_update(record.session_id, record.name, record.task, state, parent_id),
             )
-            if event.state in ("queued", "running"):
+            if state in ("queued", "running"):
                 return
         await server.send_update(
             parent_id,
             frames.subagent_progress_update(
-                record.session_id, record.name, event.state, parent_id, card_content(record)
+                record.session_id, record.name, state, parent_id, card_content(record)
             ),
         )
 

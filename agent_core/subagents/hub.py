@@ -58,6 +58,7 @@ class SubagentHub:
         self._events: asyncio.Queue[ChildChanged] | None = None
         self._delivery: asyncio.Task[None] | None = None
         self._stopping = False
+        self._change = asyncio.Event()  # set (and replaced) on every state change
 
     # ------------------------------------------------------------ wiring
 
@@ -145,6 +146,27 @@ class SubagentHub:
     def _changed(self, record: ChildRecord) -> None:
         self._save(record)
         self._emit(ChildChanged(dataclasses.replace(record), record.state))
+        changed, self._change = self._change, asyncio.Event()
+        changed.set()
+
+    async def wait_settled(self, parent_id: str, timeout: float) -> bool:
+        """Wait until no child of `parent_id` is queued or running; False on timeout.
+
+        For the quiescence report (`_harness/await_quiescence` should wait for this as well as for
+        refinement: background children are work the user waits on).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.running_children(parent_id):
+            change = self._change
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(change.wait(), left)
+            except TimeoutError:
+                return False
+        return True
 
     def _emit(self, event: ChildChanged) -> None:
         if not self._listeners:

@@ -541,3 +541,51 @@ def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
         state, cells_run, titles, last = json.loads(last_tool_result(model))
         assert (state, cells_run, last) == ("finished", 7, "busy done")
         assert titles == [f"step {i}" for i in range(3, 8)]
+
+
+def background_work(update: dict[str, Any]) -> list[dict[str, Any]] | None:
+    meta = update.get("_meta", {}).get("continual-acp", {})
+    work = meta.get("backgroundWork")
+    return None if work is None else list(work["subagents"])
+
+
+def test_the_background_work_mirror_lists_running_children_until_they_settle(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {"[[bg]]": [tool_call(wait_for_file(release)), text("bg done")]}
+    parent = [cell('await agents.spawn("[[bg]] wait", name="bg")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        mirrors = [w for u in client.updates(sid) if (w := background_work(u)) is not None]
+        assert [(s["name"], s["state"], s["parentSessionId"]) for s in mirrors[-1]] == [
+            ("bg", "running", sid)
+        ]
+        Path(release).touch()
+        client.wait_for(
+            lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
+            WAIT,
+        )
+
+
+def test_agents_command_answers_while_the_parent_turn_is_still_waiting(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from acp_helpers import run_command
+
+    release = str(tmp_path / "release")
+    routes = {"[[held]]": [tool_call(wait_for_file(release)), text("held done")]}
+    parent = [
+        cell('await agents.spawn("[[held]] wait", name="held")\nprint("SPAWNED", flush=True)\n' + collect(1)),
+        text("done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        rid = client.start_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn and wait"}]}
+        )
+        client.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+        assert "`held` **running**" in run_command(client, sid, "/agents")
+        Path(release).touch()
+        assert client.result(rid, WAIT)["stopReason"] == "end_turn"

@@ -392,6 +392,7 @@ CASES: dict[str, Case] = {
         lambda: f.write_text_file_request("sess-1", "/work/a.py", "x = 1\n"), "WriteTextFileRequest"
     ),
     # subagents (issue 12)
+    "subagent_info": Case(lambda: f.subagent_info("sess-2", "tests", "queued", "sess-1")),
     "subagent_meta": Case(lambda: f.subagent_meta("sess-2", "tests", "running", "sess-1")),
     "subagent_card_update": Case(
         lambda: f.subagent_card_update("sess-2", "tests", "Run the tests\nand report", "queued", "sess-1"),
@@ -413,6 +414,11 @@ CASES: dict[str, Case] = {
         ),
         "ToolCallProgress",
     ),
+    "background_work_update__running": Case(
+        lambda: f.background_work_update([f.subagent_info("sess-2", "tests", "running", "sess-1")]),
+        "SessionInfoUpdate",
+    ),
+    "background_work_update__settled": Case(lambda: f.background_work_update([]), "SessionInfoUpdate"),
     "subagent_link_meta": Case(lambda: f.subagent_link_meta("sess-1", "tests", "interrupted")),
     "session_list_entry__subagent": Case(
         lambda: {

@@ -154,3 +154,23 @@ def test_a_child_running_at_shutdown_is_interrupted_by_restart_in_the_next_proce
     assert (record.session_id, record.state) == (child_id, "interrupted")
     assert record.reason.startswith("interrupted by restart")
     assert "`cut` **interrupted**" in listing
+
+
+def test_wait_settled_returns_once_every_child_has_ended_and_times_out_before(tmp_path: Path) -> None:
+    routes = {"[[a]]": [stall(0.5, then="a")], "[[b]]": [stall(1.0, then="b")]}
+
+    async def scenario(server: ScriptedModelServer) -> tuple[bool, bool, int]:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        try:
+            parent = await agent.new_session(str(tmp_path), NoEditor())
+            await hub.spawn(parent, "[[a]] go", name="a")
+            await hub.spawn(parent, "[[b]] go", name="b")
+            early = await hub.wait_settled(parent.id, 0.01)
+            settled = await hub.wait_settled(parent.id, WAIT)
+            return early, settled, hub.running_children(parent.id)
+        finally:
+            await agent.aclose()
+
+    with ScriptedModelServer(routes=routes) as server:
+        assert asyncio.run(scenario(server)) == (False, True, 0)
