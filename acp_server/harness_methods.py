@@ -210,7 +210,8 @@ def install(server: AcpServer) -> None:
         }
         if state["last_refinement_id"]:
             answer["lastRefinementId"] = state["last_refinement_id"]
-        answer["runningSubagents"] = running_children(opened.session)  # issue 12: background children
+        if running := running_children(opened.session):  # issue 12: background children (only when any)
+            answer["runningSubagents"] = running
         return answer
 
     @r.request("_harness/await_quiescence")

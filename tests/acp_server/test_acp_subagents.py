@@ -512,7 +512,7 @@ def test_harness_status_counts_the_running_subagents_until_they_end(
             ),
             WAIT,
         )
-        assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 0
+        assert "runningSubagents" not in client.request("_harness/status", {"sessionId": sid})
 
 
 def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
