@@ -174,3 +174,48 @@ def test_wait_settled_returns_once_every_child_has_ended_and_times_out_before(tm
 
     with ScriptedModelServer(routes=routes) as server:
         assert asyncio.run(scenario(server)) == (False, True, 0)
+
+
+def test_a_child_cut_short_by_its_output_limit_is_idle_and_its_last_words_still_arrive(
+    tmp_path: Path,
+) -> None:
+    from agent_core.testing import length_cut
+
+    routes = {"[[cut]]": [length_cut("half an ans")]}
+
+    async def scenario(server: ScriptedModelServer) -> tuple[Any, list[Any]]:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        try:
+            parent = await agent.new_session(str(tmp_path), NoEditor())
+            await hub.spawn(parent, "[[cut]] write a lot", name="cut")
+            await hub.wait_settled(parent.id, WAIT)
+            return hub.child(parent.id, "cut"), hub.inbox(parent.id).take()
+        finally:
+            await agent.aclose()
+
+    with ScriptedModelServer(routes=routes) as server:
+        record, inbox = asyncio.run(scenario(server))
+    assert (record.state, record.stop_reason) == ("idle", "max_tokens")
+    assert [(m.kind, m.state) for m in inbox] == [("final", "idle")]
+    assert inbox[0].text.startswith("stopped before finishing (max_tokens)")
+
+
+def test_a_child_can_message_its_sibling_by_name(tmp_path: Path) -> None:
+    routes = {"[[s1]]": [text("one")], "[[s2]]": [text("two")]}
+
+    async def scenario(server: ScriptedModelServer) -> list[tuple[str, str]]:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        try:
+            parent = await agent.new_session(str(tmp_path), NoEditor())
+            first = await hub.spawn(parent, "[[s1]] go", name="s1")
+            second = await hub.spawn(parent, "[[s2]] go", name="s2")
+            sender = agent.get_session(first.session_id)
+            hub.send(sender, "hello sibling", to="s2")
+            return [(m.sender, m.text) for m in hub.inbox(second.session_id).take()]
+        finally:
+            await agent.aclose()
+
+    with ScriptedModelServer(routes=routes) as server:
+        assert asyncio.run(scenario(server)) == [("s1", "hello sibling")]
