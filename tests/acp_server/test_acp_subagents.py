@@ -331,7 +331,7 @@ def test_cancelling_the_parent_prompt_leaves_its_children_running(
     routes = {"[[stays]]": [tool_call(wait_for_file(never)), text("never")]}
     parent = [
         cell(
-            'await agents.spawn("[[stays]] wait", name="stays")\nprint("SPAWNED", flush=True)\n'
+            'await agents.spawn("[[stays]] wait", name="stays")\nprint("SPAWN" + "ED", flush=True)\n'
             + wait_for_file(never)
         )
     ]
@@ -577,7 +577,10 @@ def test_agents_command_answers_while_the_parent_turn_is_still_waiting(
     release = str(tmp_path / "release")
     routes = {"[[held]]": [tool_call(wait_for_file(release)), text("held done")]}
     parent = [
-        cell('await agents.spawn("[[held]] wait", name="held")\nprint("SPAWNED", flush=True)\n' + collect(1)),
+        cell(
+            'await agents.spawn("[[held]] wait", name="held")\nprint("SPAWN" + "ED", flush=True)\n'
+            + collect(1)
+        ),
         text("done"),
     ]
     with ScriptedModelServer(parent, routes=routes) as model:
