@@ -60,7 +60,7 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
         return hub.send(session, args.get("message"), args.get("to", "parent"))  # type: ignore[arg-type]
 
     async def inbox(args: dict[str, Any]) -> list[dict[str, Any]]:
-        return [m.to_json() for m in hub.inbox(session.id).take()]
+        return [m.to_json() for m in hub.take(session.id)]
 
     async def wait(args: dict[str, Any]) -> int:
         timeout = args.get("timeout")

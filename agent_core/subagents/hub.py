@@ -112,6 +112,9 @@ class SubagentHub:
                 self._save(record)
             self._records[record.session_id] = record
             self._children.setdefault(record.parent_id, []).append(record.session_id)
+            if not record.final_read:
+                # Ended (or interrupted) while nobody read its final message: it arrives again.
+                self._deliver_final(record)
 
     def record(self, session_id: str) -> ChildRecord | None:
         """The link of a child session (None for a top-level one)."""
@@ -136,6 +139,17 @@ class SubagentHub:
 
     def inbox(self, session_id: str) -> Inbox:
         return self._inboxes.setdefault(session_id, Inbox())
+
+    def take(self, session_id: str) -> list[Message]:
+        """Empty the inbox of `session_id`; a child's final message taken here is not delivered again
+        after a restart."""
+        messages = self.inbox(session_id).take()
+        for message in messages:
+            record = self._records.get(message.sender_session) if message.kind == "final" else None
+            if record is not None and not record.final_read:
+                record.final_read = True
+                self._save(record)
+        return messages
 
     def _save(self, record: ChildRecord) -> None:
         try:

@@ -58,6 +58,9 @@ class ChildRecord:
     answer: str | None = None  # the final answer (bounded)
     stop_reason: str | None = None
     messages_sent: int = 0  # messages the child sent with `agents.send`
+    final_read: bool = (
+        False  # the parent has taken the final message (else it is delivered again after a restart)
+    )
     tokens_used: int = 0
     cells_run: int = 0
     budget: Budget = field(default_factory=Budget)
@@ -93,6 +96,7 @@ class ChildRecord:
                 answer=data.get("answer"),
                 stop_reason=data.get("stop_reason"),
                 messages_sent=int(data.get("messages_sent", 0)),
+                final_read=bool(data.get("final_read", False)),
                 tokens_used=int(data.get("tokens_used", 0)),
                 cells_run=int(data.get("cells_run", 0)),
                 budget=Budget(budget.get("tokens"), budget.get("seconds")),

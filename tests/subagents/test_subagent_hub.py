@@ -219,3 +219,60 @@ def test_a_child_can_message_its_sibling_by_name(tmp_path: Path) -> None:
 
     with ScriptedModelServer(routes=routes) as server:
         assert asyncio.run(scenario(server)) == [("s1", "hello sibling")]
+
+
+def test_a_final_answer_nobody_read_before_a_restart_arrives_in_the_next_process_once(tmp_path: Path) -> None:
+    routes = {"[[unread]]": [text("the unread answer")]}
+
+    async def first_run(server: ScriptedModelServer) -> str:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        try:
+            parent = await agent.new_session(str(tmp_path), NoEditor())
+            await hub.spawn(parent, "[[unread]] answer", name="unread")
+            await hub.wait_settled(parent.id, WAIT)  # finished; its final sits unread in the inbox
+            return str(parent.id)
+        finally:
+            await agent.aclose()
+
+    async def later_run(server: ScriptedModelServer, parent_id: str) -> list[tuple[str, str]]:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        try:
+            hub.children(parent_id)  # the links are read
+            return [(m.kind, m.text) for m in hub.take(parent_id)]
+        finally:
+            await agent.aclose()
+
+    with ScriptedModelServer(routes=routes) as server:
+        parent_id = asyncio.run(first_run(server))
+        assert asyncio.run(later_run(server, parent_id)) == [("final", "the unread answer")]
+        assert asyncio.run(later_run(server, parent_id)) == []  # taken once: not delivered again
+
+
+def test_a_child_cut_off_by_a_restart_delivers_an_interrupted_final_in_the_next_process(
+    tmp_path: Path,
+) -> None:
+    routes = {"[[cut]]": [stall(30.0, then="never")]}
+
+    async def first_run(server: ScriptedModelServer) -> str:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        parent = await agent.new_session(str(tmp_path), NoEditor())
+        await hub.spawn(parent, "[[cut]] run long", name="cut")
+        await asyncio.to_thread(server.wait_for_requests, 1)
+        await agent.aclose()
+        return str(parent.id)
+
+    async def second_run(server: ScriptedModelServer, parent_id: str) -> list[tuple[str, str | None]]:
+        agent = make_agent(tmp_path, server)
+        hub = SubagentHub.install(agent)
+        try:
+            hub.children(parent_id)
+            return [(m.kind, m.state) for m in hub.take(parent_id)]
+        finally:
+            await agent.aclose()
+
+    with ScriptedModelServer(routes=routes) as server:
+        parent_id = asyncio.run(first_run(server))
+        assert asyncio.run(second_run(server, parent_id)) == [("final", "interrupted")]
