@@ -91,7 +91,11 @@ def _build_agent(config: Any) -> Any:
     # The key now lives in `config`: take it (and every other credential-like variable) out of
     # the server's own environment so nothing started later inherits it.
     drop_secret_environment()
-    return Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
+    from agent_core.subagents import SubagentHub
+
+    agent = Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
+    SubagentHub.install(agent)  # issue 12: children spawned from cells (`agents.*`), /agents
+    return agent
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -117,9 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         make_undumpable()
         from acp_server.harness.methods import install as install_harness_methods
         from acp_server.server import serve_stdio
+        from acp_server.subagent_cards import install as install_subagent_cards  # issue 12
 
         return serve_stdio(
-            agent_factory=_build_agent, agent_prepare=_preload, extensions=[install_harness_methods]
+            agent_factory=_build_agent,
+            agent_prepare=_preload,
+            extensions=[install_harness_methods, install_subagent_cards],
         )
     if command == "demo":
         from acp_server.demo import run_demo

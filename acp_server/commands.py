@@ -55,6 +55,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
+    SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -126,6 +127,7 @@ class CommandRunner:
             "autonomous": autonomous,
             "goal": goal,
             "mcp": mcp,
+            "agents": agents,
         }
 
     async def run(self, name: str, argument: str) -> None:
@@ -219,3 +221,10 @@ async def mcp(ctx: CommandContext, argument: str) -> None:
     from agent_core.mcp import command_text  # the logic lives with the MCP package
 
     await ctx.reply(await command_text(getattr(ctx.session, "mcp", None), argument))
+
+
+async def agents(ctx: CommandContext, argument: str) -> None:
+    from agent_core.subagents.commands import agents_command  # the logic lives with the subagents
+
+    hub = getattr(ctx.session, "subagents", None)
+    await ctx.reply(await agents_command(hub, ctx.session.id, argument))

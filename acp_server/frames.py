@@ -799,3 +799,75 @@ def read_text_file_request(session_id: str, path: str) -> Frame:
 def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
     """The params of `fs/write_text_file`."""
     return {"sessionId": session_id, "path": path, "content": content}
+
+
+# ---------------------------------------------------------------- subagents (issue 12)
+
+# A child's state -> the status of its card in the parent's thread.
+SUBAGENT_CARD_STATUS = {
+    "queued": "pending",
+    "running": "in_progress",
+    "idle": "completed",
+    "finished": "completed",
+    "failed": "failed",
+    "cancelled": "failed",
+    "interrupted": "failed",
+}
+
+
+def subagent_info(session_id: str, name: str, state: str, parent_session_id: str) -> Frame:
+    """A child session in the shape of ACP's subagent proposal: `{sessionId, name, state, parentSessionId}`."""
+    return {"sessionId": session_id, "name": name, "state": state, "parentSessionId": parent_session_id}
+
+
+def subagent_meta(session_id: str, name: str, state: str, parent_session_id: str) -> Frame:
+    """`_meta` of a subagent card: `{"continual-acp": {"subagent": subagent_info(...)}}`."""
+    return {META_KEY: {"subagent": subagent_info(session_id, name, state, parent_session_id)}}
+
+
+def subagent_card_update(session_id: str, name: str, task: str, state: str, parent_session_id: str) -> Frame:
+    """`tool_call` opening the card of a spawned child in its parent's thread (kind `other`)."""
+    first_line = " ".join((task.strip().splitlines() or [""])[0].split())
+    summary = first_line if len(first_line) <= 60 else first_line[:59] + "…"
+    return tool_call_update(
+        tool_call_fields(
+            f"subagent-{session_id}",
+            f"Subagent {name}: {summary}" if summary else f"Subagent {name}",
+            kind="other",
+            status=SUBAGENT_CARD_STATUS.get(state, "pending"),
+            content=[tool_text(task)],
+            raw_input={"name": name, "task": task, "sessionId": session_id},
+            meta=subagent_meta(session_id, name, state, parent_session_id),
+        )
+    )
+
+
+def subagent_progress_update(
+    session_id: str,
+    name: str,
+    state: str,
+    parent_session_id: str,
+    content: Sequence[Mapping[str, object]],
+) -> Frame:
+    """`tool_call_update` following a child's state; content replaces the card's (task, then answer)."""
+    return {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": f"subagent-{session_id}",
+        "status": SUBAGENT_CARD_STATUS.get(state, "pending"),
+        "content": [dict(c) for c in content],
+        "_meta": subagent_meta(session_id, name, state, parent_session_id),
+    }
+
+
+def subagent_link_meta(parent_session_id: str, name: str, state: str) -> Frame:
+    """`_meta` of a child session in `session/list`: its parent, name and state."""
+    return {META_KEY: {"parentSessionId": parent_session_id, "subagent": {"name": name, "state": state}}}
+
+
+def background_work_update(subagents: Sequence[Mapping[str, object]]) -> Frame:
+    """`session_info_update` listing the session's background subagents still queued or running
+    (`_meta["continual-acp"].backgroundWork.subagents`, each a `subagent_info`); empty when settled."""
+    return {
+        "sessionUpdate": "session_info_update",
+        "_meta": {META_KEY: {"backgroundWork": {"subagents": [dict(s) for s in subagents]}}},
+    }

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, frames, wire
+from acp_server import commands, frames, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
@@ -350,9 +350,13 @@ class AcpServer:
                 result = await anyio.to_thread.run_sync(page)
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/list: {exc}") from None
-        sessions = [
-            frames.session_list_entry(s.session_id, str(s.cwd), s.title, s.updated_at) for s in result.sessions
-        ]
+        sessions = []
+        for s in result.sessions:
+            entry = frames.session_list_entry(s.session_id, str(s.cwd), s.title, s.updated_at)
+            link = subagent_cards.list_meta(agent, s.session_id)  # a child session names its parent
+            if link is not None:
+                entry["_meta"] = link
+            sessions.append(entry)
         return frames.list_sessions_response(sessions, result.next_cursor)
 
     async def _forget(self, session_id: str) -> OpenSession | None:

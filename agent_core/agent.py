@@ -50,6 +50,9 @@ class Agent:
         self._pool_lock = asyncio.Lock()
         self._sessions: dict[str, Session] = {}
         self._global_store: HarnessStore | None = None
+        # Run first by `aclose`, before sessions close (the subagent hub stops admitting there).
+        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []  # issue 12
+        self.subagents: Any = None  # agent_core.subagents.SubagentHub, set by SubagentHub.install
 
     # ------------------------------------------------------------ lifecycle
 
@@ -81,6 +84,11 @@ class Agent:
 
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
+        for hook in list(self.shutdown_hooks):  # issue 12: subagents stop before their sessions close
+            try:
+                await hook()
+            except Exception:
+                log.exception("shutdown hook %r failed", hook)
         sessions, self._sessions = list(self._sessions.values()), {}
         # Concurrently: each close waits for a final snapshot, and an editor exit must not take N x that.
         results = await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

@@ -58,6 +58,17 @@ token_budget=None)` sets one; `goal.complete(summary)` says the objective is met
 commands (tests, linters) run, and you are continued with their output until they all pass. A gate is \
 not rerun while the workspace is unchanged since it failed.
 
+# Subagents
+Delegate separable work to subagents: other agent sessions, each with its own kernel, working in the \
+background.
+- `h = await agents.spawn(task, name=None, spec=None, model=None, cwd=None)` returns at once (state \
+`queued` or `running`), never when the child finishes. `spec` is the id of a harness subagent entry.
+- A child's final answer (or its failure or cancellation) reaches your inbox by itself, marked \
+`final: True`: read it with `await agents.inbox(wait=True, timeout=...)`; never assume a child is still \
+running without checking `agents.list()`.
+- `await agents.send(message, to="parent" | child name | sibling name)`; `await agents.observe(name)` \
+(bounded summary); `await agents.cancel(name)`. Give each child a self-contained task.
+
 # Answering
 - Answer in Markdown, briefly. Say what you changed and how you checked it; say plainly what failed.
 """

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import MutableMapping, Sequence
 
-BUILTIN = ("refine", "harness", "editor", "goal", "mcp")
+BUILTIN = ("refine", "harness", "editor", "goal", "mcp", "agents")
 
 
 def install(namespace: MutableMapping[str, object], roots: Sequence[str]) -> None:
-    """Bind `refine`, `harness`, `editor`, `goal`, `mcp` and `skills` in the user's namespace."""
+    """Bind `refine`, `harness`, `editor`, `goal`, `mcp`, `agents` and `skills` in the user's namespace."""
     import importlib
 
     import skills

@@ -25,6 +25,7 @@ from acp_server.harness.wire import (
     state_answer,
     status_answer,
 )
+from acp_server.subagent_cards import running_children
 
 if TYPE_CHECKING:
     from acp_server.context import HarnessHost
@@ -186,7 +187,10 @@ def install(server: HarnessHost) -> None:
 
     @method("_harness/status")
     async def status(request: _Request, opened: OpenSession) -> JsonObject:
-        return status_answer(opened.harness.status())
+        answer = status_answer(opened.harness.status())
+        if running := running_children(opened.session):  # background children (only when any)
+            answer["runningSubagents"] = running
+        return answer
 
     @method("_harness/await_quiescence")
     async def await_quiescence(request: _Request, opened: OpenSession) -> JsonObject:

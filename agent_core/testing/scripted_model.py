@@ -74,6 +74,11 @@ class ScriptedModelServer:
 
     `fallback`, when given, answers requests after the script runs out; otherwise they get a 400
     that says the script is exhausted (a 400 is not retried, so a test fails fast and readably).
+
+    `routes` (marker -> script) serves several conversations at once (a parent and its subagents,
+    whose requests interleave): a request whose first user message contains a marker is answered
+    from that marker's script (first marker that matches, in the mapping's order); the rest from
+    `script`. `requests_for(marker)` lists the bodies a route received.
     """
 
     def __init__(
@@ -83,8 +88,11 @@ class ScriptedModelServer:
         models: Sequence[str] = ("scripted-model",),
         fallback: Response | None = None,
         port: int = 0,
+        routes: Mapping[str, Sequence[Response]] | None = None,
     ) -> None:
         self._script: list[Response] = [dict(r) for r in script]
+        self._routes: dict[str, list[Response]] = {k: [dict(r) for r in v] for k, v in (routes or {}).items()}
+        self._route_requests: dict[str, list[dict[str, Any]]] = {k: [] for k in self._routes}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self.models = list(models)
@@ -146,6 +154,17 @@ class ScriptedModelServer:
         with self._lock:
             self._script.extend(dict(r) for r in responses)
 
+    def push_route(self, marker: str, *responses: Response) -> None:
+        """Append responses to one route's script (a new marker starts a new route)."""
+        with self._lock:
+            self._routes.setdefault(marker, []).extend(dict(r) for r in responses)
+            self._route_requests.setdefault(marker, [])
+
+    def requests_for(self, marker: str) -> list[dict[str, Any]]:
+        """The request bodies the route `marker` answered, in arrival order."""
+        with self._lock:
+            return list(self._route_requests.get(marker, []))
+
     @property
     def remaining(self) -> int:
         with self._lock:
@@ -170,6 +189,14 @@ class ScriptedModelServer:
         with self._lock:
             self.requests.append(body)
             self._request_event.notify_all()
+            marker = _route_of(body, self._routes)
+            if marker is not None:
+                self._route_requests[marker].append(body)
+                if self._routes[marker]:
+                    return self._routes[marker].pop(0)
+                if self.fallback is not None:
+                    return dict(self.fallback)
+                raise ScriptExhausted(f"scripted model: the script of route {marker!r} is exhausted")
             if self._script:
                 return self._script.pop(0)
             if self.fallback is not None:
@@ -177,6 +204,20 @@ class ScriptedModelServer:
             raise ScriptExhausted(
                 f"scripted model: script exhausted after {len(self.requests) - 1} responses"
             )
+
+
+def _route_of(body: Mapping[str, Any], routes: Mapping[str, Any]) -> str | None:
+    """The first route marker found in the request's first user message (None: the default script)."""
+    if not routes:
+        return None
+    first = next((m for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "user"), None)
+    if first is None:
+        return None
+    content = first.get("content")
+    if isinstance(content, list):
+        content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    text = str(content or "")
+    return next((marker for marker in routes if marker in text), None)
 
 
 class _QuietHTTPServer(ThreadingHTTPServer):

@@ -454,6 +454,42 @@ CASES: dict[str, Case] = {
     "write_text_file_request": Case(
         lambda: f.write_text_file_request("sess-1", "/work/a.py", "x = 1\n"), "WriteTextFileRequest"
     ),
+    # subagents (issue 12)
+    "subagent_info": Case(lambda: f.subagent_info("sess-2", "tests", "queued", "sess-1")),
+    "subagent_meta": Case(lambda: f.subagent_meta("sess-2", "tests", "running", "sess-1")),
+    "subagent_card_update": Case(
+        lambda: f.subagent_card_update("sess-2", "tests", "Run the tests\nand report", "queued", "sess-1"),
+        "ToolCallStart",
+    ),
+    "subagent_progress_update__running": Case(
+        lambda: f.subagent_progress_update("sess-2", "tests", "running", "sess-1", [f.tool_text("Run the tests")]),
+        "ToolCallProgress",
+    ),
+    "subagent_progress_update__finished": Case(
+        lambda: f.subagent_progress_update(
+            "sess-2", "tests", "finished", "sess-1", [f.tool_text("Run the tests"), f.tool_text("All 12 pass.")]
+        ),
+        "ToolCallProgress",
+    ),
+    "subagent_progress_update__failed": Case(
+        lambda: f.subagent_progress_update(
+            "sess-2", "tests", "failed", "sess-1", [f.tool_text("**failed:** its kernel died")]
+        ),
+        "ToolCallProgress",
+    ),
+    "background_work_update__running": Case(
+        lambda: f.background_work_update([f.subagent_info("sess-2", "tests", "running", "sess-1")]),
+        "SessionInfoUpdate",
+    ),
+    "background_work_update__settled": Case(lambda: f.background_work_update([]), "SessionInfoUpdate"),
+    "subagent_link_meta": Case(lambda: f.subagent_link_meta("sess-1", "tests", "interrupted")),
+    "session_list_entry__subagent": Case(
+        lambda: {
+            **f.session_list_entry("sess-2", "/work", "Run the tests"),
+            "_meta": f.subagent_link_meta("sess-1", "tests", "finished"),
+        },
+        "SessionInfo",
+    ),
 }
 
 

@@ -1,0 +1,53 @@
+"""A child's editor: the parent's editor, with every request naming the child.
+
+Children have no editor of their own; a permission request from a child's cell goes to the
+editor of the parent (looked up at each call: the parent may have been reopened by another client
+connection), as the same request with its title prefixed by the child's name, and a card id that
+cannot collide with the parent's own cells. The hub then reports that cell's start and end into the
+parent's running turn, so the card follows it. File reads and writes go through the parent's editor too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_core.ports import EditorPort, PermissionDecision, PermissionRequest
+
+
+class ChildEditor:
+    def __init__(self, parent: Any, name: str) -> None:
+        self._parent = parent  # the parent Session
+        self.name = name
+        self.asked: set[str] = set()  # the child's cell ids whose card is in the parent's thread
+
+    def card_id(self, cell_id: str) -> str:
+        return f"{self.name}-{cell_id}"
+
+    def card_title(self, title: str) -> str:
+        return f"[subagent {self.name}] {title}"
+
+    @property
+    def _editor(self) -> EditorPort:
+        editor: EditorPort = self._parent.editor
+        return editor
+
+    @property
+    def can_read_files(self) -> bool:
+        return bool(self._editor.can_read_files)
+
+    @property
+    def can_write_files(self) -> bool:
+        return bool(self._editor.can_write_files)
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
+        named = PermissionRequest(
+            cell_id=self.card_id(request.cell_id), title=self.card_title(request.title), code=request.code
+        )
+        self.asked.add(request.cell_id)
+        return await self._editor.request_permission(named)
+
+    async def read_text_file(self, path: str) -> str:
+        return await self._editor.read_text_file(path)
+
+    async def write_text_file(self, path: str, content: str) -> None:
+        await self._editor.write_text_file(path, content)

@@ -1,0 +1,79 @@
+"""Server-wide subagent limits and each child's budget.
+
+Settings (config.toml, snake_case; no env var needed): `subagents_max_running` (children running at
+once in this server, default 3; more are queued), `subagents_max_depth` (default 2: a child may
+spawn, a grandchild may not), `subagent_token_budget` and `subagent_max_seconds` (per child; default
+none). A parent with a goal (`session.autonomy.goal`, when autonomous mode is attached) passes its
+remaining token budget down: a child never gets more than its parent has left.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from agent_core.subagents.records import Budget
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RUNNING = 3
+DEFAULT_MAX_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_running: int = DEFAULT_MAX_RUNNING
+    max_depth: int = DEFAULT_MAX_DEPTH
+    token_budget: int | None = None
+    max_seconds: float | None = None
+
+    @classmethod
+    def from_config(cls, config: Any) -> Limits:
+        extra = getattr(config, "extra", {}) or {}
+
+        def number(name: str, default: Any, kind: type, minimum: float) -> Any:
+            raw = extra.get(name, default)
+            if raw is None:
+                return None
+            try:
+                value = kind(raw)
+            except (TypeError, ValueError):
+                log.warning("ignoring %s=%r: not a %s", name, raw, kind.__name__)
+                return default
+            if value < minimum:
+                log.warning("ignoring %s=%r: must be at least %s", name, raw, minimum)
+                return default
+            return value
+
+        return cls(
+            max_running=number("subagents_max_running", DEFAULT_MAX_RUNNING, int, 1),
+            max_depth=number("subagents_max_depth", DEFAULT_MAX_DEPTH, int, 1),
+            token_budget=number("subagent_token_budget", None, int, 1),
+            max_seconds=number("subagent_max_seconds", None, float, 0.001),
+        )
+
+
+def child_budget(limits: Limits, parent: Any, parent_budget: Budget | None) -> Budget:
+    """The budget of a new child of `parent`: the configured one, capped by what the parent has left.
+
+    "Left" is the parent's goal budget when it has an active goal (read defensively: the goal lives
+    on `session.autonomy`, which may not be attached), and the parent's own child budget when the
+    parent is itself a child.
+    """
+    tokens = limits.token_budget
+    seconds = limits.max_seconds
+    goal = getattr(getattr(parent, "autonomy", None), "goal", None)
+    if goal is not None and getattr(goal, "state", "active") == "active":
+        left = getattr(goal, "budget_left", None)
+        if isinstance(left, int):
+            tokens = left if tokens is None else min(tokens, left)
+        goal_seconds = getattr(goal, "seconds_left", None)
+        if isinstance(goal_seconds, int | float):
+            seconds = float(goal_seconds) if seconds is None else min(seconds, float(goal_seconds))
+    if parent_budget is not None:
+        if parent_budget.tokens is not None:
+            tokens = parent_budget.tokens if tokens is None else min(tokens, parent_budget.tokens)
+        if parent_budget.seconds is not None:
+            seconds = parent_budget.seconds if seconds is None else min(seconds, parent_budget.seconds)
+    return Budget(tokens=tokens, seconds=seconds)

@@ -1,0 +1,594 @@
+"""Subagents over real stdio: a real server, real kernels, one scripted endpoint routing parent and
+children by a marker in each child's task (its first user message)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from acp_client import AcpClient
+from acp_helpers import ClientFactory, initialize, new_session, prompt
+
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+
+WAIT = 120.0
+
+COLLECT = """
+got = {}
+while len(got) < N:
+    for m in await agents.inbox(wait=True, timeout=90):
+        if m.get("final"):
+            got[m["from"]] = m
+print(json.dumps({k: [v["state"], v["text"], v["sent_messages"]] for k, v in sorted(got.items())}))
+"""
+
+
+def cell(code: str) -> dict[str, Any]:
+    return tool_call(textwrap.dedent(code).strip())
+
+
+def collect(n: int) -> str:
+    return "import json\nN = " + str(n) + "\n" + COLLECT
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    return [str(m.get("content")) for m in body["messages"] if m.get("role") == "tool"]
+
+
+def last_tool_result(model: ScriptedModelServer, index: int = -1) -> str:
+    parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
+    return tool_results(parent_requests[index])[-1]
+
+
+def _first_user(body: dict[str, Any]) -> str:
+    first = next(m for m in body["messages"] if m.get("role") == "user")
+    content = first.get("content")
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def start(spawn: ClientFactory, model: ScriptedModelServer, cwd: Path) -> tuple[AcpClient, str]:
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(cwd))
+    return client, sid
+
+
+def test_parent_collects_the_final_answers_of_two_children_that_run_real_cells(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {
+        "[[child-a]]": [cell("print(6 * 7)"), text("answer-a: 42")],
+        "[[child-b]]": [cell("print(2 ** 10)"), text("answer-b: 1024")],
+    }
+    parent = [
+        cell(
+            """
+            a = await agents.spawn("[[child-a]] compute 6*7", name="a")
+            b = await agents.spawn("[[child-b]] compute 2**10", name="b")
+            print(a["state"], b["state"])
+            """
+        ),
+        cell(collect(2)),
+        text("both children answered"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        stop, _ = prompt(client, sid, "delegate two computations", timeout=WAIT)
+        assert stop == "end_turn"
+        answers = json.loads(last_tool_result(model))
+        assert answers == {
+            "a": ["finished", "answer-a: 42", False],
+            "b": ["finished", "answer-b: 1024", False],
+        }
+        child_a = model.requests_for("[[child-a]]")
+        assert "42" in tool_results(child_a[-1])[-1]  # the child's cell really ran in its kernel
+
+
+def test_a_child_that_sends_a_message_is_still_delivered_with_its_final_answer_marked_as_having_sent(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {
+        "[[talker]]": [cell('await agents.send("halfway there", to="parent")'), text("talker done")],
+    }
+    parent = [
+        cell(
+            """
+            import json
+            await agents.spawn("[[talker]] report progress", name="talker")
+            seen = []
+            while not any(m.get("final") for m in seen):
+                seen += await agents.inbox(wait=True, timeout=90)
+            print(json.dumps([[m["from"], m["kind"], m["text"], m.get("sent_messages")] for m in seen]))
+            """
+        ),
+        text("ok"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "delegate", timeout=WAIT)[0] == "end_turn"
+        assert json.loads(last_tool_result(model)) == [
+            ["talker", "message", "halfway there", None],
+            ["talker", "final", "talker done", True],
+        ]
+
+
+def wait_for_file(path: str) -> str:
+    return f"import os, time\nwhile not os.path.exists({path!r}):\n    time.sleep(0.05)\nprint('released')"
+
+
+def test_a_fourth_child_is_queued_while_three_run_and_runs_when_a_slot_frees(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {f"[[q{i}]]": [tool_call(wait_for_file(release)), text(f"q{i} done")] for i in range(1, 5)}
+    parent = [
+        cell(
+            f"""
+            import json
+            states = [(await agents.spawn(f"[[q{{i}}]] wait", name=f"q{{i}}"))["state"] for i in range(1, 5)]
+            print(json.dumps(states))
+            open({release!r}, "w").close()
+            """
+        ),
+        cell(collect(4)),
+        text("all four done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "four children", timeout=WAIT * 2)[0] == "end_turn"
+        parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
+        assert json.loads(tool_results(parent_requests[1])[-1]) == ["running", "running", "running", "queued"]
+        finals = json.loads(last_tool_result(model))
+        assert {name: value[0] for name, value in finals.items()} == {
+            f"q{i}": "finished" for i in range(1, 5)
+        }
+
+
+def test_a_grandchild_cannot_spawn_beyond_the_depth_limit(spawn: ClientFactory, tmp_path: Path) -> None:
+    routes = {
+        "[[depth-1]]": [
+            cell(
+                """
+                import json
+                await agents.spawn("[[depth-2]] go deeper", name="inner")
+                finals = []
+                while not finals:
+                    finals = [m for m in await agents.inbox(wait=True, timeout=90) if m.get("final")]
+                print(finals[0]["text"])
+                """
+            ),
+            text("relayed"),
+        ],
+        "[[depth-2]]": [
+            cell(
+                """
+                try:
+                    await agents.spawn("[[depth-3]] too deep")
+                except Exception as exc:
+                    print("refused:", exc)
+                """
+            ),
+            text("grandchild saw the limit"),
+        ],
+    }
+    parent = [
+        cell('await agents.spawn("[[depth-1]] delegate further", name="outer")'),
+        cell(collect(1)),
+        text("done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "nest", timeout=WAIT * 2)[0] == "end_turn"
+        grandchild = model.requests_for("[[depth-2]]")
+        assert "depth limit" in tool_results(grandchild[-1])[-1]
+        assert model.requests_for("[[depth-3]]") == []
+        assert "grandchild saw the limit" in tool_results(model.requests_for("[[depth-1]]")[-1])[-1]
+
+
+def test_cancelling_one_child_delivers_its_cancellation_and_leaves_its_sibling_finishing(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    never = str(tmp_path / "never")
+    routes = {
+        "[[slow]]": [tool_call(wait_for_file(never)), text("slow should not answer")],
+        "[[quick]]": [text("quick answer")],
+    }
+    parent = [
+        cell(
+            """
+            await agents.spawn("[[slow]] wait forever", name="slow")
+            await agents.spawn("[[quick]] answer at once", name="quick")
+            print((await agents.cancel("slow"))["state"])
+            """
+        ),
+        cell(collect(2)),
+        text("done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "cancel one", timeout=WAIT)[0] == "end_turn"
+        finals = json.loads(last_tool_result(model))
+        assert finals["slow"][0] == "cancelled"
+        assert "cancelled by its parent" in finals["slow"][1]
+        assert finals["quick"] == ["finished", "quick answer", False]
+
+
+def test_a_child_whose_kernel_dies_fails_with_the_reason_and_the_parent_keeps_working(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    import os
+    import signal
+
+    never = str(tmp_path / "never")
+    routes = {
+        "[[victim]]": [
+            tool_call("import os\nawait agents.send(str(os.getpid()))\n" + wait_for_file(never)),
+            text("victim should not answer"),
+        ]
+    }
+    parent = [
+        tool_call(
+            textwrap.dedent(
+                """
+                await agents.spawn("[[victim]] hold on", name="victim")
+                first = await agents.inbox(wait=True, timeout=90)
+                print("PID", first[0]["text"], flush=True)
+                """
+            )
+            + collect(1)
+        ),
+        cell('print("parent alive", 1 + 1)'),
+        text("done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        rid = client.start_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "kill test"}]}
+        )
+        frame = client.wait_for(lambda m: "PID " in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+        pid = int(json.dumps(frame.message["params"]["update"]).split("PID ")[1].split("\\")[0].split('"')[0])
+        os.kill(pid, signal.SIGKILL)
+        assert client.result(rid, WAIT)["stopReason"] == "end_turn"
+        parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
+        finals = json.loads(tool_results(parent_requests[1])[-1].strip().splitlines()[-1])
+        assert finals["victim"][0] == "failed"
+        assert "kernel died" in finals["victim"][1]
+        assert "parent alive 2" in last_tool_result(model)
+
+
+def test_a_child_whose_model_fails_is_failed_with_the_model_error(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from agent_core.testing.scripted_model import error
+
+    routes = {"[[broken]]": [error(400, "the scripted model refuses this child")]}
+    parent = [cell('await agents.spawn("[[broken]] try", name="broken")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "model failure", timeout=WAIT)[0] == "end_turn"
+        finals = json.loads(last_tool_result(model))
+        assert finals["broken"][0] == "failed"
+        assert "refuses this child" in finals["broken"][1]
+
+
+def subagent_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
+    return [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("subagent-")]
+
+
+def test_the_spawn_card_follows_the_child_after_the_parent_turn_ended_and_ends_with_its_answer(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {"[[late]]": [tool_call(wait_for_file(release)), text("late answer: 7")]}
+    parent = [cell('await agents.spawn("[[late]] finish after the parent", name="late")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        stop, answered_at = prompt(client, sid, "spawn and end", timeout=WAIT)
+        assert stop == "end_turn"
+        Path(release).touch()
+        done = client.wait_for(
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["update"].get("toolCallId", "").startswith("subagent-")
+                and m["params"]["update"].get("status") == "completed"
+            ),
+            WAIT,
+        )
+        assert done.seq > answered_at
+        card = subagent_updates(client, sid)
+        assert card[0]["sessionUpdate"] == "tool_call"
+        meta = card[0]["_meta"]["continual-acp"]["subagent"]
+        assert (meta["name"], meta["parentSessionId"], meta["state"]) == ("late", sid, "running")
+        final = done.message["params"]["update"]
+        assert final["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+        assert "late answer: 7" in json.dumps(final["content"])
+
+
+def test_agents_command_lists_children_and_cancels_one_by_name(spawn: ClientFactory, tmp_path: Path) -> None:
+    from acp_helpers import run_command
+
+    never = str(tmp_path / "never")
+    routes = {"[[sleeper]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[sleeper]] wait", name="sleeper")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        listing = run_command(client, sid, "/agents")
+        assert "`sleeper` **running**" in listing
+        reply = run_command(client, sid, "/agents cancel sleeper")
+        assert "Cancelled subagent `sleeper` (now cancelled)" in reply
+        assert "`sleeper` **cancelled**" in run_command(client, sid, "/agents")
+
+
+def test_cancelling_the_parent_prompt_leaves_its_children_running(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from acp_helpers import run_command
+
+    never = str(tmp_path / "never")
+    routes = {"[[stays]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [
+        cell(
+            'await agents.spawn("[[stays]] wait", name="stays")\nprint("SPAWN" + "ED", flush=True)\n'
+            + wait_for_file(never)
+        )
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        rid = client.start_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn then hang"}]}
+        )
+        client.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+        client.notify("session/cancel", {"sessionId": sid})
+        assert client.result(rid, WAIT)["stopReason"] == "cancelled"
+        assert "`stays` **running**" in run_command(client, sid, "/agents")
+
+
+def list_entries(client: AcpClient, cwd: Path) -> dict[str, dict[str, Any]]:
+    result = client.request("session/list", {"cwd": str(cwd)})
+    return {s["sessionId"]: s for s in result["sessions"]}
+
+
+def test_session_list_shows_each_child_with_its_parent_in_meta(spawn: ClientFactory, tmp_path: Path) -> None:
+    routes = {"[[listed]]": [text("listed answer")]}
+    parent = [cell('await agents.spawn("[[listed]] answer", name="listed")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        entries = list_entries(client, tmp_path)
+        children = [e for e in entries.values() if "_meta" in e]
+        assert [c["_meta"]["continual-acp"] for c in children] == [
+            {"parentSessionId": sid, "subagent": {"name": "listed", "state": "finished"}}
+        ]
+        assert children[0]["title"] == "Subagent listed: [[listed]] answer"
+        assert "_meta" not in entries[sid]
+
+
+def test_closing_the_parent_session_cancels_its_running_children(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    never = str(tmp_path / "never")
+    routes = {"[[orphan]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[orphan]] wait", name="orphan")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        client.request("session/close", {"sessionId": sid}, timeout=WAIT)
+        children = [e for e in list_entries(client, tmp_path).values() if "_meta" in e]
+        assert [c["_meta"]["continual-acp"]["subagent"]["state"] for c in children] == ["cancelled"]
+
+
+def test_links_survive_a_restart_and_a_running_child_is_interrupted_by_restart(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from acp_helpers import run_command
+
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    never = str(tmp_path / "never")
+    routes = {"[[cut]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[cut]] wait", name="cut")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        first = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(first)
+        sid, _ = new_session(first, str(tmp_path))
+        assert prompt(first, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        model.wait_for_requests(2)
+        assert first.close() == 0
+        second = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(second)
+        children = [e for e in list_entries(second, tmp_path).values() if "_meta" in e]
+        assert [c["_meta"]["continual-acp"] for c in children] == [
+            {"parentSessionId": sid, "subagent": {"name": "cut", "state": "interrupted"}}
+        ]
+        second.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        listing = run_command(second, sid, "/agents")
+        assert "`cut` **interrupted**" in listing
+        assert "interrupted by restart" in listing
+
+
+def test_a_harness_spec_gives_the_child_its_instructions_and_preferred_model(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from harness_store import HarnessStore
+
+    home = tmp_path / "spec-home"
+    (home / "harness").mkdir(parents=True)
+    HarnessStore(home / "harness").apply(
+        {
+            "summary": "a reviewer spec",
+            "edits": [
+                {
+                    "action": "create",
+                    "kind": "subagent",
+                    "id": "reviewer",
+                    "title": "Code reviewer",
+                    "content": "Review with care; answer in one line.",
+                    "metadata": {"model": "reviewer-model"},
+                }
+            ],
+        },
+        scope="global",
+        trigger="user",
+        source="user",
+    )
+    routes = {"[[review]]": [text("looks fine")]}
+    parent = [
+        cell('await agents.spawn("[[review]] check a.py", name="rev", spec="reviewer")\n' + collect(1)),
+        text("ok"),
+    ]
+    with ScriptedModelServer(parent, routes=routes, models=("scripted-model", "reviewer-model")) as model:
+        client = spawn(
+            model.base_url, CONTINUAL_ACP_HOME=str(home), CONTINUAL_ACP_REFINE_MODEL="reviewer-model"
+        )
+        initialize(client)
+        sid, _ = new_session(client, str(tmp_path))
+        assert prompt(client, sid, "review", timeout=WAIT)[0] == "end_turn"
+        (request,) = model.requests_for("[[review]]")
+        assert request["model"] == "reviewer-model"
+        assert "Review with care; answer in one line." in _first_user(request)
+        assert json.loads(last_tool_result(model))["rev"][0] == "finished"
+
+
+def test_a_childs_permission_request_reaches_the_parents_editor_with_the_child_named(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {"[[asker]]": [cell("print('child ran ' + str(3 * 3))"), text("asker done")]}
+    parent = [cell('await agents.spawn("[[asker]] run a cell", name="asker")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
+        assert prompt(client, sid, "ask mode", timeout=WAIT)[0] == "end_turn"
+        asked = [r["params"] for r in client.agent_requests if r["method"] == "session/request_permission"]
+        assert [p["sessionId"] for p in asked] == [sid, sid]  # the parent's cell, then the child's
+        child_card = asked[1]["toolCall"]
+        assert child_card["title"] == "[subagent asker] print('child ran ' + str(3 * 3))"
+        updates = [u for u in client.updates(sid) if u.get("toolCallId") == child_card["toolCallId"]]
+        assert updates[-1]["status"] == "completed"
+        assert json.loads(last_tool_result(model))["asker"][0] == "finished"
+
+
+def test_a_child_session_can_be_loaded_in_the_editor_and_replays_its_task_and_answer(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {"[[loadable]]": [text("loadable answer")]}
+    parent = [cell('await agents.spawn("[[loadable]] answer", name="loadable")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        (child_id,) = [k for k, e in list_entries(client, tmp_path).items() if "_meta" in e]
+        client.request(
+            "session/load", {"sessionId": child_id, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        replayed = json.dumps(client.updates(child_id))
+        assert "[[loadable]] answer" in replayed  # the task, as the child's first prompt
+        assert "loadable answer" in replayed
+
+
+def test_harness_status_counts_the_running_subagents_until_they_end(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {"[[counted]]": [tool_call(wait_for_file(release)), text("counted done")]}
+    parent = [cell('await agents.spawn("[[counted]] wait", name="counted")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 1
+        Path(release).touch()
+        client.wait_for(
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["update"]
+                .get("_meta", {})
+                .get("continual-acp", {})
+                .get("subagent", {})
+                .get("state")
+                == "finished"
+            ),
+            WAIT,
+        )
+        assert "runningSubagents" not in client.request("_harness/status", {"sessionId": sid})
+
+
+def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    routes = {
+        "[[busy]]": [tool_call(f"print('step {i}')", title=f"step {i}") for i in range(1, 8)]
+        + [text("busy done")]
+    }
+    parent = [
+        cell(
+            """
+            import json
+            await agents.spawn("[[busy]] seven steps", name="busy")
+            while not [m for m in await agents.inbox(wait=True, timeout=90) if m.get("final")]:
+                pass
+            seen = await agents.observe("busy")
+            print(json.dumps([seen["state"], seen["cells_run"], [c["title"] for c in seen["last_cells"]], seen["last_messages"][-1]]))
+            """
+        ),
+        text("observed"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "observe", timeout=WAIT * 2)[0] == "end_turn"
+        state, cells_run, titles, last = json.loads(last_tool_result(model))
+        assert (state, cells_run, last) == ("finished", 7, "busy done")
+        assert titles == [f"step {i}" for i in range(3, 8)]
+
+
+def background_work(update: dict[str, Any]) -> list[dict[str, Any]] | None:
+    meta = update.get("_meta", {}).get("continual-acp", {})
+    work = meta.get("backgroundWork")
+    return None if work is None else list(work["subagents"])
+
+
+def test_the_background_work_mirror_lists_running_children_until_they_settle(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release = str(tmp_path / "release")
+    routes = {"[[bg]]": [tool_call(wait_for_file(release)), text("bg done")]}
+    parent = [cell('await agents.spawn("[[bg]] wait", name="bg")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        mirrors = [w for u in client.updates(sid) if (w := background_work(u)) is not None]
+        assert [(s["name"], s["state"], s["parentSessionId"]) for s in mirrors[-1]] == [
+            ("bg", "running", sid)
+        ]
+        Path(release).touch()
+        client.wait_for(
+            lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
+            WAIT,
+        )
+
+
+def test_agents_command_answers_while_the_parent_turn_is_still_waiting(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    from acp_helpers import run_command
+
+    release = str(tmp_path / "release")
+    routes = {"[[held]]": [tool_call(wait_for_file(release)), text("held done")]}
+    parent = [
+        cell(
+            'await agents.spawn("[[held]] wait", name="held")\nprint("SPAWN" + "ED", flush=True)\n'
+            + collect(1)
+        ),
+        text("done"),
+    ]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        rid = client.start_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn and wait"}]}
+        )
+        client.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+        assert "`held` **running**" in run_command(client, sid, "/agents")
+        Path(release).touch()
+        assert client.result(rid, WAIT)["stopReason"] == "end_turn"
