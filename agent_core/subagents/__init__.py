@@ -6,8 +6,8 @@ composition root calls it); `agent.subagents` is the hub.
 
 from __future__ import annotations
 
-from agent_core.subagents.hub import SubagentError, SubagentHub
+from agent_core.subagents.hub import SubagentHub
 from agent_core.subagents.limits import Limits
-from agent_core.subagents.records import ChildChanged, ChildRecord, Message
+from agent_core.subagents.records import ChildChanged, ChildRecord, Message, SubagentError
 
 __all__ = ["ChildChanged", "ChildRecord", "Limits", "Message", "SubagentError", "SubagentHub"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from agent_core.subagents.hub import SubagentError
+from agent_core.subagents.records import SubagentError
 
 # The longest single wait the kernel asks for; `agents.inbox(wait=True)` waits in slices of it, so a
 # wait abandoned by an interrupted cell holds its bridge connection for at most this long.

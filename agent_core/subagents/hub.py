@@ -26,7 +26,7 @@ from agent_core.subagents import persistence
 from agent_core.subagents.editor import ChildEditor
 from agent_core.subagents.limits import Limits, child_budget
 from agent_core.subagents.mailbox import Inbox, RoutingError, resolve
-from agent_core.subagents.records import ChildChanged, ChildRecord, Message, bounded, now_iso
+from agent_core.subagents.records import ChildChanged, ChildRecord, Message, SubagentError, bounded, now_iso
 from agent_core.subagents.runner import Activity, Ending, drive
 from agent_core.subagents.specs import Spec, first_prompt, resolve_spec
 
@@ -35,10 +35,6 @@ log = logging.getLogger(__name__)
 Listener = Callable[[ChildChanged], Awaitable[None]]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 CANCEL_WAIT = 5.0
-
-
-class SubagentError(ValueError):
-    """A spawn/send/cancel the hub refuses; the message says what to change."""
 
 
 class SubagentHub:

@@ -167,3 +167,7 @@ class ChildChanged:
 
     record: ChildRecord
     state: ChildState
+
+
+class SubagentError(ValueError):
+    """A spawn/send/cancel the hub refuses; the message says what to change."""
