@@ -23,7 +23,8 @@ from .acp_support import (
 )
 from .conftest import gate_reply, memory_edit
 
-AUTO_EVERY_TURN = "auto_refine_every = 1\nrefine_cooldown_seconds = 0\n"
+# trust (issue 15): SKILL imports a module that does not exist; these tests are about review, not checks.
+AUTO_EVERY_TURN = "auto_refine_every = 1\nrefine_cooldown_seconds = 0\nverify_skills = false\n"
 MANUAL_ONLY = "auto_refine_every = 0\n"
 
 SKILL = {
