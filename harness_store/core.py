@@ -87,7 +87,7 @@ class _Work:
 def _baseline_entry(baseline: HarnessState, kind: str, entry_id: str, scope: str) -> HarnessEntry | None:
     # A baseline may be one store's state or a merged view where colliding local ids are keyed
     # `local:<id>`; pick the entry of the scope being edited.
-    for key in (f"local:{entry_id}", entry_id):
+    for key in (f"local:{entry_id}", f"project:{entry_id}", entry_id):  # trust: + project (issue 15)
         candidate = baseline.get(kind, key)
         if candidate is not None and candidate.scope == scope:
             return candidate
