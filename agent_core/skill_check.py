@@ -432,3 +432,15 @@ def session_verifiers(session: Any) -> Any:
         return verifier_for(extra, scope, session.cwd, python=getattr(config, "kernel_python", None))
 
     return for_scope
+
+
+def cli_verifier_factory() -> Any:
+    """`(scope, cwd) -> verifier` for `continual-acp harness import` (config from config.toml)."""
+
+    def factory(scope: str, cwd: Any) -> PreApplyVerifier:
+        from agent_core.config import load_config
+
+        config = load_config()
+        return verifier_for(config.extra, scope, cwd, python=config.kernel_python)
+
+    return factory
