@@ -48,7 +48,7 @@ def _find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEnt
     state = local_store.load()
     kinds = [kind] if kind else list(KINDS)
     found = [state.get(k, entry_id) for k in kinds]
-    matches = [e for e in found if e is not None and e.trust != "rejected"]
+    matches: list[HarnessEntry] = [e for e in found if e is not None and e.trust != "rejected"]
     if not matches:
         raise PromotionError(f"no local entry {entry_id!r} in this session; /harness lists them")
     if len(matches) > 1:
@@ -237,7 +237,7 @@ def deletion_notice(local_store: Any, session_id: str, export_dir: Path) -> Dele
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(proposal, fh, indent=2, ensure_ascii=False, sort_keys=True)
-        os.replace(tmp, saved)  # type: ignore[arg-type]
+        os.replace(tmp, export_dir / f"{session_id}.json")
     except OSError:
         saved = None
     lines = [
