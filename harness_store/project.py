@@ -136,8 +136,9 @@ class ProjectStore:
         self.lock_path = self.root / LOCK_FILE
         self.lock_timeout = lock_timeout
         self._mutex = threading.RLock()
-        # path -> ((mtime_ns, size), parsed entry or the file's text when it does not parse)
-        self._files: dict[Path, tuple[tuple[int, int], HarnessEntry | str]] = {}
+        # path (a str: Path objects cost more than the stat) -> ((mtime_ns, size), parsed entry or
+        # the file's text when it does not parse). Re-parsing happens only for files that changed.
+        self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
         self._history_sig: tuple[int, int] | None = None
         self._history_offset = 0
         self._lines: list[_Line] = []
@@ -153,7 +154,7 @@ class ProjectStore:
     def _scan(self) -> tuple[dict[str, dict[str, HarnessEntry]], list[ProjectConflict]]:
         entries = empty_entries()
         broken: list[ProjectConflict] = []
-        seen: set[Path] = set()
+        seen: set[str] = set()
         for kind in KINDS:
             directory = self.entries_dir / kind
             try:
@@ -167,18 +168,18 @@ class ProjectStore:
             for item in listing:
                 if not item.name.endswith(".md") or item.name.startswith("."):
                     continue
-                path = Path(item.path)
-                seen.add(path)
-                parsed = self._read(path, item)
+                seen.add(item.path)
+                parsed = self._read(item)
                 if isinstance(parsed, HarnessEntry):
                     entries[kind][parsed.id] = parsed
                 else:
-                    broken.append(self._file_conflict(kind, path, parsed))
+                    broken.append(self._file_conflict(kind, Path(item.path), parsed))
         for stale in set(self._files) - seen:
             del self._files[stale]
         return entries, broken
 
-    def _read(self, path: Path, item: os.DirEntry[str]) -> HarnessEntry | str:
+    def _read(self, item: os.DirEntry[str]) -> HarnessEntry | str:
+        path = item.path
         try:
             stat = item.stat()
         except OSError:
@@ -188,7 +189,8 @@ class ProjectStore:
         if cached is not None and cached[0] == sig:
             return cached[1]
         try:
-            text = path.read_text(encoding="utf-8")
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("project harness entry %s unreadable: %s", path, exc)
             text = ""
@@ -440,6 +442,9 @@ class ProjectStore:
                 path = self.view_path(edit.kind, edit.id)
                 if edit.after is not None:
                     write_text_atomic(path, render_entry(edit.after))
+                    # What we just wrote needs no re-parse by our next read.
+                    stat = path.stat()
+                    self._files[str(path)] = ((stat.st_mtime_ns, stat.st_size), edit.after)
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
