@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,33 @@ async def test_kernel_harness_write_of_a_good_skill_applies_verified(
     assert answer["status"] == "applied"
     record = coordinator.local_store.get_refinement(answer["id"])
     assert record.applied_edits[0].check.startswith("verified in a scratch kernel")
+
+
+async def test_harness_create_in_a_real_kernel_is_refused_by_a_failing_example(
+    service: SkillCheckService, skill_dir: Path, tmp_path: Path
+) -> None:
+    from agent_core.refinement import register_host_ops
+    from kernel_bridge import KernelPool
+    from skills.loader import setup_code
+
+    coordinator = _coordinator(tmp_path, service, skill_dir)
+    pool = KernelPool(0)
+    await pool.start()
+    kernel = await pool.acquire(cwd=skill_dir, setup_code=setup_code([]))
+    try:
+        register_host_ops(kernel.host_bridge, coordinator)
+        code = (
+            "import json\n"
+            "r = harness.create('skill', 'add', 'adds', id='add', arguments={'x': {}, 'y': {}},\n"
+            "    reference={'type': 'python', 'import': 'trustskills', 'callable': 'add'},\n"
+            "    examples=[{'args': [1, 1], 'expect': 3}])\n"
+            "print(json.dumps(r))\n"
+        )
+        result = await kernel.execute(code, timeout=120).result()
+        assert result.status == "ok", result.output
+        answer = json.loads(result.output.strip().splitlines()[-1])
+        assert answer["status"] == "refused"
+        assert "returned 2, expected 3" in answer["error"]
+    finally:
+        await kernel.shutdown(final_snapshot=False)
+        await pool.aclose()
