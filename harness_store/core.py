@@ -164,11 +164,13 @@ def _refusal(
             before, _baseline_entry(opts.baseline, kind, entry_id, before.scope if before else opts.scope)
         ):
             return MSG_BASELINE
-    if opts.scope == "local" and edit.action in ("update", "delete"):
-        if before is not None and before.scope == "global":
-            return MSG_GLOBAL_READ_ONLY
-        if before is None and opts.global_state is not None and opts.global_state.get(kind, entry_id):
-            return MSG_GLOBAL_READ_ONLY
+    # trust (issue 15): generalized to the project scope; the local/global message is unchanged.
+    if opts.scope in ("local", "project") and edit.action in ("update", "delete"):
+        if before is not None and before.scope != opts.scope and before.scope in ("global", "project"):
+            return f"{before.scope} entry is read-only in a {opts.scope} refinement"
+        shared = opts.global_state.get(kind, entry_id) if before is None and opts.global_state else None
+        if shared is not None and shared.scope != opts.scope:
+            return f"{shared.scope} entry is read-only in a {opts.scope} refinement"
     if edit.action == "create" and before is not None:
         return MSG_EXISTS
     if edit.action in ("update", "delete") and before is None:

@@ -198,3 +198,25 @@ def test_a_rebase_onto_the_other_branch_surfaces_the_conflict_too(diverged: Path
     git(diverged, "-c", "core.editor=true", "rebase", "--continue", check=False)
     [conflict] = ProjectStore(diverged).conflicts()
     assert conflict.entry_id == "shared"
+
+
+def test_a_local_refinement_cannot_edit_a_project_entry_by_name(repo: Path, tmp_path: Path) -> None:
+    project = ProjectStore(repo)
+    project.apply({"edits": [memory("A", "project")]}, trigger="user")
+    local = HarnessStore(tmp_path / "sessions" / "s" / "harness")
+    result = local.apply(
+        {"edits": [memory("A", "mine", "update", "a")]},
+        scope="local",
+        trigger="model",
+        global_state=merge_scopes(HarnessState(), HarnessState(), project.load()),
+    )
+    assert result.applied_edits[0].error == "project entry is read-only in a local refinement"
+
+
+def test_a_project_refinement_cannot_edit_a_global_entry_by_name(repo: Path, tmp_path: Path) -> None:
+    glob = HarnessStore(tmp_path / "g")
+    glob.apply({"edits": [memory("G", "global")]}, scope="global", trigger="user")
+    result = ProjectStore(repo).apply(
+        {"edits": [memory("G", "mine", "delete", "g")]}, trigger="model", global_state=glob.load()
+    )
+    assert result.applied_edits[0].error == "global entry is read-only in a project refinement"
