@@ -143,6 +143,11 @@ class ProjectStore:
         self._history_offset = 0
         self._lines: list[_Line] = []
         self._positions: dict[str, int] = {}
+        # Derived from the history lines; recomputed only when lines were added (or re-read).
+        self._generation = 0  # bumped whenever the lines are re-read from scratch
+        self._derived_for: tuple[int, int] | None = None
+        self._forks_cache: dict[str, tuple[_Line, _Line]] = {}
+        self._writers_cache: dict[str, str] = {}
 
     @property
     def default_scope(self) -> str:
@@ -226,12 +231,14 @@ class ProjectStore:
             stat = self.history_path.stat()
         except FileNotFoundError:
             self._history_sig, self._history_offset, self._lines, self._positions = None, 0, [], {}
+            self._generation += 1
             return
         sig = (stat.st_ino, stat.st_size)
         if sig == self._history_sig:
             return
         if self._history_sig is None or sig[0] != self._history_sig[0] or sig[1] < self._history_offset:
             self._history_offset, self._lines, self._positions = 0, [], {}
+            self._generation += 1
         with self.history_path.open("rb") as fh:
             fh.seek(self._history_offset)
             data = fh.read()
@@ -254,7 +261,21 @@ class ProjectStore:
         self._history_offset += end
         self._history_sig = (sig[0], self._history_offset)
 
+    def _derive(self) -> None:
+        key = (self._generation, len(self._lines))
+        if self._derived_for != key:
+            self._forks_cache, self._writers_cache = self._compute_forks(), self._compute_writers()
+            self._derived_for = key
+
     def _last_writers(self) -> dict[str, str]:
+        self._derive()
+        return self._writers_cache
+
+    def _forks(self) -> dict[str, tuple[_Line, _Line]]:
+        self._derive()
+        return self._forks_cache
+
+    def _compute_writers(self) -> dict[str, str]:
         writers: dict[str, str] = {}
         for line in self._lines:
             for edit in line.record.applied_edits:
@@ -262,7 +283,7 @@ class ProjectStore:
                     writers[_key(edit.kind, edit.id)] = line.record.id
         return writers
 
-    def _forks(self) -> dict[str, tuple[_Line, _Line]]:
+    def _compute_forks(self) -> dict[str, tuple[_Line, _Line]]:
         """Entries two records wrote from the same parent record, with no later write resolving it."""
         by_parent: dict[tuple[str, str | None], _Line] = {}
         forks: dict[str, tuple[_Line, _Line]] = {}
