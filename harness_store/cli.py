@@ -7,6 +7,7 @@
     tombstones [--lift TOMBSTONE-ID] [--session ID]
     import <proposal.json> [--scope global|local|project] [--session ID] [--repo PATH] [--no-verify]
     conflicts --repo PATH
+    resolve <kind>/<id> <side> --repo PATH
 
 `--scope project --repo PATH` (or `--repo PATH` alone) uses the project store committed in that
 repository (`<repo>/.continual-acp/harness`). `import` applies a proposal file (trigger `cli`); its
@@ -85,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("global", "local", "project"))
     p.add_argument("--no-verify", action="store_true", help="do not run skill checks (the result says so)")
     sub.add_parser("conflicts", parents=[common], help="entries changed on both sides of a git merge")
+    p = sub.add_parser("resolve", parents=[common], help="end a merge conflict by taking one side")
+    p.add_argument("entry", metavar="KIND/ID")
+    p.add_argument("side", type=_count, help="which candidate `conflicts` listed (0, 1, ...)")
     return parser
 
 
@@ -180,8 +184,26 @@ def _run(
         if not repo:
             raise CliError("conflicts needs --repo PATH")
         clashes = ProjectStore(Path(repo)).conflicts()
-        text = "\n".join(f"{c.kind:<9} {c.entry_id:<32} {c.reason}" for c in clashes)
-        return [c.to_json() for c in clashes], text or "no conflicts", 1 if clashes else 0
+        lines: list[str] = []
+        for c in clashes:
+            lines.append(f"{c.kind:<9} {c.entry_id:<32} {c.reason}")
+            for number, side in enumerate(c.candidates):
+                shown = "deleted" if side is None else f"{side.title} — {' '.join(side.content.split())[:100]}"
+                lines.append(f"  side {number}: {shown}")
+        return [c.to_json() for c in clashes], "\n".join(lines) or "no conflicts", 1 if clashes else 0
+    if args.command == "resolve":
+        if not repo:
+            raise CliError("resolve needs --repo PATH")
+        kind, _, entry_id = args.entry.partition("/")
+        if kind not in KINDS or not entry_id:
+            raise CliError(f"name the entry as KIND/ID (KIND one of {', '.join(KINDS)}), not {args.entry!r}")
+        try:
+            result = ProjectStore(Path(repo)).resolve_conflict(kind, entry_id, args.side)
+        except KeyError:
+            raise CliError(f"{args.entry} is not in conflict; `conflicts --repo` lists them") from None
+        except IndexError:
+            raise CliError(f"{args.entry} has no side {args.side}; `conflicts --repo` lists them") from None
+        return result, _result_text(result), 0 if result.applied else 1
     if args.command == "list":
         store = _stores(home, args.session, args.scope, repo)[0]
         state = store.load()

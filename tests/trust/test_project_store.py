@@ -4,9 +4,7 @@ and two people's refinements meeting in a real git merge."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,30 +13,7 @@ from harness_store.project import ProjectStore, project_root
 from harness_store.project_files import parse_entry, render_entry
 from harness_store.scopes import merge_scopes
 
-
-def memory(title: str, content: str, action: str = "create", entry_id: str | None = None) -> dict[str, Any]:
-    return {"action": action, "kind": "memory", "id": entry_id, "title": title, "content": content}
-
-
-def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=check,
-    )
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "repo"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / "README").write_text("x\n")
-    git(path, "add", "-A")
-    git(path, "commit", "-qm", "init")
-    return path
+from .conftest import git, memory
 
 
 def test_an_entry_is_one_stable_text_file_under_the_repo(repo: Path) -> None:
@@ -107,27 +82,6 @@ def test_merge_keeps_colliding_ids_of_three_scopes_visible(repo: Path, tmp_path:
 
 def test_merge_without_a_project_state_is_the_two_scope_merge() -> None:
     assert merge_scopes(HarnessState(), HarnessState()).count() == 0
-
-
-def _branch_refines(repo: Path, branch: str, content: str, extra: str) -> None:
-    git(repo, "checkout", "-q", "-b", branch, "main")
-    store = ProjectStore(repo)
-    store.apply({"summary": branch, "edits": [memory("Shared", content, "update", "shared")]}, trigger="user")
-    store.apply({"summary": branch, "edits": [memory(extra, f"{branch} only")]}, trigger="user")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", branch)
-
-
-@pytest.fixture
-def diverged(repo: Path) -> Path:
-    """main has `shared`; branches alice and bob each update it and add an entry of their own."""
-    ProjectStore(repo).apply({"edits": [memory("Shared", "base")]}, trigger="user")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base harness")
-    _branch_refines(repo, "alice", "alice's version", "Alice note")
-    _branch_refines(repo, "bob", "bob's version", "Bob note")
-    git(repo, "checkout", "-q", "alice")
-    return repo
 
 
 def test_git_merge_of_two_refined_branches_surfaces_the_conflict(diverged: Path) -> None:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .conftest import git
 from .test_skill_check import edit
 
 TIMEOUT = 180
@@ -61,7 +62,7 @@ def test_import_with_verify_skills_off_in_config_says_so(tmp_path: Path) -> None
 
 
 def test_project_scope_lists_history_and_rolls_back_from_the_terminal(tmp_path: Path) -> None:
-    repo = tmp_path / "repo"
+    repo = tmp_path / "plain-repo"
     repo.mkdir()
     memory = {"action": "create", "kind": "memory", "title": "Build", "content": "make all"}
     done = cli(tmp_path, "import", str(proposal_file(tmp_path, memory)), "--repo", str(repo), "--json")
@@ -73,3 +74,14 @@ def test_project_scope_lists_history_and_rolls_back_from_the_terminal(tmp_path: 
     back = cli(tmp_path, "rollback", rid, "--repo", str(repo))
     assert back.returncode == 0, back.stderr
     assert not (repo / ".continual-acp" / "harness" / "entries" / "memory" / "build.md").exists()
+
+
+def test_conflicts_are_listed_and_resolved_from_the_terminal(tmp_path: Path, diverged: Path) -> None:
+    git(diverged, "merge", "bob", "-m", "merge bob", check=False)
+    git(diverged, "commit", "-qam", "merge")
+    listed = cli(tmp_path, "conflicts", "--repo", str(diverged))
+    assert listed.returncode == 1
+    assert "memory    shared" in listed.stdout and "side 1: Shared — bob's version" in listed.stdout
+    done = cli(tmp_path, "resolve", "memory/shared", "1", "--repo", str(diverged))
+    assert done.returncode == 0, done.stderr
+    assert cli(tmp_path, "conflicts", "--repo", str(diverged)).stdout.strip() == "no conflicts"
