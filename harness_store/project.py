@@ -11,7 +11,11 @@ Layout under `<repo>/.continual-acp/harness/`:
   markers) and `.gitignore` (the lock and temp files).
 
 The entry files are the current state; the history is the audit trail and what rollback, the as-of
-view and conflict detection read. The API is `HarnessStore`'s (load/state/apply/rollback/history/
+view and conflict detection read. Writes go history first, then files: if a writer dies between
+the two, every reader sees the last record's entries (its files still equal its `before`
+snapshots) and the next locked write rewrites the files. Files that moved on since (a merge, a
+hand edit) or hold conflict markers are never overwritten this way; deleting an entry's file by
+hand right after its create does count as "behind" (delete through the store instead). The API is `HarnessStore`'s (load/state/apply/rollback/history/
 history_page/get_refinement/state_as_of/record_review/reject_proposal/tombstones/lift_tombstone/
 view_path/rolled_back_by), so a caller can treat it as a third store; `apply` only accepts
 `scope="project"`.
@@ -304,9 +308,53 @@ class ProjectStore:
 
     # -- the public reading API -------------------------------------------------------------------
 
-    def _snapshot(self) -> tuple[HarnessState, list[ProjectConflict]]:
+    def _interrupted(
+        self, entries: dict[str, dict[str, HarnessEntry]], broken: set[tuple[str, str]]
+    ) -> list[HarnessEntry | tuple[str, str]]:
+        """The writes of the last record that never reached the files (a writer died between its
+        history append and its file writes): every entry it wrote still equals its `before`.
+        Returns the entries to write (or (kind, id) to delete); empty when nothing is missing."""
+        if not self._lines:
+            return []
+        last = self._lines[-1].record
+        final: dict[tuple[str, str], tuple[HarnessEntry | None, HarnessEntry | None]] = {}
+        for edit in last.applied_edits:
+            if edit.applied and edit.id is not None:
+                first_before = final.get((edit.kind, edit.id), (edit.before, None))[0]
+                final[(edit.kind, edit.id)] = (first_before, edit.after)
+        missing: list[HarnessEntry | tuple[str, str]] = []
+        for (kind, entry_id), (before, after) in final.items():
+            if (kind, entry_id) in broken:
+                return []  # a file with conflict markers is for /review, never overwritten
+            current = entries.get(kind, {}).get(entry_id)
+            if _same_entry(current, after):
+                continue
+            if not _same_entry(current, before):
+                return []  # moved on since (a merge, a hand edit): the files are not behind
+            missing.append(after if after is not None else (kind, entry_id))
+        return missing
+
+    def _snapshot(self, *, repair: bool = False) -> tuple[HarnessState, list[ProjectConflict]]:
         entries, conflicts = self._scan()
         self._refresh_history()
+        # The history is the truth: replay a last record whose file writes were cut off.
+        missing = self._interrupted(entries, {(c.kind, c.entry_id) for c in conflicts})
+        if missing:
+            log.warning(
+                "project harness %s was behind its history (%s); rolled forward",
+                self.root,
+                self._lines[-1].record.id,
+            )
+            for item in missing:
+                if isinstance(item, HarnessEntry):
+                    entries[item.kind][item.id] = item
+                    if repair:
+                        write_text_atomic(self.view_path(item.kind, item.id), render_entry(item))
+                else:
+                    entries[item[0]].pop(item[1], None)
+                    if repair:
+                        with contextlib.suppress(FileNotFoundError):
+                            self.view_path(*item).unlink()
         for key, (first, second) in self._forks().items():
             kind, _, entry_id = key.partition("/")
             if any(c.kind == kind and c.entry_id == entry_id for c in conflicts):
@@ -517,7 +565,7 @@ class ProjectStore:
             )
             verdicts = precheck(self.load(), proposal, probe, verifier)
         with self._mutex, self._locked():
-            state, conflicts = self._snapshot()
+            state, conflicts = self._snapshot(repair=True)
             opts = ApplyOptions(
                 refinement_id=new_refinement_id(),
                 now=utc_now(),
@@ -544,7 +592,7 @@ class ProjectStore:
         if trigger not in TRIGGERS:
             raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
         with self._mutex, self._locked():
-            state, conflicts = self._snapshot()
+            state, conflicts = self._snapshot(repair=True)
             target = self.get_refinement(refinement_id)
             if target is None:
                 raise RefinementNotFound(refinement_id, self.history_path)
@@ -585,7 +633,7 @@ class ProjectStore:
         if decision not in REVIEW_DECISIONS:
             raise ValueError(f"decision must be one of {', '.join(REVIEW_DECISIONS)}, not {decision!r}")
         with self._mutex, self._locked():
-            state, _ = self._snapshot()
+            state, _ = self._snapshot(repair=True)
             target = self.get_refinement(refinement_id)
             if target is None:
                 raise RefinementNotFound(refinement_id, self.history_path)
@@ -657,7 +705,7 @@ class ProjectStore:
         Raises KeyError when the entry is not in conflict, IndexError for a side that does not exist.
         """
         with self._mutex, self._locked():
-            state, conflicts = self._snapshot()
+            state, conflicts = self._snapshot(repair=True)
             conflict = next((c for c in conflicts if c.kind == kind and c.entry_id == entry_id), None)
             if conflict is None:
                 raise KeyError(f"{kind} {entry_id!r} is not in conflict")
@@ -706,6 +754,12 @@ class ProjectStore:
             new_state, result = apply_proposal(state, proposal, opts)
             self._commit(new_state, result, False)
             return result
+
+
+def _same_entry(a: HarnessEntry | None, b: HarnessEntry | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.content_key() == b.content_key() and (a.trust, a.version) == (b.trust, b.version)
 
 
 def _after(line: _Line, kind: str, entry_id: str) -> HarnessEntry | None:

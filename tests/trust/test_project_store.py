@@ -174,3 +174,25 @@ def test_a_project_refinement_cannot_edit_a_global_entry_by_name(repo: Path, tmp
         {"edits": [memory("G", "mine", "delete", "g")]}, trigger="model", global_state=glob.load()
     )
     assert result.applied_edits[0].error == "global entry is read-only in a project refinement"
+
+
+def test_a_record_whose_file_writes_were_cut_off_is_rolled_forward(repo: Path) -> None:
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one")]}, trigger="user")
+    update = store.apply({"edits": [memory("A", "two", "update", "a")]}, trigger="user")
+    # The crash state: the history has the update, the file still holds the version before it.
+    before = update.applied_edits[0].before
+    assert before is not None
+    store.view_path("memory", "a").write_text(render_entry(before))
+    fresh = ProjectStore(repo)
+    assert fresh.load().get("memory", "a").content == "two"  # type: ignore[union-attr]
+    fresh.apply({"edits": [memory("B", "other")]}, trigger="user")  # a locked write repairs the file
+    assert parse_entry(store.view_path("memory", "a").read_text()).content == "two"
+
+
+def test_a_hand_edited_file_is_not_overwritten_by_the_history(repo: Path) -> None:
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one")]}, trigger="user")
+    path = store.view_path("memory", "a")
+    path.write_text(path.read_text().replace("one", "edited by hand"))
+    assert ProjectStore(repo).load().get("memory", "a").content == "edited by hand"  # type: ignore[union-attr]
