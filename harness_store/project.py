@@ -4,7 +4,7 @@ Layout under `<repo>/.continual-acp/harness/`:
 
 * `entries/<kind>/<id>.md` — one reviewable text file per entry (project_files.py), so the
   `git diff` of a refinement shows what it changed and a pull request can review it;
-* `history.jsonl` — append-only, one record per refinement (sorted keys, one line each); every
+* `history.jsonl` — append-only, one record per refinement (project_history.py); every
   record also names, per entry it wrote, the record that wrote that entry before (`parents`);
 * `tombstones.jsonl` — rejected content, one per line;
 * `.gitattributes` (`merge=union` for the two logs, so concurrent appends merge without conflict
@@ -32,7 +32,6 @@ history stays append-only throughout: both sides' records are kept, the resoluti
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import threading
@@ -72,6 +71,7 @@ from harness_store.project_files import (
     split_conflict,
     write_text_atomic,
 )
+from harness_store.project_history import ProjectHistory, after_of, entry_key
 from harness_store.tombstones import add_tombstone, make_tombstone
 from harness_store.validation import resolve_id
 from harness_store.verify import PreApplyVerifier, needs_check, precheck
@@ -118,16 +118,6 @@ class ProjectConflict:
         }
 
 
-@dataclass
-class _Line:
-    record: RefinementResult
-    parents: dict[str, str | None]
-
-
-def _key(kind: str, entry_id: str) -> str:
-    return f"{kind}/{entry_id}"
-
-
 class ProjectStore:
     """The project scope's store for the repository at `repo`."""
 
@@ -143,15 +133,7 @@ class ProjectStore:
         # path (a str: Path objects cost more than the stat) -> ((mtime_ns, size), parsed entry or
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
         self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
-        self._history_sig: tuple[int, int] | None = None
-        self._history_offset = 0
-        self._lines: list[_Line] = []
-        self._positions: dict[str, int] = {}
-        # Derived from the history lines; recomputed only when lines were added (or re-read).
-        self._generation = 0  # bumped whenever the lines are re-read from scratch
-        self._derived_for: tuple[int, int] | None = None
-        self._forks_cache: dict[str, tuple[_Line, _Line]] = {}
-        self._writers_cache: dict[str, str] = {}
+        self._history = ProjectHistory(self.history_path)
 
     @property
     def default_scope(self) -> str:
@@ -228,84 +210,6 @@ class ProjectStore:
             entry_id = sides[0].id
         return ProjectConflict(kind, entry_id, "git conflict markers in the entry file", path, tuple(sides))
 
-    # -- reading the history ----------------------------------------------------------------------
-
-    def _refresh_history(self) -> None:
-        try:
-            stat = self.history_path.stat()
-        except FileNotFoundError:
-            self._history_sig, self._history_offset, self._lines, self._positions = None, 0, [], {}
-            self._generation += 1
-            return
-        sig = (stat.st_ino, stat.st_size)
-        if sig == self._history_sig:
-            return
-        if self._history_sig is None or sig[0] != self._history_sig[0] or sig[1] < self._history_offset:
-            self._history_offset, self._lines, self._positions = 0, [], {}
-            self._generation += 1
-        with self.history_path.open("rb") as fh:
-            fh.seek(self._history_offset)
-            data = fh.read()
-        end = data.rfind(b"\n") + 1  # a torn last line is read once it is complete
-        for raw in data[:end].split(b"\n"):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-                record = RefinementResult.model_validate(obj)
-            except ValueError:
-                # Also what a conflict marker line looks like when the union merge driver was absent.
-                log.warning("project harness history %s: skipped a malformed line", self.history_path)
-                continue
-            parents = obj.get("parents") if isinstance(obj.get("parents"), dict) else {}
-            if record.id in self._positions:
-                continue  # the same record twice (a union merge of identical appends)
-            self._positions[record.id] = len(self._lines)
-            self._lines.append(_Line(record, parents))
-        self._history_offset += end
-        self._history_sig = (sig[0], self._history_offset)
-
-    def _derive(self) -> None:
-        key = (self._generation, len(self._lines))
-        if self._derived_for != key:
-            self._forks_cache, self._writers_cache = self._compute_forks(), self._compute_writers()
-            self._derived_for = key
-
-    def _last_writers(self) -> dict[str, str]:
-        self._derive()
-        return self._writers_cache
-
-    def _forks(self) -> dict[str, tuple[_Line, _Line]]:
-        self._derive()
-        return self._forks_cache
-
-    def _compute_writers(self) -> dict[str, str]:
-        writers: dict[str, str] = {}
-        for line in self._lines:
-            for edit in line.record.applied_edits:
-                if edit.applied and edit.id is not None:
-                    writers[_key(edit.kind, edit.id)] = line.record.id
-        return writers
-
-    def _compute_forks(self) -> dict[str, tuple[_Line, _Line]]:
-        """Entries two records wrote from the same parent record, with no later write resolving it."""
-        by_parent: dict[tuple[str, str | None], _Line] = {}
-        forks: dict[str, tuple[_Line, _Line]] = {}
-        for line in self._lines:
-            for edit in line.record.applied_edits:
-                if not edit.applied or edit.id is None:
-                    continue
-                key = _key(edit.kind, edit.id)
-                if key not in line.parents:
-                    continue  # written before parents were recorded
-                forks.pop(key, None)  # a write after both sides: the conflict was resolved
-                parent = (key, line.parents[key])
-                first = by_parent.get(parent)
-                if first is not None and first.record.id != line.record.id:
-                    forks[key] = (first, line)
-                by_parent[parent] = line
-        return forks
-
     # -- the public reading API -------------------------------------------------------------------
 
     def _interrupted(
@@ -314,9 +218,9 @@ class ProjectStore:
         """The writes of the last record that never reached the files (a writer died between its
         history append and its file writes): every entry it wrote still equals its `before`.
         Returns the entries to write (or (kind, id) to delete); empty when nothing is missing."""
-        if not self._lines:
+        if not self._history.lines:
             return []
-        last = self._lines[-1].record
+        last = self._history.lines[-1].record
         final: dict[tuple[str, str], tuple[HarnessEntry | None, HarnessEntry | None]] = {}
         for edit in last.applied_edits:
             if edit.applied and edit.id is not None:
@@ -336,14 +240,14 @@ class ProjectStore:
 
     def _snapshot(self, *, repair: bool = False) -> tuple[HarnessState, list[ProjectConflict]]:
         entries, conflicts = self._scan()
-        self._refresh_history()
+        self._history.refresh()
         # The history is the truth: replay a last record whose file writes were cut off.
         missing = self._interrupted(entries, {(c.kind, c.entry_id) for c in conflicts})
         if missing:
             log.warning(
                 "project harness %s was behind its history (%s); rolled forward",
                 self.root,
-                self._lines[-1].record.id,
+                self._history.lines[-1].record.id,
             )
             for item in missing:
                 if isinstance(item, HarnessEntry):
@@ -355,11 +259,11 @@ class ProjectStore:
                     if repair:
                         with contextlib.suppress(FileNotFoundError):
                             self.view_path(*item).unlink()
-        for key, (first, second) in self._forks().items():
+        for key, (first, second) in self._history.forks().items():
             kind, _, entry_id = key.partition("/")
             if any(c.kind == kind and c.entry_id == entry_id for c in conflicts):
                 continue
-            sides = tuple(_after(line, kind, entry_id) for line in (first, second))
+            sides = tuple(after_of(line, kind, entry_id) for line in (first, second))
             conflicts.append(
                 ProjectConflict(
                     kind,
@@ -372,7 +276,7 @@ class ProjectStore:
             )
         for conflict in conflicts:
             entries.get(conflict.kind, {}).pop(conflict.entry_id, None)
-        head = self._lines[-1].record.id if self._lines else None
+        head = self._history.lines[-1].record.id if self._history.lines else None
         return HarnessState.build(entries, self._read_tombstones(), head=head), conflicts
 
     def load(self) -> HarnessState:
@@ -398,8 +302,8 @@ class ProjectStore:
     def history(self, limit: int | None = None) -> list[RefinementResult]:
         """History records in file order (newest last); `limit` keeps the newest `limit`."""
         with self._mutex:
-            self._refresh_history()
-            records = [line.record for line in self._lines]
+            self._history.refresh()
+            records = [line.record for line in self._history.lines]
         if limit is not None:
             return records[-limit:] if limit > 0 else []
         return records
@@ -411,33 +315,33 @@ class ProjectStore:
         from harness_store.store import RefinementNotFound
 
         with self._mutex:
-            self._refresh_history()
-            end = len(self._lines)
+            self._history.refresh()
+            end = len(self._history.lines)
             if before is not None:
-                if before not in self._positions:
+                if before not in self._history.positions:
                     raise RefinementNotFound(before, self.history_path)
-                end = self._positions[before]
+                end = self._history.positions[before]
             start = max(end - max(limit, 0), 0)
-            records = [line.record for line in self._lines[start:end]]
-            return records, (self._lines[start].record.id if start > 0 and records else None)
+            records = [line.record for line in self._history.lines[start:end]]
+            return records, (self._history.lines[start].record.id if start > 0 and records else None)
 
     def get_refinement(self, refinement_id: str) -> RefinementResult | None:
         """The history record with this id, or None."""
         with self._mutex:
-            self._refresh_history()
-            position = self._positions.get(refinement_id)
-            return self._lines[position].record if position is not None else None
+            self._history.refresh()
+            position = self._history.positions.get(refinement_id)
+            return self._history.lines[position].record if position is not None else None
 
     def state_as_of(self, refinement_id: str) -> HarnessState:
         """The entries right after `refinement_id`, replayed from the history (file order)."""
         from harness_store.store import RefinementNotFound
 
         with self._mutex:
-            self._refresh_history()
-            position = self._positions.get(refinement_id)
+            self._history.refresh()
+            position = self._history.positions.get(refinement_id)
             if position is None:
                 raise RefinementNotFound(refinement_id, self.history_path)
-            records = [line.record for line in self._lines[: position + 1]]
+            records = [line.record for line in self._history.lines[: position + 1]]
         return HarnessState.build(replay(empty_entries(), records), head=refinement_id)
 
     def rolled_back_by(self, refinement_id: str) -> str | None:
@@ -490,21 +394,14 @@ class ProjectStore:
 
     def _commit(self, state: HarnessState, result: RefinementResult, tombstones_changed: bool) -> None:
         """History first (with each written entry's parent record), then the entry files."""
-        writers = self._last_writers()
+        writers = self._history.last_writers()
         parents = {
-            _key(e.kind, e.id): writers.get(_key(e.kind, e.id))
+            entry_key(e.kind, e.id): writers.get(entry_key(e.kind, e.id))
             for e in result.applied_edits
             if e.applied and e.id is not None
         }
-        line = result.model_dump(mode="json", exclude_none=True)
-        line["parents"] = parents
-        data = (json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
         try:
-            fd = os.open(self.history_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            with os.fdopen(fd, "ab") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            self._history.append(result, parents)
             for edit in result.applied_edits:
                 if not edit.applied or edit.id is None:
                     continue
@@ -615,9 +512,9 @@ class ProjectStore:
 
     def _later_writer(self, target_id: str) -> Any:
         def later(kind: str, entry_id: str) -> str | None:
-            position = self._positions.get(target_id)
+            position = self._history.positions.get(target_id)
             newest: str | None = None
-            for line in self._lines[(position or 0) + 1 :]:
+            for line in self._history.lines[(position or 0) + 1 :]:
                 if any(e.applied and e.kind == kind and e.id == entry_id for e in line.record.applied_edits):
                     newest = line.record.id
             return newest
@@ -760,15 +657,6 @@ def _same_entry(a: HarnessEntry | None, b: HarnessEntry | None) -> bool:
     if a is None or b is None:
         return a is b
     return a.content_key() == b.content_key() and (a.trust, a.version) == (b.trust, b.version)
-
-
-def _after(line: _Line, kind: str, entry_id: str) -> HarnessEntry | None:
-    """What one fork side left the entry as (the last applied edit of it in that record)."""
-    found: HarnessEntry | None = None
-    for edit in line.record.applied_edits:
-        if edit.applied and edit.kind == kind and edit.id == entry_id:
-            found = edit.after
-    return found
 
 
 def _after_any(conflict: ProjectConflict) -> HarnessEntry | None:
