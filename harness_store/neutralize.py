@@ -16,6 +16,7 @@ import unicodedata
 from harness_store.models import HarnessEntry
 
 CONTENT_CHARS = 400  # what the overview shows of an entry's content (overview._ENTRY_CHARS)
+TITLE_CHARS = 120  # and of its title (the injection-safe overview's _TITLE_CHARS)
 _TAG_OPEN = re.compile(r"<(?=[/!|?A-Za-z])")
 _ROLE = re.compile(r"(?im)^\s*(?:#+\s*)?(?:system|assistant|user|developer|tool)\s*(?::|prompt\b|message\b)")
 _HEADER = re.compile(r"(?im)^\s*#{1,6}\s*(?:system|instructions?|base rules|rules)\b")
@@ -63,6 +64,8 @@ def neutralized(entry: HarnessEntry) -> tuple[str, ...]:
         reasons.append("imitates a message role or prompt header")
     if _OVERRIDE.search(text):
         reasons.append("tries to override instructions")
+    if len(" ".join(entry.title.split())) > TITLE_CHARS:
+        reasons.append(f"title cut to {TITLE_CHARS} characters in the prompt")
     if len(" ".join(entry.content.split())) > CONTENT_CHARS:
         reasons.append(f"content cut to {CONTENT_CHARS} characters in the prompt")
     return tuple(reasons)

@@ -29,6 +29,10 @@ def test_hostile_content_is_flagged_with_its_reason(content: str, reason: str) -
     assert reason in neutralized(entry(content))
 
 
+def test_a_very_long_title_is_flagged() -> None:
+    assert "title cut to 120 characters in the prompt" in neutralized(entry("ok", title="t" * 500))
+
+
 def test_plain_content_is_not_flagged() -> None:
     plain = entry("Run `make check`, not bare pytest. Use <= 80 columns.")
     assert (neutralized(plain), flag(plain)) == ((), "")
