@@ -84,7 +84,7 @@ HISTORY_FILE = "history.jsonl"
 TOMBSTONES_FILE = "tombstones.jsonl"
 LOCK_FILE = ".lock"
 GITATTRIBUTES = "history.jsonl merge=union\ntombstones.jsonl merge=union\n"
-GITIGNORE = ".lock\n.*.tmp\n"
+GITIGNORE = ".lock\n.*.tmp\npending/\n"  # pending reviews are per person, never committed
 MSG_CONFLICTED = "entry has an unresolved merge conflict ({reason}); resolve it with /review"
 REVIEW_DECISIONS = ("apply", "reject", "reject_forever")
 
