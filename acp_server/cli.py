@@ -108,9 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return panel_main(argv_list[2:])
     if argv_list[:1] == ["harness"]:
+        from agent_core.skill_check import cli_verifier_factory  # trust (issue 15): imports are checked
         from harness_store.cli import main as harness_main
 
-        return harness_main(argv_list[1:])
+        return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())
     args = _build_parser().parse_args(argv_list)
     command = args.command or "serve"
     if command == "serve":

@@ -384,10 +384,21 @@ class AcpServer:
 
         await self._forget(req.session_id)
         try:
-            await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
+            notice = await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
         except SessionInUse as exc:
             raise _in_use_error(exc) from None
-        return frames.empty_response()
+        if notice is None:
+            return frames.empty_response()
+        # trust (issue 15): the reply lists the local entries deleted with the session and how to keep them.
+        return {
+            "_meta": {
+                "continual-acp": {
+                    "localEntries": [{"kind": e.kind, "id": e.id, "title": e.title} for e in notice.entries],
+                    "savedTo": str(notice.saved_to) if notice.saved_to else None,
+                    "message": notice.text,
+                }
+            }
+        }
 
     async def set_mode(self, ctx: RequestContext, req: SetSessionModeRequest) -> JsonObject:
         opened = await self.open_session(req.session_id)

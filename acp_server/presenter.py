@@ -295,6 +295,9 @@ class TurnPresenter:
             else:
                 described = " ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k))
                 content.append(frames.tool_text(described or str(dict(edit))))
+            check = edit.get("check")
+            if isinstance(check, str) and check:  # trust (issue 15): what the skill check said
+                content.append(frames.tool_text(f"**Skill check ({edit.get('id')}):** {check}"))
         if event.error:
             content.append(frames.tool_text(f"**Error:** {event.error}"))
         await self._send(

@@ -20,6 +20,7 @@ from agent_core.session import Session
 from agent_core.transcript import SessionPage, SessionStore, TranscriptDamaged, resolve_cwd
 
 if TYPE_CHECKING:
+    from agent_core.promotion import DeletionNotice
     from harness_store import HarnessStore
     from kernel_bridge import KernelPool, KernelSession
 
@@ -274,22 +275,37 @@ class Agent:
         if session is not None:
             await session.close()
 
-    async def delete_session(self, session_id: str) -> None:
-        """Close and remove from disk; idempotent. `SessionInUse` when another process has it open."""
+    async def delete_session(self, session_id: str) -> DeletionNotice | None:
+        """Close and remove from disk; idempotent. `SessionInUse` when another process has it open.
+
+        Returns what the reply should say about the session's local harness entries (listed, and
+        saved under `<home>/harness/deleted-sessions/` for `harness import`), or None if it had none.
+        """
         from agent_core.ownership import SessionOwnerLock
+        from agent_core.promotion import deletion_notice  # trust (issue 15)
 
         await self.close_session(session_id)
         try:
             directory = self.store.session_dir(session_id)
         except ValueError:
-            return  # not a valid id: nothing of it can exist
+            return None  # not a valid id: nothing of it can exist
         if not directory.is_dir():
-            return
+            return None
         owner = SessionOwnerLock.acquire(directory, session_id)  # refuses a session open elsewhere
+        notice = None
         try:
+            # trust (issue 15): the local entries go with the session; list and save them first.
+            from harness_store import HarnessStore, local_root
+
+            local = local_root(self.config.home, session_id)
+            if local.is_dir():
+                notice = deletion_notice(
+                    HarnessStore(local), session_id, self.config.home / "harness" / "deleted-sessions"
+                )
             self.store.delete(session_id)
         finally:
             owner.release()
+        return notice
 
 
 def _restore_note(report: object) -> str:

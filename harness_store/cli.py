@@ -5,6 +5,14 @@
     history [-n N] [--session ID]
     rollback <refinement-id> [--force] [--session ID]
     tombstones [--lift TOMBSTONE-ID] [--session ID]
+    import <proposal.json> [--scope global|local|project] [--session ID] [--repo PATH] [--no-verify]
+    conflicts --repo PATH
+    resolve <kind>/<id> <side> --repo PATH
+
+`--scope project --repo PATH` (or `--repo PATH` alone) uses the project store committed in that
+repository (`<repo>/.continual-acp/harness`). `import` applies a proposal file (trigger `cli`); its
+skills are checked in a scratch kernel first when the console script supplies a checker
+(`main(argv, verifier_factory=...)`), and the result says so when they were not (`--no-verify`).
 
 `--json` anywhere prints machine-readable output. The data dir is `CONTINUAL_ACP_HOME` (see
 `paths.data_home`). Errors go to stderr with exit code 1.
@@ -15,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,8 +32,13 @@ from pydantic import BaseModel
 from harness_store.errors import HarnessStoreError
 from harness_store.models import KINDS, HarnessEntry, RefinementResult
 from harness_store.paths import data_home, global_root, local_root
+from harness_store.project import ProjectStore  # trust (issue 15)
 from harness_store.store import HarnessStore, RefinementNotFound
+from harness_store.verify import PreApplyVerifier, Verdict
 from harness_store.views import render_view
+
+# trust (issue 15): (scope, cwd) -> the pre-apply skill verifier the composition root builds.
+VerifierFactory = Callable[[str, Path], PreApplyVerifier]
 
 
 class CliError(Exception):
@@ -51,10 +64,13 @@ def _count(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--session", metavar="ID", help="a session id: use that session's local store")
+    common.add_argument("--repo", metavar="PATH", help="a repository: use its project store")
     parser = _Parser(prog="continual-acp harness", description="Inspect and roll back the continual harness.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("list", parents=[common], help="list entries")
-    p.add_argument("--scope", choices=("global", "local"), help="default: local with --session, else global")
+    p.add_argument(
+        "--scope", choices=("global", "local", "project"), help="default: local with --session, else global"
+    )
     p.add_argument("--kind", choices=KINDS)
     p = sub.add_parser("show", parents=[common], help="show an entry or a refinement with its snapshots")
     p.add_argument("id")
@@ -65,6 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="roll back even if entries changed since")
     p = sub.add_parser("tombstones", parents=[common], help="list (or lift) tombstones")
     p.add_argument("--lift", metavar="TOMBSTONE_ID", help="remove this tombstone")
+    p = sub.add_parser("import", parents=[common], help="apply a proposal file (its skills are checked)")
+    p.add_argument("file", help="a JSON proposal: {summary, rationale, edits: [...]}")
+    p.add_argument("--scope", choices=("global", "local", "project"))
+    p.add_argument("--no-verify", action="store_true", help="do not run skill checks (the result says so)")
+    sub.add_parser("conflicts", parents=[common], help="entries changed on both sides of a git merge")
+    p = sub.add_parser("resolve", parents=[common], help="end a merge conflict by taking one side")
+    p.add_argument("entry", metavar="KIND/ID")
+    p.add_argument("side", type=_count, help="which candidate `conflicts` listed (0, 1, ...)")
     return parser
 
 
@@ -78,7 +102,11 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _stores(home: Path, session: str | None, scope: str | None) -> list[HarnessStore]:
+def _stores(home: Path, session: str | None, scope: str | None, repo: str | None = None) -> list[Any]:
+    if scope == "project" or (scope is None and repo):
+        if not repo:
+            raise CliError("--scope project needs --repo PATH")
+        return [ProjectStore(Path(repo))]
     if scope == "local" or (scope is None and session):
         if not session:
             raise CliError("--scope local needs --session ID")
@@ -99,9 +127,10 @@ def _all_stores(home: Path, session: str | None) -> list[HarnessStore]:
 
 
 def _find_refinement(
-    home: Path, session: str | None, rid: str
-) -> tuple[HarnessStore, RefinementResult] | None:
-    for store in _all_stores(home, session):
+    home: Path, session: str | None, rid: str, repo: str | None = None
+) -> tuple[Any, RefinementResult] | None:
+    project: list[Any] = [ProjectStore(Path(repo))] if repo else []
+    for store in [*project, *_all_stores(home, session)]:
         if store.history_path.exists():
             record = store.get_refinement(rid)
             if record is not None:
@@ -135,6 +164,8 @@ def _result_text(r: RefinementResult) -> str:
     for e in r.applied_edits:
         status = "applied" if e.applied else f"refused: {e.error}"
         lines.append(f"  {e.action} {e.kind} {e.id or '?'}: {status}")
+        if e.check:
+            lines.append("    check: " + e.check.replace("\n", "\n      "))
         if e.before is not None:
             lines.append(f"    before v{e.before.version}: {e.before.title} — {e.before.content}")
         if e.after is not None:
@@ -142,24 +173,55 @@ def _result_text(r: RefinementResult) -> str:
     return "\n".join(lines)
 
 
-def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str, int]:
+def _run(
+    args: argparse.Namespace, home: Path, as_json: bool, verifier_factory: VerifierFactory | None = None
+) -> tuple[Any, str, int]:
     """Returns (json payload, human text, exit code)."""
+    repo = getattr(args, "repo", None)
+    if args.command == "import":
+        return _import(args, home, repo, verifier_factory)
+    if args.command == "conflicts":
+        if not repo:
+            raise CliError("conflicts needs --repo PATH")
+        clashes = ProjectStore(Path(repo)).conflicts()
+        lines: list[str] = []
+        for c in clashes:
+            lines.append(f"{c.kind:<9} {c.entry_id:<32} {c.reason}")
+            for number, side in enumerate(c.candidates):
+                shown = "deleted" if side is None else f"{side.title} — {' '.join(side.content.split())[:100]}"
+                lines.append(f"  side {number}: {shown}")
+        return [c.to_json() for c in clashes], "\n".join(lines) or "no conflicts", 1 if clashes else 0
+    if args.command == "resolve":
+        if not repo:
+            raise CliError("resolve needs --repo PATH")
+        kind, _, entry_id = args.entry.partition("/")
+        if kind not in KINDS or not entry_id:
+            raise CliError(f"name the entry as KIND/ID (KIND one of {', '.join(KINDS)}), not {args.entry!r}")
+        try:
+            result = ProjectStore(Path(repo)).resolve_conflict(kind, entry_id, args.side)
+        except KeyError:
+            raise CliError(f"{args.entry} is not in conflict; `conflicts --repo` lists them") from None
+        except IndexError:
+            raise CliError(f"{args.entry} has no side {args.side}; `conflicts --repo` lists them") from None
+        return result, _result_text(result), 0 if result.applied else 1
     if args.command == "list":
-        store = _stores(home, args.session, args.scope)[0]
+        store = _stores(home, args.session, args.scope, repo)[0]
         state = store.load()
         kinds = [args.kind] if args.kind else list(KINDS)
         entries = [e for k in kinds for _, e in sorted(state.entries[k].items())]
         text = "\n".join(_entry_line(e) for e in entries) or f"no entries in {store.root}"
         return entries, text, 0
     if args.command == "history":
-        store = _stores(home, args.session, None)[0]
+        store = _stores(home, args.session, None, repo)[0]
         records = store.history(None if args.n == 0 else args.n)
         return records, "\n".join(_result_line(r) for r in records) or f"no refinements in {store.root}", 0
     if args.command == "show":
-        found = _find_refinement(home, args.session, args.id)
+        found = _find_refinement(home, args.session, args.id, repo)
         if found is not None:
             return found[1], _result_text(found[1]), 0
-        stores = [HarnessStore(global_root(home))]
+        stores: list[Any] = [HarnessStore(global_root(home))]
+        if repo:
+            stores.insert(0, ProjectStore(Path(repo)))
         if args.session:
             stores.insert(0, HarnessStore(local_root(home, args.session)))
         entries = [e for s in stores for e in s.load().find(args.id)]
@@ -170,7 +232,7 @@ def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str,
             )
         return entries, "\n\n".join(render_view(e) for e in entries), 0
     if args.command == "rollback":
-        found = _find_refinement(home, args.session, args.id)
+        found = _find_refinement(home, args.session, args.id, repo)
         if found is None:
             raise CliError(
                 f"no refinement {args.id!r} under {home}; `continual-acp harness history` shows the ids"
@@ -190,7 +252,7 @@ def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str,
             text += " (use --force to override a conflict)"
         return result, text, 1 if refused else 0
     if args.command == "tombstones":
-        store = _stores(home, args.session, None)[0]
+        store = _stores(home, args.session, None, repo)[0]
         if args.lift:
             lifted = store.lift_tombstone(args.lift)
             if lifted is None:
@@ -202,8 +264,40 @@ def _run(args: argparse.Namespace, home: Path, as_json: bool) -> tuple[Any, str,
     raise CliError(f"unknown command {args.command}")
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run one harness command; returns the exit code."""
+def _import(
+    args: argparse.Namespace, home: Path, repo: str | None, verifier_factory: VerifierFactory | None
+) -> tuple[Any, str, int]:
+    """trust (issue 15): apply a proposal file through the same validation, checks and history."""
+    try:
+        raw = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read the proposal {args.file}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise CliError(f"{args.file}: a proposal is a JSON object with an `edits` list")
+    scope = args.scope or ("project" if repo else "local" if args.session else "global")
+    store = _stores(home, args.session, scope, repo)[0]
+    cwd = Path(repo) if repo else Path.cwd()
+    verifier: PreApplyVerifier
+    if args.no_verify:
+        verifier = _note_verifier("not verified: --no-verify")
+    elif verifier_factory is not None:
+        verifier = verifier_factory(scope, cwd)
+    else:
+        verifier = _note_verifier("not verified: no skill checker in this process")
+    result = store.apply(raw, scope=scope, trigger="cli", session_id=args.session, verifier=verifier)
+    refused = [e for e in result.applied_edits if not e.applied]
+    return result, _result_text(result), 1 if refused else 0
+
+
+def _note_verifier(note: str) -> PreApplyVerifier:
+    def verify(entry: HarnessEntry) -> Verdict:
+        return Verdict(True, note)
+
+    return verify
+
+
+def main(argv: Sequence[str], *, verifier_factory: VerifierFactory | None = None) -> int:
+    """Run one harness command; returns the exit code. `verifier_factory` checks imported skills."""
     argv = list(argv)
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
@@ -211,7 +305,7 @@ def main(argv: Sequence[str]) -> int:
         if not argv:
             raise CliError("a command is needed\n" + _parser().format_usage().strip())
         args = _parser().parse_args(argv)
-        payload, text, code = _run(args, data_home(), as_json)
+        payload, text, code = _run(args, data_home(), as_json, verifier_factory)
     except (CliError, HarnessStoreError, RefinementNotFound, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, RefinementNotFound) and exc.args else str(exc)
         print(f"continual-acp harness: error: {message}", file=sys.stderr)

@@ -33,6 +33,8 @@ _SOURCE_BY_TRIGGER = {"user": "user", "cli": "user", "model": "agent", "auto": "
 
 # Callable answering "does this transcript message id exist?"; None means "not checked".
 EvidenceChecker = Callable[[str], bool]
+# trust (issue 15): called with a skill entry about to be written; returns (refusal or None, check note).
+PreApplyHook = Callable[[HarnessEntry], "tuple[str | None, str | None]"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class ApplyOptions:
     restores: Sequence[HarnessEntry | None] = ()
     # Per-edit refusals decided before apply (rollback conflicts); None means "no refusal".
     preset_errors: Sequence[str | None] = ()
+    # trust (issue 15): the pre-apply skill check (see harness_store/verify.py); None = not checked.
+    pre_apply: PreApplyHook | None = None
 
 
 @dataclass
@@ -83,7 +87,7 @@ class _Work:
 def _baseline_entry(baseline: HarnessState, kind: str, entry_id: str, scope: str) -> HarnessEntry | None:
     # A baseline may be one store's state or a merged view where colliding local ids are keyed
     # `local:<id>`; pick the entry of the scope being edited.
-    for key in (f"local:{entry_id}", entry_id):
+    for key in (f"local:{entry_id}", f"project:{entry_id}", entry_id):  # trust: + project (issue 15)
         candidate = baseline.get(kind, key)
         if candidate is not None and candidate.scope == scope:
             return candidate
@@ -126,6 +130,7 @@ def _write(
             created_at=opts.now,
             updated_at=opts.now,
             version=1,
+            examples=list(edit.examples or []),  # trust (issue 15)
         )
     changes: dict[str, Any] = {
         "title": edit.title,
@@ -135,7 +140,7 @@ def _write(
         "updated_at": opts.now,
         "version": version,
     }
-    for name in ("path", "reference", "arguments", "metadata", "evidence"):
+    for name in ("path", "reference", "arguments", "metadata", "evidence", "examples"):  # trust: +examples
         value = getattr(edit, name)
         if value is not None:
             changes[name] = value
@@ -159,11 +164,13 @@ def _refusal(
             before, _baseline_entry(opts.baseline, kind, entry_id, before.scope if before else opts.scope)
         ):
             return MSG_BASELINE
-    if opts.scope == "local" and edit.action in ("update", "delete"):
-        if before is not None and before.scope == "global":
-            return MSG_GLOBAL_READ_ONLY
-        if before is None and opts.global_state is not None and opts.global_state.get(kind, entry_id):
-            return MSG_GLOBAL_READ_ONLY
+    # trust (issue 15): generalized to the project scope; the local/global message is unchanged.
+    if opts.scope in ("local", "project") and edit.action in ("update", "delete"):
+        if before is not None and before.scope != opts.scope and before.scope in ("global", "project"):
+            return f"{before.scope} entry is read-only in a {opts.scope} refinement"
+        shared = opts.global_state.get(kind, entry_id) if before is None and opts.global_state else None
+        if shared is not None and shared.scope != opts.scope:
+            return f"{shared.scope} entry is read-only in a {opts.scope} refinement"
     if edit.action == "create" and before is not None:
         return MSG_EXISTS
     if edit.action in ("update", "delete") and before is None:
@@ -195,10 +202,18 @@ def apply_proposal(
         before = work.get(edit.kind, entry_id) if entry_id is not None and edit.kind in work.entries else None
         error = preset or _refusal(edit, entry_id, before, work, restore, opts)
         after: HarnessEntry | None = None
+        check: str | None = None
         if error is None:
             assert entry_id is not None
             if edit.action != "delete":
                 after = _write(edit, entry_id, before, restore, opts)
+                # trust (issue 15): a skill written by a create/update (not a restore) is checked first.
+                if opts.pre_apply is not None and after.kind == "skill" and restore is None:
+                    error, check = opts.pre_apply(after)
+                    if error is not None:
+                        after = None
+        if error is None:
+            assert entry_id is not None
             work.put(edit.kind, entry_id, after)
             if edit.action == "delete" and opts.rollback_of is not None and before is not None:
                 # Rolling back a create: remember the content so the model does not re-propose it.
@@ -218,6 +233,7 @@ def apply_proposal(
                 after=after,
                 applied=error is None,
                 error=error,
+                check=check,
             )
         )
     result = RefinementResult(
@@ -249,6 +265,7 @@ def _edit_from(entry: HarnessEntry, action: str, reason: str) -> Edit:
         metadata=entry.metadata,
         evidence=entry.evidence,
         reason=reason,
+        examples=entry.examples,  # trust (issue 15)
     )
 
 

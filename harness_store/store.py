@@ -40,6 +40,7 @@ from harness_store.recovery import rebuild_state, set_aside
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
 from harness_store.tombstones import add_tombstone, make_tombstone
 from harness_store.validation import resolve_id
+from harness_store.verify import PreApplyVerifier, needs_check, precheck  # trust (issue 15)
 from harness_store.views import remove_view, view_path, write_view
 
 log = logging.getLogger("harness_store")
@@ -331,8 +332,12 @@ class HarnessStore:
         global_state: HarnessState | None = None,
         evidence_checker: EvidenceChecker | Collection[str] | None = None,
         source: str | None = None,
+        verifier: PreApplyVerifier | None = None,
     ) -> RefinementResult:
         """Lock, re-read, validate, apply, append history, save atomically; one result per proposal.
+
+        `verifier` checks each skill the proposal creates or updates before it is written (run
+        before the lock is taken; a failing check refuses that edit; see harness_store/verify.py).
 
         `evidence_checker` (a callable or a set of transcript message ids) makes apply refuse edits
         citing messages that do not exist; the store itself cannot read transcripts.
@@ -346,6 +351,15 @@ class HarnessStore:
             raise ValueError(f"source must be 'refine', 'agent' or 'user', not {source!r}")
         if not isinstance(proposal, Proposal):
             proposal = Proposal.model_validate(dict(proposal))
+        # trust (issue 15): slow skill checks run on a dry run before the lock, verdicts reused inside.
+        verdicts = None
+        if verifier is not None and needs_check(proposal):
+            with self._mutex:
+                unlocked = self._current()
+            probe = ApplyOptions(
+                refinement_id="precheck", now=utc_now(), scope=scope, trigger=trigger, source=source
+            )
+            verdicts = precheck(unlocked, proposal, probe, verifier)
         with self._mutex, self._locked():
             remove_stale_temps(self.state_path)
             state = self._current()
@@ -359,6 +373,7 @@ class HarnessStore:
                 global_state=global_state,
                 evidence_checker=_as_checker(evidence_checker),
                 source=source,
+                pre_apply=verdicts.hook() if verdicts is not None else None,  # trust (issue 15)
             )
             new_state, result = apply_proposal(state, proposal, opts)
             self._commit(new_state, result)

@@ -63,8 +63,15 @@ def create(
     metadata: Mapping[str, JsonValue] | None = None,
     reason: str | None = None,
     global_: bool = False,
+    examples: builtins.list[Mapping[str, JsonValue]] | None = None,
+    scope: str | None = None,
 ) -> JsonObject:
-    """Create an entry; returns the refinement record (its id rolls the write back)."""
+    """Create an entry; returns the refinement record (its id rolls the write back).
+
+    A skill's `examples` (`{"args": [...], "kwargs": {...}, "expect": ...}` or `"predicate"`) run in
+    a scratch kernel before it is written; a failing one refuses the write. `scope` (`local`,
+    `global`, `project`) overrides `global_`.
+    """
     edit = {
         "action": "create",
         "kind": _kind(kind),
@@ -76,8 +83,9 @@ def create(
         "arguments": arguments,
         "metadata": metadata,
         "reason": reason,
+        "examples": examples,
     }
-    return _write(edit, global_)
+    return _write(edit, global_, scope)
 
 
 def update(
@@ -92,6 +100,8 @@ def update(
     metadata: Mapping[str, JsonValue] | None = None,
     reason: str | None = None,
     global_: bool = False,
+    examples: builtins.list[Mapping[str, JsonValue]] | None = None,
+    scope: str | None = None,
 ) -> JsonObject:
     """Change the given fields of an entry (the others keep their values)."""
     edit = {
@@ -105,15 +115,20 @@ def update(
         "arguments": arguments,
         "metadata": metadata,
         "reason": reason,
+        "examples": examples,
     }
-    return _write(edit, global_)
+    return _write(edit, global_, scope)
 
 
-def delete(kind: str, id: str, *, reason: str | None = None, global_: bool = False) -> JsonObject:
+def delete(
+    kind: str, id: str, *, reason: str | None = None, global_: bool = False, scope: str | None = None
+) -> JsonObject:
     """Delete an entry (rollback re-creates it)."""
-    return _write({"action": "delete", "kind": _kind(kind), "id": id, "reason": reason}, global_)
+    return _write({"action": "delete", "kind": _kind(kind), "id": id, "reason": reason}, global_, scope)
 
 
-def _write(edit: Mapping[str, object], global_: bool) -> JsonObject:
+def _write(edit: Mapping[str, object], global_: bool, scope: str | None = None) -> JsonObject:
+    # trust (issue 15): `scope` names any scope (project too); the host refuses one it does not serve.
     clean = {k: v for k, v in edit.items() if v is not None}
-    return dict(bridge.call("harness.write", edit=clean, scope="global" if global_ else "local"))
+    where = scope if scope is not None else ("global" if global_ else "local")
+    return dict(bridge.call("harness.write", edit=clean, scope=where))

@@ -95,6 +95,9 @@ class SessionRefinement:
             auto_every=_setting(config, "auto_refine_every", DEFAULT_AUTO_EVERY, int),
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
+        from agent_core.skill_check import session_verifiers  # trust (issue 15)
+
+        coordinator.skill_verifier = session_verifiers(session)
         refinement = cls(session, coordinator)
         hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
         session.refinement = hook  # how acp_server finds it: `harness_of(session)`

@@ -126,6 +126,8 @@ class RefinementCoordinator:
         self.last: RefinementOutcome | None = None
         self.last_refinement_id: str | None = None
         self.outbox = Outbox()
+        # trust (issue 15): scope -> the store's pre-apply skill verifier (set by attach; None = unchecked).
+        self.skill_verifier: Callable[[str], Any] | None = None
 
     # ------------------------------------------------------------ listeners and quiescence
 
@@ -441,6 +443,8 @@ class RefinementCoordinator:
             kwargs["baseline"] = baseline
         if known is not None:
             kwargs["evidence_checker"] = known.__contains__
+        if self.skill_verifier is not None:  # trust (issue 15): skills are checked before they apply
+            kwargs["verifier"] = self.skill_verifier(scope)
         if scope == "local":
             # Lets the store refuse a local update of a global id by name ("read-only"), not "not found".
             kwargs["global_state"] = await anyio.to_thread.run_sync(self.global_store.load)

@@ -12,7 +12,7 @@ from harness_store import RefinementNotFound
 if TYPE_CHECKING:
     from harness_store import HarnessState, Proposal
 
-Scope = Literal["local", "global"]
+Scope = Literal["local", "global", "project"]  # trust (issue 15): + project
 Trigger = Literal["user", "model", "auto"]
 Mode = Literal["ask", "auto", "autonomous"]
 RefineReview = Literal["always", "global_only", "never"]

@@ -23,7 +23,8 @@ from .acp_support import (
 )
 from .conftest import gate_reply, memory_edit
 
-AUTO_EVERY_TURN = "auto_refine_every = 1\nrefine_cooldown_seconds = 0\n"
+# trust (issue 15): SKILL imports a module that does not exist; these tests are about review, not checks.
+AUTO_EVERY_TURN = "auto_refine_every = 1\nrefine_cooldown_seconds = 0\nverify_skills = false\n"
 MANUAL_ONLY = "auto_refine_every = 0\n"
 
 SKILL = {
@@ -73,7 +74,9 @@ def test_full_loop_review_apply_prompt_rollback_and_tombstone(
         rid = _await_quiescence(client, sid)["lastRefinementId"]
         [card] = refinement_cards(client, sid)
         assert card["kind"] == "edit" and card["status"] == "completed"
-        assert [c["type"] for c in card["content"]] == ["diff", "diff"]
+        # trust (issue 15): with verify_skills off the card says the skill was not verified.
+        assert [c["type"] for c in card["content"]] == ["diff", "diff", "content"]
+        assert "not verified: verify_skills is off" in str(card["content"][2])
         assert card["content"][0]["path"].endswith("view/local/memory/test_command.md")
         assert MEMORY_TEXT in card["content"][0]["newText"]
         assert f"/rollback {rid}" in messages_between(client, 0, 10**9)

@@ -1,0 +1,256 @@
+"""Promotion: moving a local entry up to the project or global scope, as ordinary refinements.
+
+`promote` writes the entry into the target store first (a `create`, trigger `user`: a person asked
+for it, so it goes through validation, tombstones and the skill check like any write) and only
+when that applied removes the local copy (a `delete` whose reason names the target refinement).
+Both are history records, so both show as refinement cards; `undo_promotion` rolls both back (the
+target create first, then the local delete), and each can also be rolled back on its own.
+
+`promote_command` is the text of `/promote <entry-id> [project|global]`; `deletion_notice` is what
+the reply to deleting a session says about the local entries that go with it (and it saves them as
+a proposal file that `continual-acp harness import` can bring back into another scope).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness_store import KINDS, HarnessEntry, Proposal, RefinementResult
+
+TARGETS = ("project", "global")
+REASON_PREFIX = "promoted to"
+
+
+class PromotionError(ValueError):
+    """A promotion that cannot start (unknown entry, ambiguous id, no such target store)."""
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """What a promotion did: the entry, the target's create and (if it applied) the local delete."""
+
+    entry: HarnessEntry
+    target: str
+    created: RefinementResult
+    removed: RefinementResult | None
+
+    @property
+    def applied(self) -> bool:
+        """True when the entry now lives in the target scope and no longer locally."""
+        return self.created.applied and self.removed is not None and self.removed.applied
+
+
+def _find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEntry:
+    state = local_store.load()
+    kinds = [kind] if kind else list(KINDS)
+    found = [state.get(k, entry_id) for k in kinds]
+    matches: list[HarnessEntry] = [e for e in found if e is not None and e.trust != "rejected"]
+    if not matches:
+        raise PromotionError(f"no local entry {entry_id!r} in this session; /harness lists them")
+    if len(matches) > 1:
+        raise PromotionError(
+            f"{entry_id!r} names local entries of several kinds ({', '.join(e.kind for e in matches)}); "
+            "name the kind: /promote <kind>/<id>"
+        )
+    return matches[0]
+
+
+def promote(
+    entry_id: str,
+    to: str,
+    *,
+    local_store: Any,
+    target_store: Any,
+    session_id: str | None = None,
+    kind: str | None = None,
+    verifier: Any = None,
+) -> Promotion:
+    """Move the local entry `entry_id` into `target_store` (scope `to`): create there, then delete here.
+
+    Raises `PromotionError` when the entry cannot be found. A refused create (the id exists there,
+    a tombstone, a failed skill check, a project conflict) leaves the local entry untouched.
+    """
+    if to not in TARGETS:
+        raise PromotionError(f"promote to project or global, not {to!r}")
+    entry = _find_local(local_store, entry_id, kind)
+    create = {
+        "action": "create",
+        "kind": entry.kind,
+        "id": entry.id,
+        "title": entry.title,
+        "content": entry.content,
+        "path": entry.path,
+        "reference": entry.reference,
+        "arguments": entry.arguments,
+        "metadata": entry.metadata,
+        "evidence": entry.evidence,
+        "examples": entry.examples,
+        "reason": f"promoted from the local harness of session {session_id or '?'}",
+    }
+    proposal = Proposal.model_validate(
+        {
+            "summary": f"Promote {entry.kind} {entry.id} to {to}",
+            "rationale": f"A user promoted the local entry {entry.id} of session {session_id or '?'}.",
+            "expected_outcome": f"The entry is shared in the {to} harness.",
+            "edits": [create],
+        }
+    )
+    kwargs: dict[str, Any] = {"scope": to, "trigger": "user", "session_id": session_id, "source": "user"}
+    if verifier is not None:
+        kwargs["verifier"] = verifier
+    created: RefinementResult = target_store.apply(proposal, **kwargs)
+    if not created.applied:
+        return Promotion(entry, to, created, None)
+    removal = Proposal.model_validate(
+        {
+            "summary": f"Promoted {entry.kind} {entry.id} to {to} ({created.id})",
+            "rationale": f"The entry now lives in the {to} harness.",
+            "edits": [
+                {
+                    "action": "delete",
+                    "kind": entry.kind,
+                    "id": entry.id,
+                    "reason": f"{REASON_PREFIX} {to} as {created.id}",
+                }
+            ],
+        }
+    )
+    removed = local_store.apply(removal, scope="local", trigger="user", session_id=session_id, source="user")
+    return Promotion(entry, to, created, removed)
+
+
+def local_removal_of(local_store: Any, target_refinement_id: str) -> str | None:
+    """The local refinement that removed the entry a promotion (`target_refinement_id`) created."""
+    for record in reversed(local_store.history()):
+        for edit in record.applied_edits:
+            if edit.applied and (edit.reason or "").endswith(f" as {target_refinement_id}"):
+                return str(record.id)
+    return None
+
+
+def undo_promotion(
+    target_refinement_id: str, *, local_store: Any, target_store: Any
+) -> list[RefinementResult]:
+    """Roll a promotion back: the target create, then the local delete (so the entry is local again)."""
+    results: list[RefinementResult] = [target_store.rollback(target_refinement_id)]
+    local_id = local_removal_of(local_store, target_refinement_id)
+    if results[0].applied and local_id is not None:
+        results.append(local_store.rollback(local_id))
+    return results
+
+
+def promote_command(
+    argument: str,
+    *,
+    local_store: Any,
+    stores: dict[str, Any],
+    session_id: str | None,
+    verifier: Any = None,
+) -> str:
+    """The reply to `/promote <entry-id> [project|global]` (`stores`: scope -> store, where available).
+
+    The default target is `project` when the session has a project store, else `global`.
+    """
+    words = argument.split()
+    if not words or len(words) > 2:
+        return "Usage: /promote <entry-id> [project|global]  (e.g. /promote test_command project)"
+    target = words[1] if len(words) == 2 else ("project" if "project" in stores else "global")
+    if target not in TARGETS:
+        return f"Promote to project or global, not {target!r}. Usage: /promote <entry-id> [project|global]"
+    store = stores.get(target)
+    if store is None:
+        return f"There is no {target} harness for this session (a project harness needs a repository)."
+    kind, _, entry_id = words[0].rpartition("/")
+    try:
+        done = promote(
+            entry_id,
+            target,
+            local_store=local_store,
+            target_store=store,
+            session_id=session_id,
+            kind=kind or None,
+            verifier=verifier,
+        )
+    except PromotionError as exc:
+        return str(exc)
+    if not done.created.applied:
+        errors = "; ".join(done.created.errors) or "nothing was applied"
+        return f"Could not promote {done.entry.kind} {done.entry.id} to {target}: {errors}. The local entry is unchanged."
+    lines = [f"Promoted {done.entry.kind} `{done.entry.id}` to the {target} harness ({done.created.id})."]
+    if done.removed is not None and done.removed.applied:
+        lines.append(f"The local copy was removed ({done.removed.id}).")
+        lines.append(f"Undo: /rollback {done.created.id} then /rollback {done.removed.id}.")
+    else:
+        errors = "; ".join(done.removed.errors) if done.removed is not None else "not attempted"
+        lines.append(f"The local copy is still there ({errors}). Undo: /rollback {done.created.id}.")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class DeletionNotice:
+    """The local entries a deleted session takes with it, where they were saved, and what to say."""
+
+    entries: tuple[HarnessEntry, ...]
+    saved_to: Path | None
+    text: str
+
+
+def deletion_notice(local_store: Any, session_id: str, export_dir: Path) -> DeletionNotice | None:
+    """Call *before* deleting a session: lists its visible local entries and saves them as a
+    proposal file under `export_dir` (`<home>/harness/deleted-sessions/<id>.json`), so they can
+    still be promoted after the session is gone. None when the session had no local entries.
+    """
+    state = local_store.load()
+    entries = tuple(
+        e for kind in KINDS for _, e in sorted(state.entries.get(kind, {}).items()) if e.trust != "rejected"
+    )
+    if not entries:
+        return None
+    proposal = {
+        "summary": f"Local entries of deleted session {session_id}",
+        "rationale": "Saved when the session was deleted; import into a scope to keep them.",
+        "edits": [
+            {
+                "action": "create",
+                "kind": e.kind,
+                "id": e.id,
+                "title": e.title,
+                "content": e.content,
+                "path": e.path,
+                "reference": e.reference,
+                "arguments": e.arguments,
+                "metadata": e.metadata,
+                "evidence": e.evidence,
+                "examples": e.examples,
+            }
+            for e in entries
+        ],
+    }
+    saved: Path | None = export_dir / f"{session_id}.json"
+    try:
+        export_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = export_dir / f".{session_id}.json.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(proposal, fh, indent=2, ensure_ascii=False, sort_keys=True)
+        os.replace(tmp, export_dir / f"{session_id}.json")
+    except OSError:
+        saved = None
+    lines = [
+        f"Session {session_id} had {len(entries)} local harness entr{'y' if len(entries) == 1 else 'ies'}:"
+    ]
+    lines += [f"- {e.kind} `{e.id}`: {e.title}" for e in entries]
+    if saved is not None:
+        lines.append(
+            f"They were saved to {saved}. To keep them, promote them: "
+            f"`continual-acp harness import {saved} --scope global` (or `--repo <repo>` for the project)."
+        )
+    else:
+        lines.append(
+            "They could not be saved; before deleting, promote them with /promote <entry-id> [project|global]."
+        )
+    return DeletionNotice(entries, saved, "\n".join(lines))

@@ -1,0 +1,77 @@
+"""Which parts of an entry the prompt rendering neutralizes, so `/harness` can flag it (issue 15).
+
+The overview renders entry text as quoted, bounded data (overview.py): control and format
+characters become visible escapes, tag-like `<` a look-alike, and content is cut to a bound. This
+module answers the question a reviewer asks next — *did this entry need that?* — with the reasons,
+so hostile or damaged content is visible as such instead of being quietly defused. It also names
+text that imitates a message role, a prompt header or an instruction override, which the quoting
+defuses but a person should see.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from harness_store.models import HarnessEntry
+
+CONTENT_CHARS = 400  # what the overview shows of an entry's content (overview._ENTRY_CHARS)
+TITLE_CHARS = 120  # and of its title (the injection-safe overview's _TITLE_CHARS)
+_TAG_OPEN = re.compile(r"<(?=[/!|?A-Za-z])")
+_ROLE = re.compile(r"(?im)^\s*(?:#+\s*)?(?:system|assistant|user|developer|tool)\s*(?::|prompt\b|message\b)")
+_HEADER = re.compile(r"(?im)^\s*#{1,6}\s*(?:system|instructions?|base rules|rules)\b")
+_OVERRIDE = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+)?(?:the\s+)?"
+    r"(?:previous|prior|above|earlier|system|base)\s+(?:instructions|rules|prompts?|messages)"
+)
+
+
+def _characters(text: str) -> tuple[bool, bool]:
+    control = fmt = False
+    if text.isascii() and text.isprintable():
+        return False, False
+    for char in text:
+        if char.isspace():
+            continue
+        category = unicodedata.category(char)
+        if category == "Cf":
+            fmt = True
+        elif category[0] == "C":
+            control = True
+    return control, fmt
+
+
+def neutralized(entry: HarnessEntry) -> tuple[str, ...]:
+    """The reasons the prompt shows this entry altered (empty: it is shown as written)."""
+    text = "\n".join(
+        [
+            entry.title,
+            entry.content,
+            entry.path,
+            *(str(v) for v in entry.reference.values()),
+            *entry.arguments,
+        ]
+    )
+    reasons: list[str] = []
+    control, fmt = _characters(text)
+    if control:
+        reasons.append("control characters escaped")
+    if fmt:
+        reasons.append("invisible or bidi characters escaped")
+    if _TAG_OPEN.search(text):
+        reasons.append("tag-like markup neutralized")
+    if _ROLE.search(text) or _HEADER.search(text):
+        reasons.append("imitates a message role or prompt header")
+    if _OVERRIDE.search(text):
+        reasons.append("tries to override instructions")
+    if len(" ".join(entry.title.split())) > TITLE_CHARS:
+        reasons.append(f"title cut to {TITLE_CHARS} characters in the prompt")
+    if len(" ".join(entry.content.split())) > CONTENT_CHARS:
+        reasons.append(f"content cut to {CONTENT_CHARS} characters in the prompt")
+    return tuple(reasons)
+
+
+def flag(entry: HarnessEntry) -> str:
+    """The `/harness` marker for an entry: `""`, or `" ⚠ neutralized: <reasons>"`."""
+    reasons = neutralized(entry)
+    return f" ⚠ neutralized: {', '.join(reasons)}" if reasons else ""

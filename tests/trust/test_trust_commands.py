@@ -1,0 +1,75 @@
+"""`/why` and `/promote` replies for a real agent session (real stores, real transcripts)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from agent_core import Agent
+from agent_core.config import load_config
+from agent_core.ports import NoEditor
+from agent_core.trust_commands import promote_reply, session_stores, why_reply
+from harness_store.project import ProjectStore
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_promote_then_why_in_a_session_inside_a_repository(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    config = load_config(
+        {
+            "CONTINUAL_ACP_HOME": str(tmp_path / "home"),
+            "HOME": str(tmp_path),
+            "CONTINUAL_ACP_KERNEL_POOL": "0",
+        }
+    )
+    config.eager_kernel = False
+    agent = Agent(config)
+    await agent.start()
+    try:
+        session = await agent.new_session(str(repo), NoEditor())
+        assert [scope for scope, _ in session_stores(session)] == ["local", "project", "global"]
+        session.local_store.apply(
+            {"edits": [{"action": "create", "kind": "memory", "title": "Build", "content": "make all"}]},
+            scope="local",
+            trigger="model",
+            session_id=session.id,
+        )
+        reply = promote_reply(session, "build")
+        assert reply.startswith("Promoted memory `build` to the project harness (")
+        assert ProjectStore(repo).load().get("memory", "build") is not None
+        text = why_reply(session, "memory/build")
+        assert "Now: memory in the project harness, verified" in text
+        assert "(project, user" in text and "(local, model" in text
+    finally:
+        await agent.aclose()
+
+
+async def test_why_usage_is_explained(tmp_path: Path) -> None:
+    config = load_config(
+        {
+            "CONTINUAL_ACP_HOME": str(tmp_path / "home"),
+            "HOME": str(tmp_path),
+            "CONTINUAL_ACP_KERNEL_POOL": "0",
+        }
+    )
+    config.eager_kernel = False
+    agent = Agent(config)
+    await agent.start()
+    try:
+        session = await agent.new_session(str(tmp_path), NoEditor())
+        assert (
+            why_reply(session, "")
+            == "Usage: /why <entry-id>  (e.g. /why test_command, or /why memory/test_command)"
+        )
+    finally:
+        await agent.aclose()
