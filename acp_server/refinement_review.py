@@ -59,7 +59,8 @@ async def send_quiescence(server: AcpServer, session_id: str, event: Any) -> Non
     conn = server.connection
     if conn is None:
         return
-    await conn.notify(QUIESCENCE, {"sessionId": session_id, **state})
+    if server.client.quiescence:  # only to a client that opted in (capabilities.py) - clients
+        await conn.notify(QUIESCENCE, {"sessionId": session_id, **state})
     await server.send_update(
         session_id, {"sessionUpdate": "session_info_update", "_meta": {META_KEY: {"quiescence": state}}}
     )

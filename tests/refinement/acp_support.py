@@ -39,7 +39,8 @@ class Servers:
             "initialize",
             {
                 "protocolVersion": 1,
-                "clientCapabilities": {},
+                # Opted in to `_harness/quiescence` (only clients that ask get it).
+                "clientCapabilities": {"_meta": {"continual-acp": {"quiescence": True}}},
                 "clientInfo": {"name": "pytest", "version": "1"},
             },
         )
