@@ -487,6 +487,49 @@ def quiescence_mirror_update(quiescent: bool, pending: int, last_refinement_id: 
     }
 
 
+def background_mirror_update(
+    quiescent: bool, pending: int, last_refinement_id: str | None, background: Sequence[Mapping[str, object]]
+) -> Frame:
+    """The quiescence mirror with the work still running, as ACP v2's idle state lists it
+    (`background: [{kind, id, title}]`; empty means settled), so a move to v2 is a mapping."""
+    state = quiescence_state(quiescent, pending, last_refinement_id)
+    state["background"] = [dict(item) for item in background]
+    return {"sessionUpdate": "session_info_update", "_meta": {META_KEY: {"quiescence": state}}}
+
+
+def background_item(kind: str, item_id: str, title: str) -> Frame:
+    """One entry of the mirror's `background` list: what runs, its id, a line for the user."""
+    return {"kind": kind, "id": item_id, "title": title}
+
+
+# ---------------------------------------------------------------- notices and compaction (ACP v1)
+
+
+def notice_update(severity: str, title: str, description: str | None = None) -> Frame:
+    """`notice` (only to clients that advertise `session.notices`): plain text, title stands alone."""
+    update: Frame = {"sessionUpdate": "notice", "severity": severity, "title": title}
+    if description:
+        update["description"] = description
+    return update
+
+
+def compaction_update(compaction_id: str, status: str, error: str | None = None) -> Frame:
+    """`compaction_update` (only with `session.compaction`): the compaction's lifecycle status."""
+    update: Frame = {"sessionUpdate": "compaction_update", "compactionId": compaction_id, "status": status}
+    if error:
+        update["error"] = error
+    return update
+
+
+def compaction_summary_chunk_update(compaction_id: str, text: str) -> Frame:
+    """`compaction_summary_chunk`: the summary the context restarts from, as one text block."""
+    return {
+        "sessionUpdate": "compaction_summary_chunk",
+        "compactionId": compaction_id,
+        "content": text_block(text),
+    }
+
+
 # ---------------------------------------------------------------- messages, plan, usage, info
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from acp_server import commands, wire
+from acp_server import commands, session_events, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
 from acp_server.config_options import config_options, session_setup
 from acp_server.editor import JsonRpcEditor
@@ -144,12 +144,19 @@ class AcpServer:
         async def send(update: dict[str, Any]) -> None:
             await self.send_update(session_id, update)
 
-        presenter = TurnPresenter(send, cwd=str(session.cwd), terminal_output=self.client.terminal_output)
+        presenter = TurnPresenter(
+            send,
+            cwd=str(session.cwd),
+            terminal_output=self.client.terminal_output,
+            notices=self.client.notices,  # clients: ACP v1 notice / compaction updates when advertised
+            compaction=self.client.compaction,
+        )
         editor.session_id = session_id
         editor.presenter = presenter
         opened = OpenSession(session, editor, presenter)
         self.sessions[session_id] = opened
         _subscribe_refinements(opened)
+        session_events.subscribe(opened)  # clients: notify_user / compaction outside a turn
         for hook in self.bind_hooks:
             try:
                 hook(opened)

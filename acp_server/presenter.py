@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -24,9 +25,11 @@ from agent_core.events import (
     CellFinished,
     CellOutput,
     CellStarted,
+    CompactionChanged,
     FileEdited,
     ImagePart,
     MessageChunk,
+    Notice,
     PlanChanged,
     RefinementReported,
     ResourceLinkPart,
@@ -61,10 +64,21 @@ def prompt_part_block(part: object) -> Frame:
 class TurnPresenter:
     """Presents one session's events; cards persist across turns so permission cards can precede cells."""
 
-    def __init__(self, send: SendUpdate, *, cwd: str, terminal_output: bool) -> None:
+    def __init__(
+        self,
+        send: SendUpdate,
+        *,
+        cwd: str,
+        terminal_output: bool,
+        notices: bool = False,
+        compaction: bool = False,
+    ) -> None:
         self._send = send
         self._cwd = cwd
         self._terminal = terminal_output
+        self._notices = notices  # the client advertised `session.notices`
+        self._compaction = compaction  # the client advertised `session.compaction`
+        self._open_compactions: set[str] = set()
         self._cards: dict[str, CellCard] = {}
         self._task_group: TaskGroup | None = None
         self._flush_scheduled: set[str] = set()
@@ -90,6 +104,10 @@ class TurnPresenter:
         A cancelled turn stops without `CellFinished`, and a rejected permission leaves a card that
         never ran; both would spin forever in the editor, so they are closed here as failed.
         """
+        for compaction_id in sorted(self._open_compactions):
+            # A compaction the turn's cancellation cut short never reports its end.
+            await self._send(frames.compaction_update(compaction_id, "cancelled"))
+        self._open_compactions.clear()
         for card in list(self._cards.values()):
             self._flush_scheduled.discard(card.cell_id)
             if not card.started:
@@ -180,6 +198,10 @@ class TurnPresenter:
             await self._send(frames.plan_update(event.entries))
         elif isinstance(event, RefinementReported):
             await self._refinement(event)
+        elif isinstance(event, Notice):
+            await self._notice(event)
+        elif isinstance(event, CompactionChanged):
+            await self._compaction_changed(event)
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason
         else:
@@ -249,3 +271,29 @@ class TurnPresenter:
                 event.refinement_id, event.summary, event.scope, applied=event.applied
             )
         )
+
+    async def _notice(self, event: Notice) -> None:
+        """A `notice` for clients that show them; else an agent message (when it has a fallback).
+        Notices are live information: a load replay shows none."""
+        if self._replay:
+            return
+        if self._notices:
+            await self._send(frames.notice_update(event.severity, event.title, event.description))
+        elif event.fallback:
+            text = f"{event.title}: {event.description}" if event.description else event.title
+            await self._send(
+                frames.agent_message_update(f"\n\n{text}\n\n", f"notice_{uuid.uuid4().hex[:12]}")
+            )
+
+    async def _compaction_changed(self, event: CompactionChanged) -> None:
+        """ACP compaction updates for clients that advertise them; others see what they always did
+        (nothing for an automatic compaction; `/compact` answers with its own message)."""
+        if not self._compaction:
+            return
+        if event.status == "in_progress":
+            self._open_compactions.add(event.compaction_id)
+        else:
+            self._open_compactions.discard(event.compaction_id)
+        if event.summary:
+            await self._send(frames.compaction_summary_chunk_update(event.compaction_id, event.summary))
+        await self._send(frames.compaction_update(event.compaction_id, event.status, event.error))

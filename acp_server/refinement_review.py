@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from acp_server.capabilities import META_KEY
+from acp_server.background import quiescence_mirror  # clients: the mirror with its background list
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer, OpenSession
@@ -61,9 +61,7 @@ async def send_quiescence(server: AcpServer, session_id: str, event: Any) -> Non
         return
     if server.client.quiescence:  # only to a client that opted in (capabilities.py) - clients
         await conn.notify(QUIESCENCE, {"sessionId": session_id, **state})
-    await server.send_update(
-        session_id, {"sessionUpdate": "session_info_update", "_meta": {META_KEY: {"quiescence": state}}}
-    )
+    await server.send_update(session_id, quiescence_mirror(event))
 
 
 def review_card(opened: OpenSession, pending: Any, *, status: str = "pending") -> dict[str, Any]:

@@ -32,6 +32,8 @@ _EVENTS: dict[str, type] = {
         ev.PlanChanged,
         ev.RefinementReported,
         ev.TurnEnded,
+        ev.Notice,
+        ev.CompactionChanged,
     )
 }
 

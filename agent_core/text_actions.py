@@ -133,6 +133,7 @@ class FormatMemory:
 
 MEMORY = FormatMemory()
 
+SWITCH_TITLE = "Text action format"
 SWITCH_NOTICE = (
     "This model answered with a python block instead of a tool call, so the agent switched to the text "
     "action format: the first ```python block of each answer is run as a cell. "

@@ -138,7 +138,7 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
             elif not text_mode and formats.configured == "auto" and ta.tools_refused(exc.status, str(exc)):
                 # The endpoint takes no `tools`: act through fenced python blocks instead (text_actions.py).
                 formats.choose_text()
-                emit(ev.MessageChunk(ta.REFUSED_NOTICE + "\n\n", new_id("msg")))
+                emit(ev.Notice("info", ta.SWITCH_TITLE, ta.REFUSED_NOTICE))
                 text_mode = True
                 done = await _one_request(session, system, emit, text_mode=True)
             else:
@@ -246,7 +246,7 @@ class _Formats:
         action = ta.find_action(done.text)
         if action is not None:
             self.choose_text()
-            emit(ev.MessageChunk("\n\n" + ta.SWITCH_NOTICE, new_id("msg")))
+            emit(ev.Notice("info", ta.SWITCH_TITLE, ta.SWITCH_NOTICE))
         return action
 
 
@@ -357,6 +357,15 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     elif result.status == "died":
         error = "kernel died while running this cell; a fresh kernel will run the next one"
         emit(ev.CellFinished(cell_id, "failed", error=error, output=output, duration=result.duration))
+        # The card says it already; clients with notices also get it as a notice (no message fallback).
+        emit(
+            ev.Notice(
+                "warning",
+                "The kernel died and was replaced",
+                "A fresh kernel runs the next cell with the last snapshot's variables restored.",
+                fallback=False,
+            )
+        )
         output = f"{error}\n{output}"
     elif result.status == "interrupted":
         emit(

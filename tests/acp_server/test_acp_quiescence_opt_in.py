@@ -88,3 +88,16 @@ def test_a_false_or_malformed_opt_in_counts_as_not_asked(
     initialize(client, _meta={"continual-acp": {"quiescence": "yes"}})
     undo_and_settle(client, model, tmp_path)
     assert quiescence_notifications(client) == []
+
+
+def test_the_mirror_lists_running_work_while_busy_and_an_empty_list_once_settled(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    sid = undo_and_settle(client, model, tmp_path)
+    states = mirrors(client, sid)
+    busy = [s for s in states if not s["quiescent"]]
+    assert busy and all(s["background"] for s in busy)
+    assert busy[0]["background"][0]["kind"] == "refinement"
+    assert states[-1]["background"] == []
