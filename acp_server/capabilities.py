@@ -49,6 +49,7 @@ class ClientCapabilities:
     quiescence: bool = False
     notices: bool = False  # `session.notices` (ACP v1): `notice` updates instead of agent messages
     compaction: bool = False  # `session.compaction` (ACP v1): `compaction_update` / `_summary_chunk`
+    client_name: str = ""  # `clientInfo.name` (client_quirks.py: how some clients title cards)
     raw: dict[str, object] = field(default_factory=dict)
 
     @classmethod
@@ -56,7 +57,7 @@ class ClientCapabilities:
         """Read `initialize`'s `clientCapabilities` (anything malformed counts as not offered)."""
         caps = params.get("clientCapabilities")
         if not isinstance(caps, dict):
-            return cls()
+            return cls(client_name=_client_name(params))
         fs_raw, meta_raw = caps.get("fs"), caps.get("_meta")
         fs: dict[str, object] = fs_raw if isinstance(fs_raw, dict) else {}
         meta: dict[str, object] = meta_raw if isinstance(meta_raw, dict) else {}
@@ -71,8 +72,15 @@ class ClientCapabilities:
             # `{}` advertises the capability; omitted or null does not (schema.json).
             notices=isinstance(session.get("notices"), dict),
             compaction=isinstance(session.get("compaction"), dict),
+            client_name=_client_name(params),
             raw=caps,
         )
+
+
+def _client_name(params: Mapping[str, object]) -> str:
+    info = params.get("clientInfo")
+    name = info.get("name") if isinstance(info, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def check_initialize_params(params: object) -> None:

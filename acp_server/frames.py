@@ -390,12 +390,14 @@ def refinement_card_update(
     *,
     applied: bool,
     content: Sequence[Mapping[str, object]],
+    title: str | None = None,
 ) -> Frame:
-    """`tool_call`: a refinement result as a completed (applied) or failed `edit` card."""
+    """`tool_call`: a refinement result as a completed (applied) or failed `edit` card
+    (`title` overrides "Refine harness: <summary>", see client_quirks.py)."""
     return tool_call_update(
         tool_call_fields(
             f"refinement-{refinement_id}",
-            f"Refine harness: {summary}",
+            title or f"Refine harness: {summary}",
             kind="edit",
             status="completed" if applied else "failed",
             content=content,
@@ -408,7 +410,8 @@ def refinement_message_update(refinement_id: str, summary: str, scope: str, *, a
     """`agent_message_chunk` after a refinement card: what happened and how to undo it."""
     verb = "applied" if applied else "was refused"
     undo = f" Undo it with `/rollback {refinement_id}`." if applied else ""
-    text = f"\n\nHarness refinement `{refinement_id}` ({scope}) {verb}: {summary}.{undo}\n"
+    # A blank line on both sides: whatever follows (a command's reply) is its own paragraph.
+    text = f"\n\nHarness refinement `{refinement_id}` ({scope}) {verb}: {summary}.{undo}\n\n"
     return agent_message_update(text, f"refinement-{refinement_id}")
 
 

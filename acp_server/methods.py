@@ -17,6 +17,7 @@ import anyio
 
 from acp_server import commands, session_events, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
+from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
@@ -150,6 +151,7 @@ class AcpServer:
             terminal_output=self.client.terminal_output,
             notices=self.client.notices,  # clients: ACP v1 notice / compaction updates when advertised
             compaction=self.client.compaction,
+            path_titles=titles_edit_cards_by_path(self.client.client_name),
         )
         editor.session_id = session_id
         editor.presenter = presenter

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_server import frames
+from acp_server import client_quirks, frames
 from acp_server.cells import CellCard
 from acp_server.frames import Frame
 from agent_core.events import (
@@ -72,6 +72,7 @@ class TurnPresenter:
         terminal_output: bool,
         notices: bool = False,
         compaction: bool = False,
+        path_titles: bool = False,
     ) -> None:
         self._send = send
         self._cwd = cwd
@@ -79,6 +80,11 @@ class TurnPresenter:
         self._notices = notices  # the client advertised `session.notices`
         self._compaction = compaction  # the client advertised `session.compaction`
         self._open_compactions: set[str] = set()
+        self._path_titles = path_titles  # the client titles edit cards by diff path (client_quirks.py)
+        # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join consecutive agent
+        # messages; a new message after a card or another message starts with a blank line.
+        self._last_message_id: str | None = None
+        self._shown = False
         self._cards: dict[str, CellCard] = {}
         self._task_group: TaskGroup | None = None
         self._flush_scheduled: set[str] = set()
@@ -120,6 +126,7 @@ class TurnPresenter:
                 status, error = "failed", "not run"
             await self._send(card.final_update(status, error, ""))
         self._cards.clear()
+        self._last_message_id, self._shown = None, False  # paragraphs are counted per turn
         self._task_group = None
         self._replay = False
 
@@ -152,9 +159,14 @@ class TurnPresenter:
             log.exception("could not present turn event %r; skipped", type(event).__name__)
 
     async def _present(self, event: object) -> None:
+        await self._present_one(event)
+        if isinstance(event, CellStarted | RefinementReported | FileEdited | Notice):
+            self._shown = True  # a message after this starts a new paragraph (see `_paragraph`)
+
+    async def _present_one(self, event: object) -> None:
         if isinstance(event, MessageChunk):
             if event.text:
-                await self._send(frames.agent_message_update(event.text, event.message_id))
+                await self._send(frames.agent_message_update(self._paragraph(event), event.message_id))
         elif isinstance(event, ThoughtChunk):
             if event.text:
                 await self._send(frames.agent_thought_update(event.text, event.message_id))
@@ -260,10 +272,20 @@ class TurnPresenter:
                 described = " ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k))
                 content.append(frames.tool_text(described or str(dict(edit))))
         if event.error:
-            content.append(frames.tool_text(f"**Error:** {event.error}"))
+            content.append(frames.tool_text(f"Error: {event.error}"))  # plain: shown literally by some
+        title = None
+        if self._path_titles:
+            # A client that titles edit cards by the diff's path (client_quirks.py): keep the words.
+            title = client_quirks.colon_free(f"Refine harness: {event.summary}")
+            content = [frames.tool_text(title), *(self._diff_as_text(block) for block in content)]
         await self._send(
             frames.refinement_card_update(
-                event.refinement_id, event.summary, event.scope, applied=event.applied, content=content
+                event.refinement_id,
+                event.summary,
+                event.scope,
+                applied=event.applied,
+                content=content,
+                title=title,
             )
         )
         await self._send(
@@ -297,3 +319,23 @@ class TurnPresenter:
         if event.summary:
             await self._send(frames.compaction_summary_chunk_update(event.compaction_id, event.summary))
         await self._send(frames.compaction_update(event.compaction_id, event.status, event.error))
+
+    def _paragraph(self, event: MessageChunk) -> str:
+        """The chunk's text, with a blank line first when it opens a new message after something shown."""
+        text = event.text
+        if event.message_id != self._last_message_id:
+            self._last_message_id = event.message_id
+            if self._shown and not text.startswith("\n\n"):
+                text = "\n\n" + text.lstrip("\n")
+        self._shown = True
+        return text
+
+    @staticmethod
+    def _diff_as_text(block: Frame) -> Frame:
+        if block.get("type") != "diff":
+            return block
+        path, old, new = block.get("path"), block.get("oldText"), block.get("newText")
+        return client_quirks.diff_text(
+            str(path), old if isinstance(old, str) else None, new if isinstance(new, str) else ""
+        )
+

@@ -149,7 +149,7 @@ CASES: dict[str, Case] = {
     "tool_content": Case(
         lambda: f.tool_content(f.image_block("iVBORw0KGgo=", "image/png")), "ContentToolCallContent"
     ),
-    "tool_text": Case(lambda: f.tool_text("**Error:** not run"), "ContentToolCallContent"),
+    "tool_text": Case(lambda: f.tool_text("Error: not run"), "ContentToolCallContent"),
     "tool_diff": Case(lambda: DIFF, "FileEditToolCallContent"),
     "tool_diff__new_file": Case(
         lambda: f.tool_diff("/work/new.md", None, "hello\n"), "FileEditToolCallContent"
@@ -218,7 +218,7 @@ CASES: dict[str, Case] = {
     "cell_finished_update__cancelled": Case(
         lambda: f.cell_finished_update(
             "call_1",
-            [*CELL_CONTENT, f.tool_text("**Error:** cancelled before it ran")],
+            [*CELL_CONTENT, f.tool_text("Error: cancelled before it ran")],
             outcome="cancelled",
             error="rejected by the user",
         ),
@@ -233,7 +233,7 @@ CASES: dict[str, Case] = {
     "cell_finished_update__terminal_cancelled": Case(
         lambda: f.cell_finished_update(
             "call_1",
-            [*TERMINAL_CONTENT, f.tool_text("**Error:** cancelled (the cell was interrupted)")],
+            [*TERMINAL_CONTENT, f.tool_text("Error: cancelled (the cell was interrupted)")],
             outcome="cancelled",
             terminal=True,
         ),
@@ -250,13 +250,24 @@ CASES: dict[str, Case] = {
         ),
         "ToolCallStart",
     ),
+    "refinement_card_update__path_titled": Case(
+        lambda: f.refinement_card_update(
+            "r-1",
+            "remember the test command",
+            "local",
+            applied=True,
+            content=[f.tool_text("Refine harness - remember the test command")],
+            title="Refine harness - remember the test command",
+        ),
+        "ToolCallStart",
+    ),
     "refinement_card_update__refused": Case(
         lambda: f.refinement_card_update(
             "r-2",
             "drop a note",
             "global",
             applied=False,
-            content=[f.tool_text("delete note n-1"), f.tool_text("**Error:** n-1 is pinned")],
+            content=[f.tool_text("delete note n-1"), f.tool_text("Error: n-1 is pinned")],
         ),
         "ToolCallStart",
     ),
