@@ -8,7 +8,7 @@ from typing import Any
 from acp_client import AcpClient
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 
-from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call, usage
 
 NOTICES = {"notices": {}}
 COMPACTION = {"compaction": {}}
@@ -113,3 +113,24 @@ def test_compact_sends_no_compaction_updates_to_a_client_that_did_not_advertise_
     assert updates_of(client, sid, "compaction_update") == []
     assert updates_of(client, sid, "compaction_summary_chunk") == []
     assert reply.startswith("Context compacted.")
+
+
+def test_an_automatic_compaction_inside_a_turn_is_shown_to_a_client_with_compaction(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    full = usage(prompt_tokens=900, completion_tokens=10)
+    model.push(text("Hello 0.", usage=full), text("Hello 1.", usage=full), text(SUMMARY), text("Hello 2."))
+    client = spawn(model.base_url, CONTINUAL_ACP_CONTEXT_WINDOW="1000")
+    initialize(client, session=COMPACTION)
+    sid, _ = new_session(client, str(tmp_path))
+    for n in range(3):
+        assert prompt(client, sid, f"hi {n}")[0] == "end_turn"
+    updates = client.updates(sid)
+    kinds = [u["sessionUpdate"] for u in updates]
+    first = kinds.index("compaction_update")
+    shown = [k for k in kinds if k.startswith("compaction")]
+    assert shown == ["compaction_update", "compaction_summary_chunk", "compaction_update"]
+    after = "".join(
+        u["content"]["text"] for u in updates[first:] if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert after.startswith("Hello 2.")  # the answer comes after the compaction
