@@ -81,8 +81,9 @@ class TurnPresenter:
         self._compaction = compaction  # the client advertised `session.compaction`
         self._open_compactions: set[str] = set()
         self._path_titles = path_titles  # the client titles edit cards by diff path (client_quirks.py)
-        # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join consecutive agent
-        # messages; a new message after a card or another message starts with a blank line.
+        # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join the agent messages
+        # of a turn (across the cards between them); each message after the first starts with a
+        # blank line.
         self._last_message_id: str | None = None
         self._shown = False
         self._cards: dict[str, CellCard] = {}
@@ -159,11 +160,6 @@ class TurnPresenter:
             log.exception("could not present turn event %r; skipped", type(event).__name__)
 
     async def _present(self, event: object) -> None:
-        await self._present_one(event)
-        if isinstance(event, CellStarted | RefinementReported | FileEdited | Notice):
-            self._shown = True  # a message after this starts a new paragraph (see `_paragraph`)
-
-    async def _present_one(self, event: object) -> None:
         if isinstance(event, MessageChunk):
             if event.text:
                 await self._send(frames.agent_message_update(self._paragraph(event), event.message_id))
@@ -321,7 +317,7 @@ class TurnPresenter:
         await self._send(frames.compaction_update(event.compaction_id, event.status, event.error))
 
     def _paragraph(self, event: MessageChunk) -> str:
-        """The chunk's text, with a blank line first when it opens a new message after something shown."""
+        """The chunk's text, with a blank line first when it opens a new message after another one."""
         text = event.text
         if event.message_id != self._last_message_id:
             self._last_message_id = event.message_id

@@ -116,3 +116,12 @@ def test_the_undo_reply_does_not_run_into_the_refinement_message(
     shown = all_message_text(client, sid)
     rolled = shown.index("Rolled back")
     assert shown[rolled - 2 : rolled] == "\n\n", repr(shown[max(0, rolled - 80) : rolled + 20])
+
+
+def test_a_first_message_after_a_card_has_no_leading_blank_line(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    model.push(tool_call("print(42)", title="print"), text("The kernel printed 42."))
+    client, sid = start(spawn, model, tmp_path, "toad")
+    assert prompt(client, sid, "run it")[0] == "end_turn"
+    assert all_message_text(client, sid) == "The kernel printed 42."
