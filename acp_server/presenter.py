@@ -167,6 +167,7 @@ class TurnPresenter:
             if event.text:
                 await self._send(frames.agent_thought_update(event.text, event.message_id))
         elif isinstance(event, UserMessage):
+            self._last_message_id, self._shown = None, False  # a replayed turn starts: paragraphs restart
             for part in event.parts:
                 await self._send(frames.user_message_update(prompt_part_block(part), event.message_id))
         elif isinstance(event, CellStarted):
@@ -334,4 +335,3 @@ class TurnPresenter:
         return client_quirks.diff_text(
             str(path), old if isinstance(old, str) else None, new if isinstance(new, str) else ""
         )
-
