@@ -44,6 +44,12 @@ class ClientCapabilities:
     read_text_file: bool = False
     write_text_file: bool = False
     terminal_output: bool = False  # Zed's `_meta.terminal_output`: renders the terminal trio
+    # `_meta["continual-acp"].quiescence: true`: the client handles our `_harness/quiescence`
+    # notification; everyone else gets only its `session_info_update` mirror.
+    quiescence: bool = False
+    notices: bool = False  # `session.notices` (ACP v1): `notice` updates instead of agent messages
+    compaction: bool = False  # `session.compaction` (ACP v1): `compaction_update` / `_summary_chunk`
+    client_name: str = ""  # `clientInfo.name` (client_quirks.py: how some clients title cards)
     raw: dict[str, object] = field(default_factory=dict)
 
     @classmethod
@@ -51,16 +57,30 @@ class ClientCapabilities:
         """Read `initialize`'s `clientCapabilities` (anything malformed counts as not offered)."""
         caps = params.get("clientCapabilities")
         if not isinstance(caps, dict):
-            return cls()
+            return cls(client_name=_client_name(params))
         fs_raw, meta_raw = caps.get("fs"), caps.get("_meta")
         fs: dict[str, object] = fs_raw if isinstance(fs_raw, dict) else {}
         meta: dict[str, object] = meta_raw if isinstance(meta_raw, dict) else {}
+        ours_raw, session_raw = meta.get(META_KEY), caps.get("session")
+        ours: dict[str, object] = ours_raw if isinstance(ours_raw, dict) else {}
+        session: dict[str, object] = session_raw if isinstance(session_raw, dict) else {}
         return cls(
             read_text_file=fs.get("readTextFile") is True,
             write_text_file=fs.get("writeTextFile") is True,
             terminal_output=meta.get("terminal_output") is True,
+            quiescence=ours.get("quiescence") is True,
+            # `{}` advertises the capability; omitted or null does not (schema.json).
+            notices=isinstance(session.get("notices"), dict),
+            compaction=isinstance(session.get("compaction"), dict),
+            client_name=_client_name(params),
             raw=caps,
         )
+
+
+def _client_name(params: Mapping[str, object]) -> str:
+    info = params.get("clientInfo")
+    name = info.get("name") if isinstance(info, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def check_initialize_params(params: object) -> None:

@@ -177,7 +177,8 @@ class CellCard:
         if self.traceback:
             blocks.append(frames.tool_text(_fence(self.traceback)))
         if self.error:
-            blocks.append(frames.tool_text(f"**Error:** {self.error}"))
+            # Plain text: several clients show card text literally (no Markdown), `**` included.
+            blocks.append(frames.tool_text(f"Error: {self.error}"))
         return blocks
 
     def start_update(self) -> Frame:

@@ -23,6 +23,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sub.add_parser("serve", help="speak ACP over stdio (the default when no subcommand is given)")
     sub.add_parser("demo", help="run a scripted end-to-end session offline and print the transcript")
     sub.add_parser("doctor", help="check kernel start, data dir and model endpoint")
+    sub.add_parser("sessions", help="list saved sessions (the ids for --session)")  # clients
     harness = sub.add_parser("harness", help="inspect and roll back the continual harness")
     harness.add_argument(
         "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones|ui ..."
@@ -107,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_server.panel.run import main as panel_main
 
         return panel_main(argv_list[2:])
+    if argv_list[:1] == ["sessions"] or argv_list[:2] == ["harness", "sessions"]:  # clients
+        from acp_server.sessions_cli import main as sessions_main
+
+        return sessions_main(argv_list[2 if argv_list[0] == "harness" else 1 :])
     if argv_list[:1] == ["harness"]:
         from agent_core.skill_check import cli_verifier_factory  # trust (issue 15): imports are checked
         from harness_store.cli import main as harness_main

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from acp_server.capabilities import ClientCapabilities
     from acp_server.open_session import OpenSession
     from acp_server.registry import MethodRegistry
     from agent_core.refinement.surface import HarnessSurface
@@ -24,6 +25,7 @@ class ServerPort(Protocol):
     """The server as the features see it: send to the client, find an open session."""
 
     extension_notifications: list[str]
+    client: ClientCapabilities  # what the client offered in `initialize`
 
     async def send_update(self, session_id: str, update: JsonObject) -> None: ...
 

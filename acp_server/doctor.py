@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from acp_server.data_dir_modes import tighten  # clients
+from acp_server.editor_launch import write_launch_lines  # clients
 from agent_core import AgentConfig, load_config
 
 # Generous: a cold kernel start on a busy 2-core machine takes a few seconds.
@@ -85,10 +87,15 @@ async def check_data_dir(config: AgentConfig) -> CheckResult:
     loose = [p for p in (home, home / "harness", home / "sessions") if p.exists() and _others_can_read(p)]
     if loose:
         shown = ", ".join(f"{p} ({stat.filemode(p.stat().st_mode)})" for p in loose)
+        changed, failed = tighten(loose)  # clients: a dir made with plain `mkdir` (0755) is tightened
+        if not failed:
+            return CheckResult(
+                name, True, f"{home} was readable by other users; tightened: {'; '.join(changed)}"
+            )
         return CheckResult(
             name,
             False,
-            f"readable by other users: {shown}",
+            f"readable by other users: {shown}; could not tighten {', '.join(failed)}",
             f"`chmod -R go-rwx {home}` (data dirs are meant to be 0700, files 0600)",
         )
     mode = stat.S_IMODE(home.stat().st_mode)
@@ -316,5 +323,6 @@ def run_doctor(out: TextIO | None = None) -> int:
     for result in results:
         _print(result, out)
     failed = sum(not r.ok for r in results)
+    write_launch_lines(out)  # clients: how each editor launches this installation
     out.write("all checks passed\n" if not failed else f"{failed} check{'s' * (failed > 1)} failed\n")
     return 1 if failed else 0

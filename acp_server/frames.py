@@ -469,12 +469,14 @@ def refinement_card_update(
     *,
     applied: bool,
     content: Sequence[Mapping[str, object]],
+    title: str | None = None,
 ) -> Frame:
-    """`tool_call`: a refinement result as a completed (applied) or failed `edit` card."""
+    """`tool_call`: a refinement result as a completed (applied) or failed `edit` card
+    (`title` overrides "Refine harness: <summary>", see client_quirks.py)."""
     return tool_call_update(
         tool_call_fields(
             f"refinement-{refinement_id}",
-            f"Refine harness: {summary}",
+            title or f"Refine harness: {summary}",
             kind="edit",
             status="completed" if applied else "failed",
             content=content,
@@ -487,7 +489,8 @@ def refinement_message_update(refinement_id: str, summary: str, scope: str, *, a
     """`agent_message_chunk` after a refinement card: what happened and how to undo it."""
     verb = "applied" if applied else "was refused"
     undo = f" Undo it with `/rollback {refinement_id}`." if applied else ""
-    text = f"\n\nHarness refinement `{refinement_id}` ({scope}) {verb}: {summary}.{undo}\n"
+    # A blank line on both sides: whatever follows (a command's reply) is its own paragraph.
+    text = f"\n\nHarness refinement `{refinement_id}` ({scope}) {verb}: {summary}.{undo}\n\n"
     return agent_message_update(text, f"refinement-{refinement_id}")
 
 
@@ -563,6 +566,49 @@ def quiescence_mirror_update(quiescent: bool, pending: int, last_refinement_id: 
     return {
         "sessionUpdate": "session_info_update",
         "_meta": {META_KEY: {"quiescence": quiescence_state(quiescent, pending, last_refinement_id)}},
+    }
+
+
+def background_mirror_update(
+    quiescent: bool, pending: int, last_refinement_id: str | None, background: Sequence[Mapping[str, object]]
+) -> Frame:
+    """The quiescence mirror with the work still running, as ACP v2's idle state lists it
+    (`background: [{kind, id, title}]`; empty means settled), so a move to v2 is a mapping."""
+    state = quiescence_state(quiescent, pending, last_refinement_id)
+    state["background"] = [dict(item) for item in background]
+    return {"sessionUpdate": "session_info_update", "_meta": {META_KEY: {"quiescence": state}}}
+
+
+def background_item(kind: str, item_id: str, title: str) -> Frame:
+    """One entry of the mirror's `background` list: what runs, its id, a line for the user."""
+    return {"kind": kind, "id": item_id, "title": title}
+
+
+# ---------------------------------------------------------------- notices and compaction (ACP v1)
+
+
+def notice_update(severity: str, title: str, description: str | None = None) -> Frame:
+    """`notice` (only to clients that advertise `session.notices`): plain text, title stands alone."""
+    update: Frame = {"sessionUpdate": "notice", "severity": severity, "title": title}
+    if description:
+        update["description"] = description
+    return update
+
+
+def compaction_update(compaction_id: str, status: str, error: str | None = None) -> Frame:
+    """`compaction_update` (only with `session.compaction`): the compaction's lifecycle status."""
+    update: Frame = {"sessionUpdate": "compaction_update", "compactionId": compaction_id, "status": status}
+    if error:
+        update["error"] = error
+    return update
+
+
+def compaction_summary_chunk_update(compaction_id: str, text: str) -> Frame:
+    """`compaction_summary_chunk`: the summary the context restarts from, as one text block."""
+    return {
+        "sessionUpdate": "compaction_summary_chunk",
+        "compactionId": compaction_id,
+        "content": text_block(text),
     }
 
 

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, frames, subagent_cards, wire
+from acp_server import commands, frames, session_events, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
+from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
@@ -158,13 +159,21 @@ class AcpServer:
         async def send(update: JsonObject) -> None:
             await self.send_update(session_id, update)
 
-        presenter = TurnPresenter(send, cwd=str(session.cwd), terminal_output=self.client.terminal_output)
+        presenter = TurnPresenter(
+            send,
+            cwd=str(session.cwd),
+            terminal_output=self.client.terminal_output,
+            notices=self.client.notices,  # clients: ACP v1 notice / compaction updates when advertised
+            compaction=self.client.compaction,
+            path_titles=titles_edit_cards_by_path(self.client.client_name),
+        )
         editor.session_id = session_id
         editor.presenter = presenter
         opened = OpenSession(session, editor, presenter, harness_of(session))
         self.sessions[session_id] = opened
         # One subscription to the session's harness events: cards, review prompts, quiescence.
         harness_events.subscribe(self, opened)
+        session_events.subscribe(opened)  # notify_user / compaction outside a turn
         for hook in self.bind_hooks:
             try:
                 hook(opened)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_server import frames
+from acp_server import client_quirks, frames
 from acp_server.cells import CellCard
 from acp_server.frames import Frame
 from acp_server.gates import GateCard, goal_meta
@@ -25,6 +26,7 @@ from agent_core.events import (
     CellFinished,
     CellOutput,
     CellStarted,
+    CompactionChanged,
     FileEdited,
     GateFinished,
     GateOutput,
@@ -32,6 +34,7 @@ from agent_core.events import (
     GoalChanged,
     ImagePart,
     MessageChunk,
+    Notice,
     PlanChanged,
     RefinementReported,
     ResourceLinkPart,
@@ -66,10 +69,28 @@ def prompt_part_block(part: object) -> Frame:
 class TurnPresenter:
     """Presents one session's events; cards persist across turns so permission cards can precede cells."""
 
-    def __init__(self, send: SendUpdate, *, cwd: str, terminal_output: bool) -> None:
+    def __init__(
+        self,
+        send: SendUpdate,
+        *,
+        cwd: str,
+        terminal_output: bool,
+        notices: bool = False,
+        compaction: bool = False,
+        path_titles: bool = False,
+    ) -> None:
         self._send = send
         self._cwd = cwd
         self._terminal = terminal_output
+        self._notices = notices  # the client advertised `session.notices`
+        self._compaction = compaction  # the client advertised `session.compaction`
+        self._open_compactions: set[str] = set()
+        self._path_titles = path_titles  # the client titles edit cards by diff path (client_quirks.py)
+        # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join the agent messages
+        # of a turn (across the cards between them); each message after the first starts with a
+        # blank line.
+        self._last_message_id: str | None = None
+        self._shown = False
         self._cards: dict[str, CellCard] = {}
         self._gates: dict[str, GateCard] = {}  # autonomous-mode gate runs in flight
         self._task_group: TaskGroup | None = None
@@ -96,6 +117,10 @@ class TurnPresenter:
         A cancelled turn stops without `CellFinished`, and a rejected permission leaves a card that
         never ran; both would spin forever in the editor, so they are closed here as failed.
         """
+        for compaction_id in sorted(self._open_compactions):
+            # A compaction the turn's cancellation cut short never reports its end.
+            await self._send(frames.compaction_update(compaction_id, "cancelled"))
+        self._open_compactions.clear()
         for card in list(self._cards.values()):
             self._flush_scheduled.discard(card.cell_id)
             if not card.started:
@@ -120,6 +145,7 @@ class TurnPresenter:
                 )
             )
         self._gates.clear()
+        self._last_message_id, self._shown = None, False  # paragraphs are counted per turn
         self._task_group = None
         self._replay = False
 
@@ -154,11 +180,12 @@ class TurnPresenter:
     async def _present(self, event: object) -> None:
         if isinstance(event, MessageChunk):
             if event.text:
-                await self._send(frames.agent_message_update(event.text, event.message_id))
+                await self._send(frames.agent_message_update(self._paragraph(event), event.message_id))
         elif isinstance(event, ThoughtChunk):
             if event.text:
                 await self._send(frames.agent_thought_update(event.text, event.message_id))
         elif isinstance(event, UserMessage):
+            self._last_message_id, self._shown = None, False  # a replayed turn starts: paragraphs restart
             for part in event.parts:
                 await self._send(frames.user_message_update(prompt_part_block(part), event.message_id))
         elif isinstance(event, CellStarted):
@@ -204,6 +231,10 @@ class TurnPresenter:
             await self._send(
                 frames.goal_info_update(goal_meta(event.objective, event.state, event.status_line))
             )
+        elif isinstance(event, Notice):
+            await self._notice(event)
+        elif isinstance(event, CompactionChanged):
+            await self._compaction_changed(event)
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason
         else:
@@ -299,14 +330,69 @@ class TurnPresenter:
             if isinstance(check, str) and check:  # trust (issue 15): what the skill check said
                 content.append(frames.tool_text(f"**Skill check ({edit.get('id')}):** {check}"))
         if event.error:
-            content.append(frames.tool_text(f"**Error:** {event.error}"))
+            content.append(frames.tool_text(f"Error: {event.error}"))  # plain: shown literally by some
+        title = None
+        if self._path_titles:
+            # A client that titles edit cards by the diff's path (client_quirks.py): keep the words.
+            title = client_quirks.colon_free(f"Refine harness: {event.summary}")
+            content = [frames.tool_text(title), *(self._diff_as_text(block) for block in content)]
         await self._send(
             frames.refinement_card_update(
-                event.refinement_id, event.summary, event.scope, applied=event.applied, content=content
+                event.refinement_id,
+                event.summary,
+                event.scope,
+                applied=event.applied,
+                content=content,
+                title=title,
             )
         )
         await self._send(
             frames.refinement_message_update(
                 event.refinement_id, event.summary, event.scope, applied=event.applied
             )
+        )
+
+    async def _notice(self, event: Notice) -> None:
+        """A `notice` for clients that show them; else an agent message (when it has a fallback).
+        Notices are live information: a load replay shows none."""
+        if self._replay:
+            return
+        if self._notices:
+            await self._send(frames.notice_update(event.severity, event.title, event.description))
+        elif event.fallback:
+            text = f"{event.title}: {event.description}" if event.description else event.title
+            await self._send(
+                frames.agent_message_update(f"\n\n{text}\n\n", f"notice_{uuid.uuid4().hex[:12]}")
+            )
+
+    async def _compaction_changed(self, event: CompactionChanged) -> None:
+        """ACP compaction updates for clients that advertise them; others see what they always did
+        (nothing for an automatic compaction; `/compact` answers with its own message)."""
+        if not self._compaction:
+            return
+        if event.status == "in_progress":
+            self._open_compactions.add(event.compaction_id)
+        else:
+            self._open_compactions.discard(event.compaction_id)
+        if event.summary:
+            await self._send(frames.compaction_summary_chunk_update(event.compaction_id, event.summary))
+        await self._send(frames.compaction_update(event.compaction_id, event.status, event.error))
+
+    def _paragraph(self, event: MessageChunk) -> str:
+        """The chunk's text, with a blank line first when it opens a new message after another one."""
+        text = event.text
+        if event.message_id != self._last_message_id:
+            self._last_message_id = event.message_id
+            if self._shown and not text.startswith("\n\n"):
+                text = "\n\n" + text.lstrip("\n")
+        self._shown = True
+        return text
+
+    @staticmethod
+    def _diff_as_text(block: Frame) -> Frame:
+        if block.get("type") != "diff":
+            return block
+        path, old, new = block.get("path"), block.get("oldText"), block.get("newText")
+        return client_quirks.diff_text(
+            str(path), old if isinstance(old, str) else None, new if isinstance(new, str) else ""
         )

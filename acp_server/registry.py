@@ -15,14 +15,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from jsonrpcserver import Error, Result, Success
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_server import wire
 from acp_server.errors import INTERNAL_ERROR, AcpError
 
+if TYPE_CHECKING:
+    from jsonrpcserver import Result
+
 log = logging.getLogger(__name__)
+
+# Answered without jsonrpcserver (transport.py): the startup path. Importing jsonrpcserver costs
+# ~0.1-0.25 s (it imports jsonschema), so it is loaded in the background after `initialize`.
+DIRECT_METHODS = frozenset({"initialize", "session/new"})
 
 
 class Peer(Protocol):
@@ -104,25 +109,42 @@ class MethodRegistry:
         return {name: _wrap(spec) for name, spec in self._specs.items()}
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """A handler's answer: `result` on success, else `error` = (code, message, data or None)."""
+
+    result: object = None
+    error: tuple[int, str, object] | None = None
+
+
+async def invoke(spec: MethodSpec, ctx: RequestContext, params: dict[str, Any]) -> Outcome:
+    """Validate `params` (when the spec names a model), run the handler, map its errors."""
+    try:
+        arg: Any = params
+        if spec.params_model is not None:
+            arg = await wire.validate(spec.params_model, params, spec.name)
+        result = await spec.handler(ctx, arg)
+    except AcpError as exc:
+        return Outcome(error=(exc.code, exc.message, exc.data))
+    except Exception as exc:
+        log.exception("handler for %s failed", spec.name)
+        return Outcome(
+            error=(INTERNAL_ERROR, f"Internal error in {spec.name}: {type(exc).__name__}: {exc}", None)
+        )
+    return Outcome(result={} if result is None else result)
+
+
 def _wrap(spec: MethodSpec) -> Callable[..., Awaitable[Result]]:
     # Positional-only context so a params key can never collide with it; **params accepts any
     # object so shape errors are reported by our validation (-32602 with details), not by binding.
     async def call(ctx: RequestContext, /, **params: Any) -> Result:
-        try:
-            arg: Any = params
-            if spec.params_model is not None:
-                arg = await wire.validate(spec.params_model, params, spec.name)
-            result = await spec.handler(ctx, arg)
-        except AcpError as exc:
-            return (
-                Error(exc.code, exc.message, exc.data)
-                if exc.data is not None
-                else Error(exc.code, exc.message)
-            )
-        except Exception as exc:
-            log.exception("handler for %s failed", spec.name)
-            return Error(INTERNAL_ERROR, f"Internal error in {spec.name}: {type(exc).__name__}: {exc}")
-        return Success({} if result is None else result)
+        from jsonrpcserver import Error, Success
+
+        outcome = await invoke(spec, ctx, params)
+        if outcome.error is not None:
+            code, message, data = outcome.error
+            return Error(code, message, data) if data is not None else Error(code, message)
+        return Success(outcome.result)
 
     call.__name__ = f"acp_{spec.name}"
     return call

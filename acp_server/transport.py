@@ -21,13 +21,11 @@ from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
-from jsonrpcserver.async_main import dispatch_to_response
-from jsonrpcserver.response import to_serializable
 
 from acp_server import frames
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, PeerError
 from acp_server.pipes import ByteReader, ByteWriter
-from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.registry import DIRECT_METHODS, MethodRegistry, RequestContext, invoke
 
 log = logging.getLogger(__name__)
 
@@ -333,16 +331,10 @@ class Connection:
                 )
                 return
             self._inflight[key] = inflight
-        response: Any = None
+        payload: Any = None
         try:
             with scope:
-                response = await dispatch_to_response(
-                    "",
-                    self._methods,
-                    context=ctx,
-                    deserializer=lambda _unused: message,
-                    validator=lambda deserialized: deserialized,
-                )
+                payload = await self._dispatch(message, ctx)
         finally:
             if not is_notification:
                 self._inflight.pop(key, None)
@@ -351,8 +343,7 @@ class Connection:
         if inflight.cancelled_by_peer and scope.cancelled_caught:
             await self._reply_error(ident, REQUEST_CANCELLED, f"{method} was cancelled by $/cancel_request")
             return
-        if response is not None:
-            payload = to_serializable(response)
+        if payload is not None:
             if not isinstance(payload, dict):  # only batches serialize to lists, and we refuse those
                 return
             await self.send(payload)
@@ -362,6 +353,30 @@ class Connection:
                         await callback()
                     except Exception:
                         log.exception("after-response step of %s failed", method)
+
+    async def _dispatch(self, message: dict[str, Any], ctx: RequestContext) -> Any:
+        """The answer to one request (None for a notification): the startup methods directly, the
+        rest through jsonrpcserver (imported in the background after `initialize`, see wire.py)."""
+        params = message.get("params", {})
+        spec = self._registry.get(ctx.method)
+        if spec is not None and ctx.method in DIRECT_METHODS and isinstance(params, dict):
+            outcome = await invoke(spec, ctx, params)
+            if ctx.is_notification:
+                return None
+            if outcome.error is not None:
+                return frames.error_message(ctx.request_id, frames.rpc_error(*outcome.error))
+            return frames.result_message(ctx.request_id, outcome.result)
+        from jsonrpcserver.async_main import dispatch_to_response
+        from jsonrpcserver.response import to_serializable
+
+        response: Any = await dispatch_to_response(
+            "",
+            self._methods,
+            context=ctx,
+            deserializer=lambda _unused: message,
+            validator=lambda deserialized: deserialized,
+        )
+        return None if response is None else to_serializable(response)
 
     async def _cancel_request(self, params: Any) -> None:
         if not isinstance(params, dict) or "requestId" not in params:

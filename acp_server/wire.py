@@ -44,6 +44,9 @@ def _import_now() -> ModuleType:
     with _import_lock:
         if _module is None:
             started = time.monotonic()
+            # The dispatcher for every method but initialize and session/new (registry.DIRECT_METHODS)
+            # comes first: the next request after session/new needs it, acp.schema only validates.
+            importlib.import_module("jsonrpcserver.async_main")
             _module = importlib.import_module(_SCHEMA_MODULE)
             log.info("acp.schema imported in %.0f ms", (time.monotonic() - started) * 1000)
         return _module

@@ -36,6 +36,8 @@ _EVENTS: dict[str, type] = {
         ev.GateFinished,
         ev.GoalChanged,
         ev.TurnEnded,
+        ev.Notice,
+        ev.CompactionChanged,
     )
 }
 

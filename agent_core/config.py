@@ -34,6 +34,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": ("max_output_tokens", int),
     "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),
     "CONTINUAL_ACP_MODE": ("mode", str),
+    "CONTINUAL_ACP_ACTION_FORMAT": ("action_format", str),  # text_actions.py (clients)
 }
 
 

@@ -204,6 +204,35 @@ class TurnEnded:
     message: str | None = None  # a visible explanation (truncation, limit), already sent as a chunk
 
 
+NoticeSeverity = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know that is not part of the answer (a kernel replaced, an MCP server
+    that failed, a sandbox not in force): ACP `notice` where the client shows them. Live information:
+    recorded with its turn but never replayed. `fallback`: clients without notices get it as an agent
+    message (False when the user already sees it elsewhere, e.g. on a failed cell card)."""
+
+    severity: NoticeSeverity
+    title: str
+    description: str | None = None
+    fallback: bool = True
+
+
+CompactionStatus = Literal["in_progress", "completed", "failed"]
+
+
+@dataclass(frozen=True)
+class CompactionChanged:
+    """A context compaction started (`in_progress`), finished with its summary, or failed."""
+
+    compaction_id: str
+    status: CompactionStatus
+    summary: str | None = None  # with `completed`: what the model context restarts from
+    error: str | None = None  # with `failed`
+
+
 TurnEvent = (
     UserMessage
     | MessageChunk
@@ -223,4 +252,6 @@ TurnEvent = (
     | GateFinished
     | GoalChanged
     | TurnEnded
+    | Notice
+    | CompactionChanged
 )

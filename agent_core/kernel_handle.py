@@ -77,11 +77,17 @@ class KernelHandle:
         if not kernel.alive:
             return "dead (the next cell starts a fresh kernel and restores the last snapshot)"
         state = f"busy (running cell {self.current_cell})" if self.current_cell else "idle"
+        names = f"- names defined (as of the last snapshot): {snapshot_names(kernel.last_snapshot)}"
+        on_disk = None if kernel.last_snapshot else _manifest_on_disk(kernel)
+        if on_disk:
+            # Reopened: no snapshot taken by this process yet, but the kernel was restored from the
+            # one on disk (agent.py restores it on load/resume) - say that, not "none yet".
+            names = f"- names restored from the snapshot on disk: {snapshot_names(on_disk)}"
         lines = [
             state,
             f"- cwd: {cwd}",
-            f"- cells run in this session: {self.cells_run}",
-            f"- names defined (as of the last snapshot): {snapshot_names(kernel.last_snapshot)}",
+            f"- cells run since this server opened the session: {self.cells_run}",
+            names,
             f"- kernel pid: {kernel.kernel_pid or 'unknown'}",
         ]
         return "\n".join(lines)
@@ -128,3 +134,12 @@ def snapshot_names(manifest: dict[str, Any] | None) -> str:
         return "unknown (no snapshot taken yet)"
     names = sorted({*manifest.get("saved", {}), *manifest.get("skipped", {})})
     return ", ".join(names) if names else "none"
+
+
+def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
+    """The manifest of the session's snapshot on disk (None without one): what a reopen restored."""
+    from kernel_bridge.snapshot import read_manifest
+
+    paths = getattr(getattr(kernel, "options", None), "snapshot", None)
+    return read_manifest(paths) if paths is not None else None
+

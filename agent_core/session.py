@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -103,6 +104,8 @@ class Session:
         self.compaction_hooks: list[Callable[[], None]] = []  # the context was just compacted
         self.close_hooks: list[Callable[[], Awaitable[None]]] = []  # the session is closing
         self.turn_failed_hooks: list[TurnFailedHook] = []  # a turn raised: no after-turn hook ran
+        # Events that happen outside a turn (`notify_user`, `/compact`): acp_server presents them.
+        self.event_listeners: list[Callable[[ev.TurnEvent], Awaitable[None]]] = []
         self._refinement: RefinementHook | None = None
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
@@ -269,14 +272,25 @@ class Session:
             return await self._compact(instructions)
 
     async def _compact(self, instructions: str | None) -> str:
-        summary = await self.context.compact(
-            self.model,
-            model_name=self.model_name,
-            keep_recent_turns=self.agent_config.keep_recent_turns,
-            instructions=instructions,
-        )
+        nothing = "Nothing to compact yet: the conversation is only the most recent turns."
+        if not self.context.can_compact(self.agent_config.keep_recent_turns):
+            return nothing
+        # Shown as ACP compaction updates where the client advertises them (acp_server/presenter.py).
+        compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
+        await self.publish(ev.CompactionChanged(compaction_id, "in_progress"))
+        try:
+            summary = await self.context.compact(
+                self.model,
+                model_name=self.model_name,
+                keep_recent_turns=self.agent_config.keep_recent_turns,
+                instructions=instructions,
+            )
+        except Exception as exc:
+            await self.publish(ev.CompactionChanged(compaction_id, "failed", error=str(exc)))
+            raise
+        await self.publish(ev.CompactionChanged(compaction_id, "completed", summary=summary))
         if summary is None:
-            return "Nothing to compact yet: the conversation is only the most recent turns."
+            return nothing
         for hook in list(self.compaction_hooks):
             try:
                 hook()
@@ -402,6 +416,28 @@ class Session:
             self._writer.event(event)
         except ValueError:
             log.warning("session %s is closed; event %s not recorded", self.id, type(event).__name__)
+
+    async def publish(self, event: ev.TurnEvent) -> None:
+        """Show an event now: into the running turn when there is one, else recorded (a notice is
+        live information and is not) and handed to `event_listeners` (the editor connection)."""
+        if self.emit_into_turn(event):
+            return
+        if not isinstance(event, ev.Notice):
+            self.record_event(event)
+        for listener in list(self.event_listeners):
+            try:
+                await listener(event)
+            except Exception:
+                log.exception("event listener %r failed in session %s", listener, self.id)
+
+    async def notify_user(
+        self, severity: ev.NoticeSeverity, title: str, description: str | None = None, *, fallback: bool = True
+    ) -> None:
+        """Tell the user something that is not part of the answer: an ACP `notice` in clients that
+        advertise `session.notices`, else (when `fallback`) an agent message. Use it for what the user
+        should know but the model need not: a failed MCP server, a sandbox not in force, a gate not
+        rerun. Inside a turn, turn.py emits `ev.Notice` itself (it has no session, only TurnContext)."""
+        await self.publish(ev.Notice(severity, title, description, fallback))
 
     def emit_into_turn(self, event: ev.TurnEvent) -> bool:
         """Add an event to the running turn's stream (host-bridge handlers); False when no turn runs."""

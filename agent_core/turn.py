@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core import events as ev
+from agent_core import text_actions as ta
 from agent_core.aio import shielded
 from agent_core.config import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.content import to_model_content
 from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.kernel_handle import KernelHandle
-from agent_core.model import ModelClient, ModelDone, ReasoningDelta, TextDelta, ToolCall, Usage
+from agent_core.model import IPYTHON_TOOL, ModelClient, ModelDone, ReasoningDelta, TextDelta, ToolCall, Usage
 from agent_core.ports import EditorPort, PermissionRequest
 from agent_core.titles import cell_title
 
@@ -132,19 +133,27 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
         return TurnOutcome("end_turn")
 
     system = session.system_prompt(parts)
+    formats = _Formats(session)
     limit = session.max_turn_requests
     for _request in range(limit):
         # Before every request, not only at the start: one long turn of cells can fill the window.
         await session.maybe_compact()
+        text_mode = formats.current() == "text"
         try:
-            done = await _one_request(session, system, emit)
+            done = await _one_request(session, system, emit, text_mode=text_mode)
         except ModelError as exc:
             if _images_refused(exc) and session.drop_images():
                 # A text-only model: describe the images instead, for the rest of the session.
-                done = await _one_request(session, system, emit)
+                done = await _one_request(session, system, emit, text_mode=text_mode)
             elif _context_overflow(exc) and await session.compact_for_overflow():
                 # The configured window was too optimistic: compact once and try again.
-                done = await _one_request(session, system, emit)
+                done = await _one_request(session, system, emit, text_mode=text_mode)
+            elif not text_mode and formats.configured == "auto" and ta.tools_refused(exc.status, str(exc)):
+                # The endpoint takes no `tools`: act through fenced python blocks instead (text_actions.py).
+                formats.choose_text()
+                emit(ev.Notice("info", ta.SWITCH_TITLE, ta.REFUSED_NOTICE))
+                text_mode = True
+                done = await _one_request(session, system, emit, text_mode=True)
             else:
                 raise
         if done.usage is not None:
@@ -175,6 +184,14 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
                 for c in done.tool_calls
             ]
         session.append_message(assistant)
+        action = formats.action(done, text_mode, emit)
+        if action is not None:
+            # The text action format: run the block as a cell, feed its output back as the next message.
+            result = await _run_cell(session, new_id("cell"), action.code, cell_title(action.code, None), emit)
+            session.append_message({"role": "user", "content": ta.output_message(result.text)})
+            if result.cancelled:
+                return TurnOutcome("cancelled")
+            continue
         if not done.tool_calls:
             return TurnOutcome("end_turn")
         for index, call in enumerate(done.tool_calls):
@@ -212,12 +229,49 @@ def _images_refused(exc: ModelError) -> bool:
     return exc.status == 400 and ("image" in text or "vision" in text)
 
 
-async def _one_request(session: TurnContext, system: str, emit: Emit) -> ModelDone:
+class _Formats:
+    """The turn's view of the action format (text_actions.py): configured, remembered, switched."""
+
+    def __init__(self, session: TurnContext) -> None:
+        try:
+            self.configured = ta.configured_format(session.agent_config.extra)
+        except ValueError as exc:
+            log.warning("%s; using auto", exc)
+            self.configured = "auto"
+        self._endpoint = session.model.endpoint
+        self._model = session.model_name or ""
+
+    def current(self) -> ta.ActionFormat:
+        return ta.MEMORY.current(self.configured, self._endpoint, self._model)
+
+    def choose_text(self) -> None:
+        ta.MEMORY.choose_text(self._endpoint, self._model)
+
+    def action(self, done: ModelDone, text_mode: bool, emit: Emit) -> ta.TextAction | None:
+        """The block to run from this answer, if any (switching an `auto` session to text on a guess)."""
+        if done.tool_calls:
+            ta.MEMORY.saw_tool_call(self._endpoint, self._model)
+            return None
+        if text_mode:
+            return ta.find_action(done.text)
+        if not ta.MEMORY.may_guess_text(self.configured, self._endpoint, self._model):
+            return None
+        action = ta.find_action(done.text)
+        if action is not None:
+            self.choose_text()
+            emit(ev.Notice("info", ta.SWITCH_TITLE, ta.SWITCH_NOTICE))
+        return action
+
+
+async def _one_request(session: TurnContext, system: str, emit: Emit, *, text_mode: bool = False) -> ModelDone:
     message_id = new_id("msg")
     thought_id = new_id("thought")
+    if text_mode:
+        system = f"{system}\n\n{ta.TEXT_FORMAT_PROMPT}"
     messages = [{"role": "system", "content": system}, *session.messages]
     done: ModelDone | None = None
-    async for event in session.model.stream(messages, model=session.model_name):
+    tools = () if text_mode else (IPYTHON_TOOL,)
+    async for event in session.model.stream(messages, model=session.model_name, tools=tools):
         if isinstance(event, TextDelta):
             emit(ev.MessageChunk(event.text, message_id))
         elif isinstance(event, ReasoningDelta):
@@ -248,8 +302,11 @@ async def _run_tool_call(session: TurnContext, call: ToolCall, emit: Emit) -> _T
         return _ToolResult('Error: ipython needs a non-empty string argument "code".')
     raw_title = args.get("title")
     title = cell_title(code, raw_title if isinstance(raw_title, str) else None)
-    cell_id = call.id
+    return await _run_cell(session, call.id, code, title, emit)
 
+
+async def _run_cell(session: TurnContext, cell_id: str, code: str, title: str, emit: Emit) -> _ToolResult:
+    """Ask (in ask mode), then run one cell; what the model is told about it."""
     if session.mode == "ask" and not session.always_allowed:
         try:
             decision = await session.editor.request_permission(
@@ -313,6 +370,15 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     elif result.status == "died":
         error = "kernel died while running this cell; a fresh kernel will run the next one"
         emit(ev.CellFinished(cell_id, "failed", error=error, output=output, duration=result.duration))
+        # The card says it already; clients with notices also get it as a notice (no message fallback).
+        emit(
+            ev.Notice(
+                "warning",
+                "The kernel died and was replaced",
+                "A fresh kernel runs the next cell with the last snapshot's variables restored.",
+                fallback=False,
+            )
+        )
         output = f"{error}\n{output}"
     elif result.status == "interrupted":
         emit(

@@ -286,6 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15, help="fresh processes per start-up figure")
     parser.add_argument("--round-trips", type=int, default=2000)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--startup-only", action="store_true", help="only the interleaved start-up figures (a short run)"
+    )
     args = parser.parse_args(argv)
     if args.echo_agent:
         run_echo_agent()
@@ -318,6 +321,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         echo_new += startup(ECHO_AGENT, env, 1, with_session=True)
     figures["spawn_to_initialize_ms"] = {"ours": median_ms(ours_init), "sdk_echo": median_ms(echo_init)}
     figures["spawn_to_session_new_ms"] = {"ours": median_ms(ours_new), "sdk_echo": median_ms(echo_new)}
+    if args.startup_only:
+        init, new = figures["spawn_to_initialize_ms"], figures["spawn_to_session_new_ms"]
+        print(
+            f"machine: {figures['nproc']} cores, {figures['cpu']}, load {figures['load_avg_1m']:.2f}, {figures['date']}"
+        )
+        for label, pair in (("initialize ", init), ("session/new", new)):
+            print(
+                f"spawn -> {label}: ours {pair['ours']:7.1f} ms   SDK echo {pair['sdk_echo']:7.1f} ms   "
+                f"ours/echo {pair['ours'] / pair['sdk_echo']:.2f}"
+            )
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1))
+        return 0
     trips = list_round_trip(env, args.round_trips)
     figures["session_list_round_trip_us"] = {
         "median": statistics.median(trips) * 1e6,

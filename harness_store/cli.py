@@ -13,6 +13,7 @@
 repository (`<repo>/.continual-acp/harness`). `import` applies a proposal file (trigger `cli`); its
 skills are checked in a scratch kernel first when the console script supplies a checker
 (`main(argv, verifier_factory=...)`), and the result says so when they were not (`--no-verify`).
+    sessions [--cwd DIR]   (handled by acp_server/sessions_cli.py: the ids for --session)
 
 `--json` anywhere prints machine-readable output. The data dir is `CONTINUAL_ACP_HOME` (see
 `paths.data_home`). Errors go to stderr with exit code 1.
@@ -65,7 +66,13 @@ def _parser() -> argparse.ArgumentParser:
     common = _Parser(add_help=False)
     common.add_argument("--session", metavar="ID", help="a session id: use that session's local store")
     common.add_argument("--repo", metavar="PATH", help="a repository: use its project store")
-    parser = _Parser(prog="continual-acp harness", description="Inspect and roll back the continual harness.")
+    parser = _Parser(
+        prog="continual-acp harness",
+        description="Inspect and roll back the continual harness.",
+        epilog="Session ids for --session: `continual-acp sessions` (or `continual-acp harness sessions`).",
+    )
+    # Stripped by `main` wherever it appears; declared here so `--help` lists it.
+    parser.add_argument("--json", action="store_true", help="machine-readable output (anywhere in the line)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("list", parents=[common], help="list entries")
     p.add_argument(

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from acp_server import frames
 from acp_server.harness.cards import (
     QUIESCENCE,
-    quiescence_mirror,
     quiescence_notification,
     review_settled,
     review_waiting_message,
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from acp_server.context import ServerPort
     from acp_server.open_session import OpenSession
     from agent_core.refinement.surface import HarnessEvent
+
+from acp_server.background import quiescence_mirror  # the mirror with its background-work list
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,10 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
             await opened.presenter.present(event)
         elif isinstance(event, QuiescenceChanged):
             if QUIESCENCE in server.extension_notifications:
-                await server.notify(QUIESCENCE, quiescence_notification(session_id, event))
+                # The notification only to a client that opted in (`clientCapabilities._meta
+                # ["continual-acp"].quiescence`); every client gets the session_info_update mirror.
+                if server.client.quiescence:
+                    await server.notify(QUIESCENCE, quiescence_notification(session_id, event))
                 await server.send_update(session_id, quiescence_mirror(event))
         elif isinstance(event, ReviewRequested):
             if event.pending.interactive:

@@ -4,6 +4,7 @@
 ;; Registers continual-acp with xenodium/agent-shell (built on acp.el).
 ;; Load it after agent-shell, e.g. (with-eval-after-load 'agent-shell (load "/path/to/this/file.el")).
 ;; Start a session with M-x continual-acp-start.
+;; Tested with: Emacs 30 + agent-shell 0.63.6 / acp.el 0.14.2 (agent-shell needs Emacs >= 29.1).
 ;; Use ABSOLUTE paths: an Emacs started from a desktop launcher may not see your shell's PATH or venv.
 
 ;;; Code:

@@ -88,6 +88,26 @@ def check_model(model_name: str, payload: Any) -> str | None:
     return None
 
 
+# Session updates of the current stable v1 schema that acp.schema (0.12) does not model yet: checked
+# with jsonschema against the v1 schema's SessionUpdate instead (acp_v1_session_update.schema.json).
+V1_ONLY_UPDATES = ("notice", "compaction_update", "compaction_summary_chunk")
+_V1_SCHEMA: dict[str, Any] = {}
+
+
+def check_v1_update(update: Any) -> str | None:
+    """None if `update` is a valid v1 SessionUpdate (by the vendored stable schema)."""
+    import jsonschema
+
+    if not _V1_SCHEMA:
+        path = Path(__file__).with_name("acp_v1_session_update.schema.json")
+        _V1_SCHEMA.update(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        jsonschema.validate(update, _V1_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        return f"v1 SessionUpdate: {exc.message}"
+    return None
+
+
 PermissionPolicy = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -275,7 +295,13 @@ class AcpClient:
         if message.get("jsonrpc") != "2.0":
             problems.append(f"bad envelope: {message}")
         method = message.get("method")
-        if method == "session/update":
+        params = message.get("params")
+        update = params.get("update") if isinstance(params, dict) else None
+        if method == "session/update" and isinstance(update, dict) and update.get("sessionUpdate") in V1_ONLY_UPDATES:
+            problem = check_v1_update(update)
+            if problem:
+                problems.append(problem)
+        elif method == "session/update":
             problem = check_model("SessionNotification", message.get("params"))
             if problem:
                 problems.append(problem)

@@ -37,7 +37,7 @@ def test_with_the_terminal_trio_the_output_is_not_repeated_as_text(
     shown = texts(final["content"])
     assert "print('SHOWN' + '-ONCE')" in shown  # the code block stays
     assert "SHOWN-ONCE" not in shown  # the output went to the terminal only
-    assert "**Error:** ValueError: boom" in shown
+    assert "Error: ValueError: boom" in shown
 
 
 def test_a_failed_cell_card_shows_the_traceback_without_colour_codes(
@@ -50,7 +50,7 @@ def test_a_failed_cell_card_shows_the_traceback_without_colour_codes(
     assert "inner()" in shown.split("```python", 1)[1].split("```", 1)[1]  # the traceback, after the code
     assert "Traceback" in shown or "----> " in shown
     assert "\x1b[" not in shown
-    assert "**Error:** ValueError: boom" in shown
+    assert "Error: ValueError: boom" in shown
 
 
 def test_markdown_display_is_shown_as_markdown_and_default_html_repr_is_not_shown(

@@ -73,7 +73,7 @@ def test_kernel_status_reports_cwd_cells_names_and_pid(
     reply, _ = command_reply(client, sid, "/kernel status")
     assert reply.startswith("Kernel: idle"), reply
     assert f"cwd: {tmp_path}" in reply
-    assert "cells run in this session: 1" in reply
+    assert "cells run since this server opened the session: 1" in reply
     assert re.search(r"kernel pid: \d+", reply), reply
     assert "names defined" in reply
 

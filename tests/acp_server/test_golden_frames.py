@@ -42,6 +42,9 @@ class Case:
     model: str | None = None  # the acp.schema model the frame (or its `part`) is
     part: str | None = None  # validate this member of the frame instead of the whole frame
     each: bool = False  # the frame is a list: validate each item
+    # A session update acp.schema does not model yet (notice, compaction): validated with jsonschema
+    # against the stable v1 schema's SessionUpdate (acp_v1_session_update.schema.json).
+    v1_update: bool = False
 
 
 CODE = "# load the data\nimport pandas as pd\ndf = pd.read_csv('data.csv')"
@@ -146,7 +149,7 @@ CASES: dict[str, Case] = {
     "tool_content": Case(
         lambda: f.tool_content(f.image_block("iVBORw0KGgo=", "image/png")), "ContentToolCallContent"
     ),
-    "tool_text": Case(lambda: f.tool_text("**Error:** not run"), "ContentToolCallContent"),
+    "tool_text": Case(lambda: f.tool_text("Error: not run"), "ContentToolCallContent"),
     "tool_diff": Case(lambda: DIFF, "FileEditToolCallContent"),
     "tool_diff__new_file": Case(
         lambda: f.tool_diff("/work/new.md", None, "hello\n"), "FileEditToolCallContent"
@@ -278,7 +281,7 @@ CASES: dict[str, Case] = {
     "cell_finished_update__cancelled": Case(
         lambda: f.cell_finished_update(
             "call_1",
-            [*CELL_CONTENT, f.tool_text("**Error:** cancelled before it ran")],
+            [*CELL_CONTENT, f.tool_text("Error: cancelled before it ran")],
             outcome="cancelled",
             error="rejected by the user",
         ),
@@ -293,7 +296,7 @@ CASES: dict[str, Case] = {
     "cell_finished_update__terminal_cancelled": Case(
         lambda: f.cell_finished_update(
             "call_1",
-            [*TERMINAL_CONTENT, f.tool_text("**Error:** cancelled (the cell was interrupted)")],
+            [*TERMINAL_CONTENT, f.tool_text("Error: cancelled (the cell was interrupted)")],
             outcome="cancelled",
             terminal=True,
         ),
@@ -310,13 +313,24 @@ CASES: dict[str, Case] = {
         ),
         "ToolCallStart",
     ),
+    "refinement_card_update__path_titled": Case(
+        lambda: f.refinement_card_update(
+            "r-1",
+            "remember the test command",
+            "local",
+            applied=True,
+            content=[f.tool_text("Refine harness - remember the test command")],
+            title="Refine harness - remember the test command",
+        ),
+        "ToolCallStart",
+    ),
     "refinement_card_update__refused": Case(
         lambda: f.refinement_card_update(
             "r-2",
             "drop a note",
             "global",
             applied=False,
-            content=[f.tool_text("delete note n-1"), f.tool_text("**Error:** n-1 is pinned")],
+            content=[f.tool_text("delete note n-1"), f.tool_text("Error: n-1 is pinned")],
         ),
         "ToolCallStart",
     ),
@@ -368,6 +382,30 @@ CASES: dict[str, Case] = {
     ),
     "quiescence_mirror_update__settled": Case(
         lambda: f.quiescence_mirror_update(True, 0, "r-1"), "SessionInfoUpdate"
+    ),
+    "background_mirror_update__busy": Case(
+        lambda: f.background_mirror_update(
+            False, 1, None, [f.background_item("refinement", "running-1", "Refining the harness")]
+        ),
+        "SessionInfoUpdate",
+    ),
+    "background_mirror_update__settled": Case(
+        lambda: f.background_mirror_update(True, 0, "r-1", []), "SessionInfoUpdate"
+    ),
+    "background_item": Case(lambda: f.background_item("refinement", "queued-1", "Harness refinement queued")),
+    # ACP v1 notices and compaction (newer than acp.schema)
+    "notice_update": Case(
+        lambda: f.notice_update("warning", "The kernel died and was replaced", "Variables restored."),
+        v1_update=True,
+    ),
+    "notice_update__title_only": Case(lambda: f.notice_update("info", "MCP server started"), v1_update=True),
+    "compaction_update": Case(lambda: f.compaction_update("compaction_1", "in_progress"), v1_update=True),
+    "compaction_update__failed": Case(
+        lambda: f.compaction_update("compaction_1", "failed", "the model endpoint timed out"), v1_update=True
+    ),
+    "compaction_summary_chunk_update": Case(
+        lambda: f.compaction_summary_chunk_update("compaction_1", "The user asked for a plot; done."),
+        v1_update=True,
     ),
     # messages, plan, usage, info, commands, modes
     "agent_message_update": Case(lambda: f.agent_message_update("Hello", "msg_1"), "AgentMessageChunk"),
@@ -529,6 +567,22 @@ def test_frame_round_trips_through_its_acp_schema_model(case: str) -> None:
     for item in items:
         dumped = model.model_validate(item).model_dump(mode="json", by_alias=True, exclude_unset=True)
         assert dumped == item
+
+
+@pytest.mark.parametrize("case", sorted(name for name, c in CASES.items() if c.v1_update))
+def test_frame_is_a_valid_v1_session_update(case: str) -> None:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).with_name("acp_v1_session_update.schema.json")).read_text())
+    jsonschema.validate(CASES[case].build(), schema)
+
+
+def test_the_v1_schema_check_rejects_a_notice_without_a_title() -> None:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).with_name("acp_v1_session_update.schema.json")).read_text())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"sessionUpdate": "notice", "severity": "info", "title": ""}, schema)
 
 
 def test_every_builder_has_a_golden_file() -> None:

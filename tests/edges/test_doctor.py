@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import stat
 import subprocess
 import sys
 import uuid
@@ -60,15 +61,19 @@ async def test_model_check_fails_when_no_model_is_configured(hermetic_env: dict[
     assert result.fix is not None and "CONTINUAL_ACP_MODEL" in result.fix
 
 
-async def test_data_dir_check_flags_a_dir_other_users_can_read(
+async def test_data_dir_check_tightens_a_dir_other_users_can_read_and_says_so(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
     home = tmp_path / "loose"
     home.mkdir(mode=0o755)
     home.chmod(0o755)
+    (home / "sessions").mkdir(mode=0o755)
+    (home / "sessions").chmod(0o755)
     result = await check_data_dir(load_config({**hermetic_env, "CONTINUAL_ACP_HOME": str(home)}))
-    assert not result.ok
-    assert result.fix is not None and "chmod" in result.fix
+    assert result.ok, result
+    assert "tightened" in result.detail and "0755 -> 0700" in result.detail
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    assert stat.S_IMODE((home / "sessions").stat().st_mode) == 0o700
 
 
 async def test_data_dir_check_accepts_a_private_dir_and_a_missing_one(
@@ -104,6 +109,17 @@ def test_doctor_passes_every_check_with_a_scripted_endpoint(
     for name in ("config", "data dir", "model endpoint", "kernel"):
         assert f"OK    {name}:" in done.stdout, done.stdout
     assert "FAIL" not in done.stdout
+
+
+def test_doctor_prints_a_launch_line_for_each_editor(hermetic_env: dict[str, str], tmp_path: Path) -> None:
+    from acp_server.editor_launch import EDITORS
+
+    with ScriptedModelServer([], fallback=text("ok")) as model:
+        done = _doctor({**hermetic_env, "OPENAI_BASE_URL": model.base_url}, tmp_path)
+    command = str(Path(sys.executable).parent / "continual-acp")
+    for entry in EDITORS:
+        [line] = [ln for ln in done.stdout.splitlines() if ln.startswith(f"  {entry.editor}")]
+        assert command in line, line
 
 
 def test_doctor_exits_1_and_explains_an_unreachable_endpoint(

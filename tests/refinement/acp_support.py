@@ -33,7 +33,8 @@ class Servers:
         env = server_env(self.home, self.model_url)
         client = AcpClient(env, cwd=str(cwd))
         self.clients.append(client)
-        initialize(client)
+        # Opted in to `_harness/quiescence` (only clients that ask get it).
+        initialize(client, _meta={"continual-acp": {"quiescence": True}})
         return client
 
     def close(self) -> list[str]:
