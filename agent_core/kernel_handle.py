@@ -89,6 +89,7 @@ class KernelHandle:
             f"- cells run since this server opened the session: {self.cells_run}",
             names,
             f"- kernel pid: {kernel.kernel_pid or 'unknown'}",
+            f"- {kernel.guarantees.describe()}",
         ]
         return "\n".join(lines)
 

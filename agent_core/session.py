@@ -108,6 +108,7 @@ class Session:
         self.event_listeners: list[Callable[[ev.TurnEvent], Awaitable[None]]] = []
         self._refinement: RefinementHook | None = None
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
+        self._sandbox_warned = False
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
@@ -431,7 +432,12 @@ class Session:
                 log.exception("event listener %r failed in session %s", listener, self.id)
 
     async def notify_user(
-        self, severity: ev.NoticeSeverity, title: str, description: str | None = None, *, fallback: bool = True
+        self,
+        severity: ev.NoticeSeverity,
+        title: str,
+        description: str | None = None,
+        *,
+        fallback: bool = True,
     ) -> None:
         """Tell the user something that is not part of the answer: an ACP `notice` in clients that
         advertise `session.notices`, else (when `fallback`) an agent message. Use it for what the user
@@ -475,9 +481,31 @@ class Session:
 
     # ------------------------------------------------------------ kernel (kernel_handle.py)
 
+    async def cells_need_approval(self) -> bool:
+        """A `sandbox` kernel was asked for but no sandbox tier works here: every cell is approved by
+        the user (ask mode's prompt), never run silently unconfined. Other backends: False."""
+        if self.agent_config.kernel_backend.kind != "sandbox":
+            return False
+        try:
+            kernel = await self.kernel()
+        except Exception:
+            return True  # the start failed: the cell will fail too, but never without consent
+        return bool(kernel.guarantees.approval_required)
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
+        guarantees = kernel.guarantees
+        if guarantees.approval_required and not self._sandbox_warned:
+            # Said once per session: the user asked for a sandbox and must know it is not in force.
+            self._sandbox_warned = True
+            asyncio.get_running_loop().create_task(
+                self.notify_user(
+                    "warning",
+                    "The kernel is not sandboxed: every cell needs your approval",
+                    guarantees.describe(),
+                )
+            )
         for hook in list(self.kernel_hooks):
             try:
                 hook(kernel)

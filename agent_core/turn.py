@@ -74,6 +74,10 @@ class TurnContext(Protocol):
     # "Allow always (this session)" was chosen at a permission request.
     always_allowed: bool
 
+    async def cells_need_approval(self) -> bool:
+        """True when every cell must be approved whatever the mode (a sandbox that is not in force)."""
+        ...
+
     @property
     def messages(self) -> list[dict[str, Any]]: ...
 
@@ -187,7 +191,9 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
         action = formats.action(done, text_mode, emit)
         if action is not None:
             # The text action format: run the block as a cell, feed its output back as the next message.
-            result = await _run_cell(session, new_id("cell"), action.code, cell_title(action.code, None), emit)
+            result = await _run_cell(
+                session, new_id("cell"), action.code, cell_title(action.code, None), emit
+            )
             session.append_message({"role": "user", "content": ta.output_message(result.text)})
             if result.cancelled:
                 return TurnOutcome("cancelled")
@@ -263,7 +269,9 @@ class _Formats:
         return action
 
 
-async def _one_request(session: TurnContext, system: str, emit: Emit, *, text_mode: bool = False) -> ModelDone:
+async def _one_request(
+    session: TurnContext, system: str, emit: Emit, *, text_mode: bool = False
+) -> ModelDone:
     message_id = new_id("msg")
     thought_id = new_id("thought")
     if text_mode:
@@ -307,7 +315,7 @@ async def _run_tool_call(session: TurnContext, call: ToolCall, emit: Emit) -> _T
 
 async def _run_cell(session: TurnContext, cell_id: str, code: str, title: str, emit: Emit) -> _ToolResult:
     """Ask (in ask mode), then run one cell; what the model is told about it."""
-    if session.mode == "ask" and not session.always_allowed:
+    if (session.mode == "ask" or await session.cells_need_approval()) and not session.always_allowed:
         try:
             decision = await session.editor.request_permission(
                 PermissionRequest(cell_id=cell_id, title=title, code=code)

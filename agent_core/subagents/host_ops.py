@@ -8,7 +8,7 @@ bridge turns into the kernel-side `HostError` with the message.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_core.subagents.records import SubagentError
 
@@ -16,8 +16,9 @@ from agent_core.subagents.records import SubagentError
 # wait abandoned by an interrupted cell holds its bridge connection for at most this long.
 WAIT_SLICE = 5.0
 
-if TYPE_CHECKING:
-    from agent_core.subagents.hub import SubagentHub
+# The hub is named `Any` here: it imports this module to register the ops, and even a typing-only
+# import back would make a cycle (tests/agent_core/test_agent_import_graph.py counts those too).
+SubagentHub = Any
 
 
 def _optional_str(args: dict[str, Any], key: str) -> str | None:
@@ -57,7 +58,8 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
         return _handle(record)
 
     async def send(args: dict[str, Any]) -> dict[str, Any]:
-        return hub.send(session, args.get("message"), args.get("to", "parent"))  # type: ignore[arg-type]
+        sent: dict[str, Any] = hub.send(session, args.get("message"), args.get("to", "parent"))
+        return sent
 
     async def inbox(args: dict[str, Any]) -> list[dict[str, Any]]:
         return [m.to_json() for m in hub.take(session.id)]
@@ -66,7 +68,8 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
         timeout = args.get("timeout")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
             raise SubagentError("timeout must be a non-negative number of seconds")
-        return await hub.inbox(session.id).arrival(min(float(timeout), WAIT_SLICE))
+        arrived: int = await hub.inbox(session.id).arrival(min(float(timeout), WAIT_SLICE))
+        return arrived
 
     async def list_children(args: dict[str, Any]) -> list[dict[str, Any]]:
         return [r.summary() for r in hub.children(session.id)]
@@ -75,7 +78,8 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
         name = args.get("name")
         if not isinstance(name, str):
             raise SubagentError("observe needs a child name")
-        return hub.observe(session, name)
+        observed: dict[str, Any] = hub.observe(session, name)
+        return observed
 
     async def cancel(args: dict[str, Any]) -> dict[str, Any]:
         name = args.get("name")

@@ -65,6 +65,9 @@ class _Context:
     def turn_context(self) -> str | None:
         return None
 
+    async def cells_need_approval(self) -> bool:
+        return False
+
 
 def _run(
     tmp_path: Path, script: list[dict[str, Any]]
