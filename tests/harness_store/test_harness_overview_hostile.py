@@ -70,6 +70,8 @@ def test_the_system_prompt_keeps_its_sections_with_hostile_entries(overview: str
         "# Acting through cells",
         "# Files",
         "# The continual harness",
+        "# Goals and autonomous mode",
+        "# Subagents",
         "# Answering",
         "# Harness",
         "# Environment",

@@ -30,7 +30,7 @@ def test_refused_skill_card_shows_the_failing_example(model: ScriptedModelServer
     )
     with servers(tmp_path / "home", model.base_url, config=CONFIG) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "/refine", timeout=180)
         card = refinement_cards(client, sid)[-1]
         assert card["status"] == "failed"
@@ -45,7 +45,7 @@ def test_verified_skill_card_shows_the_check_note(model: ScriptedModelServer, tm
     )
     with servers(tmp_path / "home", model.base_url, config=CONFIG) as group:
         client = group.spawn(tmp_path)
-        sid = new_session(client, tmp_path)
+        sid, _ = new_session(client, tmp_path)
         prompt(client, sid, "/refine", timeout=180)
         card = refinement_cards(client, sid)[-1]
         assert card["status"] == "completed"

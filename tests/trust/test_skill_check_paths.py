@@ -52,8 +52,10 @@ async def test_kernel_harness_write_of_a_good_skill_applies_verified(
     service: SkillCheckService, skill_dir: Path, tmp_path: Path
 ) -> None:
     coordinator = _coordinator(tmp_path, service, skill_dir)
+    from agent_core.refinement import HarnessSurface
+
     answer: dict[str, Any] = await harness_write(
-        coordinator,
+        HarnessSurface(coordinator),
         {"edit": edit("add", {"x": {}, "y": {}}, [{"args": [2, 3], "expect": 5}]), "scope": "local"},
     )
     assert answer["status"] == "applied"
@@ -64,7 +66,7 @@ async def test_kernel_harness_write_of_a_good_skill_applies_verified(
 async def test_harness_create_in_a_real_kernel_is_refused_by_a_failing_example(
     service: SkillCheckService, skill_dir: Path, tmp_path: Path
 ) -> None:
-    from agent_core.refinement import register_host_ops
+    from agent_core.refinement import HarnessSurface, register_host_ops
     from kernel_bridge import KernelPool
     from skills.loader import setup_code
 
@@ -73,7 +75,7 @@ async def test_harness_create_in_a_real_kernel_is_refused_by_a_failing_example(
     await pool.start()
     kernel = await pool.acquire(cwd=skill_dir, setup_code=setup_code([]))
     try:
-        register_host_ops(kernel.host_bridge, coordinator)
+        register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
         code = (
             "import json\n"
             "r = harness.create('skill', 'add', 'adds', id='add', arguments={'x': {}, 'y': {}},\n"
