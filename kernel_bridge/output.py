@@ -9,11 +9,14 @@ with a marker saying how much was left out, so one cell printing 100 MB cannot f
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections import deque
 from pathlib import Path
 from typing import BinaryIO
+
+log = logging.getLogger(__name__)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -85,11 +88,19 @@ class OutputCollector:
         self._tail_len = 0
         self.total_chars = 0
         self._file: BinaryIO | None = None
+        self._file_failed = False
 
-    def _open(self) -> BinaryIO:
-        if self._file is None:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            self._file = os.fdopen(fd, "wb")
+    def _open(self) -> BinaryIO | None:
+        """The output file, or None once it could not be written: the cell's output is still kept in
+        memory (head + tail) and reported; a full-output file must never be what fails a cell."""
+        if self._file is None and not self._file_failed:
+            try:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                self._file = os.fdopen(fd, "wb")
+            except OSError as exc:
+                log.warning("cannot write the cell output file %s (%s); keeping head and tail only", self.path, exc)
+                self._file_failed = True
         return self._file
 
     def add(self, text: str) -> None:
@@ -121,7 +132,9 @@ class OutputCollector:
         # and written at close (after a marker), so the file never outgrows max_file_chars.
         if self._file_head_len < self._file_head_cap:
             take = text[: self._file_head_cap - self._file_head_len]
-            self._open().write(take.encode("utf-8", "replace"))
+            handle = self._open()
+            if handle is not None:
+                handle.write(take.encode("utf-8", "replace"))
             self._file_head_len += len(take)
             text = text[len(take) :]
             if not text:
