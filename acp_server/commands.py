@@ -54,6 +54,7 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
+    SlashCommand("why", "Why the harness holds an entry: who wrote it and the messages it cites", "<entry-id>"),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
     SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
 )
@@ -122,6 +123,7 @@ class CommandRunner:
             "undo": harness_commands.undo,
             "refine": harness_commands.refine,
             "review": harness_commands.review,
+            "why": harness_commands.why,
             "kernel": kernel,
             "compact": compact,
             "autonomous": autonomous,

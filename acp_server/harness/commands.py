@@ -1,4 +1,4 @@
-"""The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`.
+"""The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`, `/why`.
 
 Each asks the session's `HarnessSurface` and answers as readable text; the changes go through the
 coordinator, so they are shown as refinement cards and counted in quiescence.
@@ -187,3 +187,13 @@ async def review(ctx: CommandContext, argument: str) -> None:
     await ctx.reply(
         f"Reviewed {count - left} of {count} waiting proposals." + (" The rest still wait." if left else "")
     )
+
+
+async def why(ctx: CommandContext, argument: str) -> None:
+    """`/why <entry-id>`: the refinements that wrote the entry and the messages they cite."""
+    import anyio
+
+    from agent_core.trust_commands import why_reply
+
+    # Reads histories and transcripts from disk: off the event loop.
+    await ctx.reply(await anyio.to_thread.run_sync(why_reply, ctx.session, argument))

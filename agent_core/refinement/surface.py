@@ -340,6 +340,7 @@ class HarnessSurface:
 # harness_store themselves (acp_server reaches the store only through agent_core).
 __all__ = [
     "DEFAULT_SEARCH_LIMIT",
+    "KINDS",
     "Found",
     "HarnessEntry",
     "HarnessEvent",

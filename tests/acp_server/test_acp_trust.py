@@ -1,0 +1,93 @@
+"""Issue 15 over real stdio: `/why`, `/promote`, the project scope, neutralized flags, `/harness ui`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from acp_client import AcpClient
+from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
+
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+
+
+def _agent_message_id(client: AcpClient, sid: str, words: str) -> str:
+    """The messageId of the agent text chunk that says `words`."""
+    for update in client.updates(sid):
+        if update["sessionUpdate"] == "agent_message_chunk" and words in update["content"].get("text", ""):
+            return str(update["messageId"])
+    raise AssertionError(f"no agent message saying {words!r}")
+
+
+def _global_entry_citing_a_message(
+    client: AcpClient, model: ScriptedModelServer, cwd: Path
+) -> tuple[str, str, str]:
+    """Session 1 says a fact, then a cell writes a global memory citing that message; approved.
+
+    Returns (session id, cited message id, the refinement id)."""
+    sid, _ = new_session(client, cwd)
+    model.push(text("The test command is make check."))
+    prompt(client, sid, "how do I test?")
+    cited = _agent_message_id(client, sid, "make check")
+    cell = (
+        "r = harness.create('memory', 'Test command', 'Run make check.', scope='global', "
+        f"evidence=[{cited!r}])\nprint('proposal', r['id'], r['status'])"
+    )
+    model.push(tool_call(cell, title="Remember the test command"), text("noted"))
+    prompt(client, sid, "remember it for every session")
+    pending = client.request("_harness/status", {"sessionId": sid})
+    assert pending["awaitingReview"] == 1, pending
+    proposal = _only_pending_proposal(client, sid)
+    decided: dict[str, Any] = client.request(
+        "_harness/review", {"sessionId": sid, "proposalId": proposal, "decision": "apply"}
+    )
+    return sid, cited, str(decided["refinementId"])
+
+
+def _only_pending_proposal(client: AcpClient, sid: str) -> str:
+    """The proposal id the cell printed (`proposal <id> pending_review`)."""
+    ids = set(re.findall(r"proposal (p-[0-9a-f-]+) pending_review", str(client.updates(sid))))
+    assert len(ids) == 1, ids
+    return ids.pop()
+
+
+def test_why_in_a_second_session_quotes_the_message_the_entry_cites(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    first, cited, refinement = _global_entry_citing_a_message(client, model, tmp_path)
+    second, _ = new_session(client, tmp_path)
+    reply = run_command(client, second, "/why test_command")
+    assert f"Evidence `{cited}` (assistant, session {first}" in reply, reply
+    assert "> The test command is make check." in reply
+    assert "Now: memory in the global harness" in reply
+    assert f"by refinement `{refinement}`" in reply
+
+
+def test_why_says_the_transcript_is_gone_when_the_citing_session_was_deleted(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    first, cited, _ = _global_entry_citing_a_message(client, model, tmp_path)
+    client.request("session/delete", {"sessionId": first})
+    second, _ = new_session(client, tmp_path)
+    reply = run_command(client, second, "/why test_command")
+    assert f"Evidence `{cited}`: the transcript of session {first} was deleted." in reply, reply
+
+
+def test_harness_why_method_answers_the_writers_as_json(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    first, cited, refinement = _global_entry_citing_a_message(client, model, tmp_path)
+    second, _ = new_session(client, tmp_path)
+    answer = client.request(
+        "_harness/why", {"sessionId": second, "entryId": "test_command", "kind": "memory"}
+    )
+    assert [w["refinement_id"] for w in answer["writers"]] == [refinement]
+    assert answer["writers"][0]["quotes"][0]["message_id"] == cited
+    assert answer["writers"][0]["quotes"][0]["session_id"] == first
