@@ -54,7 +54,12 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
     SlashCommand("review", "Review pending harness refinements"),
-    SlashCommand("why", "Why the harness holds an entry: who wrote it and the messages it cites", "<entry-id>"),
+    SlashCommand(
+        "promote",
+        "Move a local harness entry up to the project or global harness (undo with /undo)",
+        "<entry-id> [project|global]",
+    ),
+    SlashCommand("why", "Why the harness holds an entry: its writers and their evidence", "<entry-id>"),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
     SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
 )
@@ -124,6 +129,7 @@ class CommandRunner:
             "refine": harness_commands.refine,
             "review": harness_commands.review,
             "why": harness_commands.why,
+            "promote": harness_commands.promote,
             "kernel": kernel,
             "compact": compact,
             "autonomous": autonomous,

@@ -1,4 +1,5 @@
-"""The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`, `/why`.
+"""The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`, `/why`,
+`/promote`.
 
 Each asks the session's `HarnessSurface` and answers as readable text; the changes go through the
 coordinator, so they are shown as refinement cards and counted in quiescence.
@@ -197,3 +198,46 @@ async def why(ctx: CommandContext, argument: str) -> None:
 
     # Reads histories and transcripts from disk: off the event loop.
     await ctx.reply(await anyio.to_thread.run_sync(why_reply, ctx.session, argument))
+
+
+PROMOTE_USAGE = "Usage: `/promote <entry-id> [project|global]` (e.g. `/promote test_command global`)."
+
+
+async def promote(ctx: CommandContext, argument: str) -> None:
+    """`/promote <entry-id> [project|global]`: move a local entry up (project by default when the
+    session is in a repository, else global)."""
+    from agent_core.refinement.surface import PromotionError
+
+    words = _words(argument)
+    if not words or len(words) > 2:
+        await ctx.reply(PROMOTE_USAGE)
+        return
+    scopes = ctx.harness.scopes()
+    wanted = words[1] if len(words) == 2 else ("project" if "project" in scopes else "global")
+    if wanted != "project" and wanted != "global":
+        await ctx.reply(f"Promote to project or global, not {wanted!r}. {PROMOTE_USAGE}")
+        return
+    target: Scope = "project" if wanted == "project" else "global"
+    kind, _, entry_id = words[0].rpartition("/")
+    try:
+        done = await ctx.harness.promote(entry_id, target, kind=kind or None)
+    except PromotionError as exc:
+        await ctx.reply(f"Not promoted: {exc}.")
+        return
+    entry = done.entry
+    if not done.created.applied:
+        errors = "; ".join(done.created.errors) or "nothing was applied"
+        await ctx.reply(
+            f"Could not promote {entry.kind} `{entry.id}` to {target}: {errors}. The local entry is unchanged."
+        )
+        return
+    lines = [f"Promoted {entry.kind} `{entry.id}` to the {target} harness ({done.created.id})."]
+    if done.removed is not None and done.removed.applied:
+        lines.append(f"The local copy was removed ({done.removed.id}).")
+    else:
+        errors = "; ".join(done.removed.errors) if done.removed is not None else "not attempted"
+        lines.append(f"The local copy is still there ({errors}).")
+    lines.append(
+        f"Undo it with `/undo` (or `/rollback {done.created.id}`): the entry goes back to this session only."
+    )
+    await ctx.reply("\n".join(lines))

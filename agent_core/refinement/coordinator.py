@@ -495,6 +495,22 @@ class RefinementCoordinator:
             self._in_flight -= 1
             self._transition()
 
+    async def apply_user(self, proposal: Proposal, *, scope: Scope) -> RefinementResult:
+        """Apply a proposal a user asked for by command (`/promote`) now, no review, and report it
+        (a card, a history record that `/rollback` undoes). Validation, tombstones and the skill
+        check still apply."""
+        self._in_flight += 1
+        self._transition()
+        try:
+            result = await self._apply(
+                proposal, scope=scope, trigger="user", baseline=None, known=None, source="user"
+            )
+            self._applied(result, "user")
+            return result
+        finally:
+            self._in_flight -= 1
+            self._transition()
+
     # ------------------------------------------------------------ review decisions
 
     async def decide(

@@ -16,11 +16,24 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from agent_core.events import RefinementReported
+from agent_core.promotion import (
+    TARGETS as PROMOTION_TARGETS,
+)
+from agent_core.promotion import (
+    Promotion,
+    PromotionError,
+    create_proposal,
+    find_local,
+    local_removal_of,
+    promoted_as,
+    removal_proposal,
+)
 from agent_core.refinement.records import (
     PendingReview,
     QuiescenceChanged,
@@ -295,8 +308,58 @@ class HarnessSurface:
         if later is not None:
             return RollbackOutcome(refinement_id, rolled_back_by=later)
         result = await self.coordinator.rollback(refinement_id, force=force)
+        if result.applied:
+            await self._rollback_promotion_partner(found)
         await self.flushed()
         return RollbackOutcome(refinement_id, result=result)
+
+    async def _rollback_promotion_partner(self, found: Found) -> None:
+        # A promotion is two records (create in the target, delete locally); undoing either half
+        # undoes both, so the entry is local again and only local (issue 15: "undoable").
+        partner: str | None = None
+        if found.scope == "local":
+            target = promoted_as(found.result)
+            partner = target[1] if target is not None else None
+        else:
+            partner = await anyio.to_thread.run_sync(
+                local_removal_of, self.coordinator.local_store, found.result.id
+            )
+        if partner is None:
+            return
+        try:
+            other = await self.find(partner)
+        except UnknownRefinement:
+            return
+        if await anyio.to_thread.run_sync(self._store(other.scope).rolled_back_by, partner) is None:
+            await self.coordinator.rollback(partner)
+
+    async def promote(self, entry_id: str, target: Scope, *, kind: str | None = None) -> Promotion:
+        """`/promote`: move a local entry to `target` (create there, then delete here), each half a
+        reported refinement applied at once (a user asked); `PromotionError` for an unknown or
+        ambiguous entry or a target this session has no store for. Rolling back either half
+        (`/undo`, `/rollback`) undoes both."""
+        if target not in PROMOTION_TARGETS or target not in self.scopes():
+            raise PromotionError(
+                f"there is no {target} harness for this session"
+                + (" (a project harness needs a git repository)" if target == "project" else "")
+            )
+        entry = await anyio.to_thread.run_sync(
+            partial(find_local, self.coordinator.local_store, entry_id, kind)
+        )
+        created = await self.coordinator.apply_user(
+            create_proposal(entry, target, self.session_id), scope=target
+        )
+        removed = None
+        if created.applied:
+            removed = await self.coordinator.apply_user(
+                removal_proposal(entry, target, created.id), scope="local"
+            )
+        await self.flushed()
+        return Promotion(entry, target, created, removed)
+
+    def scopes(self) -> tuple[Scope, ...]:
+        """The scopes this session has stores for, narrowest first."""
+        return tuple(scope for scope, _ in self._stores())
 
     async def decide(
         self, proposal_id: str, choice: ReviewChoice, *, edit_ids: Sequence[str] | None = None
@@ -349,6 +412,8 @@ __all__ = [
     "HarnessStoreError",
     "HarnessSurface",
     "HistoryPage",
+    "Promotion",
+    "PromotionError",
     "RefinementNotFound",
     "RefinementResult",
     "ReviewAlreadyDecided",

@@ -91,3 +91,51 @@ def test_harness_why_method_answers_the_writers_as_json(
     assert [w["refinement_id"] for w in answer["writers"]] == [refinement]
     assert answer["writers"][0]["quotes"][0]["message_id"] == cited
     assert answer["writers"][0]["quotes"][0]["session_id"] == first
+
+
+def _local_memory(client: AcpClient, model: ScriptedModelServer, sid: str) -> None:
+    cell = "r = harness.create('memory', 'Build command', 'Run make build.')\nprint(r['status'])"
+    model.push(tool_call(cell, title="Remember the build command"), text("noted"))
+    prompt(client, sid, "remember how to build")
+    assert "Build command" in run_command(client, sid, "/harness memory")
+
+
+def test_promote_moves_a_local_entry_to_global_where_a_new_session_sees_it(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    first, _ = new_session(client, tmp_path)
+    _local_memory(client, model, first)
+    reply = run_command(client, first, "/promote build_command global")
+    assert "Promoted memory `build_command` to the global harness (r-" in reply, reply
+    assert "The local copy was removed" in reply
+    second, _ = new_session(client, tmp_path)
+    state = client.request("_harness/state", {"sessionId": second, "scope": "global"})
+    assert [e["id"] for e in state["entries"]] == ["build_command"]
+    assert "Build command" in run_command(client, second, "/harness memory")
+
+
+def test_undo_after_promote_brings_the_entry_back_to_the_session_only(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url)
+    initialize(client)
+    first, _ = new_session(client, tmp_path)
+    _local_memory(client, model, first)
+    run_command(client, first, "/promote build_command global")
+    assert "Rolled back r-" in run_command(client, first, "/undo")
+    local = client.request("_harness/state", {"sessionId": first, "scope": "local"})
+    glob = client.request("_harness/state", {"sessionId": first, "scope": "global"})
+    assert ([e["id"] for e in local["entries"]], glob["entries"]) == (["build_command"], [])
+    second, _ = new_session(client, tmp_path)
+    assert "Build command" not in run_command(client, second, "/harness memory")
+
+
+def test_promote_of_an_unknown_entry_says_so_and_changes_nothing(
+    session: tuple[AcpClient, str],
+) -> None:
+    client, sid = session
+    reply = run_command(client, sid, "/promote nothing_here global")
+    assert reply == "Not promoted: no local entry 'nothing_here' in this session; /harness lists them."
+    assert client.request("_harness/history", {"sessionId": sid})["refinements"] == []
