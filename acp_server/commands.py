@@ -53,7 +53,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "<objective> [--budget TOKENS] | status | pause | resume | clear",
     ),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
-    SlashCommand("review", "Review pending harness refinements"),
+    SlashCommand(
+        "review",
+        "Review pending harness refinements (and project merge conflicts)",
+        "resolve <kind>/<id> <side>",
+    ),
     SlashCommand(
         "promote",
         "Move a local harness entry up to the project or global harness (undo with /undo)",

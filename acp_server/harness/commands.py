@@ -8,7 +8,7 @@ coordinator, so they are shown as refinement cards and counted in quiescence.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_server.harness.review import ask_pending_reviews, ask_review
 
@@ -173,10 +173,56 @@ async def refine(ctx: CommandContext, argument: str) -> None:
         await ctx.reply(f"Refinement failed: {outcome.error}")
 
 
+def describe_conflicts(conflicts: list[Any]) -> str:
+    """The `/review` list of the project store's git-merge conflicts, each side numbered."""
+    lines = ["Project harness merge conflicts (the same entry changed on both sides of a git merge):"]
+    for conflict in conflicts:
+        lines.append(f"- {conflict.kind} `{conflict.entry_id}`: {conflict.reason}")
+        for side, entry in enumerate(conflict.candidates, start=1):
+            if entry is None:
+                lines.append(f"  {side}. (deleted)")
+            else:
+                content = " ".join(entry.content.split())
+                lines.append(f"  {side}. {entry.title}: {content[:120]}")
+    lines.append("Keep one side with `/review resolve <kind>/<id> <side>`.")
+    return "\n".join(lines)
+
+
+async def resolve(ctx: CommandContext, words: list[str]) -> None:
+    """`/review resolve <kind>/<id> <side>`: end a project merge conflict with one side."""
+    usage = "Usage: `/review resolve <kind>/<id> <side>` (sides are numbered by `/review`)."
+    if len(words) != 2 or "/" not in words[0] or not words[1].isdigit() or int(words[1]) < 1:
+        await ctx.reply(usage)
+        return
+    kind, _, entry_id = words[0].partition("/")
+    try:
+        result = await ctx.harness.resolve_conflict(kind, entry_id, int(words[1]) - 1)
+    except KeyError:
+        await ctx.reply(f"{kind} `{entry_id}` is not in conflict in the project harness. See `/review`.")
+        return
+    except IndexError:
+        await ctx.reply(f"{kind} `{entry_id}` has no side {words[1]}. See `/review`.")
+        return
+    if not result.applied:
+        await ctx.reply(f"Not resolved: {'; '.join(result.errors) or 'nothing was applied'}.")
+        return
+    await ctx.reply(f"Resolved {kind} `{entry_id}` with side {words[1]}: refinement {result.id} (project).")
+
+
 async def review(ctx: CommandContext, argument: str) -> None:
+    import anyio
+
+    words = _words(argument)
+    if words and words[0] == "resolve":
+        await resolve(ctx, words[1:])
+        return
+    conflicts = await anyio.to_thread.run_sync(ctx.harness.conflicts)
+    if conflicts:
+        await ctx.reply(describe_conflicts(conflicts) + "\n")
     waiting = ctx.harness.pending_reviews()
     if not waiting:
-        await ctx.reply("Nothing is waiting for review.")
+        if not conflicts:
+            await ctx.reply("Nothing is waiting for review.")
         return
     count = len(waiting)
     listed = "\n".join(

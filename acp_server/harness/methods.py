@@ -111,8 +111,12 @@ def install(server: HarnessHost) -> None:
     @method("_harness/state")
     async def state(request: _Request, opened: OpenSession) -> JsonObject:
         scope = request.params.get("scope", "merged")
-        if scope != "local" and scope != "global" and scope != "merged":
-            raise AcpError.invalid_params("_harness/state: scope must be local, global or merged")
+        if scope != "local" and scope != "global" and scope != "project" and scope != "merged":
+            raise AcpError.invalid_params("_harness/state: scope must be local, global, project or merged")
+        if scope == "project" and not opened.harness.has_project:
+            raise AcpError.invalid_params(
+                "_harness/state: this session has no project harness (its cwd is not in a git repository)"
+            )
         as_of = request.params.get("asOf")
         try:
             current = await opened.harness.state(scope, as_of=None if as_of is None else str(as_of))
@@ -196,9 +200,7 @@ def install(server: HarnessHost) -> None:
         kind = request.params.get("kind")
         if kind is not None and (not isinstance(kind, str) or kind not in KINDS):
             raise AcpError.invalid_params(f"_harness/why: kind must be one of {', '.join(KINDS)}")
-        answer = await anyio.to_thread.run_sync(
-            partial(why_answer, opened.session, entry_id, kind=kind)
-        )
+        answer = await anyio.to_thread.run_sync(partial(why_answer, opened.session, entry_id, kind=kind))
         return answer.to_json()
 
     @method("_harness/status")

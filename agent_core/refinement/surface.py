@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-StateScope = Literal["local", "global", "merged"]
+StateScope = Literal["local", "global", "project", "merged"]
 HarnessEvent = RefinementReported | ReviewRequested | ReviewDecided | QuiescenceChanged
 Subscriber = Callable[[HarnessEvent], Awaitable[None]]
 Record = Callable[[RefinementReported], None]
@@ -157,10 +157,20 @@ class HarnessSurface:
         return self.coordinator.session_id
 
     def _store(self, scope: Scope) -> HarnessStore:
-        return self.coordinator.global_store if scope == "global" else self.coordinator.local_store
+        return self.coordinator._store(scope)
 
     def _stores(self) -> tuple[tuple[Scope, HarnessStore], ...]:
-        return (("local", self.coordinator.local_store), ("global", self.coordinator.global_store))
+        c = self.coordinator
+        stores: list[tuple[Scope, HarnessStore]] = [("local", c.local_store)]
+        if c.project_store is not None:
+            stores.append(("project", c.project_store))
+        stores.append(("global", c.global_store))
+        return tuple(stores)
+
+    @property
+    def has_project(self) -> bool:
+        """True when the session's cwd is in a git repository with a project harness."""
+        return self.coordinator.project_store is not None
 
     # ------------------------------------------------------------ the event stream
 
@@ -247,7 +257,14 @@ class HarnessSurface:
             return self.coordinator.local_store.load()
         if scope == "global":
             return self.coordinator.global_store.load()
-        return merged_state(self.coordinator.local_store.load(), self.coordinator.global_store.load())
+        if scope == "project":
+            return self._store("project").load()
+        project = self.coordinator.project_store
+        return merged_state(
+            self.coordinator.local_store.load(),
+            self.coordinator.global_store.load(),
+            project.load() if project is not None else None,
+        )
 
     async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
         """The harness of one scope, or both merged; `as_of` a refinement id: the entries right
@@ -295,6 +312,26 @@ class HarnessSurface:
         return preview_edits(pending, state, view_path=self.coordinator.view_path)
 
     # ------------------------------------------------------------ changing (all through the coordinator)
+
+    def conflicts(self) -> list[Any]:
+        """The project store's git-merge conflicts (`ProjectConflict`s; none without a project).
+        Blocking: call it in a worker thread."""
+        project = self.coordinator.project_store
+        return list(project.conflicts()) if project is not None else []
+
+    async def resolve_conflict(self, kind: str, entry_id: str, choice: int) -> RefinementResult:
+        """End a project conflict with side `choice` (a reported refinement, trigger `user`).
+
+        `KeyError` when the entry is not in conflict, `IndexError` for a side that does not exist."""
+        project = self.coordinator.project_store
+        if project is None:
+            raise KeyError("this session has no project harness")
+        result: RefinementResult = await anyio.to_thread.run_sync(
+            partial(project.resolve_conflict, kind, entry_id, choice, session_id=self.session_id)
+        )
+        self.coordinator._applied(result, "user")
+        await self.flushed()
+        return result
 
     async def rollback(self, refinement_id: str, *, force: bool = False) -> RollbackOutcome:
         """Roll back a refinement of either store; its card is delivered before this returns.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -139,3 +140,47 @@ def test_promote_of_an_unknown_entry_says_so_and_changes_nothing(
     reply = run_command(client, sid, "/promote nothing_here global")
     assert reply == "Not promoted: no local entry 'nothing_here' in this session; /harness lists them."
     assert client.request("_harness/history", {"sessionId": sid})["refinements"] == []
+
+
+def _git_repo(path: Path) -> Path:
+    path.mkdir()
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def test_a_project_entry_waits_for_review_then_lands_in_the_repository_and_history(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    repo = _git_repo(tmp_path / "repo")
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, repo)
+    cell = (
+        "r = harness.create('memory', 'Lint command', 'Run make lint.', scope='project')\n"
+        "print('proposal', r['id'], r['status'])"
+    )
+    model.push(tool_call(cell, title="Remember the lint command"), text("noted"))
+    prompt(client, sid, "remember the lint command for this repository")
+    proposal = _only_pending_proposal(client, sid)
+    entries = repo / ".continual-acp" / "harness" / "entries"
+    assert not any(entries.rglob("*lint_command*"))
+    decided = client.request(
+        "_harness/review", {"sessionId": sid, "proposalId": proposal, "decision": "apply"}
+    )
+    assert decided["status"] == "applied", decided
+    assert [p.name for p in entries.rglob("*lint_command*")], list(entries.rglob("*"))
+    history = run_command(client, sid, "/history")
+    assert f"- `{decided['refinementId']}` " in history
+    assert "[project, model, applied]" in history, history
+    state = client.request("_harness/state", {"sessionId": sid, "scope": "project"})
+    assert [e["id"] for e in state["entries"]] == ["lint_command"]
+
+
+def test_a_project_scope_write_outside_a_git_repository_is_refused_with_the_reason(
+    session: tuple[AcpClient, str], model: ScriptedModelServer
+) -> None:
+    client, sid = session
+    cell = "harness.create('memory', 'Lint command', 'Run make lint.', scope='project')"
+    model.push(tool_call(cell, title="Remember the lint command"), text("tried"))
+    prompt(client, sid, "remember the lint command")
+    assert "this session has no project harness" in str(client.updates(sid))
