@@ -15,7 +15,7 @@ from acp_server.harness.review import ask_pending_reviews, ask_review
 if TYPE_CHECKING:
     from acp_server.context import CommandContext
     from agent_core.refinement.records import Scope
-    from agent_core.refinement.surface import HarnessEntry, RefinementResult
+    from agent_core.refinement.surface import HarnessEntry, HarnessState, RefinementResult
 
 # `/harness <kind>`: the store's kinds, their plurals and the words the overview headings use.
 HARNESS_KINDS = {
@@ -72,13 +72,30 @@ async def history(ctx: CommandContext, argument: str) -> None:
     await ctx.reply("\n".join(lines))
 
 
+def neutralized_section(state: HarnessState) -> str:
+    """The entries of `state` the prompt shows altered, each with its flag ("" when none)."""
+    from agent_core.refinement.surface import neutralized_flag, visible_entries
+
+    lines = [
+        f"- {entry.kind} `{key}`:{neutralized_flag(entry)}"
+        for key, entry in visible_entries(state)
+        if neutralized_flag(entry)
+    ]
+    if not lines:
+        return ""
+    return "\n\n### Neutralized in the prompt (shown as quoted data, not instructions)\n" + "\n".join(lines)
+
+
 async def harness(ctx: CommandContext, argument: str) -> None:
     from agent_core.refinement.surface import HarnessState, render_overview
 
     query = " ".join(argument.split())
     if not query:
-        text = render_overview(await ctx.harness.state("merged"))
-        await ctx.reply(text.strip() or "The harness is empty: no notes, memories, skills or subagents yet.")
+        state = await ctx.harness.state("merged")
+        text = render_overview(state).strip()
+        if text:
+            text += neutralized_section(state)
+        await ctx.reply(text or "The harness is empty: no notes, memories, skills or subagents yet.")
         return
     kind = HARNESS_KINDS.get(query.lower())
     if kind is not None:
@@ -93,6 +110,8 @@ async def harness(ctx: CommandContext, argument: str) -> None:
         shown = HarnessState.build(entries)
         what = f"no entry matching {query!r}"
     text = render_overview(shown).strip()
+    if text:
+        text += neutralized_section(shown)
     if not text:
         kinds = ", ".join(sorted(set(HARNESS_KINDS.values())))
         await ctx.reply(

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core.refinement.records import Scope
-from agent_core.refinement.surface import HarnessSurface, StateScope, visible_entries
+from agent_core.refinement.surface import HarnessSurface, StateScope, neutralized, visible_entries
 from harness_store import KINDS, HarnessEntry, Proposal
 
 if TYPE_CHECKING:
@@ -74,6 +74,8 @@ def _entry_json(key: str, entry: HarnessEntry, *, full: bool) -> dict[str, Any]:
         "trust": entry.trust,
         "version": entry.version,
         "updated_at": entry.updated_at,
+        # trust (issue 15): why the prompt shows this entry altered (empty: as written).
+        "neutralized": list(neutralized(entry)),
     }
     if full:
         body.update(

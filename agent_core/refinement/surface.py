@@ -57,6 +57,8 @@ from harness_store import (
     render_overview,
 )
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
+from harness_store.neutralize import flag as neutralized_flag
+from harness_store.neutralize import neutralized
 
 if TYPE_CHECKING:
     from agent_core.refinement.coordinator import RefinementCoordinator
@@ -460,6 +462,8 @@ __all__ = [
     "StateScope",
     "Subscriber",
     "UnknownRefinement",
+    "neutralized",
+    "neutralized_flag",
     "render_overview",
     "visible_entries",
 ]
