@@ -34,7 +34,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "history", "Show recent harness refinements (newest first)", "number of entries (default 10)"
     ),
     SlashCommand(
-        "harness", "Show the continual harness (notes, memories, skills, subagents)", "kind or search text"
+        "harness",
+        "Show the continual harness (notes, memories, skills, subagents)",
+        "ui | kind | search text",
     ),
     SlashCommand("rollback", "Roll back a harness refinement by id", "<refinement-id> [--force]"),
     SlashCommand("undo", "Roll back the most recent harness refinement"),

@@ -90,6 +90,9 @@ async def harness(ctx: CommandContext, argument: str) -> None:
     from agent_core.refinement.surface import HarnessState, render_overview
 
     query = " ".join(argument.split())
+    if query == "ui":
+        await harness_ui(ctx)
+        return
     if not query:
         state = await ctx.harness.state("merged")
         text = render_overview(state).strip()
@@ -120,6 +123,25 @@ async def harness(ctx: CommandContext, argument: str) -> None:
         )
         return
     await ctx.reply(text)
+
+
+async def harness_ui(ctx: CommandContext) -> None:
+    """`/harness ui`: the review panel's URL, starting the panel in this process if needed."""
+    import anyio
+
+    from acp_server.panel.run import ensure_panel
+
+    home = ctx.session.agent_config.home
+    try:
+        # Blocks until the panel listens: a worker thread, never the event loop.
+        url = await anyio.to_thread.run_sync(ensure_panel, home)
+    except OSError as exc:
+        await ctx.reply(f"The harness review panel could not start: {exc}")
+        return
+    await ctx.reply(
+        f"Harness review panel: {url}\n\nOpen it in a browser on this machine; only this URL (with its "
+        "token) is accepted, and the panel runs until the agent exits."
+    )
 
 
 async def _rollback(ctx: CommandContext, refinement_id: str, force: bool) -> None:

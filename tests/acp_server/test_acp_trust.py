@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp_client import AcpClient
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 
@@ -223,3 +226,29 @@ def test_kernel_entry_json_carries_the_neutralized_reasons(
         "'tries to override instructions'])]"
     )
     assert expected in str(client.updates(sid))
+
+
+def _panel_url(client: AcpClient, sid: str) -> str:
+    reply = run_command(client, sid, "/harness ui")
+    found = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", reply)
+    assert found is not None, reply
+    return found.group(0)
+
+
+def test_harness_ui_replies_a_panel_url_that_answers_with_its_token(session: tuple[AcpClient, str]) -> None:
+    client, sid = session
+    with urllib.request.urlopen(_panel_url(client, sid), timeout=30) as answer:
+        assert answer.status == 200
+
+
+def test_harness_ui_panel_refuses_a_request_without_the_token(session: tuple[AcpClient, str]) -> None:
+    client, sid = session
+    bare = _panel_url(client, sid).split("?", 1)[0]
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(bare, timeout=30)
+    assert refused.value.code == 403
+
+
+def test_harness_ui_twice_gives_the_same_running_panel(session: tuple[AcpClient, str]) -> None:
+    client, sid = session
+    assert _panel_url(client, sid) == _panel_url(client, sid)
