@@ -14,6 +14,7 @@ from acp_client import AcpClient
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+from harness_store.project import ProjectStore
 
 
 def _agent_message_id(client: AcpClient, sid: str, words: str) -> str:
@@ -252,3 +253,68 @@ def test_harness_ui_panel_refuses_a_request_without_the_token(session: tuple[Acp
 def test_harness_ui_twice_gives_the_same_running_panel(session: tuple[AcpClient, str]) -> None:
     client, sid = session
     assert _panel_url(client, sid) == _panel_url(client, sid)
+
+
+def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-c", "user.name=T", "-c", "user.email=t@example.com", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=check,
+    )
+
+
+def _shared_memory(title: str, content: str, action: str = "create") -> dict[str, Any]:
+    return {"action": action, "kind": "memory", "id": "shared", "title": title, "content": content}
+
+
+def _merged_with_a_conflict(tmp_path: Path) -> Path:
+    """A repository where branches alice and bob each changed the project entry `shared`, merged."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    ProjectStore(repo).apply({"edits": [_shared_memory("Shared", "base")]}, trigger="user")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "base harness")
+    for branch in ("alice", "bob"):
+        _git(repo, "checkout", "-q", "-b", branch, "main")
+        edit = _shared_memory("Shared", f"{branch}'s version", "update")
+        ProjectStore(repo).apply({"summary": branch, "edits": [edit]}, trigger="user")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", branch)
+    _git(repo, "checkout", "-q", "alice")
+    assert _git(repo, "merge", "bob", "-m", "merge bob", check=False).returncode != 0
+    _git(repo, "commit", "-qam", "merge bob (with markers)")
+    return repo
+
+
+def test_review_lists_a_project_merge_conflict_with_both_sides(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    repo = _merged_with_a_conflict(tmp_path)
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, repo)
+    reply = run_command(client, sid, "/review")
+    assert "Project harness merge conflicts" in reply and "- memory `shared`:" in reply, reply
+    sides = sorted(line.strip() for line in reply.splitlines() if line.strip()[:3] in ("1. ", "2. "))
+    assert [s[3:] for s in sides] == ["Shared: alice's version", "Shared: bob's version"], reply
+
+
+def test_review_resolve_keeps_the_chosen_side_of_a_project_conflict(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    repo = _merged_with_a_conflict(tmp_path)
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, repo)
+    listed = run_command(client, sid, "/review")
+    side = next(line.strip()[0] for line in listed.splitlines() if line.strip().endswith("bob's version"))
+    reply = run_command(client, sid, f"/review resolve memory/shared {side}")
+    assert reply.splitlines()[-1].startswith(f"Resolved memory `shared` with side {side}: refinement r-"), (
+        reply
+    )
+    state = client.request("_harness/state", {"sessionId": sid, "scope": "project"})
+    assert [(e["id"], e["content"]) for e in state["entries"]] == [("shared", "bob's version")]
+    assert run_command(client, sid, "/review") == "Nothing is waiting for review."
