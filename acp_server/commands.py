@@ -34,7 +34,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "history", "Show recent harness refinements (newest first)", "number of entries (default 10)"
     ),
     SlashCommand(
-        "harness", "Show the continual harness (notes, memories, skills, subagents)", "kind or search text"
+        "harness",
+        "Show the continual harness (notes, memories, skills, subagents)",
+        "ui | kind | search text",
     ),
     SlashCommand("rollback", "Roll back a harness refinement by id", "<refinement-id> [--force]"),
     SlashCommand("undo", "Roll back the most recent harness refinement"),
@@ -53,7 +55,17 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "<objective> [--budget TOKENS] | status | pause | resume | clear",
     ),
     SlashCommand("refine", "Refine the harness from this session", "[--global] [instructions]"),
-    SlashCommand("review", "Review pending harness refinements"),
+    SlashCommand(
+        "review",
+        "Review pending harness refinements (and project merge conflicts)",
+        "resolve <kind>/<id> <side>",
+    ),
+    SlashCommand(
+        "promote",
+        "Move a local harness entry up to the project or global harness (undo with /undo)",
+        "<entry-id> [project|global]",
+    ),
+    SlashCommand("why", "Why the harness holds an entry: its writers and their evidence", "<entry-id>"),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
     SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
 )
@@ -122,6 +134,8 @@ class CommandRunner:
             "undo": harness_commands.undo,
             "refine": harness_commands.refine,
             "review": harness_commands.review,
+            "why": harness_commands.why,
+            "promote": harness_commands.promote,
             "kernel": kernel,
             "compact": compact,
             "autonomous": autonomous,

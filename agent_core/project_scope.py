@@ -30,3 +30,22 @@ def project_store(cwd: str | os.PathLike[str]) -> ProjectStore | None:
     """The project store of the repository enclosing `cwd`, or None outside a repository."""
     repo = find_repo(cwd)
     return ProjectStore(repo) if repo is not None else None
+
+
+def git_repo(cwd: str | os.PathLike[str]) -> Path | None:
+    """The closest ancestor of `cwd` (itself included) holding `.git`, or None."""
+    try:
+        current = Path(cwd).expanduser().resolve()
+    except OSError:
+        return None
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def session_project_store(cwd: str | os.PathLike[str]) -> ProjectStore | None:
+    """A session's project store: only when its cwd is inside a git repository (the harness is
+    committed with the code there), else None."""
+    repo = git_repo(cwd)
+    return ProjectStore(repo) if repo is not None else None

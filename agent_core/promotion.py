@@ -44,7 +44,8 @@ class Promotion:
         return self.created.applied and self.removed is not None and self.removed.applied
 
 
-def _find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEntry:
+def find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEntry:
+    """The visible local entry `entry_id` (of `kind` if given); `PromotionError` when none or ambiguous."""
     state = local_store.load()
     kinds = [kind] if kind else list(KINDS)
     found = [state.get(k, entry_id) for k in kinds]
@@ -57,6 +58,61 @@ def _find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEnt
             "name the kind: /promote <kind>/<id>"
         )
     return matches[0]
+
+
+def create_proposal(entry: HarnessEntry, to: str, session_id: str | None) -> Proposal:
+    """The target store's half of a promotion: create the entry there (every field kept)."""
+    create = {
+        "action": "create",
+        "kind": entry.kind,
+        "id": entry.id,
+        "title": entry.title,
+        "content": entry.content,
+        "path": entry.path,
+        "reference": entry.reference,
+        "arguments": entry.arguments,
+        "metadata": entry.metadata,
+        "evidence": entry.evidence,
+        "examples": entry.examples,
+        "reason": f"promoted from the local harness of session {session_id or '?'}",
+    }
+    return Proposal.model_validate(
+        {
+            "summary": f"Promote {entry.kind} {entry.id} to {to}",
+            "rationale": f"A user promoted the local entry {entry.id} of session {session_id or '?'}.",
+            "expected_outcome": f"The entry is shared in the {to} harness.",
+            "edits": [create],
+        }
+    )
+
+
+def removal_proposal(entry: HarnessEntry, to: str, created_id: str) -> Proposal:
+    """The local half of a promotion: delete the local copy, naming the target refinement."""
+    return Proposal.model_validate(
+        {
+            "summary": f"Promoted {entry.kind} {entry.id} to {to} ({created_id})",
+            "rationale": f"The entry now lives in the {to} harness.",
+            "edits": [
+                {
+                    "action": "delete",
+                    "kind": entry.kind,
+                    "id": entry.id,
+                    "reason": f"{REASON_PREFIX} {to} as {created_id}",
+                }
+            ],
+        }
+    )
+
+
+def promoted_as(record: RefinementResult) -> tuple[str, str] | None:
+    """(target scope, target refinement id) when `record` is a promotion's local removal, else None."""
+    for edit in record.applied_edits:
+        reason = edit.reason or ""
+        if edit.applied and edit.action == "delete" and reason.startswith(f"{REASON_PREFIX} "):
+            target, sep, refinement_id = reason[len(REASON_PREFIX) + 1 :].partition(" as ")
+            if sep and target in TARGETS and refinement_id:
+                return target, refinement_id
+    return None
 
 
 def promote(
@@ -76,49 +132,15 @@ def promote(
     """
     if to not in TARGETS:
         raise PromotionError(f"promote to project or global, not {to!r}")
-    entry = _find_local(local_store, entry_id, kind)
-    create = {
-        "action": "create",
-        "kind": entry.kind,
-        "id": entry.id,
-        "title": entry.title,
-        "content": entry.content,
-        "path": entry.path,
-        "reference": entry.reference,
-        "arguments": entry.arguments,
-        "metadata": entry.metadata,
-        "evidence": entry.evidence,
-        "examples": entry.examples,
-        "reason": f"promoted from the local harness of session {session_id or '?'}",
-    }
-    proposal = Proposal.model_validate(
-        {
-            "summary": f"Promote {entry.kind} {entry.id} to {to}",
-            "rationale": f"A user promoted the local entry {entry.id} of session {session_id or '?'}.",
-            "expected_outcome": f"The entry is shared in the {to} harness.",
-            "edits": [create],
-        }
-    )
+    entry = find_local(local_store, entry_id, kind)
+    proposal = create_proposal(entry, to, session_id)
     kwargs: dict[str, Any] = {"scope": to, "trigger": "user", "session_id": session_id, "source": "user"}
     if verifier is not None:
         kwargs["verifier"] = verifier
     created: RefinementResult = target_store.apply(proposal, **kwargs)
     if not created.applied:
         return Promotion(entry, to, created, None)
-    removal = Proposal.model_validate(
-        {
-            "summary": f"Promoted {entry.kind} {entry.id} to {to} ({created.id})",
-            "rationale": f"The entry now lives in the {to} harness.",
-            "edits": [
-                {
-                    "action": "delete",
-                    "kind": entry.kind,
-                    "id": entry.id,
-                    "reason": f"{REASON_PREFIX} {to} as {created.id}",
-                }
-            ],
-        }
-    )
+    removal = removal_proposal(entry, to, created.id)
     removed = local_store.apply(removal, scope="local", trigger="user", session_id=session_id, source="user")
     return Promotion(entry, to, created, removed)
 

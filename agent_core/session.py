@@ -79,6 +79,8 @@ class Session:
         self.store = store
         self._writer = writer
         self._global_store = global_store
+        self._project_store: Any = None
+        self._project_checked = False
         self._local_store: HarnessStore | None = None
         self.skills = skills
         self.created_at = created_at
@@ -196,10 +198,24 @@ class Session:
             self._local_store = HarnessStore(self.store.session_dir(self.id) / "harness")
         return self._local_store
 
-    def harness_overview(self, query: str | None) -> str:
-        from harness_store import merge, render_overview
+    @property
+    def project_store(self) -> Any:
+        """The `ProjectStore` of the git repository around the cwd (issue 15), or None outside one."""
+        if not self._project_checked:
+            from agent_core.project_scope import session_project_store
 
-        merged = merge(self.global_store.load(), self.local_store.load())
+            self._project_store = session_project_store(self.cwd)
+            self._project_checked = True
+        return self._project_store
+
+    def harness_overview(self, query: str | None) -> str:
+        from harness_store import render_overview
+        from harness_store.scopes import merge_scopes
+
+        project = self.project_store
+        merged = merge_scopes(
+            self.global_store.load(), self.local_store.load(), project.load() if project is not None else None
+        )
         return str(render_overview(merged, query=query))
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:

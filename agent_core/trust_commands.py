@@ -17,7 +17,7 @@ from agent_core.why import WhyAnswer, render_why, why
 def session_stores(session: Any) -> list[tuple[str, Any]]:
     """(scope, store) a session sees, narrowest first: local, project (if any), global."""
     stores: list[tuple[str, Any]] = [("local", session.local_store)]
-    project = project_store(session.cwd)
+    project = session.project_store if hasattr(session, "project_store") else project_store(session.cwd)
     if project is not None:
         stores.append(("project", project))
     stores.append(("global", session.global_store))

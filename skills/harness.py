@@ -65,8 +65,11 @@ def create(
     global_: bool = False,
     examples: builtins.list[Mapping[str, JsonValue]] | None = None,
     scope: str | None = None,
+    evidence: builtins.list[str] | None = None,
 ) -> JsonObject:
     """Create an entry; returns the refinement record (its id rolls the write back).
+
+    `evidence`: ids of the conversation's messages that support it (`/why` quotes them).
 
     A skill's `examples` (`{"args": [...], "kwargs": {...}, "expect": ...}` or `"predicate"`) run in
     a scratch kernel before it is written; a failing one refuses the write. `scope` (`local`,
@@ -84,6 +87,7 @@ def create(
         "metadata": metadata,
         "reason": reason,
         "examples": examples,
+        "evidence": evidence,
     }
     return _write(edit, global_, scope)
 

@@ -1,4 +1,5 @@
-"""The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`.
+"""The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`, `/why`,
+`/promote`.
 
 Each asks the session's `HarnessSurface` and answers as readable text; the changes go through the
 coordinator, so they are shown as refinement cards and counted in quiescence.
@@ -7,14 +8,14 @@ coordinator, so they are shown as refinement cards and counted in quiescence.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from acp_server.harness.review import ask_pending_reviews, ask_review
 
 if TYPE_CHECKING:
     from acp_server.context import CommandContext
     from agent_core.refinement.records import Scope
-    from agent_core.refinement.surface import HarnessEntry, RefinementResult
+    from agent_core.refinement.surface import HarnessEntry, HarnessState, RefinementResult
 
 # `/harness <kind>`: the store's kinds, their plurals and the words the overview headings use.
 HARNESS_KINDS = {
@@ -71,13 +72,33 @@ async def history(ctx: CommandContext, argument: str) -> None:
     await ctx.reply("\n".join(lines))
 
 
+def neutralized_section(state: HarnessState) -> str:
+    """The entries of `state` the prompt shows altered, each with its flag ("" when none)."""
+    from agent_core.refinement.surface import neutralized_flag, visible_entries
+
+    lines = [
+        f"- {entry.kind} `{key}`:{neutralized_flag(entry)}"
+        for key, entry in visible_entries(state)
+        if neutralized_flag(entry)
+    ]
+    if not lines:
+        return ""
+    return "\n\n### Neutralized in the prompt (shown as quoted data, not instructions)\n" + "\n".join(lines)
+
+
 async def harness(ctx: CommandContext, argument: str) -> None:
     from agent_core.refinement.surface import HarnessState, render_overview
 
     query = " ".join(argument.split())
+    if query == "ui":
+        await harness_ui(ctx)
+        return
     if not query:
-        text = render_overview(await ctx.harness.state("merged"))
-        await ctx.reply(text.strip() or "The harness is empty: no notes, memories, skills or subagents yet.")
+        state = await ctx.harness.state("merged")
+        text = render_overview(state).strip()
+        if text:
+            text += neutralized_section(state)
+        await ctx.reply(text or "The harness is empty: no notes, memories, skills or subagents yet.")
         return
     kind = HARNESS_KINDS.get(query.lower())
     if kind is not None:
@@ -92,6 +113,8 @@ async def harness(ctx: CommandContext, argument: str) -> None:
         shown = HarnessState.build(entries)
         what = f"no entry matching {query!r}"
     text = render_overview(shown).strip()
+    if text:
+        text += neutralized_section(shown)
     if not text:
         kinds = ", ".join(sorted(set(HARNESS_KINDS.values())))
         await ctx.reply(
@@ -100,6 +123,25 @@ async def harness(ctx: CommandContext, argument: str) -> None:
         )
         return
     await ctx.reply(text)
+
+
+async def harness_ui(ctx: CommandContext) -> None:
+    """`/harness ui`: the review panel's URL, starting the panel in this process if needed."""
+    import anyio
+
+    from acp_server.panel.run import ensure_panel
+
+    home = ctx.session.agent_config.home
+    try:
+        # Blocks until the panel listens: a worker thread, never the event loop.
+        url = await anyio.to_thread.run_sync(ensure_panel, home)
+    except OSError as exc:
+        await ctx.reply(f"The harness review panel could not start: {exc}")
+        return
+    await ctx.reply(
+        f"Harness review panel: {url}\n\nOpen it in a browser on this machine; only this URL (with its "
+        "token) is accepted, and the panel runs until the agent exits."
+    )
 
 
 async def _rollback(ctx: CommandContext, refinement_id: str, force: bool) -> None:
@@ -172,10 +214,56 @@ async def refine(ctx: CommandContext, argument: str) -> None:
         await ctx.reply(f"Refinement failed: {outcome.error}")
 
 
+def describe_conflicts(conflicts: list[Any]) -> str:
+    """The `/review` list of the project store's git-merge conflicts, each side numbered."""
+    lines = ["Project harness merge conflicts (the same entry changed on both sides of a git merge):"]
+    for conflict in conflicts:
+        lines.append(f"- {conflict.kind} `{conflict.entry_id}`: {conflict.reason}")
+        for side, entry in enumerate(conflict.candidates, start=1):
+            if entry is None:
+                lines.append(f"  {side}. (deleted)")
+            else:
+                content = " ".join(entry.content.split())
+                lines.append(f"  {side}. {entry.title}: {content[:120]}")
+    lines.append("Keep one side with `/review resolve <kind>/<id> <side>`.")
+    return "\n".join(lines)
+
+
+async def resolve(ctx: CommandContext, words: list[str]) -> None:
+    """`/review resolve <kind>/<id> <side>`: end a project merge conflict with one side."""
+    usage = "Usage: `/review resolve <kind>/<id> <side>` (sides are numbered by `/review`)."
+    if len(words) != 2 or "/" not in words[0] or not words[1].isdigit() or int(words[1]) < 1:
+        await ctx.reply(usage)
+        return
+    kind, _, entry_id = words[0].partition("/")
+    try:
+        result = await ctx.harness.resolve_conflict(kind, entry_id, int(words[1]) - 1)
+    except KeyError:
+        await ctx.reply(f"{kind} `{entry_id}` is not in conflict in the project harness. See `/review`.")
+        return
+    except IndexError:
+        await ctx.reply(f"{kind} `{entry_id}` has no side {words[1]}. See `/review`.")
+        return
+    if not result.applied:
+        await ctx.reply(f"Not resolved: {'; '.join(result.errors) or 'nothing was applied'}.")
+        return
+    await ctx.reply(f"Resolved {kind} `{entry_id}` with side {words[1]}: refinement {result.id} (project).")
+
+
 async def review(ctx: CommandContext, argument: str) -> None:
+    import anyio
+
+    words = _words(argument)
+    if words and words[0] == "resolve":
+        await resolve(ctx, words[1:])
+        return
+    conflicts = await anyio.to_thread.run_sync(ctx.harness.conflicts)
+    if conflicts:
+        await ctx.reply(describe_conflicts(conflicts) + "\n")
     waiting = ctx.harness.pending_reviews()
     if not waiting:
-        await ctx.reply("Nothing is waiting for review.")
+        if not conflicts:
+            await ctx.reply("Nothing is waiting for review.")
         return
     count = len(waiting)
     listed = "\n".join(
@@ -187,3 +275,56 @@ async def review(ctx: CommandContext, argument: str) -> None:
     await ctx.reply(
         f"Reviewed {count - left} of {count} waiting proposals." + (" The rest still wait." if left else "")
     )
+
+
+async def why(ctx: CommandContext, argument: str) -> None:
+    """`/why <entry-id>`: the refinements that wrote the entry and the messages they cite."""
+    import anyio
+
+    from agent_core.trust_commands import why_reply
+
+    # Reads histories and transcripts from disk: off the event loop.
+    await ctx.reply(await anyio.to_thread.run_sync(why_reply, ctx.session, argument))
+
+
+PROMOTE_USAGE = "Usage: `/promote <entry-id> [project|global]` (e.g. `/promote test_command global`)."
+
+
+async def promote(ctx: CommandContext, argument: str) -> None:
+    """`/promote <entry-id> [project|global]`: move a local entry up (project by default when the
+    session is in a repository, else global)."""
+    from agent_core.refinement.surface import PromotionError
+
+    words = _words(argument)
+    if not words or len(words) > 2:
+        await ctx.reply(PROMOTE_USAGE)
+        return
+    scopes = ctx.harness.scopes()
+    wanted = words[1] if len(words) == 2 else ("project" if "project" in scopes else "global")
+    if wanted != "project" and wanted != "global":
+        await ctx.reply(f"Promote to project or global, not {wanted!r}. {PROMOTE_USAGE}")
+        return
+    target: Scope = "project" if wanted == "project" else "global"
+    kind, _, entry_id = words[0].rpartition("/")
+    try:
+        done = await ctx.harness.promote(entry_id, target, kind=kind or None)
+    except PromotionError as exc:
+        await ctx.reply(f"Not promoted: {exc}.")
+        return
+    entry = done.entry
+    if not done.created.applied:
+        errors = "; ".join(done.created.errors) or "nothing was applied"
+        await ctx.reply(
+            f"Could not promote {entry.kind} `{entry.id}` to {target}: {errors}. The local entry is unchanged."
+        )
+        return
+    lines = [f"Promoted {entry.kind} `{entry.id}` to the {target} harness ({done.created.id})."]
+    if done.removed is not None and done.removed.applied:
+        lines.append(f"The local copy was removed ({done.removed.id}).")
+    else:
+        errors = "; ".join(done.removed.errors) if done.removed is not None else "not attempted"
+        lines.append(f"The local copy is still there ({errors}).")
+    lines.append(
+        f"Undo it with `/undo` (or `/rollback {done.created.id}`): the entry goes back to this session only."
+    )
+    await ctx.reply("\n".join(lines))

@@ -1,6 +1,6 @@
 """The `_harness/*` extension methods (ACP.md "Harness extension methods"), camelCase JSON.
 
-`_harness/state|history|show|rollback|review|status|await_quiescence`, each taking `sessionId`, plus
+`_harness/state|history|show|rollback|review|why|status|await_quiescence`, each taking `sessionId`, plus
 the `_harness/quiescence` notification (sent by events.py). Each handler checks its params into a
 typed request, asks the session's `HarnessSurface` and shapes the answer (wire.py). Registered by
 `install`, which the composition root passes to `serve_stdio(extensions=...)`.
@@ -11,7 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
+
+import anyio
 
 from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
@@ -89,7 +92,7 @@ def _decision(value: object) -> ReviewChoice:
 
 def install(server: HarnessHost) -> None:
     """Register the `_harness/*` methods on `server` and advertise `_harness/quiescence`."""
-    from agent_core.refinement.surface import HarnessStoreError, RefinementNotFound
+    from agent_core.refinement.surface import KINDS, HarnessStoreError, RefinementNotFound
 
     server.extension_notifications.append(QUIESCENCE)
     r = server.registry
@@ -108,8 +111,12 @@ def install(server: HarnessHost) -> None:
     @method("_harness/state")
     async def state(request: _Request, opened: OpenSession) -> JsonObject:
         scope = request.params.get("scope", "merged")
-        if scope != "local" and scope != "global" and scope != "merged":
-            raise AcpError.invalid_params("_harness/state: scope must be local, global or merged")
+        if scope != "local" and scope != "global" and scope != "project" and scope != "merged":
+            raise AcpError.invalid_params("_harness/state: scope must be local, global, project or merged")
+        if scope == "project" and not opened.harness.has_project:
+            raise AcpError.invalid_params(
+                "_harness/state: this session has no project harness (its cwd is not in a git repository)"
+            )
         as_of = request.params.get("asOf")
         try:
             current = await opened.harness.state(scope, as_of=None if as_of is None else str(as_of))
@@ -184,6 +191,17 @@ def install(server: HarnessHost) -> None:
             else:
                 answer["result"] = result_full(found.result)
         return answer
+
+    @method("_harness/why")
+    async def why(request: _Request, opened: OpenSession) -> JsonObject:
+        from agent_core.trust_commands import why_answer
+
+        entry_id = request.require_str("entryId")
+        kind = request.params.get("kind")
+        if kind is not None and (not isinstance(kind, str) or kind not in KINDS):
+            raise AcpError.invalid_params(f"_harness/why: kind must be one of {', '.join(KINDS)}")
+        answer = await anyio.to_thread.run_sync(partial(why_answer, opened.session, entry_id, kind=kind))
+        return answer.to_json()
 
     @method("_harness/status")
     async def status(request: _Request, opened: OpenSession) -> JsonObject:

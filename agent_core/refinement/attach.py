@@ -89,6 +89,7 @@ class SessionRefinement:
             session_id=session.id,
             local_store=session.local_store,
             global_store=session.global_store,
+            project_store=session.project_store,  # trust (issue 15): None outside a git repository
             planner=planner,
             trajectory=trajectory,
             policy=policy,

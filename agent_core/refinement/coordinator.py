@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -51,7 +51,14 @@ from agent_core.refinement.records import (
 from agent_core.refinement.reporting import report_failure, report_rejection, report_result
 from agent_core.refinement.scopes import locate, merged_state
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
-from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult, render_overview
+from harness_store import (
+    HarnessState,
+    HarnessStore,
+    HarnessStoreError,
+    Proposal,
+    RefinementResult,
+    render_overview,
+)
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
 
 log = logging.getLogger(__name__)
@@ -95,10 +102,13 @@ class RefinementCoordinator:
         auto_every: int = DEFAULT_AUTO_EVERY,
         cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        project_store: Any = None,
     ) -> None:
         self.session_id = session_id
         self.local_store = local_store
         self.global_store = global_store
+        # trust (issue 15): the repository's ProjectStore when the session's cwd is in one.
+        self.project_store = project_store
         self.planner = planner
         self._trajectory = trajectory
         self._policy = policy
@@ -118,7 +128,9 @@ class RefinementCoordinator:
             "local": PendingFiles(pending_dir(local_store)),
             "global": PendingFiles(pending_dir(global_store)),
         }
-        for scope in ("local", "global"):
+        if project_store is not None:
+            self._pending_files["project"] = PendingFiles(pending_dir(project_store))
+        for scope in self._pending_files:
             for saved in self._pending_files[scope].load_all():
                 if saved.scope == scope:
                     self._pending_reviews[saved.proposal_id] = saved
@@ -302,6 +314,12 @@ class RefinementCoordinator:
         pending.saved = self._pending_files[pending.scope].save(pending, self.session_id)
 
     def _store(self, scope: Scope) -> HarnessStore:
+        if scope == "project":
+            if self.project_store is None:
+                raise HarnessStoreError(
+                    "this session has no project harness (its cwd is not in a git repository)"
+                )
+            return cast("HarnessStore", self.project_store)
         return self.global_store if scope == "global" else self.local_store
 
     async def _run(self, job: _Job) -> RefinementOutcome:
@@ -368,7 +386,7 @@ class RefinementCoordinator:
 
     def locate(self, refinement_id: str) -> tuple[Scope, RefinementResult] | None:
         """The scope whose history holds `refinement_id`, and the record (blocking; scopes.py)."""
-        return locate(self.local_store, self.global_store, refinement_id)
+        return locate(self.local_store, self.global_store, refinement_id, project=self.project_store)
 
     def _both_states(self) -> tuple[HarnessState, HarnessState]:
         return self.local_store.load(), self.global_store.load()
@@ -488,6 +506,22 @@ class RefinementCoordinator:
             store = self._store(found[0])
             result: RefinementResult = await anyio.to_thread.run_sync(
                 partial(store.rollback, refinement_id, force=force)
+            )
+            self._applied(result, "user")
+            return result
+        finally:
+            self._in_flight -= 1
+            self._transition()
+
+    async def apply_user(self, proposal: Proposal, *, scope: Scope) -> RefinementResult:
+        """Apply a proposal a user asked for by command (`/promote`) now, no review, and report it
+        (a card, a history record that `/rollback` undoes). Validation, tombstones and the skill
+        check still apply."""
+        self._in_flight += 1
+        self._transition()
+        try:
+            result = await self._apply(
+                proposal, scope=scope, trigger="user", baseline=None, known=None, source="user"
             )
             self._applied(result, "user")
             return result

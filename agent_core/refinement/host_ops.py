@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core.refinement.records import Scope
-from agent_core.refinement.surface import HarnessSurface, StateScope, visible_entries
+from agent_core.refinement.surface import HarnessSurface, StateScope, neutralized, visible_entries
 from harness_store import KINDS, HarnessEntry, Proposal
 
 if TYPE_CHECKING:
@@ -31,22 +31,30 @@ class _Registers(Protocol):
     def register(self, op: str, handler: BridgeHandler) -> None: ...
 
 
-def _scope(value: Any) -> Scope:
+def _scope(value: Any, surface: HarnessSurface | None = None) -> Scope:
     scope = value if value is not None else "local"
-    if scope not in ("local", "global"):
-        raise HostOpError(f"scope must be one of local, global, not {scope!r}")
+    if scope not in ("local", "global", "project"):
+        raise HostOpError(f"scope must be one of local, global, project, not {scope!r}")
+    if scope == "project":
+        if surface is not None and not surface.has_project:
+            raise HostOpError("this session has no project harness: its cwd is not in a git repository")
+        return "project"
     return "global" if scope == "global" else "local"
 
 
-def _state_scope(value: Any) -> StateScope:
+def _state_scope(value: Any, surface: HarnessSurface | None = None) -> StateScope:
     scope = value if value is not None else "merged"
     if scope == "local":
         return "local"
     if scope == "global":
         return "global"
+    if scope == "project":
+        if surface is not None and not surface.has_project:
+            raise HostOpError("this session has no project harness: its cwd is not in a git repository")
+        return "project"
     if scope == "merged":
         return "merged"
-    raise HostOpError(f"scope must be one of local, global, merged, not {scope!r}")
+    raise HostOpError(f"scope must be one of local, global, project, merged, not {scope!r}")
 
 
 def _kind(value: Any) -> str | None:
@@ -66,6 +74,8 @@ def _entry_json(key: str, entry: HarnessEntry, *, full: bool) -> dict[str, Any]:
         "trust": entry.trust,
         "version": entry.version,
         "updated_at": entry.updated_at,
+        # trust (issue 15): why the prompt shows this entry altered (empty: as written).
+        "neutralized": list(neutralized(entry)),
     }
     if full:
         body.update(
@@ -89,7 +99,7 @@ async def refine_run(surface: HarnessSurface, args: dict[str, Any]) -> dict[str,
     instructions = args.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise HostOpError("instructions must be a string or None")
-    return surface.schedule(instructions, _scope(args.get("scope")))
+    return surface.schedule(instructions, _scope(args.get("scope"), surface))
 
 
 async def refine_status(surface: HarnessSurface, args: dict[str, Any]) -> dict[str, Any]:
@@ -106,7 +116,7 @@ async def refine_status(surface: HarnessSurface, args: dict[str, Any]) -> dict[s
 
 
 async def harness_list(surface: HarnessSurface, args: dict[str, Any]) -> list[dict[str, Any]]:
-    state = await surface.state(_state_scope(args.get("scope")))
+    state = await surface.state(_state_scope(args.get("scope"), surface))
     return [
         _entry_json(key, entry, full=False) for key, entry in visible_entries(state, _kind(args.get("kind")))
     ]
@@ -144,7 +154,7 @@ async def harness_write(surface: HarnessSurface, args: dict[str, Any]) -> dict[s
     edit = args.get("edit")
     if not isinstance(edit, dict):
         raise HostOpError("write needs an edit object")
-    scope = _scope(args.get("scope"))
+    scope = _scope(args.get("scope"), surface)
     action = edit.get("action")
     if action == "update" and isinstance(edit.get("id"), str):
         # The kernel API updates only the fields given; the store wants a full title and content.

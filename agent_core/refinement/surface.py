@@ -16,11 +16,24 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from agent_core.events import RefinementReported
+from agent_core.promotion import (
+    TARGETS as PROMOTION_TARGETS,
+)
+from agent_core.promotion import (
+    Promotion,
+    PromotionError,
+    create_proposal,
+    find_local,
+    local_removal_of,
+    promoted_as,
+    removal_proposal,
+)
 from agent_core.refinement.records import (
     PendingReview,
     QuiescenceChanged,
@@ -44,6 +57,8 @@ from harness_store import (
     render_overview,
 )
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
+from harness_store.neutralize import flag as neutralized_flag
+from harness_store.neutralize import neutralized
 
 if TYPE_CHECKING:
     from agent_core.refinement.coordinator import RefinementCoordinator
@@ -51,7 +66,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-StateScope = Literal["local", "global", "merged"]
+StateScope = Literal["local", "global", "project", "merged"]
 HarnessEvent = RefinementReported | ReviewRequested | ReviewDecided | QuiescenceChanged
 Subscriber = Callable[[HarnessEvent], Awaitable[None]]
 Record = Callable[[RefinementReported], None]
@@ -144,10 +159,20 @@ class HarnessSurface:
         return self.coordinator.session_id
 
     def _store(self, scope: Scope) -> HarnessStore:
-        return self.coordinator.global_store if scope == "global" else self.coordinator.local_store
+        return self.coordinator._store(scope)
 
     def _stores(self) -> tuple[tuple[Scope, HarnessStore], ...]:
-        return (("local", self.coordinator.local_store), ("global", self.coordinator.global_store))
+        c = self.coordinator
+        stores: list[tuple[Scope, HarnessStore]] = [("local", c.local_store)]
+        if c.project_store is not None:
+            stores.append(("project", c.project_store))
+        stores.append(("global", c.global_store))
+        return tuple(stores)
+
+    @property
+    def has_project(self) -> bool:
+        """True when the session's cwd is in a git repository with a project harness."""
+        return self.coordinator.project_store is not None
 
     # ------------------------------------------------------------ the event stream
 
@@ -234,7 +259,14 @@ class HarnessSurface:
             return self.coordinator.local_store.load()
         if scope == "global":
             return self.coordinator.global_store.load()
-        return merged_state(self.coordinator.local_store.load(), self.coordinator.global_store.load())
+        if scope == "project":
+            return self._store("project").load()
+        project = self.coordinator.project_store
+        return merged_state(
+            self.coordinator.local_store.load(),
+            self.coordinator.global_store.load(),
+            project.load() if project is not None else None,
+        )
 
     async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
         """The harness of one scope, or both merged; `as_of` a refinement id: the entries right
@@ -283,6 +315,26 @@ class HarnessSurface:
 
     # ------------------------------------------------------------ changing (all through the coordinator)
 
+    def conflicts(self) -> list[Any]:
+        """The project store's git-merge conflicts (`ProjectConflict`s; none without a project).
+        Blocking: call it in a worker thread."""
+        project = self.coordinator.project_store
+        return list(project.conflicts()) if project is not None else []
+
+    async def resolve_conflict(self, kind: str, entry_id: str, choice: int) -> RefinementResult:
+        """End a project conflict with side `choice` (a reported refinement, trigger `user`).
+
+        `KeyError` when the entry is not in conflict, `IndexError` for a side that does not exist."""
+        project = self.coordinator.project_store
+        if project is None:
+            raise KeyError("this session has no project harness")
+        result: RefinementResult = await anyio.to_thread.run_sync(
+            partial(project.resolve_conflict, kind, entry_id, choice, session_id=self.session_id)
+        )
+        self.coordinator._applied(result, "user")
+        await self.flushed()
+        return result
+
     async def rollback(self, refinement_id: str, *, force: bool = False) -> RollbackOutcome:
         """Roll back a refinement of either store; its card is delivered before this returns.
 
@@ -295,8 +347,58 @@ class HarnessSurface:
         if later is not None:
             return RollbackOutcome(refinement_id, rolled_back_by=later)
         result = await self.coordinator.rollback(refinement_id, force=force)
+        if result.applied:
+            await self._rollback_promotion_partner(found)
         await self.flushed()
         return RollbackOutcome(refinement_id, result=result)
+
+    async def _rollback_promotion_partner(self, found: Found) -> None:
+        # A promotion is two records (create in the target, delete locally); undoing either half
+        # undoes both, so the entry is local again and only local (issue 15: "undoable").
+        partner: str | None = None
+        if found.scope == "local":
+            target = promoted_as(found.result)
+            partner = target[1] if target is not None else None
+        else:
+            partner = await anyio.to_thread.run_sync(
+                local_removal_of, self.coordinator.local_store, found.result.id
+            )
+        if partner is None:
+            return
+        try:
+            other = await self.find(partner)
+        except UnknownRefinement:
+            return
+        if await anyio.to_thread.run_sync(self._store(other.scope).rolled_back_by, partner) is None:
+            await self.coordinator.rollback(partner)
+
+    async def promote(self, entry_id: str, target: Scope, *, kind: str | None = None) -> Promotion:
+        """`/promote`: move a local entry to `target` (create there, then delete here), each half a
+        reported refinement applied at once (a user asked); `PromotionError` for an unknown or
+        ambiguous entry or a target this session has no store for. Rolling back either half
+        (`/undo`, `/rollback`) undoes both."""
+        if target not in PROMOTION_TARGETS or target not in self.scopes():
+            raise PromotionError(
+                f"there is no {target} harness for this session"
+                + (" (a project harness needs a git repository)" if target == "project" else "")
+            )
+        entry = await anyio.to_thread.run_sync(
+            partial(find_local, self.coordinator.local_store, entry_id, kind)
+        )
+        created = await self.coordinator.apply_user(
+            create_proposal(entry, target, self.session_id), scope=target
+        )
+        removed = None
+        if created.applied:
+            removed = await self.coordinator.apply_user(
+                removal_proposal(entry, target, created.id), scope="local"
+            )
+        await self.flushed()
+        return Promotion(entry, target, created, removed)
+
+    def scopes(self) -> tuple[Scope, ...]:
+        """The scopes this session has stores for, narrowest first."""
+        return tuple(scope for scope, _ in self._stores())
 
     async def decide(
         self, proposal_id: str, choice: ReviewChoice, *, edit_ids: Sequence[str] | None = None
@@ -340,6 +442,7 @@ class HarnessSurface:
 # harness_store themselves (acp_server reaches the store only through agent_core).
 __all__ = [
     "DEFAULT_SEARCH_LIMIT",
+    "KINDS",
     "Found",
     "HarnessEntry",
     "HarnessEvent",
@@ -348,6 +451,8 @@ __all__ = [
     "HarnessStoreError",
     "HarnessSurface",
     "HistoryPage",
+    "Promotion",
+    "PromotionError",
     "RefinementNotFound",
     "RefinementResult",
     "ReviewAlreadyDecided",
@@ -357,6 +462,8 @@ __all__ = [
     "StateScope",
     "Subscriber",
     "UnknownRefinement",
+    "neutralized",
+    "neutralized_flag",
     "render_overview",
     "visible_entries",
 ]
