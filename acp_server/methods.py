@@ -458,6 +458,7 @@ class AcpServer:
         if opened is None:
             return  # a notification: nothing to answer, nothing to cancel
         opened.cancel_generation += 1
+        opened.cancel_work()
         opened.editor.cancel_pending_permissions()
         await opened.session.cancel()
 
