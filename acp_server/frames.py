@@ -483,8 +483,18 @@ def refinement_card_update(
     )
 
 
-def refinement_message_update(refinement_id: str, summary: str, scope: str, *, applied: bool) -> Frame:
-    """`agent_message_chunk` after a refinement card: what happened and how to undo it."""
+def refinement_message_update(
+    refinement_id: str, summary: str, scope: str, *, applied: bool, failure: str | None = None
+) -> Frame:
+    """`agent_message_chunk` after a refinement card: what happened and how to undo it.
+
+    `failure`: the job failed before anything could be applied; the message says why, once.
+    """
+    if failure is not None:
+        reason = failure.rstrip()
+        stop = "" if reason.endswith((".", "!", "?")) else "."
+        text = f"\n\nHarness refinement `{refinement_id}` ({scope}) failed: {reason}{stop}\n"
+        return agent_message_update(text, f"refinement-{refinement_id}")
     verb = "applied" if applied else "was refused"
     undo = f" Undo it with `/rollback {refinement_id}`." if applied else ""
     text = f"\n\nHarness refinement `{refinement_id}` ({scope}) {verb}: {summary}.{undo}\n"

@@ -307,6 +307,10 @@ class TurnPresenter:
         )
         await self._send(
             frames.refinement_message_update(
-                event.refinement_id, event.summary, event.scope, applied=event.applied
+                event.refinement_id,
+                event.summary,
+                event.scope,
+                applied=event.applied,
+                failure=(event.error or "unknown error") if event.failed else None,
             )
         )

@@ -158,6 +158,9 @@ class RefinementReported:
     edits: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     applied: bool = True
     error: str | None = None
+    # The job itself failed (the planner's reply could not be used, the endpoint failed): `error`
+    # says why, and the message says it once (not as a refused apply of "Refinement failed").
+    failed: bool = False
 
 
 @dataclass(frozen=True)

@@ -328,6 +328,16 @@ CASES: dict[str, Case] = {
         lambda: f.refinement_message_update("r-2", "drop a note", "global", applied=False),
         "AgentMessageChunk",
     ),
+    "refinement_message_update__failed": Case(
+        lambda: f.refinement_message_update(
+            "r-3",
+            "Refinement failed",
+            "local",
+            applied=False,
+            failure="the model's reply is not valid JSON: Expecting value at 0",
+        ),
+        "AgentMessageChunk",
+    ),
     "review_card": Case(lambda: f.review_card("p-1", "tidy notes", [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_card__no_summary": Case(lambda: f.review_card("p-1", None, [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_settled_update__applied": Case(
