@@ -568,12 +568,21 @@ def quiescence_notification(
     return {"sessionId": session_id, **quiescence_state(quiescent, pending, last_refinement_id)}
 
 
-def quiescence_mirror_update(quiescent: bool, pending: int, last_refinement_id: str | None) -> Frame:
-    """`session_info_update` mirroring quiescence in `_meta["continual-acp"].quiescence`."""
-    return {
-        "sessionUpdate": "session_info_update",
-        "_meta": {META_KEY: {"quiescence": quiescence_state(quiescent, pending, last_refinement_id)}},
-    }
+def quiescence_mirror_update(
+    quiescent: bool,
+    pending: int,
+    last_refinement_id: str | None,
+    background: Sequence[Mapping[str, object]] = (),
+) -> Frame:
+    """`session_info_update` mirroring quiescence in `_meta["continual-acp"].quiescence`.
+
+    The one mirror of everything the user waits on, in the shape of ACP v2's idle state: `background`
+    lists the work still running (each a `background_session` entry; empty once settled), and
+    `quiescent` is true only when refinement has settled and that list is empty.
+    """
+    state = quiescence_state(quiescent and not background, pending, last_refinement_id)
+    state["background"] = [dict(entry) for entry in background]
+    return {"sessionUpdate": "session_info_update", "_meta": {META_KEY: {"quiescence": state}}}
 
 
 # ---------------------------------------------------------------- messages, plan, usage, info
@@ -874,10 +883,7 @@ def subagent_link_meta(parent_session_id: str, name: str, state: str) -> Frame:
     return {META_KEY: {"parentSessionId": parent_session_id, "subagent": {"name": name, "state": state}}}
 
 
-def background_work_update(subagents: Sequence[Mapping[str, object]]) -> Frame:
-    """`session_info_update` listing the session's background subagents still queued or running
-    (`_meta["continual-acp"].backgroundWork.subagents`, each a `subagent_info`); empty when settled."""
-    return {
-        "sessionUpdate": "session_info_update",
-        "_meta": {META_KEY: {"backgroundWork": {"subagents": [dict(s) for s in subagents]}}},
-    }
+def background_session(session_id: str, name: str, state: str, parent_session_id: str) -> Frame:
+    """One entry of the quiescence mirror's `background` list: a child session still queued or
+    running (`{type: "session", sessionId, name, state, parentSessionId}`)."""
+    return {"type": "session", **subagent_info(session_id, name, state, parent_session_id)}

@@ -1,9 +1,11 @@
 """Subagents in the editor: each spawn is a card in the parent's thread that follows the child.
 
 The card opens (`tool_call`) when the child is admitted and is updated (`tool_call_update`) on every
-state change, each followed by a `session_info_update` whose `_meta["continual-acp"].backgroundWork`
-lists the children still queued or running (empty once all settled) -- also after the parent's turn ended, like background refinement reports -- ending
-with the child's final answer (bounded) or the reason it failed. `_meta["continual-acp"].subagent`
+state change, each followed by the quiescence mirror (`session_info_update` with
+`_meta["continual-acp"].quiescence`, frames.quiescence_mirror_update) whose `background` lists the
+children still queued or running (empty once all settled) -- also after the parent's turn ended, like
+background refinement reports. The card ends with the child's final answer (bounded) or the reason
+it failed. `_meta["continual-acp"].subagent`
 carries `{sessionId, name, state, parentSessionId}`. Installed by the composition root through
 `serve_stdio(extensions=[..., install])`.
 """
@@ -52,13 +54,13 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         await background_work()
 
     async def background_work() -> None:
-        # The mirror every client gets (ACP.md): which background children the user still waits on.
-        active = [
-            frames.subagent_info(r.session_id, r.name, r.state, parent_id)
-            for r in hub.children(parent_id)
-            if r.active
-        ]
-        await server.send_update(parent_id, frames.background_work_update(active))
+        # The mirror every client gets (ACP.md): which background children the user still waits on,
+        # in the same quiescence mirror the harness sends (one shape, refinement state included).
+        status = opened.harness.status()
+        mirror = frames.quiescence_mirror_update(
+            status.quiescent, status.pending, status.last_refinement_id, background_entries(opened.session)
+        )
+        await server.send_update(parent_id, mirror)
 
     async def card(record: Any, state: str) -> None:
         if record.session_id not in shown:
@@ -94,6 +96,18 @@ def list_meta(agent: Any, session_id: str) -> frames.Frame | None:
     if record is None:
         return None
     return frames.subagent_link_meta(record.parent_id, record.name, record.state)
+
+
+def background_entries(session: Any) -> list[frames.Frame]:
+    """The quiescence mirror's `background` list: this session's children still queued or running."""
+    hub = hub_of(session)
+    if hub is None:
+        return []
+    return [
+        frames.background_session(r.session_id, r.name, r.state, session.id)
+        for r in hub.children(session.id)
+        if r.active
+    ]
 
 
 def running_children(session: Any) -> int:

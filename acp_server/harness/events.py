@@ -26,6 +26,7 @@ from acp_server.harness.cards import (
     review_waiting_message,
 )
 from acp_server.harness.review import card_for
+from acp_server.subagent_cards import background_entries
 
 if TYPE_CHECKING:
     from acp_server.context import ServerPort
@@ -48,7 +49,8 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
         elif isinstance(event, QuiescenceChanged):
             if QUIESCENCE in server.extension_notifications:
                 await server.notify(QUIESCENCE, quiescence_notification(session_id, event))
-                await server.send_update(session_id, quiescence_mirror(event))
+                background = background_entries(opened.session)
+                await server.send_update(session_id, quiescence_mirror(event, background))
         elif isinstance(event, ReviewRequested):
             if event.pending.interactive:
                 return  # asked at once by whoever requested it (`/refine` in a live prompt)

@@ -379,6 +379,12 @@ CASES: dict[str, Case] = {
     "quiescence_mirror_update__settled": Case(
         lambda: f.quiescence_mirror_update(True, 0, "r-1"), "SessionInfoUpdate"
     ),
+    "quiescence_mirror_update__child_running": Case(
+        lambda: f.quiescence_mirror_update(
+            True, 0, "r-1", [f.background_session("sess-2", "tests", "running", "sess-1")]
+        ),
+        "SessionInfoUpdate",
+    ),
     # messages, plan, usage, info, commands, modes
     "agent_message_update": Case(lambda: f.agent_message_update("Hello", "msg_1"), "AgentMessageChunk"),
     "agent_message_update__no_id": Case(lambda: f.agent_message_update("Hello"), "AgentMessageChunk"),
@@ -487,11 +493,7 @@ CASES: dict[str, Case] = {
         ),
         "ToolCallProgress",
     ),
-    "background_work_update__running": Case(
-        lambda: f.background_work_update([f.subagent_info("sess-2", "tests", "running", "sess-1")]),
-        "SessionInfoUpdate",
-    ),
-    "background_work_update__settled": Case(lambda: f.background_work_update([]), "SessionInfoUpdate"),
+    "background_session": Case(lambda: f.background_session("sess-2", "tests", "queued", "sess-1")),
     "subagent_link_meta": Case(lambda: f.subagent_link_meta("sess-1", "tests", "interrupted")),
     "session_list_entry__subagent": Case(
         lambda: {
