@@ -19,6 +19,7 @@ from acp_server import frames
 from acp_server.cells import CellCard
 from acp_server.frames import Frame
 from acp_server.gates import GateCard, goal_meta
+from acp_server.subagent_cards import card_updates
 from agent_core.events import (
     CellClear,
     CellDisplay,
@@ -36,6 +37,7 @@ from agent_core.events import (
     RefinementReported,
     ResourceLinkPart,
     ResourcePart,
+    SubagentChanged,
     TextPart,
     ThoughtChunk,
     TitleChanged,
@@ -78,6 +80,7 @@ class TurnPresenter:
         self.stop_reason: str | None = None
         self._edits = 0
         self._replay = False
+        self._subagents_shown: set[str] = set()  # children whose replayed card is open
 
     # ------------------------------------------------------------ lifecycle
 
@@ -204,6 +207,10 @@ class TurnPresenter:
             await self._send(
                 frames.goal_info_update(goal_meta(event.objective, event.state, event.status_line))
             )
+        elif isinstance(event, SubagentChanged):
+            # Recorded by subagent_cards (live cards are sent there); here on a session/load replay.
+            for update in card_updates(event, self._subagents_shown):
+                await self._send(update)
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason
         else:

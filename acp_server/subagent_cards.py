@@ -7,7 +7,8 @@ children still queued or running (empty once all settled) -- also after the pare
 background refinement reports. The card ends with the child's final answer (bounded) or the reason
 it failed. `_meta["continual-acp"].subagent`
 carries `{sessionId, name, state, parentSessionId}`. Installed by the composition root through
-`serve_stdio(extensions=[..., install])`.
+`serve_stdio(extensions=[..., install])`. Each state change is recorded in the parent's transcript
+as a `SubagentChanged` event; the presenter replays it through the same `card_updates`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from acp_server import frames
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
+    from agent_core.events import SubagentChanged
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +31,44 @@ def hub_of(session: Any) -> Any | None:
     return getattr(session, "subagents", None)
 
 
-def card_content(record: Any) -> list[frames.Frame]:
-    content = [frames.tool_text(record.task)]
-    if record.state in ("finished", "idle") and record.answer:
-        content.append(frames.tool_text(record.answer))
-    if record.reason:
-        content.append(frames.tool_text(f"**{record.state}:** {record.reason}"))
+def card_content(change: SubagentChanged) -> list[frames.Frame]:
+    content = [frames.tool_text(change.task)]
+    if change.state in ("finished", "idle") and change.answer:
+        content.append(frames.tool_text(change.answer))
+    if change.reason:
+        content.append(frames.tool_text(f"**{change.state}:** {change.reason}"))
     return content
+
+
+def change_of(record: Any, state: str) -> SubagentChanged:
+    """A hub record's state change as the event the parent's transcript records."""
+    from agent_core.events import SubagentChanged
+
+    return SubagentChanged(
+        child_session_id=record.session_id,
+        name=record.name,
+        task=record.task,
+        state=state,
+        parent_session_id=record.parent_id,
+        answer=record.answer or None,
+        reason=record.reason or None,
+    )
+
+
+def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
+    """The updates one state change makes to the child's card: it opens (`tool_call`) the first
+    time `shown` has not seen the child, and is updated after. Live and replayed alike."""
+    updates: list[frames.Frame] = []
+    child, parent = change.child_session_id, change.parent_session_id
+    if child not in shown:
+        shown.add(child)
+        updates.append(frames.subagent_card_update(child, change.name, change.task, change.state, parent))
+        if change.state in ("queued", "running"):
+            return updates
+    updates.append(
+        frames.subagent_progress_update(child, change.name, change.state, parent, card_content(change))
+    )
+    return updates
 
 
 def watch(server: AcpServer, opened: OpenSession) -> None:
@@ -50,7 +83,10 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         record = event.record
         if record.parent_id != parent_id:
             return
-        await card(record, event.state)
+        change = change_of(record, event.state)
+        opened.session.record_event(change)  # so session/load of the parent replays the card
+        for update in card_updates(change, shown):
+            await server.send_update(parent_id, update)
         await background_work()
 
     async def background_work() -> None:
@@ -61,22 +97,6 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
             status.quiescent, status.pending, status.last_refinement_id, background_entries(opened.session)
         )
         await server.send_update(parent_id, mirror)
-
-    async def card(record: Any, state: str) -> None:
-        if record.session_id not in shown:
-            shown.add(record.session_id)
-            await server.send_update(
-                parent_id,
-                frames.subagent_card_update(record.session_id, record.name, record.task, state, parent_id),
-            )
-            if state in ("queued", "running"):
-                return
-        await server.send_update(
-            parent_id,
-            frames.subagent_progress_update(
-                record.session_id, record.name, state, parent_id, card_content(record)
-            ),
-        )
 
     hub.add_listener(listener)
     earlier = opened.unsubscribe

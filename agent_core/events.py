@@ -200,6 +200,20 @@ class GoalChanged:
 
 
 @dataclass(frozen=True)
+class SubagentChanged:
+    """A spawned child changed state: its card in the parent's thread follows it. Recorded in the
+    parent's transcript (outside any turn, too), so `session/load` of the parent replays the card."""
+
+    child_session_id: str
+    name: str
+    task: str
+    state: str  # "queued" | "running" | "idle" | "finished" | "failed" | "cancelled" | "interrupted"
+    parent_session_id: str
+    answer: str | None = None  # the final answer (bounded), once finished
+    reason: str | None = None  # why it failed, was cancelled or interrupted
+
+
+@dataclass(frozen=True)
 class TurnEnded:
     """Always the last event of a turn."""
 
@@ -225,5 +239,6 @@ TurnEvent = (
     | GateOutput
     | GateFinished
     | GoalChanged
+    | SubagentChanged
     | TurnEnded
 )

@@ -654,3 +654,34 @@ def test_the_quiescence_mirror_is_not_quiescent_while_a_child_runs_and_settles_w
             "pending": 0,
             "background": [],
         }
+
+
+def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_final_state(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    routes = {"[[replayed]]": [text("replayed answer")]}
+    parent = [cell('await agents.spawn("[[replayed]] answer", name="replayed")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        first = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(first)
+        sid, _ = new_session(first, str(tmp_path))
+        assert prompt(first, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        assert first.close() == 0
+        second = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(second)
+        second.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        cards = [
+            u
+            for u in second.updates(sid)
+            if u["sessionUpdate"] in ("tool_call", "tool_call_update")
+            and str(u.get("toolCallId", "")).startswith("subagent-")
+        ]
+        assert cards[0]["sessionUpdate"] == "tool_call"
+        last = cards[-1]
+        assert last["status"] == "completed"
+        assert last["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+        assert "replayed answer" in json.dumps(last["content"])
