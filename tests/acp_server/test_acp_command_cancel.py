@@ -7,10 +7,13 @@ counts the hang-up) and free the session, so the next prompt runs at once.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from acp_client import AcpClient
-from acp_helpers import prompt, run_command, send_prompt
+from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command, send_prompt
 
+from agent_core.compaction import SUMMARY_SYSTEM
+from agent_core.testing.script import usage
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text
 
 CANCEL_CONTRACT_SECONDS = 1.0
@@ -91,3 +94,19 @@ def test_prompt_after_a_cancelled_compact_completes(
     _cancel_while_stalled(client, sid, model, "/compact", via_cancel_request=True)
     model.push(text("still here"))
     assert prompt(client, sid, "are you there?", timeout=30).stop_reason == "end_turn"
+
+
+def test_session_cancel_stops_a_stalled_automatic_compaction_inside_a_turn(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(model.base_url, CONTINUAL_ACP_CONTEXT_WINDOW="100000")
+    initialize(client)
+    sid, _ = new_session(client, str(tmp_path))
+    # The third answer fills 90% of the window: the fourth turn compacts before its request.
+    model.push(text("hello"), text("again"), text("and again", usage=usage(90_000, 10)))
+    for words in ("hi", "hi again", "hi once more"):
+        run_command(client, sid, words)
+    elapsed = _cancel_while_stalled(client, sid, model, "and now?", via_cancel_request=False)
+    assert model.requests[-1]["messages"][0]["content"] == SUMMARY_SYSTEM  # the summary request stalled
+    assert elapsed < CANCEL_CONTRACT_SECONDS
+    assert model.wait_for_disconnects(1, timeout=10)
