@@ -81,6 +81,7 @@ class TurnPresenter:
         self._edits = 0
         self._replay = False
         self._subagents_shown: set[str] = set()  # children whose replayed card is open
+        self.replayed_subagents: dict[str, str] = {}  # child session id -> last replayed state
 
     # ------------------------------------------------------------ lifecycle
 
@@ -209,6 +210,7 @@ class TurnPresenter:
             )
         elif isinstance(event, SubagentChanged):
             # Recorded by subagent_cards (live cards are sent there); here on a session/load replay.
+            self.replayed_subagents[event.child_session_id] = event.state
             for update in card_updates(event, self._subagents_shown):
                 await self._send(update)
         elif isinstance(event, TurnEnded):

@@ -136,6 +136,24 @@ def running_children(session: Any) -> int:
     return int(hub.running_children(session.id)) if hub is not None else 0
 
 
+async def after_replay(server: AcpServer, opened: OpenSession) -> None:
+    """After a parent's session/load replay: a child whose state changed unrecorded (interrupted by
+    a restart) gets its card updated to that state, and the change is recorded from now on."""
+    hub = hub_of(opened.session)
+    if hub is None:
+        return
+    replayed = opened.presenter.replayed_subagents
+    for record in hub.children(opened.session.id):
+        last = replayed.get(record.session_id)
+        if last is None or last == record.state:
+            continue
+        change = change_of(record, record.state)
+        opened.session.record_event(change)
+        for update in card_updates(change, set(replayed)):
+            await server.send_update(opened.session.id, update)
+
+
 def install(server: AcpServer) -> None:
     """Show subagent cards in every session bound to this server."""
     server.bind_hooks.append(lambda opened: watch(server, opened))
+    server.replayed_hooks.append(lambda opened: after_replay(server, opened))

@@ -685,3 +685,31 @@ def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_fina
         assert last["status"] == "completed"
         assert last["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
         assert "replayed answer" in json.dumps(last["content"])
+
+
+def test_loading_the_parent_shows_a_child_cut_by_a_restart_as_interrupted_on_its_card(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    never = str(tmp_path / "never")
+    routes = {"[[cut]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[cut]] wait", name="cut")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        first = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(first)
+        sid, _ = new_session(first, str(tmp_path))
+        assert prompt(first, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        model.wait_for_requests(2)
+        assert first.close() == 0
+        second = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(second)
+        second.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        states = [
+            u["_meta"]["continual-acp"]["subagent"]["state"]
+            for u in second.updates(sid)
+            if str(u.get("toolCallId", "")).startswith("subagent-")
+        ]
+        assert states[-1] == "interrupted"
