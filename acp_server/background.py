@@ -8,6 +8,7 @@ moving to v2 maps this list onto its field rather than redesigning the report.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from acp_server import frames
@@ -27,11 +28,8 @@ def background_items(pending: int, in_flight: int) -> list[Frame]:
     return items
 
 
-def quiescence_mirror(event: Any) -> Frame:
-    """The `session_info_update` for a `QuiescenceChanged` (its counts, last id and background list)."""
-    return frames.background_mirror_update(
-        event.quiescent,
-        event.pending,
-        event.last_refinement_id,
-        background_items(event.pending, getattr(event, "in_flight", 0)),
-    )
+def quiescence_mirror(event: Any, children: Sequence[Frame] = ()) -> Frame:
+    """The one quiescence mirror (`session_info_update`) for a `QuiescenceChanged`: its counts, last id
+    and the background list — refinement jobs, then the session's children still queued or running."""
+    items = [*background_items(event.pending, getattr(event, "in_flight", 0)), *children]
+    return frames.quiescence_mirror_update(event.quiescent, event.pending, event.last_refinement_id, items)

@@ -485,8 +485,18 @@ def refinement_card_update(
     )
 
 
-def refinement_message_update(refinement_id: str, summary: str, scope: str, *, applied: bool) -> Frame:
-    """`agent_message_chunk` after a refinement card: what happened and how to undo it."""
+def refinement_message_update(
+    refinement_id: str, summary: str, scope: str, *, applied: bool, failure: str | None = None
+) -> Frame:
+    """`agent_message_chunk` after a refinement card: what happened and how to undo it.
+
+    `failure`: the job failed before anything could be applied; the message says why, once.
+    """
+    if failure is not None:
+        reason = failure.rstrip()
+        stop = "" if reason.endswith((".", "!", "?")) else "."
+        text = f"\n\nHarness refinement `{refinement_id}` ({scope}) failed: {reason}{stop}\n"
+        return agent_message_update(text, f"refinement-{refinement_id}")
     verb = "applied" if applied else "was refused"
     undo = f" Undo it with `/rollback {refinement_id}`." if applied else ""
     # A blank line on both sides: whatever follows (a command's reply) is its own paragraph.
@@ -561,27 +571,27 @@ def quiescence_notification(
     return {"sessionId": session_id, **quiescence_state(quiescent, pending, last_refinement_id)}
 
 
-def quiescence_mirror_update(quiescent: bool, pending: int, last_refinement_id: str | None) -> Frame:
-    """`session_info_update` mirroring quiescence in `_meta["continual-acp"].quiescence`."""
-    return {
-        "sessionUpdate": "session_info_update",
-        "_meta": {META_KEY: {"quiescence": quiescence_state(quiescent, pending, last_refinement_id)}},
-    }
-
-
-def background_mirror_update(
-    quiescent: bool, pending: int, last_refinement_id: str | None, background: Sequence[Mapping[str, object]]
+def quiescence_mirror_update(
+    quiescent: bool,
+    pending: int,
+    last_refinement_id: str | None,
+    background: Sequence[Mapping[str, object]] = (),
 ) -> Frame:
-    """The quiescence mirror with the work still running, as ACP v2's idle state lists it
-    (`background: [{kind, id, title}]`; empty means settled), so a move to v2 is a mapping."""
-    state = quiescence_state(quiescent, pending, last_refinement_id)
-    state["background"] = [dict(item) for item in background]
+    """`session_info_update` mirroring quiescence in `_meta["continual-acp"].quiescence`.
+
+    The one mirror of everything the user waits on, in the shape of ACP v2's idle state: `background`
+    lists the work still running (each a `background_session` entry; empty once settled), and
+    `quiescent` is true only when refinement has settled and that list is empty.
+    """
+    state = quiescence_state(quiescent and not background, pending, last_refinement_id)
+    state["background"] = [dict(entry) for entry in background]
     return {"sessionUpdate": "session_info_update", "_meta": {META_KEY: {"quiescence": state}}}
 
 
 def background_item(kind: str, item_id: str, title: str) -> Frame:
-    """One entry of the mirror's `background` list: what runs, its id, a line for the user."""
-    return {"kind": kind, "id": item_id, "title": title}
+    """One entry of the quiescence mirror's `background` list that is not a session: what runs
+    (`type`, e.g. "refinement"), its id, a line for the user."""
+    return {"type": kind, "id": item_id, "title": title}
 
 
 # ---------------------------------------------------------------- notices and compaction (ACP v1)
@@ -910,10 +920,7 @@ def subagent_link_meta(parent_session_id: str, name: str, state: str) -> Frame:
     return {META_KEY: {"parentSessionId": parent_session_id, "subagent": {"name": name, "state": state}}}
 
 
-def background_work_update(subagents: Sequence[Mapping[str, object]]) -> Frame:
-    """`session_info_update` listing the session's background subagents still queued or running
-    (`_meta["continual-acp"].backgroundWork.subagents`, each a `subagent_info`); empty when settled."""
-    return {
-        "sessionUpdate": "session_info_update",
-        "_meta": {META_KEY: {"backgroundWork": {"subagents": [dict(s) for s in subagents]}}},
-    }
+def background_session(session_id: str, name: str, state: str, parent_session_id: str) -> Frame:
+    """One entry of the quiescence mirror's `background` list: a child session still queued or
+    running (`{type: "session", sessionId, name, state, parentSessionId}`)."""
+    return {"type": "session", **subagent_info(session_id, name, state, parent_session_id)}

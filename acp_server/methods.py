@@ -80,6 +80,9 @@ class AcpServer:
         # Called with every session bound to this connection (new/load/resume): a seam for
         # extensions that keep per-session state (the harness events are subscribed in `_bind`).
         self.bind_hooks: list[Callable[[OpenSession], None]] = []
+        # Called after a session/load replay, before the response (subagent cards whose child
+        # changed state while no one recorded it, e.g. interrupted by a restart).
+        self.replayed_hooks: list[Callable[[OpenSession], Awaitable[None]]] = []
         self._register()
 
     # ------------------------------------------------------------ agent lifecycle
@@ -303,6 +306,11 @@ class AcpServer:
         for event in events:
             await opened.presenter.present(event)
         await self._tell_interrupted_loop(opened)
+        for replayed in self.replayed_hooks:
+            try:
+                await replayed(opened)
+            except Exception:
+                log.exception("session replay hook %r failed for %s", replayed, req.session_id)
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
@@ -467,6 +475,7 @@ class AcpServer:
         if opened is None:
             return  # a notification: nothing to answer, nothing to cancel
         opened.cancel_generation += 1
+        opened.cancel_work()
         opened.editor.cancel_pending_permissions()
         await opened.session.cancel()
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,3 +34,22 @@ class OpenSession:
     advertised_skills: tuple[str, ...] = ()
     # Proposals whose review card the client has been shown (harness/review.py settles them).
     shown_reviews: set[str] = field(default_factory=set)
+    # Cancel scopes of the prompt-path work that is not an agent_core turn (a slash command that
+    # asks the model: `/refine`'s planner, `/compact`'s summary): session/cancel cancels them.
+    cancel_scopes: set[anyio.CancelScope] = field(default_factory=set)
+
+    @contextmanager
+    def cancellable(self) -> Iterator[anyio.CancelScope]:
+        """A cancel scope that `cancel_work()` (session/cancel, `$/cancel_request`) cancels."""
+        scope = anyio.CancelScope()
+        self.cancel_scopes.add(scope)
+        try:
+            with scope:
+                yield scope
+        finally:
+            self.cancel_scopes.discard(scope)
+
+    def cancel_work(self) -> None:
+        """Cancel every running `cancellable()` block: its model requests are closed at once."""
+        for scope in list(self.cancel_scopes):
+            scope.cancel()

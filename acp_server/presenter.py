@@ -20,6 +20,7 @@ from acp_server import client_quirks, frames
 from acp_server.cells import CellCard
 from acp_server.frames import Frame
 from acp_server.gates import GateCard, goal_meta
+from acp_server.subagent_cards import card_updates
 from agent_core.events import (
     CellClear,
     CellDisplay,
@@ -39,6 +40,7 @@ from agent_core.events import (
     RefinementReported,
     ResourceLinkPart,
     ResourcePart,
+    SubagentChanged,
     TextPart,
     ThoughtChunk,
     TitleChanged,
@@ -99,6 +101,8 @@ class TurnPresenter:
         self.stop_reason: str | None = None
         self._edits = 0
         self._replay = False
+        self._subagents_shown: set[str] = set()  # children whose replayed card is open
+        self.replayed_subagents: dict[str, str] = {}  # child session id -> last replayed state
 
     # ------------------------------------------------------------ lifecycle
 
@@ -235,6 +239,11 @@ class TurnPresenter:
             await self._notice(event)
         elif isinstance(event, CompactionChanged):
             await self._compaction_changed(event)
+        elif isinstance(event, SubagentChanged):
+            # Recorded by subagent_cards (live cards are sent there); here on a session/load replay.
+            self.replayed_subagents[event.child_session_id] = event.state
+            for update in card_updates(event, self._subagents_shown):
+                await self._send(update)
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason
         else:
@@ -348,7 +357,11 @@ class TurnPresenter:
         )
         await self._send(
             frames.refinement_message_update(
-                event.refinement_id, event.summary, event.scope, applied=event.applied
+                event.refinement_id,
+                event.summary,
+                event.scope,
+                applied=event.applied,
+                failure=(event.error or "unknown error") if event.failed else None,
             )
         )
 

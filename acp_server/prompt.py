@@ -87,7 +87,12 @@ def register_prompt(server: PromptHost) -> None:
                     parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
                     return frames.prompt_response(await _run_turn(opened, parts, generation))
             if command is not None:
-                await _command_runner(server, req.session_id, opened, req.prompt).run(*command)
+                # A command may ask the model (`/refine`, `/compact`): cancelling the prompt cancels
+                # that request too, and the lock is free for the next prompt at once.
+                with opened.cancellable() as scope:
+                    if opened.cancel_generation != generation:
+                        scope.cancel()  # cancelled while the command list was refreshed
+                    await _command_runner(server, req.session_id, opened, req.prompt).run(*command)
                 return frames.prompt_response("cancelled" if opened.cancel_generation != generation else "end_turn")
             parts = [_prompt_part(block) for block in req.prompt]
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
@@ -95,7 +100,8 @@ def register_prompt(server: PromptHost) -> None:
                 return frames.prompt_response("cancelled")
             stop_reason = await _run_turn(opened, parts, generation)
             if _wants_settlement(opened.session) and stop_reason != "cancelled":
-                await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
+                with opened.cancellable():
+                    await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
             return frames.prompt_response("cancelled" if opened.cancel_generation != generation else stop_reason)
 
     server.registry.request(

@@ -1,11 +1,14 @@
 """Subagents in the editor: each spawn is a card in the parent's thread that follows the child.
 
 The card opens (`tool_call`) when the child is admitted and is updated (`tool_call_update`) on every
-state change, each followed by a `session_info_update` whose `_meta["continual-acp"].backgroundWork`
-lists the children still queued or running (empty once all settled) -- also after the parent's turn ended, like background refinement reports -- ending
-with the child's final answer (bounded) or the reason it failed. `_meta["continual-acp"].subagent`
+state change, each followed by the quiescence mirror (`session_info_update` with
+`_meta["continual-acp"].quiescence`, frames.quiescence_mirror_update) whose `background` lists the
+children still queued or running (empty once all settled) -- also after the parent's turn ended, like
+background refinement reports. The card ends with the child's final answer (bounded) or the reason
+it failed. `_meta["continual-acp"].subagent`
 carries `{sessionId, name, state, parentSessionId}`. Installed by the composition root through
-`serve_stdio(extensions=[..., install])`.
+`serve_stdio(extensions=[..., install])`. Each state change is recorded in the parent's transcript
+as a `SubagentChanged` event; the presenter replays it through the same `card_updates`.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp_server import frames
+from acp_server.background import quiescence_mirror
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
+    from agent_core.events import SubagentChanged
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +32,44 @@ def hub_of(session: Any) -> Any | None:
     return getattr(session, "subagents", None)
 
 
-def card_content(record: Any) -> list[frames.Frame]:
-    content = [frames.tool_text(record.task)]
-    if record.state in ("finished", "idle") and record.answer:
-        content.append(frames.tool_text(record.answer))
-    if record.reason:
-        content.append(frames.tool_text(f"**{record.state}:** {record.reason}"))
+def card_content(change: SubagentChanged) -> list[frames.Frame]:
+    content = [frames.tool_text(change.task)]
+    if change.state in ("finished", "idle") and change.answer:
+        content.append(frames.tool_text(change.answer))
+    if change.reason:
+        content.append(frames.tool_text(f"**{change.state}:** {change.reason}"))
     return content
+
+
+def change_of(record: Any, state: str) -> SubagentChanged:
+    """A hub record's state change as the event the parent's transcript records."""
+    from agent_core.events import SubagentChanged
+
+    return SubagentChanged(
+        child_session_id=record.session_id,
+        name=record.name,
+        task=record.task,
+        state=state,
+        parent_session_id=record.parent_id,
+        answer=record.answer or None,
+        reason=record.reason or None,
+    )
+
+
+def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
+    """The updates one state change makes to the child's card: it opens (`tool_call`) the first
+    time `shown` has not seen the child, and is updated after. Live and replayed alike."""
+    updates: list[frames.Frame] = []
+    child, parent = change.child_session_id, change.parent_session_id
+    if child not in shown:
+        shown.add(child)
+        updates.append(frames.subagent_card_update(child, change.name, change.task, change.state, parent))
+        if change.state in ("queued", "running"):
+            return updates
+    updates.append(
+        frames.subagent_progress_update(child, change.name, change.state, parent, card_content(change))
+    )
+    return updates
 
 
 def watch(server: AcpServer, opened: OpenSession) -> None:
@@ -48,33 +84,18 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         record = event.record
         if record.parent_id != parent_id:
             return
-        await card(record, event.state)
+        change = change_of(record, event.state)
+        opened.session.record_event(change)  # so session/load of the parent replays the card
+        for update in card_updates(change, shown):
+            await server.send_update(parent_id, update)
         await background_work()
 
     async def background_work() -> None:
-        # The mirror every client gets (ACP.md): which background children the user still waits on.
-        active = [
-            frames.subagent_info(r.session_id, r.name, r.state, parent_id)
-            for r in hub.children(parent_id)
-            if r.active
-        ]
-        await server.send_update(parent_id, frames.background_work_update(active))
-
-    async def card(record: Any, state: str) -> None:
-        if record.session_id not in shown:
-            shown.add(record.session_id)
-            await server.send_update(
-                parent_id,
-                frames.subagent_card_update(record.session_id, record.name, record.task, state, parent_id),
-            )
-            if state in ("queued", "running"):
-                return
-        await server.send_update(
-            parent_id,
-            frames.subagent_progress_update(
-                record.session_id, record.name, state, parent_id, card_content(record)
-            ),
-        )
+        # The mirror every client gets (ACP.md): which background children the user still waits on,
+        # in the same quiescence mirror the harness sends (one shape, refinement state included).
+        status = opened.harness.status()
+        mirror = quiescence_mirror(status, background_entries(opened.session))
+        await server.send_update(parent_id, mirror)
 
     hub.add_listener(listener)
     earlier = opened.unsubscribe
@@ -96,12 +117,42 @@ def list_meta(agent: Any, session_id: str) -> frames.Frame | None:
     return frames.subagent_link_meta(record.parent_id, record.name, record.state)
 
 
+def background_entries(session: Any) -> list[frames.Frame]:
+    """The quiescence mirror's `background` list: this session's children still queued or running."""
+    hub = hub_of(session)
+    if hub is None:
+        return []
+    return [
+        frames.background_session(r.session_id, r.name, r.state, session.id)
+        for r in hub.children(session.id)
+        if r.active
+    ]
+
+
 def running_children(session: Any) -> int:
     """Children of this session still queued or running (for the background-work report)."""
     hub = hub_of(session)
     return int(hub.running_children(session.id)) if hub is not None else 0
 
 
+async def after_replay(server: AcpServer, opened: OpenSession) -> None:
+    """After a parent's session/load replay: a child whose state changed unrecorded (interrupted by
+    a restart) gets its card updated to that state, and the change is recorded from now on."""
+    hub = hub_of(opened.session)
+    if hub is None:
+        return
+    replayed = opened.presenter.replayed_subagents
+    for record in hub.children(opened.session.id):
+        last = replayed.get(record.session_id)
+        if last is None or last == record.state:
+            continue
+        change = change_of(record, record.state)
+        opened.session.record_event(change)
+        for update in card_updates(change, set(replayed)):
+            await server.send_update(opened.session.id, update)
+
+
 def install(server: AcpServer) -> None:
     """Show subagent cards in every session bound to this server."""
     server.bind_hooks.append(lambda opened: watch(server, opened))
+    server.replayed_hooks.append(lambda opened: after_replay(server, opened))

@@ -35,6 +35,7 @@ _EVENTS: dict[str, type] = {
         ev.GateOutput,
         ev.GateFinished,
         ev.GoalChanged,
+        ev.SubagentChanged,
         ev.TurnEnded,
         ev.Notice,
         ev.CompactionChanged,

@@ -158,6 +158,9 @@ class RefinementReported:
     edits: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     applied: bool = True
     error: str | None = None
+    # The job itself failed (the planner's reply could not be used, the endpoint failed): `error`
+    # says why, and the message says it once (not as a refused apply of "Refinement failed").
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -194,6 +197,20 @@ class GoalChanged:
     objective: str | None
     state: str | None  # "active" | "paused" | "complete" | None when cleared
     status_line: str = ""
+
+
+@dataclass(frozen=True)
+class SubagentChanged:
+    """A spawned child changed state: its card in the parent's thread follows it. Recorded in the
+    parent's transcript (outside any turn, too), so `session/load` of the parent replays the card."""
+
+    child_session_id: str
+    name: str
+    task: str
+    state: str  # "queued" | "running" | "idle" | "finished" | "failed" | "cancelled" | "interrupted"
+    parent_session_id: str
+    answer: str | None = None  # the final answer (bounded), once finished
+    reason: str | None = None  # why it failed, was cancelled or interrupted
 
 
 @dataclass(frozen=True)
@@ -251,6 +268,7 @@ TurnEvent = (
     | GateOutput
     | GateFinished
     | GoalChanged
+    | SubagentChanged
     | TurnEnded
     | Notice
     | CompactionChanged

@@ -68,6 +68,9 @@ def quiescence_notification(session_id: str, event: QuiescenceChanged) -> JsonOb
     )
 
 
-def quiescence_mirror(event: QuiescenceChanged) -> JsonObject:
-    """The `session_info_update` that mirrors a `_harness/quiescence` notification."""
-    return frames.quiescence_mirror_update(event.quiescent, event.pending, event.last_refinement_id)
+def quiescence_mirror(event: QuiescenceChanged, background: list[JsonObject]) -> JsonObject:
+    """The `session_info_update` that mirrors a `_harness/quiescence` notification, with the
+    background work (running children) still going on."""
+    return frames.quiescence_mirror_update(
+        event.quiescent, event.pending, event.last_refinement_id, background
+    )

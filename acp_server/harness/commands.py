@@ -210,8 +210,8 @@ async def refine(ctx: CommandContext, argument: str) -> None:
         return
     if outcome.status == "empty":
         await ctx.reply(f"Nothing to refine: {outcome.summary}.")
-    elif outcome.status == "failed":
-        await ctx.reply(f"Refinement failed: {outcome.error}")
+    # "failed": the refinement's card and message (delivered before `refine_now` returns) already
+    # say why; a reply would only repeat it.
 
 
 def describe_conflicts(conflicts: list[Any]) -> str:

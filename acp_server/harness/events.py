@@ -25,6 +25,7 @@ from acp_server.harness.cards import (
     review_waiting_message,
 )
 from acp_server.harness.review import card_for
+from acp_server.subagent_cards import background_entries
 
 if TYPE_CHECKING:
     from acp_server.context import ServerPort
@@ -49,10 +50,13 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
         elif isinstance(event, QuiescenceChanged):
             if QUIESCENCE in server.extension_notifications:
                 # The notification only to a client that opted in (`clientCapabilities._meta
-                # ["continual-acp"].quiescence`); every client gets the session_info_update mirror.
+                # ["continual-acp"].quiescence`); every client gets the session_info_update mirror,
+                # which also lists the background work still running (children, refinement jobs).
                 if server.client.quiescence:
                     await server.notify(QUIESCENCE, quiescence_notification(session_id, event))
-                await server.send_update(session_id, quiescence_mirror(event))
+                await server.send_update(
+                    session_id, quiescence_mirror(event, background_entries(opened.session))
+                )
         elif isinstance(event, ReviewRequested):
             if event.pending.interactive:
                 return  # asked at once by whoever requested it (`/refine` in a live prompt)

@@ -28,7 +28,7 @@ from acp_server.harness.wire import (
     state_answer,
     status_answer,
 )
-from acp_server.subagent_cards import running_children
+from acp_server.subagent_cards import hub_of, running_children
 
 if TYPE_CHECKING:
     from acp_server.context import HarnessHost
@@ -208,6 +208,7 @@ def install(server: HarnessHost) -> None:
         answer = status_answer(opened.harness.status())
         if running := running_children(opened.session):  # background children (only when any)
             answer["runningSubagents"] = running
+            answer["quiescent"] = False  # quiescence covers every background job the user waits on
         return answer
 
     @method("_harness/await_quiescence")
@@ -217,7 +218,14 @@ def install(server: HarnessHost) -> None:
             raise AcpError.invalid_params(
                 "_harness/await_quiescence: timeoutMs must be a non-negative number"
             )
-        quiescent = await opened.harness.wait_quiescent(min(float(timeout_ms), MAX_AWAIT_MS) / 1000.0)
+        timeout = min(float(timeout_ms), MAX_AWAIT_MS) / 1000.0
+        deadline = anyio.current_time() + timeout
+        quiescent = await opened.harness.wait_quiescent(timeout)
+        hub = hub_of(opened.session)
+        if quiescent and hub is not None:
+            # Background children are work the user waits on too (ACP.md): settled = both.
+            left = max(0.0, deadline - anyio.current_time())
+            quiescent = await hub.wait_settled(opened.session.id, left) and opened.harness.status().quiescent
         return await_quiescence_answer(quiescent, opened.harness.status().last_refinement_id)
 
 

@@ -72,6 +72,7 @@ def report_failure(job_id: str, scope: str, message: str) -> RefinementReported:
         edits=(),
         applied=False,
         error=message,
+        failed=True,
     )
 
 

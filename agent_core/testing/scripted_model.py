@@ -292,6 +292,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_json(200, _completion(body, reply, self.owner._stopping))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client went away (a cancelled turn): nothing to answer
+            if body.get("stream"):
+                self.owner._note_disconnect()  # it hung up before the stall was reached: a disconnect too
         finally:
             with self.owner._lock:
                 self.owner.request_times.append(time.perf_counter() - started)

@@ -55,8 +55,18 @@ def test_refine_without_a_scripted_reply_fails_readably(
 ) -> None:
     client, sid = session
     reply = run_command(client, sid, "/refine be tidier")
-    assert "was refused: Refinement failed." in reply
+    assert ") failed: " in reply
     assert "Nothing to undo" in run_command(client, sid, "/undo")  # it applied nothing
+
+
+def test_refine_with_a_reply_that_is_not_json_says_why_once(
+    session: tuple[AcpClient, str], model: ScriptedModelServer
+) -> None:
+    client, sid = session
+    model.push(text('{"summary": tidy the notes}'))
+    reply = run_command(client, sid, "/refine be tidier")
+    assert reply.count("not valid JSON") == 1
+    assert "Refinement failed" not in reply
 
 
 def test_unknown_slash_word_goes_to_the_model_as_text(

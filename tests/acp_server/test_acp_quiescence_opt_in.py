@@ -99,5 +99,5 @@ def test_the_mirror_lists_running_work_while_busy_and_an_empty_list_once_settled
     states = mirrors(client, sid)
     busy = [s for s in states if not s["quiescent"]]
     assert busy and all(s["background"] for s in busy)
-    assert busy[0]["background"][0]["kind"] == "refinement"
+    assert busy[0]["background"][0]["type"] == "refinement"
     assert states[-1]["background"] == []

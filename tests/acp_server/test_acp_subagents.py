@@ -543,10 +543,15 @@ def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
         assert titles == [f"step {i}" for i in range(3, 8)]
 
 
+def quiescence_mirror(update: dict[str, Any]) -> dict[str, Any] | None:
+    """The `_meta["continual-acp"].quiescence` of a `session_info_update` (None for other updates)."""
+    mirror = update.get("_meta", {}).get("continual-acp", {}).get("quiescence")
+    return None if mirror is None else dict(mirror)
+
+
 def background_work(update: dict[str, Any]) -> list[dict[str, Any]] | None:
-    meta = update.get("_meta", {}).get("continual-acp", {})
-    work = meta.get("backgroundWork")
-    return None if work is None else list(work["subagents"])
+    mirror = quiescence_mirror(update)
+    return None if mirror is None else list(mirror["background"])
 
 
 def test_the_background_work_mirror_lists_running_children_until_they_settle(
@@ -592,3 +597,119 @@ def test_agents_command_answers_while_the_parent_turn_is_still_waiting(
         assert "`held` **running**" in run_command(client, sid, "/agents")
         Path(release).touch()
         assert client.result(rid, WAIT)["stopReason"] == "end_turn"
+
+
+def _held_child(tmp_path: Path) -> tuple[str, list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """A parent script spawning one child `held` that runs until the file `release` exists."""
+    release = str(tmp_path / "release")
+    routes = {"[[held]]": [tool_call(wait_for_file(release)), text("held done")]}
+    parent = [cell('await agents.spawn("[[held]] wait", name="held")'), text("spawned")]
+    return release, parent, routes
+
+
+def test_harness_status_is_not_quiescent_while_a_child_runs(spawn: ClientFactory, tmp_path: Path) -> None:
+    release, parent, routes = _held_child(tmp_path)
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is False
+        Path(release).touch()
+        assert client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000})[
+            "quiescent"
+        ]
+        assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is True
+
+
+def test_await_quiescence_waits_for_a_running_child(spawn: ClientFactory, tmp_path: Path) -> None:
+    release, parent, routes = _held_child(tmp_path)
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        held = client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": 300})
+        assert held["quiescent"] is False  # the child still runs: not settled
+        waiting = client.start_request(
+            "_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000}
+        )
+        Path(release).touch()
+        assert client.result(waiting, timeout=WAIT)["quiescent"] is True
+
+
+def test_the_quiescence_mirror_is_not_quiescent_while_a_child_runs_and_settles_with_it(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    release, parent, routes = _held_child(tmp_path)
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client, sid = start(spawn, model, tmp_path)
+        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        mirrors = [m for u in client.updates(sid) if (m := quiescence_mirror(u)) is not None]
+        assert mirrors[-1]["quiescent"] is False
+        assert [b["type"] for b in mirrors[-1]["background"]] == ["session"]
+        Path(release).touch()
+        settled = client.wait_for(
+            lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
+            WAIT,
+        )
+        assert quiescence_mirror(settled.message["params"]["update"]) == {
+            "quiescent": True,
+            "pending": 0,
+            "background": [],
+        }
+
+
+def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_final_state(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    routes = {"[[replayed]]": [text("replayed answer")]}
+    parent = [cell('await agents.spawn("[[replayed]] answer", name="replayed")\n' + collect(1)), text("done")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        first = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(first)
+        sid, _ = new_session(first, str(tmp_path))
+        assert prompt(first, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        assert first.close() == 0
+        second = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(second)
+        second.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        cards = [
+            u
+            for u in second.updates(sid)
+            if u["sessionUpdate"] in ("tool_call", "tool_call_update")
+            and str(u.get("toolCallId", "")).startswith("subagent-")
+        ]
+        assert cards[0]["sessionUpdate"] == "tool_call"
+        last = cards[-1]
+        assert last["status"] == "completed"
+        assert last["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+        assert "replayed answer" in json.dumps(last["content"])
+
+
+def test_loading_the_parent_shows_a_child_cut_by_a_restart_as_interrupted_on_its_card(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    home = tmp_path / "shared-home"
+    home.mkdir()
+    never = str(tmp_path / "never")
+    routes = {"[[cut]]": [tool_call(wait_for_file(never)), text("never")]}
+    parent = [cell('await agents.spawn("[[cut]] wait", name="cut")'), text("spawned")]
+    with ScriptedModelServer(parent, routes=routes) as model:
+        first = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(first)
+        sid, _ = new_session(first, str(tmp_path))
+        assert prompt(first, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+        model.wait_for_requests(2)
+        assert first.close() == 0
+        second = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(second)
+        second.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        states = [
+            u["_meta"]["continual-acp"]["subagent"]["state"]
+            for u in second.updates(sid)
+            if str(u.get("toolCallId", "")).startswith("subagent-")
+        ]
+        assert states[-1] == "interrupted"

@@ -342,6 +342,16 @@ CASES: dict[str, Case] = {
         lambda: f.refinement_message_update("r-2", "drop a note", "global", applied=False),
         "AgentMessageChunk",
     ),
+    "refinement_message_update__failed": Case(
+        lambda: f.refinement_message_update(
+            "r-3",
+            "Refinement failed",
+            "local",
+            applied=False,
+            failure="the model's reply is not valid JSON: Expecting value at 0",
+        ),
+        "AgentMessageChunk",
+    ),
     "review_card": Case(lambda: f.review_card("p-1", "tidy notes", [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_card__no_summary": Case(lambda: f.review_card("p-1", None, [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_settled_update__applied": Case(
@@ -383,14 +393,11 @@ CASES: dict[str, Case] = {
     "quiescence_mirror_update__settled": Case(
         lambda: f.quiescence_mirror_update(True, 0, "r-1"), "SessionInfoUpdate"
     ),
-    "background_mirror_update__busy": Case(
-        lambda: f.background_mirror_update(
+    "quiescence_mirror_update__refining": Case(
+        lambda: f.quiescence_mirror_update(
             False, 1, None, [f.background_item("refinement", "running-1", "Refining the harness")]
         ),
         "SessionInfoUpdate",
-    ),
-    "background_mirror_update__settled": Case(
-        lambda: f.background_mirror_update(True, 0, "r-1", []), "SessionInfoUpdate"
     ),
     "background_item": Case(lambda: f.background_item("refinement", "queued-1", "Harness refinement queued")),
     # ACP v1 notices and compaction (newer than acp.schema)
@@ -406,6 +413,12 @@ CASES: dict[str, Case] = {
     "compaction_summary_chunk_update": Case(
         lambda: f.compaction_summary_chunk_update("compaction_1", "The user asked for a plot; done."),
         v1_update=True,
+    ),
+    "quiescence_mirror_update__child_running": Case(
+        lambda: f.quiescence_mirror_update(
+            True, 0, "r-1", [f.background_session("sess-2", "tests", "running", "sess-1")]
+        ),
+        "SessionInfoUpdate",
     ),
     # messages, plan, usage, info, commands, modes
     "agent_message_update": Case(lambda: f.agent_message_update("Hello", "msg_1"), "AgentMessageChunk"),
@@ -515,11 +528,7 @@ CASES: dict[str, Case] = {
         ),
         "ToolCallProgress",
     ),
-    "background_work_update__running": Case(
-        lambda: f.background_work_update([f.subagent_info("sess-2", "tests", "running", "sess-1")]),
-        "SessionInfoUpdate",
-    ),
-    "background_work_update__settled": Case(lambda: f.background_work_update([]), "SessionInfoUpdate"),
+    "background_session": Case(lambda: f.background_session("sess-2", "tests", "queued", "sess-1")),
     "subagent_link_meta": Case(lambda: f.subagent_link_meta("sess-1", "tests", "interrupted")),
     "session_list_entry__subagent": Case(
         lambda: {

@@ -323,7 +323,9 @@ def test_truncated_planner_reply_shows_a_failed_card_and_applies_nothing(
         assert "the model stopped before completing its JSON object; the output budget was exhausted" in str(
             card["content"]
         )
-        assert "Refinement failed" in messages_between(client, before, done.seq)
+        assert ") failed: the model stopped before completing its JSON object" in messages_between(
+            client, before, done.seq
+        )
         assert client.request("_harness/history", {"sessionId": sid}) == {"refinements": []}
 
 
