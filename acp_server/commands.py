@@ -224,7 +224,9 @@ async def goal(ctx: CommandContext, argument: str) -> None:
         # controller already recorded the change for replays.
         await ctx.opened.presenter.present(
             ev.GoalChanged(
-                after.objective if after else None, after.state if after else None, after.status_line() if after else ""
+                after.objective if after else None,
+                after.state if after else None,
+                after.status_line() if after else "",
             )
         )
         await ctx.opened.presenter.present(ev.PlanChanged(autonomy.plan_entries()))

@@ -570,7 +570,9 @@ def _mcp_servers(method: str, raw: object) -> list[ServerConfig]:
     from agent_core.mcp import McpConfigError, parse_servers
 
     entries = raw if isinstance(raw, list | tuple) else []
-    items = [s.model_dump(by_alias=True, exclude_none=True) if hasattr(s, "model_dump") else s for s in entries]
+    items = [
+        s.model_dump(by_alias=True, exclude_none=True) if hasattr(s, "model_dump") else s for s in entries
+    ]
     try:
         return list(parse_servers(items))
     except McpConfigError as exc:

@@ -93,7 +93,9 @@ def register_prompt(server: PromptHost) -> None:
                     if opened.cancel_generation != generation:
                         scope.cancel()  # cancelled while the command list was refreshed
                     await _command_runner(server, req.session_id, opened, req.prompt).run(*command)
-                return frames.prompt_response("cancelled" if opened.cancel_generation != generation else "end_turn")
+                return frames.prompt_response(
+                    "cancelled" if opened.cancel_generation != generation else "end_turn"
+                )
             parts = [_prompt_part(block) for block in req.prompt]
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
             if not await ask_pending_reviews(opened, generation):
@@ -102,7 +104,9 @@ def register_prompt(server: PromptHost) -> None:
             if _wants_settlement(opened.session) and stop_reason != "cancelled":
                 with opened.cancellable():
                     await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
-            return frames.prompt_response("cancelled" if opened.cancel_generation != generation else stop_reason)
+            return frames.prompt_response(
+                "cancelled" if opened.cancel_generation != generation else stop_reason
+            )
 
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request

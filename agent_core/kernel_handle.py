@@ -143,4 +143,3 @@ def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
 
     paths = getattr(getattr(kernel, "options", None), "snapshot", None)
     return read_manifest(paths) if paths is not None else None
-

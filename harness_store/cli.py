@@ -195,7 +195,9 @@ def _run(
         for c in clashes:
             lines.append(f"{c.kind:<9} {c.entry_id:<32} {c.reason}")
             for number, side in enumerate(c.candidates):
-                shown = "deleted" if side is None else f"{side.title} — {' '.join(side.content.split())[:100]}"
+                shown = (
+                    "deleted" if side is None else f"{side.title} — {' '.join(side.content.split())[:100]}"
+                )
                 lines.append(f"  side {number}: {shown}")
         return [c.to_json() for c in clashes], "\n".join(lines) or "no conflicts", 1 if clashes else 0
     if args.command == "resolve":

@@ -99,7 +99,9 @@ class OutputCollector:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 self._file = os.fdopen(fd, "wb")
             except OSError as exc:
-                log.warning("cannot write the cell output file %s (%s); keeping head and tail only", self.path, exc)
+                log.warning(
+                    "cannot write the cell output file %s (%s); keeping head and tail only", self.path, exc
+                )
                 self._file_failed = True
         return self._file
 

@@ -210,7 +210,9 @@ def _route_of(body: Mapping[str, Any], routes: Mapping[str, Any]) -> str | None:
     """The first route marker found in the request's first user message (None: the default script)."""
     if not routes:
         return None
-    first = next((m for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "user"), None)
+    first = next(
+        (m for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "user"), None
+    )
     if first is None:
         return None
     content = first.get("content")

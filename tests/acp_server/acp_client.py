@@ -297,7 +297,11 @@ class AcpClient:
         method = message.get("method")
         params = message.get("params")
         update = params.get("update") if isinstance(params, dict) else None
-        if method == "session/update" and isinstance(update, dict) and update.get("sessionUpdate") in V1_ONLY_UPDATES:
+        if (
+            method == "session/update"
+            and isinstance(update, dict)
+            and update.get("sessionUpdate") in V1_ONLY_UPDATES
+        ):
             problem = check_v1_update(update)
             if problem:
                 problems.append(problem)

@@ -13,7 +13,9 @@ from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, 
 
 
 @pytest.fixture(scope="module")
-def quiet_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AcpClient, str, ScriptedModelServer]]:
+def quiet_session(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[AcpClient, str, ScriptedModelServer]]:
     """One server and session shared by the read-only command tests below (none changes any state)."""
     root = tmp_path_factory.mktemp("quiet")
     (root / "home").mkdir()
@@ -41,7 +43,9 @@ READ_ONLY_REPLIES = [
 ]
 
 
-@pytest.mark.parametrize(("line", "reply_start"), READ_ONLY_REPLIES, ids=[line for line, _ in READ_ONLY_REPLIES])
+@pytest.mark.parametrize(
+    ("line", "reply_start"), READ_ONLY_REPLIES, ids=[line for line, _ in READ_ONLY_REPLIES]
+)
 def test_read_only_command_replies_without_the_model(
     quiet_session: tuple[AcpClient, str, ScriptedModelServer], line: str, reply_start: str
 ) -> None:

@@ -513,12 +513,18 @@ CASES: dict[str, Case] = {
         "ToolCallStart",
     ),
     "subagent_progress_update__running": Case(
-        lambda: f.subagent_progress_update("sess-2", "tests", "running", "sess-1", [f.tool_text("Run the tests")]),
+        lambda: f.subagent_progress_update(
+            "sess-2", "tests", "running", "sess-1", [f.tool_text("Run the tests")]
+        ),
         "ToolCallProgress",
     ),
     "subagent_progress_update__finished": Case(
         lambda: f.subagent_progress_update(
-            "sess-2", "tests", "finished", "sess-1", [f.tool_text("Run the tests"), f.tool_text("All 12 pass.")]
+            "sess-2",
+            "tests",
+            "finished",
+            "sess-1",
+            [f.tool_text("Run the tests"), f.tool_text("All 12 pass.")],
         ),
         "ToolCallProgress",
     ),

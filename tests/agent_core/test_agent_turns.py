@@ -421,7 +421,9 @@ async def test_prompt_with_image_resource_and_links_reaches_the_model(tmp_path: 
     assert "the spec says 7" in flat and "A = 1" in flat and "zed://selection/1" in flat
 
 
-async def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kernel(tmp_path: Path) -> None:
+async def test_a_cell_that_kills_the_kernel_fails_and_the_next_cell_gets_a_fresh_kernel(
+    tmp_path: Path,
+) -> None:
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
@@ -551,7 +553,9 @@ async def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
     assert [o.text for o in of_type(events, ev.CellOutput)] == ["5\n", "5\n"]
 
 
-async def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on(tmp_path: Path) -> None:
+async def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on(
+    tmp_path: Path,
+) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], str]:
         config = config_for(tmp_path, server, kernel_python=str(tmp_path / "no-such-python"))
         async with running_agent(config) as agent:
@@ -569,7 +573,9 @@ async def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_g
     assert events[-1] == ev.TurnEnded("end_turn")
 
 
-async def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_session(tmp_path: Path) -> None:
+async def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_session(
+    tmp_path: Path,
+) -> None:
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], list[dict]]:
         async with running_agent(config_for(tmp_path, server)) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())

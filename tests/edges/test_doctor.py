@@ -46,7 +46,9 @@ async def test_model_check_passes_against_a_scripted_endpoint(hermetic_env: dict
         assert len(model.requests) == 1  # it really asked the model, through the openai client
 
 
-async def test_model_check_fails_with_a_hint_when_the_endpoint_is_unreachable(hermetic_env: dict[str, str]) -> None:
+async def test_model_check_fails_with_a_hint_when_the_endpoint_is_unreachable(
+    hermetic_env: dict[str, str],
+) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     result = await check_model(load_config({**hermetic_env, "OPENAI_BASE_URL": url}))
     assert not result.ok
