@@ -372,9 +372,13 @@ class KernelSession:
     def _never_started(self, request: Request, reply: dict[str, Any] | None, run: CellRun) -> bool:
         """True when a dead kernel never took this cell: no reply, not one iopub message (ipykernel
         publishes `busy` before it runs any code), and nobody killed it on purpose."""
+        # A kernel that stopped answering heartbeats (a frozen gateway, a hung machine) may well have
+        # taken the cell: it is not "never started", and rerunning it would hang on the same dead link.
+        unreachable = (self._death_cause or "").startswith("no heartbeat")
         return (
             reply is None
             and not request.heard
+            and not unreachable
             and self._kill_reason is None
             and self._interrupting is not run
         )
