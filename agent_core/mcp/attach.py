@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Sequence
@@ -15,12 +16,17 @@ from typing import Any
 from agent_core import events as ev
 from agent_core.mcp import host_ops
 from agent_core.mcp.config import ServerConfig, call_timeout
+from agent_core.mcp.records import McpNotice
 from agent_core.mcp.registry import McpRegistry
 
 
 def _call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
     args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:400]}" for k, v in arguments.items())
     return f"await mcp.call({server!r}, {tool!r}{', ' if args else ''}{args})"
+
+
+# Keeps notice tasks alive until they ran (the loop holds only weak references to tasks).
+_NOTICE_TASKS: set[asyncio.Task[None]] = set()
 
 
 def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: bool = True) -> McpRegistry:
@@ -53,6 +59,22 @@ def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: boo
         ask_permission=ask,
     )
     session.mcp = registry
+
+    def tell_user(notice: McpNotice) -> None:
+        # A failed, crashed, hung or garbled server is something the user should know but that is not
+        # part of the answer: an ACP `notice` where the client shows them, else an agent message.
+        notify = getattr(session, "notify_user", None)
+        if notify is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(notify(notice.level, f"MCP server {notice.server}: {notice.message}"))
+        _NOTICE_TASKS.add(task)
+        task.add_done_callback(_NOTICE_TASKS.discard)
+
+    registry.add_listener(tell_user)
     session.kernel_hooks.append(lambda kernel: host_ops.register(kernel.host_bridge, registry))
     session.close_hooks.append(registry.aclose)
     registry.configure(servers, start=start)

@@ -19,7 +19,7 @@ import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 
-from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call, usage
+from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, tool_call, usage
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -354,3 +354,31 @@ def test_a_server_killed_mid_loop_leaves_the_session_loadable_with_the_goal_and_
     assert "interrupted by a server restart" in said
     assert "(make the tests pass)" in said
     assert "Goal (active): make the tests pass" in run_command(second, sid, "/goal status")
+
+
+def test_cancel_during_a_model_turn_stops_the_loop_within_a_second_and_runs_no_gate(
+    spawn: ClientFactory, model: ScriptedModelServer, project: Path
+) -> None:
+    model.push(stall(60, before="Working on it"))
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, str(project))
+    _autonomous(client, sid)
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+    )
+    client.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            and "Working on it" in m["params"]["update"]["content"]["text"]
+        ),
+        timeout=60,
+    )
+    started = time.monotonic()
+    client.notify("session/cancel", {"sessionId": sid})
+    frame = client.response_frame(rid, timeout=10)
+    assert time.monotonic() - started < 1.0
+    assert frame.message["result"]["stopReason"] == "cancelled"
+    assert _gate_cards(client, sid) == {}
+    assert model.wait_for_disconnects(1, timeout=10)

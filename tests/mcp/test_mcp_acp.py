@@ -271,3 +271,19 @@ def test_session_resume_reconnects_the_servers_it_is_given(
     _start, updates = final_card(second, sid)
     assert updates[-1]["status"] == "completed"
     assert texts(updates[-1]["content"]).endswith("```\n42\n```")
+
+
+def test_a_server_that_fails_to_start_is_told_in_the_thread(
+    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = spawn(clients, home, model, tmp_path)
+    broken = {"name": "broken", "command": str(tmp_path / "no-such-mcp-server"), "args": [], "env": []}
+    sid = new_session(client, tmp_path, [broken])
+    frame = client.wait_for(
+        lambda m: m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        and "MCP server broken" in m["params"]["update"]["content"]["text"],
+        timeout=60,
+    )
+    assert frame.message["params"]["sessionId"] == sid
+    assert "broken" in run_command(client, sid, "/mcp")
