@@ -280,9 +280,11 @@ def test_a_server_that_fails_to_start_is_told_in_the_thread(
     broken = {"name": "broken", "command": str(tmp_path / "no-such-mcp-server"), "args": [], "env": []}
     sid = new_session(client, tmp_path, [broken])
     frame = client.wait_for(
-        lambda m: m.get("method") == "session/update"
-        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
-        and "MCP server broken" in m["params"]["update"]["content"]["text"],
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+            and "MCP server broken" in m["params"]["update"]["content"]["text"]
+        ),
         timeout=60,
     )
     assert frame.message["params"]["sessionId"] == sid
