@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import secrets
+import signal
 import sys
 import threading
 import webbrowser
@@ -94,8 +96,15 @@ async def _serve(home: Path, port: int, open_browser: bool) -> None:
     print("(only this URL, with its token, is accepted; Ctrl-C stops the panel)", file=sys.stderr, flush=True)
     if open_browser:
         await asyncio.to_thread(webbrowser.open, url)
+    # Ctrl-C / SIGTERM set an event instead of raising KeyboardInterrupt wherever the main thread
+    # happens to be (inside a worker-thread handoff it could leave the loop waiting on that thread).
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not on Windows' default loop
+            loop.add_signal_handler(sig, stop.set)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         await server.stop()
 

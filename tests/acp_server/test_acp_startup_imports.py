@@ -9,7 +9,7 @@ import sys
 def test_the_initialize_path_does_not_import_jsonrpcserver_or_jsonschema() -> None:
     code = (
         "import sys\n"
-        "import acp_server.cli, acp_server.server, acp_server.methods, acp_server.harness_methods\n"
+        "import acp_server.cli, acp_server.server, acp_server.methods, acp_server.harness.methods\n"
         "import acp_server.transport, acp_server.registry\n"
         "print(sorted(m for m in ('jsonrpcserver', 'jsonschema') if m in sys.modules))"
     )
