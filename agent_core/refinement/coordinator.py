@@ -288,7 +288,9 @@ class RefinementCoordinator:
         return self._clock() - self._last_auto_finished < self.cooldown_seconds
 
     def _queue_auto(self, note: str) -> bool:
-        if self._auto_queued or self._cooling_down() or self.planner is None:
+        # `auto_refine_every = 0` turns automatic reviews off entirely: after a compaction and at
+        # autonomous checkpoints too, not only the every-K-turns one.
+        if self.auto_every <= 0 or self._auto_queued or self._cooling_down() or self.planner is None:
             return False
         self._auto_queued = True
         self._queue.append(_Job("auto", "local", None, gate=True, note=note))

@@ -120,7 +120,10 @@ def test_an_automatic_compaction_inside_a_turn_is_shown_to_a_client_with_compact
 ) -> None:
     full = usage(prompt_tokens=900, completion_tokens=10)
     model.push(text("Hello 0.", usage=full), text("Hello 1.", usage=full), text(SUMMARY), text("Hello 2."))
-    client = spawn(model.base_url, CONTINUAL_ACP_CONTEXT_WINDOW="1000")
+    # No automatic harness review: after the compaction it would race the turn for the next reply.
+    config = tmp_path / "config.toml"
+    config.write_text("auto_refine_every = 0\n")
+    client = spawn(model.base_url, CONTINUAL_ACP_CONTEXT_WINDOW="1000", CONTINUAL_ACP_CONFIG=str(config))
     initialize(client, session=COMPACTION)
     sid, _ = new_session(client, str(tmp_path))
     for n in range(3):
