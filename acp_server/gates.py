@@ -7,10 +7,14 @@ tail) however much a test suite prints; the model gets its own bounded text from
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.frames import Frame
+
+if TYPE_CHECKING:
+    from agent_core.autonomy.runner import BoundedText
 
 HEAD_CHARS = 8 * 1024
 TAIL_CHARS = 24 * 1024
@@ -23,6 +27,13 @@ def gate_title(command: str) -> str:
     return f"Gate: {text}"
 
 
+def _bounded() -> BoundedText:
+    # Imported when a gate runs, never on the server's startup path (agent_core loads kernel_bridge).
+    from agent_core.autonomy.runner import BoundedText
+
+    return BoundedText(HEAD_CHARS, TAIL_CHARS)
+
+
 def _fence(text: str, lang: str = "") -> str:
     ticks = "````" if "```" in text else "```"
     return f"{ticks}{lang}\n{text}\n{ticks}"
@@ -32,32 +43,18 @@ def _fence(text: str, lang: str = "") -> str:
 class GateCard:
     cell_id: str  # the gate run's id (named like a cell's for the presenter's coalescing)
     command: str
-    head: str = ""
-    tail: str = ""
-    omitted: int = 0
     dirty: bool = False
     started: bool = True
+    _output: BoundedText = field(default_factory=lambda: _bounded())
 
     def add_output(self, text: str) -> None:
         if not text:
             return
         self.dirty = True
-        room = HEAD_CHARS - len(self.head)
-        if room > 0:
-            self.head += text[:room]
-            text = text[room:]
-        if not text:
-            return
-        self.tail += text
-        if len(self.tail) > TAIL_CHARS:
-            cut = len(self.tail) - TAIL_CHARS
-            self.omitted += cut
-            self.tail = self.tail[cut:]
+        self._output.add(text)
 
     def output_text(self) -> str:
-        if not self.omitted:
-            return self.head + self.tail
-        return f"{self.head}\n[... {self.omitted} characters omitted ...]\n{self.tail}"
+        return self._output.text()
 
     def content(self, verdict: str | None = None) -> list[Frame]:
         blocks = [frames.tool_text(_fence(self.command, "sh"))]

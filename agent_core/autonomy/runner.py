@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from agent_core.autonomy.gates import Gate
 from kernel_bridge import reaper
 
-__all__ = ["GateResult", "run_gate"]
+__all__ = ["BoundedText", "GateResult", "run_gate"]
 
 # The gate runs under this small watcher, which leads the gate's process group: if the server dies
 # without cleaning up (SIGKILL), the watcher sees its parent change and kills the whole group, so no
@@ -64,24 +64,27 @@ class GateResult:
         return "passed" if self.passed else f"failed (exit code {self.exit_code})"
 
 
-class _Bounded:
-    """Keeps the first HEAD_CHARS and the last TAIL_CHARS of a stream, counting what falls between."""
+class BoundedText:
+    """Keeps the first `head_chars` and the last `tail_chars` of a stream, counting what falls between
+    (a gate's output for the model here, and for the gate's card in acp_server)."""
 
-    def __init__(self) -> None:
+    def __init__(self, head_chars: int = HEAD_CHARS, tail_chars: int = TAIL_CHARS) -> None:
+        self.head_chars = head_chars
+        self.tail_chars = tail_chars
         self.head = ""
         self.tail = ""
         self.omitted = 0
 
     def add(self, text: str) -> None:
-        if len(self.head) < HEAD_CHARS:
-            room = HEAD_CHARS - len(self.head)
+        if len(self.head) < self.head_chars:
+            room = self.head_chars - len(self.head)
             self.head += text[:room]
             text = text[room:]
         if not text:
             return
         self.tail += text
-        if len(self.tail) > TAIL_CHARS:
-            cut = len(self.tail) - TAIL_CHARS
+        if len(self.tail) > self.tail_chars:
+            cut = len(self.tail) - self.tail_chars
             self.omitted += cut
             self.tail = self.tail[cut:]
 
@@ -118,7 +121,7 @@ async def run_gate(
     except OSError as exc:
         return GateResult(gate.command, None, "", time.monotonic() - started, error=str(exc))
     reaper.track(proc.pid)
-    output = _Bounded()
+    output = BoundedText()
     decoder = _Utf8Stream()
     assert proc.stdout is not None
 
