@@ -309,7 +309,7 @@ class KernelSession:
                 reply, died = await self._await_reply(kernel, msg_id, request, timeout, run)
             finally:
                 self._requests.pop(msg_id, None)
-            if not (attempt == 1 and died and self._never_started(request, reply, run)):
+            if not (attempt == 1 and died and self._never_started(kernel, request, reply, run)):
                 break
             # The kernel was already dead when the cell was sent (killed a moment before, e.g. in
             # the snapshot window, and not yet reaped): it never took the cell, so the cell has not
@@ -369,14 +369,24 @@ class KernelSession:
         if status == "ok":
             self._mark_dirty()
 
-    def _never_started(self, request: Request, reply: dict[str, Any] | None, run: CellRun) -> bool:
-        """True when a dead kernel never took this cell: no reply, not one iopub message (ipykernel
-        publishes `busy` before it runs any code), and nobody killed it on purpose."""
+    def _never_started(
+        self, kernel: RunningKernel, request: Request, reply: dict[str, Any] | None, run: CellRun
+    ) -> bool:
+        """True when a dead kernel never took this cell: killed by a signal from outside (the
+        snapshot-window kill), no reply, not one iopub message (ipykernel publishes `busy` before
+        it runs any code), and nobody killed it on purpose."""
         # A kernel that stopped answering heartbeats (a frozen gateway, a hung machine) may well have
         # taken the cell: it is not "never started", and rerunning it would hang on the same dead link.
         unreachable = (self._death_cause or "").startswith("no heartbeat")
+        # Silence alone is no proof: a cell that calls os._exit() can end the kernel before zmq
+        # sends its `busy` status, and rerunning that cell would run it twice. A kernel that exits
+        # with a code of its own did run code; only a signal death (negative code) is "killed
+        # before it took the cell". Remote kernels report no signal, so they are never rerun.
+        code = kernel.exit_code()
+        signalled = code is not None and code < 0
         return (
-            reply is None
+            signalled
+            and reply is None
             and not request.heard
             and not unreachable
             and self._kill_reason is None

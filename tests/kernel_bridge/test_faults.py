@@ -176,10 +176,6 @@ async def test_cell_whose_idle_status_never_arrives_still_finishes(tmp_path: Pat
         await broken.aclose()
 
 
-@pytest.mark.skip(
-    reason="times out in the full parallel suite from a fresh clone (passes alone and with its file); "
-    "under investigation since the heartbeat/snapshot-window merge - see the session-2 note"
-)
 async def test_shutdown_while_a_dead_kernel_is_being_replaced_leaves_no_kernel(tmp_path: Path) -> None:
     launched: list[RunningKernel] = []
     replacing = asyncio.Event()
@@ -210,10 +206,6 @@ async def test_shutdown_while_a_dead_kernel_is_being_replaced_leaves_no_kernel(t
         await pool.aclose()
 
 
-@pytest.mark.skip(
-    reason="times out in the full parallel suite from a fresh clone (passes alone and with its file); "
-    "under investigation since the heartbeat/snapshot-window merge - see the session-2 note"
-)
 async def test_a_frozen_kernel_is_detected_by_its_heartbeat_and_replaced(tmp_path: Path) -> None:
     pool = KernelPool(0, heartbeat_timeout=1.0)
     frozen: int | None = None
