@@ -302,7 +302,8 @@ class HarnessSurface:
         return None
 
     def pending_reviews(self) -> list[PendingReview]:
-        """Proposals waiting for a human decision, oldest first (this session's and every global one)."""
+        """Proposals waiting for a human decision, oldest first (this session's, every global one
+        and this user's for the session's repository)."""
         return list(self.coordinator.pending_reviews.values())
 
     def pending_review(self, proposal_id: str) -> PendingReview | None:
