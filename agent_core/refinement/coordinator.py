@@ -643,14 +643,18 @@ class RefinementCoordinator:
         store = self._store(pending.scope)
         if choice in ("reject", "reject_forever"):
             forever = choice == "reject_forever"
-            stones = await anyio.to_thread.run_sync(
-                partial(
-                    store.reject_proposal,
-                    proposal,
-                    forever=forever,
-                    reason=f"{choice} in review of proposal {pending.proposal_id}",
+            stones: list[Any] = []
+            # A promotion rejected once is "not now" for the user's own entry: nothing goes into
+            # the target (a repository's committed tombstones); "forever" still tombstones it.
+            if forever or pending.promotion_of is None:
+                stones = await anyio.to_thread.run_sync(
+                    partial(
+                        store.reject_proposal,
+                        proposal,
+                        forever=forever,
+                        reason=f"{choice} in review of proposal {pending.proposal_id}",
+                    )
                 )
-            )
             message = "rejected in review" + (" forever (tombstoned)" if forever else "")
             self._emit(report_rejection(pending, proposal, message, [s.id for s in stones]))
             return RefinementOutcome(

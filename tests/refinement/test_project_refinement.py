@@ -202,6 +202,20 @@ async def test_approving_a_project_promotion_applies_both_halves_and_rollback_un
     assert rig.local.load().get("memory", "build") is not None
 
 
+async def test_rejecting_a_project_promotion_keeps_the_local_entry_and_writes_nothing_to_the_repository(
+    rig: Rig, repo: Path
+) -> None:
+    _local_memory(rig)
+    coordinator = rig.coordinator(project_store=ProjectStore(repo))
+    async with serving(coordinator, rig):
+        surface = HarnessSurface(coordinator)
+        done = await surface.promote("build", "project")
+        assert done.proposal_id is not None
+        decided = await surface.decide(done.proposal_id, "reject")
+    assert decided.status == "rejected" and rig.local.load().get("memory", "build") is not None
+    assert sorted(p.name for p in project_root(repo).rglob("*")) == []
+
+
 async def test_a_refine_review_of_never_promotes_to_project_at_once(rig: Rig, repo: Path) -> None:
     _local_memory(rig)
     rig.policy = Policy(mode="auto", refine_review="never")
