@@ -6,7 +6,9 @@ when that applied removes the local copy (a `delete` whose reason names the targ
 Both are history records, so both show as refinement cards; `undo_promotion` rolls both back (the
 target create first, then the local delete), and each can also be rolled back on its own.
 
-`promote_command` is the text of `/promote <entry-id> [project|global]`; `deletion_notice` is what
+`promote` and `undo_promotion` work on stores directly, without review: they are the building
+blocks. The `/promote` command goes through `HarnessSurface.promote`, which reports both halves and
+holds a project promotion for review like every project edit (issue 15). `deletion_notice` is what
 the reply to deleting a session says about the local entries that go with it (and it saves them as
 a proposal file that `continual-acp harness import` can bring back into another scope).
 """
@@ -31,17 +33,24 @@ class PromotionError(ValueError):
 
 @dataclass(frozen=True)
 class Promotion:
-    """What a promotion did: the entry, the target's create and (if it applied) the local delete."""
+    """What a promotion did: the entry, the target's create and (if it applied) the local delete
+    -- or, for a reviewed target (project), the proposal waiting for review (`proposal_id`)."""
 
     entry: HarnessEntry
     target: str
-    created: RefinementResult
+    created: RefinementResult | None
     removed: RefinementResult | None
+    proposal_id: str | None = None
 
     @property
     def applied(self) -> bool:
         """True when the entry now lives in the target scope and no longer locally."""
-        return self.created.applied and self.removed is not None and self.removed.applied
+        return (
+            self.created is not None
+            and self.created.applied
+            and self.removed is not None
+            and self.removed.applied
+        )
 
 
 def find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEntry:
@@ -88,15 +97,20 @@ def create_proposal(entry: HarnessEntry, to: str, session_id: str | None) -> Pro
 
 def removal_proposal(entry: HarnessEntry, to: str, created_id: str) -> Proposal:
     """The local half of a promotion: delete the local copy, naming the target refinement."""
+    return removal_proposal_for(entry.kind, entry.id, to, created_id)
+
+
+def removal_proposal_for(kind: str, entry_id: str, to: str, created_id: str) -> Proposal:
+    """`removal_proposal` by kind and id (a reviewed promotion keeps only these until approved)."""
     return Proposal.model_validate(
         {
-            "summary": f"Promoted {entry.kind} {entry.id} to {to} ({created_id})",
+            "summary": f"Promoted {kind} {entry_id} to {to} ({created_id})",
             "rationale": f"The entry now lives in the {to} harness.",
             "edits": [
                 {
                     "action": "delete",
-                    "kind": entry.kind,
-                    "id": entry.id,
+                    "kind": kind,
+                    "id": entry_id,
                     "reason": f"{REASON_PREFIX} {to} as {created_id}",
                 }
             ],
@@ -163,53 +177,6 @@ def undo_promotion(
     if results[0].applied and local_id is not None:
         results.append(local_store.rollback(local_id))
     return results
-
-
-def promote_command(
-    argument: str,
-    *,
-    local_store: Any,
-    stores: dict[str, Any],
-    session_id: str | None,
-    verifier: Any = None,
-) -> str:
-    """The reply to `/promote <entry-id> [project|global]` (`stores`: scope -> store, where available).
-
-    The default target is `project` when the session has a project store, else `global`.
-    """
-    words = argument.split()
-    if not words or len(words) > 2:
-        return "Usage: /promote <entry-id> [project|global]  (e.g. /promote test_command project)"
-    target = words[1] if len(words) == 2 else ("project" if "project" in stores else "global")
-    if target not in TARGETS:
-        return f"Promote to project or global, not {target!r}. Usage: /promote <entry-id> [project|global]"
-    store = stores.get(target)
-    if store is None:
-        return f"There is no {target} harness for this session (a project harness needs a repository)."
-    kind, _, entry_id = words[0].rpartition("/")
-    try:
-        done = promote(
-            entry_id,
-            target,
-            local_store=local_store,
-            target_store=store,
-            session_id=session_id,
-            kind=kind or None,
-            verifier=verifier,
-        )
-    except PromotionError as exc:
-        return str(exc)
-    if not done.created.applied:
-        errors = "; ".join(done.created.errors) or "nothing was applied"
-        return f"Could not promote {done.entry.kind} {done.entry.id} to {target}: {errors}. The local entry is unchanged."
-    lines = [f"Promoted {done.entry.kind} `{done.entry.id}` to the {target} harness ({done.created.id})."]
-    if done.removed is not None and done.removed.applied:
-        lines.append(f"The local copy was removed ({done.removed.id}).")
-        lines.append(f"Undo: /rollback {done.created.id} then /rollback {done.removed.id}.")
-    else:
-        errors = "; ".join(done.removed.errors) if done.removed is not None else "not attempted"
-        lines.append(f"The local copy is still there ({errors}). Undo: /rollback {done.created.id}.")
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

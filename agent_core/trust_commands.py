@@ -1,8 +1,9 @@
-"""`/why` and `/promote` for one session: the stores it sees and the replies (issue 15).
+"""`/why` for one session: the stores it sees and the replies (issue 15).
 
 The command layer (acp_server) calls these with a `Session`; they assemble the session's stores —
 local, the project store of the repository around its cwd (when there is one), global — and the
-session's transcripts, and return the reply text (or the `_harness/why` payload).
+session's transcripts, and return the reply text (or the `_harness/why` payload). `/promote` is
+the harness surface's (`HarnessSurface.promote`: a project promotion is reviewed).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from agent_core.project_scope import project_store
-from agent_core.promotion import promote_command
 from agent_core.why import WhyAnswer, render_why, why
 
 
@@ -36,23 +36,3 @@ def why_reply(session: Any, argument: str) -> str:
         return "Usage: /why <entry-id>  (e.g. /why test_command, or /why memory/test_command)"
     kind, _, entry_id = words[0].rpartition("/")
     return render_why(why_answer(session, entry_id, kind=kind or None))
-
-
-def promote_reply(session: Any, argument: str) -> str:
-    """The reply to `/promote <entry-id> [project|global]` (skills are checked per the config)."""
-    from agent_core.skill_check import session_verifiers
-
-    stores = dict(session_stores(session))
-    target = (
-        argument.split()[1]
-        if len(argument.split()) == 2
-        else ("project" if "project" in stores else "global")
-    )
-    verifier = session_verifiers(session)(target) if target in ("project", "global") else None
-    return promote_command(
-        argument,
-        local_store=session.local_store,
-        stores={k: v for k, v in stores.items() if k != "local"},
-        session_id=session.id,
-        verifier=verifier,
-    )

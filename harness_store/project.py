@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_store.core import (
+    _SOURCE_BY_TRIGGER,
     ApplyOptions,
     EvidenceChecker,
     apply_proposal,
@@ -72,6 +73,7 @@ from harness_store.project_files import (
     write_text_atomic,
 )
 from harness_store.project_history import ProjectHistory, after_of, entry_key
+from harness_store.project_rules import rule_errors
 from harness_store.tombstones import add_tombstone, make_tombstone
 from harness_store.validation import resolve_id
 from harness_store.verify import PreApplyVerifier, needs_check, precheck
@@ -420,6 +422,14 @@ class ProjectStore:
         except OSError as exc:
             raise HarnessStoreError(f"cannot write the project harness {self.root}: {exc.strerror}") from exc
 
+    def rule_errors(
+        self, proposal: Proposal, *, source: str | None, trigger: str = "auto"
+    ) -> list[str | None]:
+        """Per edit, why it breaks the project rule (project_rules.py: a refinement-written edit
+        must be a fact about this repository), or None. `source` None: the trigger's default."""
+        effective = source or _SOURCE_BY_TRIGGER.get(trigger, "agent")
+        return rule_errors(proposal.edits, self.repo, effective)
+
     def _conflict_errors(self, proposal: Proposal, conflicts: list[ProjectConflict]) -> list[str | None]:
         blocked = {(c.kind, c.entry_id): c.reason for c in conflicts}
         errors: list[str | None] = []
@@ -473,7 +483,15 @@ class ProjectStore:
                 global_state=global_state,
                 evidence_checker=checker,
                 source=source,
-                preset_errors=self._conflict_errors(proposal, conflicts),
+                # Conflicts first, then the project rule (trust, issue 15): both refuse with a reason.
+                preset_errors=[
+                    c or r
+                    for c, r in zip(
+                        self._conflict_errors(proposal, conflicts),
+                        self.rule_errors(proposal, source=source, trigger=trigger),
+                        strict=True,
+                    )
+                ],
                 pre_apply=verdicts.hook() if verdicts is not None else None,
             )
             new_state, result = apply_proposal(state, proposal, opts)

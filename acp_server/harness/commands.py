@@ -312,8 +312,11 @@ async def promote(ctx: CommandContext, argument: str) -> None:
         await ctx.reply(f"Not promoted: {exc}.")
         return
     entry = done.entry
-    if not done.created.applied:
-        errors = "; ".join(done.created.errors) or "nothing was applied"
+    if done.proposal_id is not None:
+        await _promote_reviewed(ctx, done.proposal_id, entry.kind, entry.id, target)
+        return
+    if done.created is None or not done.created.applied:
+        errors = ("; ".join(done.created.errors) if done.created else "") or "nothing was applied"
         await ctx.reply(
             f"Could not promote {entry.kind} `{entry.id}` to {target}: {errors}. The local entry is unchanged."
         )
@@ -326,5 +329,28 @@ async def promote(ctx: CommandContext, argument: str) -> None:
         lines.append(f"The local copy is still there ({errors}).")
     lines.append(
         f"Undo it with `/undo` (or `/rollback {done.created.id}`): the entry goes back to this session only."
+    )
+    await ctx.reply("\n".join(lines))
+
+
+async def _promote_reviewed(
+    ctx: CommandContext, proposal_id: str, kind: str, entry_id: str, target: str
+) -> None:
+    """A promotion that waits for review (to project, like every project edit): ask it now."""
+    pending = ctx.harness.pending_review(proposal_id)
+    decided = await ask_review(ctx.opened, pending) if pending is not None else None
+    if decided is None:
+        await ctx.reply(
+            f"Promoting {kind} `{entry_id}` to the {target} harness waits for your review: "
+            f"proposal `{proposal_id}` (`/review`). The local entry stays until it is approved."
+        )
+        return
+    if decided.status != "applied":
+        why = decided.error or decided.status
+        await ctx.reply(f"Not promoted: {why}. The local entry is unchanged.")
+        return
+    lines = [f"Promoted {kind} `{entry_id}` to the {target} harness ({decided.refinement_id}), as reviewed."]
+    lines.append(
+        f"Undo it with `/undo` (or `/rollback {decided.refinement_id}`): the entry goes back to this session only."
     )
     await ctx.reply("\n".join(lines))

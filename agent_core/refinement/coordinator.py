@@ -33,8 +33,13 @@ import anyio
 from agent_core.errors import ModelError
 from agent_core.refinement.extract import ReplyParseError
 from agent_core.refinement.outbox import CoordinatorEvent, Listener, Outbox
-from agent_core.refinement.pending_files import PendingFiles, pending_dir
-from agent_core.refinement.planner import RefinementPlanner
+from agent_core.refinement.pending_files import (
+    PendingFiles,
+    migrate_in_repo_pending,
+    pending_dir,
+    project_pending_dir,
+)
+from agent_core.refinement.planner import Plan, RefinementPlanner
 from agent_core.refinement.policy import TrustKey, needs_review
 from agent_core.refinement.records import (
     OutcomeStatus,
@@ -129,7 +134,10 @@ class RefinementCoordinator:
             "global": PendingFiles(pending_dir(global_store)),
         }
         if project_store is not None:
-            self._pending_files["project"] = PendingFiles(pending_dir(project_store))
+            # trust (issue 15): per user, under the data dir, never in the repository.
+            per_user = project_pending_dir(global_store, project_store)
+            migrate_in_repo_pending(pending_dir(project_store), per_user)
+            self._pending_files["project"] = PendingFiles(per_user)
         for scope in self._pending_files:
             for saved in self._pending_files[scope].load_all():
                 if saved.scope == scope:
@@ -153,16 +161,19 @@ class RefinementCoordinator:
     @property
     def pending_reviews(self) -> dict[str, PendingReview]:
         """Proposals waiting for a human decision, oldest first: this session's, and every global
-        one on disk (made by any session, this process or another; one decided elsewhere drops out)."""
-        files = self._pending_files["global"]
-        if files.directory is not None:
+        (and this repository's project) one on disk (made by any session, this process or another;
+        one decided elsewhere drops out)."""
+        for shared in ("global", "project"):
+            files = self._pending_files.get(shared)
+            if files is None or files.directory is None:
+                continue
             on_disk = files.ids()
             for proposal_id, waiting in list(self._pending_reviews.items()):
-                if waiting.scope == "global" and proposal_id not in on_disk and waiting.saved:
+                if waiting.scope == shared and proposal_id not in on_disk and waiting.saved:
                     del self._pending_reviews[proposal_id]
             fresh = [files.load(i) for i in sorted(on_disk - self._pending_reviews.keys())]
             for saved in sorted((p for p in fresh if p is not None), key=lambda p: p.created_at):
-                if saved.scope == "global":
+                if saved.scope == shared:
                     self._pending_reviews[saved.proposal_id] = saved
         return self._pending_reviews
 
@@ -352,8 +363,9 @@ class RefinementCoordinator:
         # Reading the transcript is file I/O: off the event loop, which is busy answering the prompt.
         items = await self._items()
         scope, instructions = job.scope, job.instructions
+        has_project = self.project_store is not None
         if job.gate:
-            verdict = await self.planner.review(items, trigger_note=job.note)
+            verdict = await self.planner.review(items, trigger_note=job.note, project=has_project)
             if not verdict.should_refine:
                 return RefinementOutcome(
                     job.job_id, job.trigger, scope, "declined", summary=verdict.rationale
@@ -362,16 +374,33 @@ class RefinementCoordinator:
         store = self._store(scope)
         # The planning baseline: what the planner saw. Apply refuses an entry that moved since.
         baseline: HarnessState = await anyio.to_thread.run_sync(store.load)
-        local_state, global_state = await anyio.to_thread.run_sync(self._both_states)
-        overview = render_overview(merged_state(local_state, global_state))
+        local_state, global_state, project_state = await anyio.to_thread.run_sync(self._states)
+        overview = render_overview(merged_state(local_state, global_state, project_state))
         history = [
             f"{r.id} ({r.scope}, {r.trigger}): {r.summary}"
             for r in await anyio.to_thread.run_sync(partial(store.history, limit=HISTORY_LINES))
         ]
-        proposal = await self.planner.plan(
-            items, overview=overview, history=history, scope=scope, instructions=instructions
+        plan: Plan = await self.planner.plan(
+            items,
+            overview=overview,
+            history=history,
+            scope=scope,
+            instructions=instructions,
+            project=has_project,
         )
+        project_outcome: RefinementOutcome | None = None
+        if scope == "project" or plan.project is not None:
+            # trust (issue 15): project edits, whether the refinement's scope or marked by the planner.
+            marked = plan.proposal if scope == "project" else plan.project
+            assert marked is not None
+            project_baseline = baseline if scope == "project" else project_state
+            project_outcome = await self._submit_project(job, marked, project_baseline, items)
+            if scope == "project":
+                return project_outcome
+        proposal = plan.proposal
         if not proposal.edits:
+            if project_outcome is not None:
+                return project_outcome
             summary = proposal.summary or "nothing worth keeping in the harness"
             return RefinementOutcome(job.job_id, job.trigger, scope, "empty", summary=summary)
         return await self.submit(
@@ -383,6 +412,54 @@ class RefinementCoordinator:
             interactive=job.interactive,
         )
 
+    async def _submit_project(
+        self,
+        job: _Job,
+        proposal: Proposal,
+        baseline: HarnessState | None,
+        items: Sequence[TrajectoryItem],
+    ) -> RefinementOutcome:
+        """The planner's project edits: those that break the project rule are refused now (the
+        store refuses them itself, with the reason, in a recorded refinement); the rest wait for
+        review (a project edit always does)."""
+        if not proposal.edits:
+            summary = proposal.summary or "nothing worth keeping in the harness"
+            return RefinementOutcome(job.job_id, job.trigger, "project", "empty", summary=summary)
+        if self.project_store is None:
+            return self._failed(
+                job,
+                f"the planner proposed {len(proposal.edits)} project edit(s), but this session has no "
+                "project harness (its cwd is not in a git repository); nothing was applied",
+            )
+        errors = await anyio.to_thread.run_sync(
+            partial(self.project_store.rule_errors, proposal, source="refine", trigger=job.trigger)
+        )
+        broken = [edit for edit, error in zip(proposal.edits, errors, strict=True) if error]
+        kept = [edit for edit, error in zip(proposal.edits, errors, strict=True) if not error]
+        outcome: RefinementOutcome | None = None
+        if broken:
+            result = await self._apply(
+                proposal.model_copy(update={"edits": broken}),
+                scope="project",
+                trigger=job.trigger,
+                baseline=baseline,
+                known=message_ids(items),
+                source="refine",
+                verify=False,  # refused by the rule whatever a skill check would say: no scratch kernel
+            )
+            outcome = self._applied(result, job.trigger)
+        if kept:
+            outcome = await self.submit(
+                proposal.model_copy(update={"edits": kept}),
+                scope="project",
+                trigger=job.trigger,
+                baseline=baseline,
+                items=items,
+                interactive=job.interactive,
+            )
+        assert outcome is not None
+        return outcome
+
     async def _items(self) -> list[TrajectoryItem]:
         return await anyio.to_thread.run_sync(lambda: list(self._trajectory()))
 
@@ -390,8 +467,9 @@ class RefinementCoordinator:
         """The scope whose history holds `refinement_id`, and the record (blocking; scopes.py)."""
         return locate(self.local_store, self.global_store, refinement_id, project=self.project_store)
 
-    def _both_states(self) -> tuple[HarnessState, HarnessState]:
-        return self.local_store.load(), self.global_store.load()
+    def _states(self) -> tuple[HarnessState, HarnessState, HarnessState | None]:
+        project = self.project_store.load() if self.project_store is not None else None
+        return self.local_store.load(), self.global_store.load(), project
 
     async def submit(
         self,
@@ -451,6 +529,7 @@ class RefinementCoordinator:
         baseline: HarnessState | None,
         known: set[str] | None,
         source: str,
+        verify: bool = True,
     ) -> RefinementResult:
         store = self._store(scope)
         kwargs: dict[str, Any] = {
@@ -463,7 +542,7 @@ class RefinementCoordinator:
             kwargs["baseline"] = baseline
         if known is not None:
             kwargs["evidence_checker"] = known.__contains__
-        if self.skill_verifier is not None:  # trust (issue 15): skills are checked before they apply
+        if self.skill_verifier is not None and verify:  # trust (issue 15): skills checked before they apply
             kwargs["verifier"] = self.skill_verifier(scope)
         if scope == "local":
             # Lets the store refuse a local update of a global id by name ("read-only"), not "not found".
@@ -564,14 +643,18 @@ class RefinementCoordinator:
         store = self._store(pending.scope)
         if choice in ("reject", "reject_forever"):
             forever = choice == "reject_forever"
-            stones = await anyio.to_thread.run_sync(
-                partial(
-                    store.reject_proposal,
-                    proposal,
-                    forever=forever,
-                    reason=f"{choice} in review of proposal {pending.proposal_id}",
+            stones: list[Any] = []
+            # A promotion rejected once is "not now" for the user's own entry: nothing goes into
+            # the target (a repository's committed tombstones); "forever" still tombstones it.
+            if forever or pending.promotion_of is None:
+                stones = await anyio.to_thread.run_sync(
+                    partial(
+                        store.reject_proposal,
+                        proposal,
+                        forever=forever,
+                        reason=f"{choice} in review of proposal {pending.proposal_id}",
+                    )
                 )
-            )
             message = "rejected in review" + (" forever (tombstoned)" if forever else "")
             self._emit(report_rejection(pending, proposal, message, [s.id for s in stones]))
             return RefinementOutcome(
@@ -590,13 +673,63 @@ class RefinementCoordinator:
             scope=pending.scope,
             trigger=pending.trigger,
             baseline=pending.baseline,
-            known=message_ids(await self._items()),
+            # A promotion's evidence was checked when its entry was written (maybe in another
+            # session's transcript); the user's command is the reason now.
+            known=None if pending.promotion_of is not None else message_ids(await self._items()),
             source=pending.source,
         )
         if result.applied and pending.trigger != "user":
             # Approved by a human: promote what was written from candidate to verified.
             await anyio.to_thread.run_sync(partial(store.record_review, result.id, "apply"))
-        return self._applied(result, pending.trigger)
+        outcome = self._applied(result, pending.trigger)
+        if result.applied and pending.promotion_of is not None:
+            await self._remove_promoted(pending, result.id)
+        return outcome
+
+    def reviews_promotion(self, scope: Scope, kinds: set[str]) -> bool:
+        """True when a promotion to `scope` waits for review: a project one does, like every
+        project edit (policy.py; only `refine_review = never` skips it). A global one a user asked
+        for applies at once."""
+        policy = self._policy()
+        return scope == "project" and needs_review(
+            scope=scope,
+            mode=policy.mode,
+            refine_review=policy.refine_review,
+            kinds=kinds,
+            trusted=self.trusted,
+        )
+
+    async def hold_promotion(
+        self, proposal: Proposal, *, scope: Scope, entry: tuple[str, str]
+    ) -> PendingReview:
+        """`/promote` to a scope that is always reviewed (project): hold the target's create as a
+        pending review; approving it applies the create, then deletes the local copy `entry`
+        (kind, id) -- the two undoable refinements of a promotion. Asked at once by the command."""
+        pending = PendingReview(
+            proposal_id=new_job_id("p"),
+            proposal=proposal,
+            scope=scope,
+            trigger="user",
+            baseline=await anyio.to_thread.run_sync(self._store(scope).load),
+            source="user",
+            interactive=True,
+            promotion_of=entry,
+        )
+        self._pending_reviews[pending.proposal_id] = pending
+        await anyio.to_thread.run_sync(self._save_pending, pending)
+        self._emit(ReviewRequested(pending))
+        return pending
+
+    async def _remove_promoted(self, pending: PendingReview, created_id: str) -> None:
+        from agent_core.promotion import removal_proposal_for
+
+        assert pending.promotion_of is not None
+        kind, entry_id = pending.promotion_of
+        removal = removal_proposal_for(kind, entry_id, pending.scope, created_id)
+        result = await self._apply(
+            removal, scope="local", trigger="user", baseline=None, known=None, source="user"
+        )
+        self._applied(result, "user")
 
     async def _review_applied(
         self, refinement_id: str, choice: ReviewChoice, edit_ids: Sequence[str] | None

@@ -5,13 +5,22 @@ directory 0700): a local proposal under the session's harness (`<home>/sessions/
 global one under the global harness (`<home>/harness`) where any later session sees it. The file is
 removed when the proposal is decided; removing it is also the claim, so two sessions cannot both
 decide one global proposal.
+
+A project proposal waits for *one person's* review, so it is kept per user too, never in the
+repository: `<home>/harness/projects/<repo name>-<hash of the repo path>/pending/` (trust, issue
+15). The repository holds only what was approved (entry files) and the history. Pending files an
+older version left in `<repo>/.continual-acp/harness/pending/` are moved there once, with a log
+line (`migrate_in_repo_pending`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +32,7 @@ from harness_store.statefile import write_atomic
 log = logging.getLogger(__name__)
 
 PENDING_DIR = "pending"
+PROJECTS_DIR = "projects"
 _FORMAT = 1
 
 
@@ -30,6 +40,67 @@ def pending_dir(store: Any) -> Path | None:
     """Where `store` keeps its pending reviews (None for a store without a root directory)."""
     root = getattr(store, "root", None)
     return Path(root) / PENDING_DIR if isinstance(root, (str, Path)) else None
+
+
+def project_key(repo: Path | str) -> str:
+    """A directory name for one repository: its name (safe characters only) and a hash of its
+    resolved path, so two checkouts of one name never share pending reviews."""
+    path = Path(repo).expanduser()
+    try:
+        path = path.resolve()
+    except OSError:
+        pass
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", path.name)[:40].lstrip(".") or "repo"
+    return f"{name}-{hashlib.sha256(str(path).encode('utf-8')).hexdigest()[:16]}"
+
+
+def project_pending_dir(global_store: Any, project_store: Any) -> Path | None:
+    """Where this user's pending reviews of `project_store`'s repository wait: under the global
+    harness (the data dir), keyed by the repository. None without a global root or a repository."""
+    root = getattr(global_store, "root", None)
+    repo = getattr(project_store, "repo", None)
+    if not isinstance(root, (str, Path)) or not isinstance(repo, (str, Path)):
+        return None
+    return Path(root) / PROJECTS_DIR / project_key(repo) / PENDING_DIR
+
+
+def migrate_in_repo_pending(old: Path | None, new: Path | None) -> int:
+    """Move pending review files an older version kept inside the repository (`old`) to the
+    per-user directory (`new`); the number moved. Logged once per move; a file that cannot be
+    moved is left where it is (and said so), never loaded from the repository."""
+    if old is None or new is None or not old.is_dir():
+        return 0
+    names = sorted(n for n in os.listdir(old) if n.endswith(".json") and not n.startswith("."))
+    moved = 0
+    for name in names:
+        target = new / name
+        try:
+            _private_dir(new)
+            if target.exists():
+                os.unlink(old / name)  # the same proposal already moved by another session
+                continue
+            shutil.move(str(old / name), str(target))
+            os.chmod(target, 0o600)
+            moved += 1
+        except OSError as exc:
+            log.warning(
+                "ignoring the pending project review %s in the repository: cannot move it to %s (%s)",
+                old / name,
+                new,
+                exc,
+            )
+    if moved:
+        log.warning(
+            "moved %d pending project review(s) out of the repository (%s) to per-user storage (%s)",
+            moved,
+            old,
+            new,
+        )
+    try:
+        old.rmdir()  # only when empty: anything else there is left alone
+    except OSError:
+        pass
+    return moved
 
 
 class PendingFiles:
@@ -60,6 +131,8 @@ class PendingFiles:
             "proposal": pending.proposal.model_dump(mode="json"),
             "baseline": pending.baseline.model_dump(mode="json"),
         }
+        if pending.promotion_of is not None:
+            body["promotion_of"] = list(pending.promotion_of)
         try:
             _private_dir(path.parent)
             write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
@@ -100,6 +173,7 @@ class PendingFiles:
             return None
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
+            promotion = raw.get("promotion_of")
             return PendingReview(
                 proposal_id=str(raw["proposal_id"]),
                 proposal=Proposal.model_validate(raw["proposal"]),
@@ -109,6 +183,9 @@ class PendingFiles:
                 source=str(raw.get("source", "refine")),
                 created_at=float(raw.get("created_at", 0.0)),
                 saved=True,
+                promotion_of=(str(promotion[0]), str(promotion[1]))
+                if isinstance(promotion, list) and len(promotion) == 2
+                else None,
             )
         except FileNotFoundError:
             return None  # decided meanwhile

@@ -50,21 +50,51 @@ Answer with one JSON object and nothing else:
 """
 
 
-def scope_policy(scope: Scope) -> str:
-    if scope == "global":
+# trust (issue 15): what the planner is told about the project scope, and the rule the project
+# store enforces on what it writes there (harness_store/project_rules.py).
+PROJECT_RULE = """\
+Project scope: this session works in a git repository whose project harness is committed with its code
+and shared by everyone who works on it. Put an edit there by giving it "scope": "project" -- only for a
+fact about this repository (its build and test commands, layout, conventions, pitfalls in its code),
+never for a personal preference or a lesson that holds in other projects. A project create or update
+must cite evidence and name in "about" the repository paths it concerns (relative to the repository
+root, existing now, for example ["Makefile"] or ["src/api/"]); an edit that does not is refused. Every
+project edit is reviewed by the user before it lands."""
+
+
+def scope_policy(scope: Scope, *, project: bool = False) -> str:
+    """The scope section of the planner's prompt; `project`: the session has a project harness."""
+    if scope == "project":
         return (
+            "Scope: PROJECT. These edits are committed to this repository for everyone who works on it.\n"
+            + PROJECT_RULE
+        )
+    if scope == "global":
+        text = (
             "Scope: GLOBAL. These edits persist across every future session and project; only lessons that "
             "clearly generalise belong here."
         )
-    return (
-        "Scope: LOCAL. These edits belong to this session only. Global entries are read-only here: do not "
-        "update or delete them (a global change needs a global refinement)."
-    )
+    else:
+        text = (
+            "Scope: LOCAL. These edits belong to this session only. Global entries are read-only here: do not "
+            "update or delete them (a global change needs a global refinement)."
+        )
+    return f"{text}\n{PROJECT_RULE}" if project else text
 
 
-def review_user_prompt(trajectory: str, *, trigger_note: str) -> str:
+REVIEW_PROJECT_NOTE = (
+    'This session works in a git repository: answer scope "project" when the lesson is a fact about '
+    "this repository (its commands, layout, conventions), to be committed with its code after the user "
+    "reviews it; never for a personal preference or a lesson that holds elsewhere."
+)
+
+
+def review_user_prompt(trajectory: str, *, trigger_note: str, project: bool = False) -> str:
+    """The review gate's user message; `project`: the session has a project harness."""
+    note = f"{REVIEW_PROJECT_NOTE}\n\n" if project else ""
     return (
         f"Checkpoint: {trigger_note}\n\n"
+        f"{note}"
         f"Trajectory (most recent last; ids in square brackets):\n\n{trajectory}\n\n"
         "Should the harness be refined now? Answer with the JSON object only."
     )
@@ -77,12 +107,14 @@ def planner_user_prompt(
     trajectory: str,
     scope: Scope,
     instructions: str | None,
+    project: bool = False,
 ) -> str:
+    """The planner's user message; `project`: the session has a project harness."""
     recent = "\n".join(f"- {line}" for line in history) if history else "(none yet)"
     parts = [
         f"Current harness:\n{overview.strip() or '(empty)'}",
         f"Recent refinements (newest last):\n{recent}",
-        scope_policy(scope),
+        scope_policy(scope, project=project),
     ]
     if instructions:
         parts.append(f"Instructions for this refinement:\n{instructions.strip()}")

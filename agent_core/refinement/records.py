@@ -53,6 +53,9 @@ class PendingReview:
     # It has a file (pending_files.py): it survives a restart, and its file going away means it
     # was decided elsewhere.
     saved: bool = False
+    # trust (issue 15): (kind, id) of the local entry this proposal promotes (`/promote`): approving
+    # it also deletes the local copy, a second refinement that names this one.
+    promotion_of: tuple[str, str] | None = None
 
     @property
     def kinds(self) -> set[str]:

@@ -302,7 +302,8 @@ class HarnessSurface:
         return None
 
     def pending_reviews(self) -> list[PendingReview]:
-        """Proposals waiting for a human decision, oldest first (this session's and every global one)."""
+        """Proposals waiting for a human decision, oldest first (this session's, every global one
+        and this user's for the session's repository)."""
         return list(self.coordinator.pending_reviews.values())
 
     def pending_review(self, proposal_id: str) -> PendingReview | None:
@@ -374,9 +375,12 @@ class HarnessSurface:
 
     async def promote(self, entry_id: str, target: Scope, *, kind: str | None = None) -> Promotion:
         """`/promote`: move a local entry to `target` (create there, then delete here), each half a
-        reported refinement applied at once (a user asked); `PromotionError` for an unknown or
-        ambiguous entry or a target this session has no store for. Rolling back either half
-        (`/undo`, `/rollback`) undoes both."""
+        reported refinement; `PromotionError` for an unknown or ambiguous entry or a target this
+        session has no store for. Rolling back either half (`/undo`, `/rollback`) undoes both.
+
+        To global it applies at once (a user asked). To project it goes through the review every
+        project edit goes through (issue 15): the create waits as a pending review (the returned
+        `proposal_id`; the caller asks it), and approving it applies both halves."""
         if target not in PROMOTION_TARGETS or target not in self.scopes():
             raise PromotionError(
                 f"there is no {target} harness for this session"
@@ -385,9 +389,14 @@ class HarnessSurface:
         entry = await anyio.to_thread.run_sync(
             partial(find_local, self.coordinator.local_store, entry_id, kind)
         )
-        created = await self.coordinator.apply_user(
-            create_proposal(entry, target, self.session_id), scope=target
-        )
+        proposal = create_proposal(entry, target, self.session_id)
+        if self.coordinator.reviews_promotion(target, {entry.kind}):
+            pending = await self.coordinator.hold_promotion(
+                proposal, scope=target, entry=(entry.kind, entry.id)
+            )
+            await self.flushed()
+            return Promotion(entry, target, None, None, proposal_id=pending.proposal_id)
+        created = await self.coordinator.apply_user(proposal, scope=target)
         removed = None
         if created.applied:
             removed = await self.coordinator.apply_user(

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_client import AcpClient
+from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+from harness_store import HarnessStore
 from harness_store.project import ProjectStore
 
 
@@ -178,6 +179,33 @@ def test_a_project_entry_waits_for_review_then_lands_in_the_repository_and_histo
     assert "[project, model, applied]" in history, history
     state = client.request("_harness/state", {"sessionId": sid, "scope": "project"})
     assert [e["id"] for e in state["entries"]] == ["lint_command"]
+
+
+def test_promote_to_project_asks_the_review_and_approval_moves_the_entry_into_the_repository(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    repo = _git_repo(tmp_path / "repo")
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, repo)
+    HarnessStore(tmp_path / "home0" / "sessions" / sid / "harness").apply(
+        {
+            "edits": [
+                {"action": "create", "kind": "memory", "title": "Build command", "content": "make build"}
+            ]
+        },
+        scope="local",
+        trigger="model",
+        session_id=sid,
+    )
+    client.permission_policy = select("apply")
+    reply = run_command(client, sid, "/promote build_command project")
+    asked = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    assert [r["params"]["toolCall"]["toolCallId"].startswith("review-p-") for r in asked] == [True]
+    assert "Promoted memory `build_command` to the project harness (r-" in reply, reply
+    assert (repo / ".continual-acp" / "harness" / "entries" / "memory" / "build_command.md").is_file()
+    local = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
+    assert local["entries"] == []
 
 
 def test_a_project_scope_write_outside_a_git_repository_is_refused_with_the_reason(

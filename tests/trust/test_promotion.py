@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.promotion import deletion_notice, promote, promote_command, undo_promotion
+from agent_core.promotion import PromotionError, deletion_notice, promote, undo_promotion
 from harness_store import HarnessStore
 from harness_store.cli import main as harness_cli
 from harness_store.project import ProjectStore
@@ -56,26 +56,14 @@ def test_a_refused_promotion_leaves_the_local_entry(local: HarnessStore, tmp_pat
         scope="global",
         trigger="user",
     )
-    text = promote_command("build global", local_store=local, stores={"global": glob}, session_id="s1")
-    assert text.startswith(
-        "Could not promote memory build to global: create memory build: entry already exists"
-    )
-    assert local.load().get("memory", "build") is not None
+    done = promote("build", "global", local_store=local, target_store=glob, session_id="s1")
+    assert done.created is not None and done.created.errors == ["create memory build: entry already exists"]
+    assert done.removed is None and local.load().get("memory", "build") is not None
 
 
-def test_promote_command_defaults_to_project_and_names_the_undo(local: HarnessStore, tmp_path: Path) -> None:
-    stores = {
-        "global": HarnessStore(tmp_path / "home" / "harness"),
-        "project": ProjectStore(tmp_path / "repo"),
-    }
-    text = promote_command("memory/build", local_store=local, stores=stores, session_id="s1")
-    assert text.startswith("Promoted memory `build` to the project harness (")
-    assert "Undo: /rollback " in text
-
-
-def test_promote_command_explains_an_unknown_entry(local: HarnessStore, tmp_path: Path) -> None:
-    text = promote_command("nope global", local_store=local, stores={"global": local}, session_id="s1")
-    assert text == "no local entry 'nope' in this session; /harness lists them"
+def test_promoting_an_unknown_entry_says_how_to_find_one(local: HarnessStore) -> None:
+    with pytest.raises(PromotionError, match=r"no local entry 'nope' in this session; /harness lists them"):
+        promote("nope", "global", local_store=local, target_store=local, session_id="s1")
 
 
 def test_deleting_a_session_lists_and_saves_its_local_entries_for_import(

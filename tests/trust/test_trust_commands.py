@@ -1,4 +1,4 @@
-"""`/why` and `/promote` replies for a real agent session (real stores, real transcripts)."""
+"""`/why` replies for a real agent session (real stores, real transcripts), after `/promote`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from agent_core import Agent
 from agent_core.config import load_config
 from agent_core.ports import NoEditor
-from agent_core.trust_commands import promote_reply, session_stores, why_reply
+from agent_core.refinement import harness_of
+from agent_core.trust_commands import session_stores, why_reply
 from harness_store.project import ProjectStore
 
 pytestmark = pytest.mark.anyio
@@ -21,7 +22,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-async def test_promote_then_why_in_a_session_inside_a_repository(tmp_path: Path) -> None:
+async def test_why_explains_a_reviewed_project_promotion_in_a_session_inside_a_repository(
+    tmp_path: Path,
+) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
@@ -44,8 +47,10 @@ async def test_promote_then_why_in_a_session_inside_a_repository(tmp_path: Path)
             trigger="model",
             session_id=session.id,
         )
-        reply = promote_reply(session, "build")
-        assert reply.startswith("Promoted memory `build` to the project harness (")
+        harness = harness_of(session)
+        done = await harness.promote("build", "project")
+        assert done.proposal_id is not None  # a project edit is reviewed
+        assert (await harness.decide(done.proposal_id, "apply")).status == "applied"
         assert ProjectStore(repo).load().get("memory", "build") is not None
         text = why_reply(session, "memory/build")
         assert "Now: memory in the project harness, verified" in text
