@@ -127,17 +127,18 @@ async def harness(ctx: CommandContext, argument: str) -> None:
 
 async def harness_ui(ctx: CommandContext) -> None:
     """`/harness ui`: the review panel's URL, starting the panel in this process if needed."""
+    import asyncio
     from functools import partial
 
     import anyio
-    from anyio.lowlevel import current_token
 
     from acp_server.panel.link import ServerLink
     from acp_server.panel.run import ensure_panel
 
     home = ctx.session.agent_config.home
     # The panel's actions go through this server's open sessions (their cards, their quiescence).
-    link = ServerLink(lambda: ctx.server.sessions, current_token())
+    server = ctx.server
+    link = ServerLink(lambda: server.sessions, asyncio.get_running_loop())
     try:
         # Blocks until the panel listens: a worker thread, never the event loop.
         url = await anyio.to_thread.run_sync(

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from acp_server.panel.actions import PanelActions
+from acp_server.panel.link import ServerGone
 from acp_server.panel.live import LiveFeed
 from acp_server.panel.sources import PanelData, PanelQueryError
 
@@ -70,6 +71,8 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
     except PanelQueryError as exc:
         response = web.json_response({"error": str(exc)}, status=exc.status)
+    except ServerGone as exc:  # inside an ACP server that is shutting down: nothing was done here
+        response = web.json_response({"error": str(exc)}, status=503)
     except LookupError as exc:  # RefinementNotFound and friends
         response = web.json_response({"error": str(exc.args[0] if exc.args else exc)}, status=404)
     if not response.prepared:
@@ -133,9 +136,7 @@ async def overview(request: web.Request) -> web.Response:
     for session in sessions:
         # Known only inside the server that has the session open: this one (`/harness ui`).
         session["quiescence"] = None if quiet is None else quiet.get(session["session_id"])
-    return web.json_response(
-        {"home": str(data.home), "sessions": sessions, "in_server": quiet is not None}
-    )
+    return web.json_response({"home": str(data.home), "sessions": sessions, "in_server": quiet is not None})
 
 
 async def entries(request: web.Request) -> web.Response:

@@ -3,8 +3,9 @@
 When the panel is started inside a running ACP server, its actions must reach the harness the way
 a slash command does — through the open session's `HarnessSurface`, so the editor gets the same
 refinement card and the session's quiescence counts the work. The surfaces live on the server's
-event loop; the panel serves on its own loop in its own thread, so every call crosses over with
-`anyio.from_thread` and the server loop's token (taken when `/harness ui` ran there).
+event loop; the panel serves on its own loop in its own thread, so every call crosses over to that
+loop (taken when `/harness ui` ran there: anyio's asyncio backend) and is waited for with a bound —
+a panel request never hangs on a server that is shutting down (nor holds up its exit).
 
 Which session acts for a store: a session's local store — that session, if this server has it
 open; the global store — the session that last asked for the panel (`/harness ui`), if still
@@ -18,20 +19,23 @@ quiescence mirror's background list (acp_server/background.py).
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio.from_thread
-
 if TYPE_CHECKING:
-    from anyio.lowlevel import EventLoopToken
-
     from acp_server.open_session import OpenSession
     from agent_core.refinement.surface import HarnessSurface
 
 T = TypeVar("T")
 GLOBAL = "global"
+READ_TIMEOUT = 5.0  # reading the sessions (a few attribute reads on the loop)
+ACT_TIMEOUT = 120.0  # an action (store locks, the card's delivery)
+
+
+class ServerGone(RuntimeError):
+    """The ACP server's loop no longer runs (it is shutting down) or did not answer in time."""
 
 
 class ServerLink:
@@ -40,12 +44,12 @@ class ServerLink:
     def __init__(
         self,
         sessions: Callable[[], Mapping[str, OpenSession]],
-        token: EventLoopToken,
+        loop: asyncio.AbstractEventLoop,
         *,
         preferred: str | None = None,
     ) -> None:
         self._sessions = sessions
-        self._token = token
+        self._loop = loop
         self._lock = threading.Lock()
         self._preferred = preferred
 
@@ -54,9 +58,26 @@ class ServerLink:
         with self._lock:
             self._preferred = session_id
 
+    def _on_loop(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        if not self._loop.is_running():
+            coro.close()
+            raise ServerGone("the ACP server is shutting down")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            raise ServerGone(f"the ACP server did not answer within {timeout:g} s") from None
+
+    def _read(self, read: Callable[[], T]) -> T:
+        async def run() -> T:
+            return read()
+
+        return self._on_loop(run(), READ_TIMEOUT)
+
     def _open(self) -> dict[str, OpenSession]:
         # The mapping belongs to the server loop: copy it there, never iterate it from this thread.
-        return anyio.from_thread.run_sync(lambda: dict(self._sessions()), token=self._token)
+        return self._read(lambda: dict(self._sessions()))
 
     def session_for(self, store_key: str, *, proposer: str | None = None) -> str | None:
         """The open session that acts for `store_key` (`global` or a session id), or None.
@@ -78,17 +99,18 @@ class ServerLink:
         return opened.harness if opened is not None else None
 
     def run(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run `call()` (a coroutine on a surface) on the server loop; blocks this worker thread."""
+        """Run `call()` (a coroutine on a surface) on the server loop; blocks this worker thread.
+        `ServerGone` when the server is shutting down or does not answer in time."""
 
         async def run() -> T:
             return await call()
 
-        return anyio.from_thread.run(run, token=self._token)
+        return self._on_loop(run(), ACT_TIMEOUT)
 
     def quiescence(self) -> dict[str, dict[str, Any]]:
         """`{session id: {quiescent, pending, in_flight, background}}` of every
         session open in this server, read on its loop (one consistent snapshot)."""
-        return anyio.from_thread.run_sync(self._quiescence_now, token=self._token)
+        return self._read(self._quiescence_now)
 
     def _quiescence_now(self) -> dict[str, dict[str, Any]]:
         from acp_server.background import background_items
@@ -110,4 +132,4 @@ class ServerLink:
         return out
 
 
-__all__ = ["ServerLink"]
+__all__ = ["ServerGone", "ServerLink"]

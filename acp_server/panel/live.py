@@ -98,9 +98,13 @@ class LiveFeed:
         (blocking: the hop to the server loop; call from a worker thread)."""
         if self.link is None:
             return None
+        from acp_server.panel.link import ServerGone
+
         try:
             return self.link.quiescence()
-        except Exception:  # the server loop is gone (the process is exiting), or a session broke
+        except ServerGone:  # the server is exiting: nothing to show any more
+            return None
+        except Exception:
             log.exception("the panel could not read the sessions' quiescence")
             return None
 

@@ -56,7 +56,9 @@ class PanelServer:
 
         data = PanelData(self.home)
         await asyncio.to_thread(data.views)  # read the histories once now: the first page is quick
-        runner = web.AppRunner(build_app(data, self.token, link=self.link), access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            build_app(data, self.token, link=self.link), access_log=None, shutdown_timeout=1.0
+        )
         await runner.setup()
         site = web.TCPSite(runner, HOST, self.port)
         await site.start()

@@ -490,3 +490,12 @@ def test_promoting_a_global_entry_is_refused_clearly(panel: RunningPanel) -> Non
         body={"store": "global", "kind": "memory", "id": "test_command", "target": "global"},
     )
     assert (status, body["error"]) == (400, "only a session's local entry can be promoted")
+
+
+def test_the_standalone_panel_shows_quiescence_as_unknown(panel: RunningPanel) -> None:
+    overview = panel.get("/api/overview")
+    assert overview["in_server"] is False
+    assert {s["session_id"]: s["quiescence"] for s in overview["sessions"]} == {
+        "sess-data-pipeline": None,
+        "sess-web-checkout": None,
+    }
