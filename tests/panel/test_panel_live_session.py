@@ -20,6 +20,7 @@ from harness_store import HarnessStore
 
 from .cdp import Page, chromium_path
 from .conftest import open_panel, start_panel
+from .populate import create, proposal, write_pending
 
 from refinement.acp_support import (  # isort: skip
     AcpClient,
@@ -151,6 +152,64 @@ def test_a_rollback_in_the_panel_of_harness_ui_shows_its_card_in_the_session(in_
     # Delivered before the action answered (the surface flushes its cards first).
     rollback_card = refinement_cards(client, sid)[cards:]
     assert [c["toolCallId"] for c in rollback_card] == [f"refinement-{answer['refinement_id']}"]
+
+
+def _local_entry(in_server: InServer, sid: str, entry_id: str) -> str:
+    """A local memory of `sid`, written through the store API by another writer; its refinement id."""
+    store = HarnessStore(in_server.home / "sessions" / sid / "harness")
+    made = store.apply(
+        proposal(create("memory", entry_id.title(), f"{entry_id} is a fact.", id=entry_id), summary="add"),
+        scope="local",
+        trigger="user",
+    )
+    assert made.applied
+    return made.id
+
+
+def test_a_promotion_in_the_panel_of_harness_ui_shows_both_cards_in_the_session(in_server: InServer) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    _local_entry(in_server, sid, "promoted_fact")
+    cards = len(refinement_cards(client, sid))
+    answer = _post(
+        url, "promote", {"store": sid, "kind": "memory", "id": "promoted_fact", "target": "global"}
+    )
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    shown = [c["toolCallId"] for c in refinement_cards(client, sid)[cards:]]
+    assert shown == [f"refinement-{rid}" for rid in answer["refinement_ids"]] and len(shown) == 2
+
+
+def test_a_delete_in_the_panel_of_harness_ui_shows_its_card_in_the_session(in_server: InServer) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    _local_entry(in_server, sid, "deleted_fact")
+    cards = len(refinement_cards(client, sid))
+    answer = _post(url, "delete", {"store": sid, "kind": "memory", "id": "deleted_fact"})
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    shown = [c["toolCallId"] for c in refinement_cards(client, sid)[cards:]]
+    assert shown == [f"refinement-{answer['refinement_id']}"]
+
+
+def test_approving_a_global_review_in_the_panel_of_harness_ui_shows_its_card_in_the_proposing_session(
+    in_server: InServer,
+) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    body = proposal(
+        create("memory", "Shared fact", "A reviewed global fact.", id="reviewed_fact"), summary="x"
+    )
+    write_pending(in_server.home, sid, "global", "p-20261201-120000-0000beef", body)
+    cards = len(refinement_cards(client, sid))
+    answer = _post(
+        url, "review", {"proposal_id": "p-20261201-120000-0000beef", "decision": "apply", "store": "global"}
+    )
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    shown = [c["toolCallId"] for c in refinement_cards(client, sid)[cards:]]
+    assert shown == [f"refinement-{answer['refinement_id']}"]
+    assert HarnessStore(in_server.home / "harness").load().get("memory", "reviewed_fact").trust == "verified"
 
 
 def _events(url: str) -> Iterator[tuple[str, Any]]:
