@@ -27,7 +27,6 @@ from refinement.acp_support import (  # isort: skip
     messages_between,
     new_session,
     prompt,
-    refinement_cards,
     servers,
 )
 
@@ -146,12 +145,34 @@ def test_a_rollback_in_the_panel_of_harness_ui_shows_its_card_in_the_session(in_
     # A refinement of the session's own store, written through the store API by another writer.
     store = HarnessStore(in_server.home / "sessions" / sid / "harness")
     record = store.apply(json.loads(_plan()), scope="local", trigger="user")
-    cards = len(refinement_cards(client, sid))
+    seen = len(client.frames)
     answer = _post(url, "rollback", {"refinement_id": record.id})
     assert answer["ok"] and answer["via_session"] == sid, answer
-    # Delivered before the action answered (the surface flushes its cards first).
-    rollback_card = refinement_cards(client, sid)[cards:]
-    assert [c["toolCallId"] for c in rollback_card] == [f"refinement-{answer['refinement_id']}"]
+    assert _cards_after(client, sid, seen, answer["refinement_ids"]) == [
+        f"refinement-{answer['refinement_id']}"
+    ]
+
+
+def _cards_after(client: AcpClient, sid: str, seen: int, ids: list[str]) -> list[str]:
+    """The refinement cards `sid` got after the first `seen` frames, once the last of `ids` arrived
+    (the server wrote them before the action answered; the client reads them in its own thread)."""
+    last = f"refinement-{ids[-1]}"
+    client.wait_for_after(
+        seen,
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("sessionUpdate") == "tool_call"
+            and m["params"]["update"].get("toolCallId") == last
+        ),
+    )
+    return [
+        f.message["params"]["update"]["toolCallId"]
+        for f in client.frames[seen:]
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["sessionId"] == sid
+        and f.message["params"]["update"].get("sessionUpdate") == "tool_call"
+        and str(f.message["params"]["update"].get("toolCallId", "")).startswith("refinement-")
+    ]
 
 
 def _local_entry(in_server: InServer, sid: str, entry_id: str) -> str:
@@ -171,12 +192,12 @@ def test_a_promotion_in_the_panel_of_harness_ui_shows_both_cards_in_the_session(
     sid, _ = new_session(client, in_server.cwd)
     url = _panel_url(client, sid)
     _local_entry(in_server, sid, "promoted_fact")
-    cards = len(refinement_cards(client, sid))
+    seen = len(client.frames)
     answer = _post(
         url, "promote", {"store": sid, "kind": "memory", "id": "promoted_fact", "target": "global"}
     )
     assert answer["ok"] and answer["via_session"] == sid, answer
-    shown = [c["toolCallId"] for c in refinement_cards(client, sid)[cards:]]
+    shown = _cards_after(client, sid, seen, answer["refinement_ids"])
     assert shown == [f"refinement-{rid}" for rid in answer["refinement_ids"]] and len(shown) == 2
 
 
@@ -185,10 +206,10 @@ def test_a_delete_in_the_panel_of_harness_ui_shows_its_card_in_the_session(in_se
     sid, _ = new_session(client, in_server.cwd)
     url = _panel_url(client, sid)
     _local_entry(in_server, sid, "deleted_fact")
-    cards = len(refinement_cards(client, sid))
+    seen = len(client.frames)
     answer = _post(url, "delete", {"store": sid, "kind": "memory", "id": "deleted_fact"})
     assert answer["ok"] and answer["via_session"] == sid, answer
-    shown = [c["toolCallId"] for c in refinement_cards(client, sid)[cards:]]
+    shown = _cards_after(client, sid, seen, answer["refinement_ids"])
     assert shown == [f"refinement-{answer['refinement_id']}"]
 
 
@@ -202,14 +223,19 @@ def test_approving_a_global_review_in_the_panel_of_harness_ui_shows_its_card_in_
         create("memory", "Shared fact", "A reviewed global fact.", id="reviewed_fact"), summary="x"
     )
     write_pending(in_server.home, sid, "global", "p-20261201-120000-0000beef", body)
-    cards = len(refinement_cards(client, sid))
+    seen = len(client.frames)
     answer = _post(
         url, "review", {"proposal_id": "p-20261201-120000-0000beef", "decision": "apply", "store": "global"}
     )
     assert answer["ok"] and answer["via_session"] == sid, answer
-    shown = [c["toolCallId"] for c in refinement_cards(client, sid)[cards:]]
+    shown = _cards_after(client, sid, seen, answer["refinement_ids"])
     assert shown == [f"refinement-{answer['refinement_id']}"]
     assert HarnessStore(in_server.home / "harness").load().get("memory", "reviewed_fact").trust == "verified"
+
+
+def _hanging_gate() -> Any:
+    """The automatic review's gate reply, hanging until the model server stops: refinement runs."""
+    return response([{"sleep": 120.0}, {"content": '{"should_refine": false, "rationale": "x"}'}])
 
 
 def _events(url: str) -> Iterator[tuple[str, Any]]:
@@ -235,9 +261,7 @@ def test_the_panel_of_harness_ui_shows_a_running_refinement_as_not_quiescent_liv
     url = _panel_url(client, sid)
     events = _events(url)
     assert next(events)[0] == "hello"
-    # The automatic review's gate call hangs (until the model server stops): refinement runs.
-    hanging_gate = response([{"sleep": 120.0}, {"content": '{"should_refine": false, "rationale": "x"}'}])
-    in_server.model.push(text("Hello."), hanging_gate)
+    in_server.model.push(text("Hello."), _hanging_gate())
     prompt(client, sid, "hi")
     deadline = time.monotonic() + 60
     for name, data in events:
@@ -246,3 +270,22 @@ def test_the_panel_of_harness_ui_shows_a_running_refinement_as_not_quiescent_liv
         assert time.monotonic() < deadline, "the panel never said the session is busy"
     state = data["sessions"][sid]
     assert (state["in_flight"], state["background"][0]["title"]) == (1, "Refining the harness")
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)")
+async def test_the_sessions_tab_shows_a_session_busy_while_it_refines_without_a_reload(
+    page: Page, in_server: InServer
+) -> None:
+    client = in_server.client
+    sid, _ = await asyncio.to_thread(new_session, client, in_server.cwd)
+    url = await asyncio.to_thread(_panel_url, client, sid)
+    await page.navigate(f"{url}#sessions")
+    await page.wait_for("document.body.dataset.ready === '1'")
+    cell = f"document.querySelector(\"tr[data-session='{sid}'] td.quiescence\")"
+    assert await page.wait_for(f"{cell}?.textContent") == "settled"
+    await page.evaluate("window.__sameDocument = true")
+    in_server.model.push(text("Hello."), _hanging_gate())
+    await asyncio.to_thread(prompt, client, sid, "hi")
+    busy = await page.wait_for(f"{cell}?.textContent.startsWith('busy') && {cell}.textContent")
+    assert busy == "busyRefining the harness" and await page.evaluate("window.__sameDocument") is True
