@@ -26,6 +26,7 @@ class ServerPort(Protocol):
 
     extension_notifications: list[str]
     client: ClientCapabilities  # what the client offered in `initialize`
+    sessions: dict[str, OpenSession]  # the sessions bound to this connection, by id
 
     async def send_update(self, session_id: str, update: JsonObject) -> None: ...
 

@@ -127,14 +127,23 @@ async def harness(ctx: CommandContext, argument: str) -> None:
 
 async def harness_ui(ctx: CommandContext) -> None:
     """`/harness ui`: the review panel's URL, starting the panel in this process if needed."""
+    import asyncio
+    from functools import partial
+
     import anyio
 
+    from acp_server.panel.link import ServerLink
     from acp_server.panel.run import ensure_panel
 
     home = ctx.session.agent_config.home
+    # The panel's actions go through this server's open sessions (their cards, their quiescence).
+    server = ctx.server
+    link = ServerLink(lambda: server.sessions, asyncio.get_running_loop())
     try:
         # Blocks until the panel listens: a worker thread, never the event loop.
-        url = await anyio.to_thread.run_sync(ensure_panel, home)
+        url = await anyio.to_thread.run_sync(
+            partial(ensure_panel, home, link=link, session_id=ctx.session.id)
+        )
     except OSError as exc:
         await ctx.reply(f"The harness review panel could not start: {exc}")
         return

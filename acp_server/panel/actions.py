@@ -1,32 +1,48 @@
 """What the panel does to the harness: the one place its actions reach the stores.
 
-Each action runs the same store calls the slash commands make, so the history records it exactly
-as if `/rollback`, `/review` or a user's harness write had done it, and a running session sees the
-result (every read of a store re-reads the files when they changed):
+Inside a running ACP server (`/harness ui`, a `ServerLink`), an action on a store an open session
+of that server uses goes through that session's `HarnessSurface` — the very calls the slash
+commands make — so the editor shows the same refinement card and the session's quiescence counts
+the work (link.py says which session acts for which store). Otherwise (the standalone `harness ui`,
+or a store no session here has open) the action runs the same store calls the slash commands run
+underneath, so the history records it exactly as they would; a session open in another server
+reads the change at its next read of the store, and the answer names those sessions (README, "Open
+sessions and the standalone panel"):
 
-* rollback      -> `/rollback` (acp_server/commands.py): already-rolled-back check, then
-                   `store.rollback(id, force=..., trigger="rollback")`; a conflict comes back refused.
-* review        -> `/review` for a proposal on disk (coordinator.decide): removing the pending file
-                   is the claim; reject -> `reject_proposal` (tombstones); apply -> `apply` with the
+* rollback      -> `/rollback` (`HarnessSurface.rollback`): already-rolled-back check, then
+                   `store.rollback(id, force=...)`; a conflict comes back refused; rolling back
+                   either half of a promotion rolls back the other half too.
+* review        -> `/review` (`HarnessSurface.decide`; on disk: removing the pending file is the
+                   claim; reject -> `reject_proposal` (tombstones); apply -> `apply` with the
                    planning baseline, the transcript's message ids as evidence checker, then
-                   `record_review(id, "apply")` so a human-approved candidate becomes verified.
+                   `record_review(id, "apply")` so a human-approved candidate becomes verified).
 * verify        -> review of an applied refinement by its id (`record_review(..., "apply",
                    edit_ids=[entry])`) on the refinement that last wrote the entry.
 * delete        -> a user-written proposal with one delete edit (trigger `user`).
+* promote       -> `/promote` (`HarnessSurface.promote`, agent_core/promotion.py): create in the
+                   target, then delete the local copy; two refinement ids.
 
-When the typed two-scope harness facade lands in agent_core/refinement, point these functions at it
-(one module to change). They block (file locks): call them from a worker thread.
+They block (file locks, the hop to the server loop): call them from a worker thread.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, proposer_of
+from acp_server.panel.sessions import describe_sessions
+from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, StoreView, proposer_of
+
+if TYPE_CHECKING:
+    from acp_server.panel.link import ServerLink
+    from agent_core.refinement.records import Scope
+    from agent_core.refinement.surface import HarnessSurface
 
 DECISIONS = ("apply", "reject", "reject_forever")
+PROMOTION_TARGETS = ("project", "global")
 
 
 @dataclass
@@ -39,50 +55,169 @@ class ActionResult:
     errors: list[str] = field(default_factory=list)
     conflict: bool = False  # a rollback refused because entries changed since (force may override)
     tombstones: list[str] = field(default_factory=list)
+    refinement_ids: list[str] = field(default_factory=list)  # every record the action wrote
+    via_session: str | None = None  # the open session whose harness made the change (its card)
+    open_elsewhere: list[str] = field(default_factory=list)  # open in another server: no card there
 
     def to_json(self) -> dict[str, Any]:
+        ids = self.refinement_ids or ([self.refinement_id] if self.refinement_id else [])
         return {
             "ok": self.ok,
             "message": self.message,
             "refinement_id": self.refinement_id,
+            "refinement_ids": ids,
             "errors": self.errors,
             "conflict": self.conflict,
             "tombstones": self.tombstones,
+            "via_session": self.via_session,
+            "open_elsewhere": self.open_elsewhere,
         }
 
 
-class PanelActions:
-    """The panel's write actions over the stores of one data home."""
+def _outcome_result(outcome: Any, done: str, session_id: str) -> ActionResult:
+    """A `RefinementOutcome` of a decision made through a session's surface, as the page shows it."""
+    rid = outcome.refinement_id
+    if outcome.status == "applied":
+        return ActionResult(True, f"{done}: refinement {rid}.", rid, via_session=session_id)
+    if outcome.status == "rejected":
+        return ActionResult(True, f"{done} ({outcome.error}).", via_session=session_id)
+    errors = [outcome.error] if outcome.error else []
+    recorded = f" (recorded as {rid})" if rid else ""
+    return ActionResult(False, f"Not done{recorded}.", rid, errors, via_session=session_id)
 
-    def __init__(self, data: PanelData) -> None:
+
+class PanelActions:
+    """The panel's write actions over the stores of one data home (through `link` when given)."""
+
+    def __init__(self, data: PanelData, link: ServerLink | None = None) -> None:
         self.data = data
+        self.link = link
+
+    # ------------------------------------------------------------ who acts
+
+    def _acting(self, store_key: str, *, proposer: str | None = None) -> tuple[str, HarnessSurface] | None:
+        """The open session of this server whose harness acts for `store_key`, with its surface."""
+        if self.link is None:
+            return None
+        sid = self.link.session_for(store_key, proposer=proposer)
+        surface = self.link.surface(sid) if sid is not None else None
+        return (sid, surface) if sid is not None and surface is not None else None
+
+    def _elsewhere(self, store_key: str) -> list[str]:
+        """Sessions another server has open that use `store_key` (they get no card for it). Inside a
+        server, its own sessions are not "elsewhere": the acting one shows the card."""
+        me = os.getpid() if self.link is not None else None
+        return [
+            s.session_id
+            for s in describe_sessions(self.data.home)
+            if s.open and s.owner_pid != me and store_key in (GLOBAL, s.session_id)
+        ]
+
+    def _direct(self, store_key: str, result: ActionResult) -> ActionResult:
+        """A result of a direct store write, with the sessions that will see it only on their next read."""
+        if not result.ok:
+            return result
+        result.open_elsewhere = self._elsewhere(store_key)
+        if result.open_elsewhere:
+            result.message += (
+                f" Made by the review panel: open session(s) {', '.join(result.open_elsewhere)} in "
+                "another server read the change at their next step (no card is shown there)."
+            )
+        return result
+
+    def _routed(self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Any]) -> Any:
+        _sid, surface = acting
+        assert self.link is not None
+        return self.link.run(lambda: call(surface))
+
+    # ------------------------------------------------------------ rollback
 
     def rollback(self, refinement_id: str, *, force: bool = False) -> ActionResult:
         """Roll back a refinement of any store (as `/rollback <id> [--force]`)."""
-        view, _record = self.data.find_refinement(refinement_id)
+        view, record = self.data.find_refinement(refinement_id)
+        # A global record made by a session (a promotion's create) is best undone by that session.
+        acting = self._acting(view.key, proposer=getattr(record, "session_id", None))
+        if acting is not None:
+            return self._rollback_routed(acting, view, record, force)
         later = view.store.rolled_back_by(refinement_id)
         if later is not None:  # answered before any write: no history record for a no-op
             return ActionResult(False, f"Refinement {refinement_id} was already rolled back by {later}.")
         result = view.store.rollback(refinement_id, force=force, trigger="rollback")
         errors = list(result.errors)
         if errors and not result.applied:
-            conflict = any("entry changed since refinement" in e for e in errors)
-            hint = " Confirm with force to override." if conflict and not force else ""
-            return ActionResult(
-                False,
-                f"Rollback of {refinement_id} was refused (recorded as {result.id}).{hint}",
-                refinement_id=result.id,
-                errors=errors,
-                conflict=conflict,
-            )
+            return self._refused_rollback(refinement_id, result, force)
+        ids = [result.id]
+        partner = self._promotion_partner(view, record)
+        if partner is not None and partner[0].store.rolled_back_by(partner[1]) is None:
+            ids.append(partner[0].store.rollback(partner[1], trigger="rollback").id)
         text = f"Rolled back {refinement_id}: new refinement {result.id} ({result.scope})."
+        if len(ids) > 1:
+            text += f" The other half of its promotion was rolled back too ({ids[1]})."
         if errors:
             text += " Some edits were not rolled back."
-        return ActionResult(True, text, refinement_id=result.id, errors=errors)
+        done = ActionResult(True, text, refinement_id=result.id, errors=errors, refinement_ids=ids)
+        return self._direct(view.key, done)
+
+    def _refused_rollback(self, refinement_id: str, result: Any, force: bool) -> ActionResult:
+        errors = list(result.errors)
+        conflict = any("entry changed since refinement" in e for e in errors)
+        hint = " Confirm with force to override." if conflict and not force else ""
+        return ActionResult(
+            False,
+            f"Rollback of {refinement_id} was refused (recorded as {result.id}).{hint}",
+            refinement_id=result.id,
+            errors=errors,
+            conflict=conflict,
+        )
+
+    def _rollback_routed(
+        self, acting: tuple[str, HarnessSurface], view: StoreView, record: Any, force: bool
+    ) -> ActionResult:
+        refinement_id = record.id
+        partner = self._promotion_partner(view, record)
+        partner_before = partner[0].store.rolled_back_by(partner[1]) if partner is not None else None
+        outcome = self._routed(acting, lambda s: s.rollback(refinement_id, force=force))
+        if outcome.rolled_back_by is not None:
+            return ActionResult(
+                False, f"Refinement {refinement_id} was already rolled back by {outcome.rolled_back_by}."
+            )
+        result = outcome.result
+        if outcome.refused:
+            return self._refused_rollback(refinement_id, result, force)
+        ids = [result.id]
+        if partner is not None:  # the surface rolls back a promotion's other half too
+            undone = partner[0].store.rolled_back_by(partner[1])
+            if partner_before is None and undone is not None:
+                ids.append(undone)
+        text = f"Rolled back {refinement_id}: new refinement {result.id} ({result.scope})."
+        if len(ids) > 1:
+            text += f" The other half of its promotion was rolled back too ({', '.join(ids[1:])})."
+        if result.errors:
+            text += " Some edits were not rolled back."
+        return ActionResult(
+            True, text, result.id, list(result.errors), refinement_ids=ids, via_session=acting[0]
+        )
+
+    def _promotion_partner(self, view: StoreView, record: Any) -> tuple[StoreView, str] | None:
+        """The other half of a promotion (agent_core/promotion.py): (its store, its refinement id)."""
+        from agent_core.promotion import local_removal_of, promoted_as
+
+        if view.key != GLOBAL:
+            target = promoted_as(record)
+            return (self.data.view(GLOBAL), target[1]) if target is not None and target[0] == GLOBAL else None
+        sid = getattr(record, "session_id", None)
+        if not sid or not (self.data.root_of(sid)).is_dir():
+            return None
+        local = self.data.view(sid)
+        removal = local_removal_of(local.store, record.id)
+        return (local, removal) if removal is not None else None
+
+    # ------------------------------------------------------------ reviews
 
     def review(self, proposal_id: str, decision: str, *, store_key: str) -> ActionResult:
         """Decide a proposal waiting on disk (as `/review` or `_harness/review`)."""
         from agent_core.refinement.pending_files import PendingFiles
+        from agent_core.refinement.surface import HarnessStoreError
 
         if decision not in DECISIONS:
             raise PanelQueryError(f"decision must be one of {', '.join(DECISIONS)}, not {decision!r}")
@@ -94,6 +229,14 @@ class PanelActions:
             raise PanelQueryError(
                 f"no proposal {proposal_id!r} waits for review in the {store_key} store", 404
             )
+        acting = self._acting(store_key, proposer=proposer)
+        if acting is not None:
+            verb = {"apply": "Applied", "reject": "Rejected", "reject_forever": "Rejected forever"}[decision]
+            try:
+                outcome = self._routed(acting, lambda s: s.decide(proposal_id, decision))  # type: ignore[arg-type]
+            except HarnessStoreError as exc:
+                return ActionResult(False, f"Proposal {proposal_id} was not decided: {exc}")
+            return _outcome_result(outcome, f"{verb} proposal {proposal_id}", acting[0])
         # Removing the file is the claim (as in the coordinator): decided once, by one route.
         if not files.remove(proposal_id):
             return ActionResult(False, f"Proposal {proposal_id} was already decided elsewhere.")
@@ -106,12 +249,15 @@ class PanelActions:
                 reason=f"{decision} in review of proposal {proposal_id}",
             )
             ids = [s.id for s in stones]
-            return ActionResult(
-                True,
-                f"Rejected proposal {proposal_id}"
-                + (" forever" if decision == "reject_forever" else "")
-                + (f" (tombstones {', '.join(ids)})." if ids else "."),
-                tombstones=ids,
+            return self._direct(
+                store_key,
+                ActionResult(
+                    True,
+                    f"Rejected proposal {proposal_id}"
+                    + (" forever" if decision == "reject_forever" else "")
+                    + (f" (tombstones {', '.join(ids)})." if ids else "."),
+                    tombstones=ids,
+                ),
             )
         kwargs: dict[str, Any] = {
             "scope": pending.scope,
@@ -132,23 +278,34 @@ class PanelActions:
             return ActionResult(
                 False, f"Proposal {proposal_id} was refused (recorded as {result.id}).", result.id, errors
             )
-        return ActionResult(
-            True, f"Applied proposal {proposal_id}: refinement {result.id}.", result.id, errors
+        return self._direct(
+            store_key,
+            ActionResult(True, f"Applied proposal {proposal_id}: refinement {result.id}.", result.id, errors),
         )
 
-    def verify(self, store_key: str, kind: str, entry_id: str) -> ActionResult:
-        """Mark an entry verified: approve, in review, the refinement that last wrote it."""
+    # ------------------------------------------------------------ entries
+
+    def _entry(self, store_key: str, kind: str, entry_id: str) -> tuple[StoreView, Any]:
         view = self.data.view(store_key)
         with self.data._lock:
             view.sync()
         entry = view.store.load().get(kind, entry_id)
         if entry is None:
             raise PanelQueryError(f"no {kind} entry {entry_id!r} in the {store_key} store", 404)
+        return view, entry
+
+    def verify(self, store_key: str, kind: str, entry_id: str) -> ActionResult:
+        """Mark an entry verified: approve, in review, the refinement that last wrote it."""
+        view, entry = self._entry(store_key, kind, entry_id)
         if entry.trust == "verified":
             return ActionResult(False, f"{kind} {entry_id} is already verified.")
         writer = view.last_writer.get((kind, entry_id))
         if writer is None:
             return ActionResult(False, f"No refinement in the history wrote {kind} {entry_id}.")
+        acting = self._acting(store_key)
+        if acting is not None:
+            outcome = self._routed(acting, lambda s: s.decide(writer, "apply", edit_ids=[entry_id]))
+            return _outcome_result(outcome, f"Verified {kind} {entry_id}", acting[0])
         result = view.store.record_review(writer, "apply", edit_ids=[entry_id])
         if not result.applied:
             return ActionResult(
@@ -157,7 +314,9 @@ class PanelActions:
                 result.id,
                 list(result.errors),
             )
-        return ActionResult(True, f"Verified {kind} {entry_id}: refinement {result.id}.", result.id)
+        return self._direct(
+            store_key, ActionResult(True, f"Verified {kind} {entry_id}: refinement {result.id}.", result.id)
+        )
 
     def delete(self, store_key: str, kind: str, entry_id: str) -> ActionResult:
         """Delete an entry with a user-written refinement (it can be rolled back like any other)."""
@@ -171,8 +330,15 @@ class PanelActions:
                 "edits": [{"action": "delete", "kind": kind, "id": entry_id}],
             }
         )
-        apply = partial(view.store.apply, proposal, scope=view.scope, trigger="user", source="user")
-        result = apply(session_id=view.session_id)
+        acting = self._acting(store_key)
+        via: str | None = None
+        if acting is not None:
+            scope: Scope = "global" if store_key == GLOBAL else "local"
+            result = self._routed(acting, lambda s: s.apply_user(proposal, scope=scope))
+            via = acting[0]
+        else:
+            apply = partial(view.store.apply, proposal, scope=view.scope, trigger="user", source="user")
+            result = apply(session_id=view.session_id)
         if not result.applied:
             return ActionResult(
                 False,
@@ -180,4 +346,71 @@ class PanelActions:
                 result.id,
                 list(result.errors),
             )
-        return ActionResult(True, f"Deleted {kind} {entry_id}: refinement {result.id}.", result.id)
+        done = ActionResult(
+            True, f"Deleted {kind} {entry_id}: refinement {result.id}.", result.id, via_session=via
+        )
+        return done if via is not None else self._direct(store_key, done)
+
+    def promote_targets(self, store_key: str) -> list[str]:
+        """Where a local entry of `store_key` can be promoted to from here (none for a global one)."""
+        if store_key == GLOBAL:
+            return []
+        acting = self._acting(store_key)
+        if acting is None:
+            return [GLOBAL]  # the standalone panel knows no project store
+        return [scope for scope in acting[1].scopes() if scope in PROMOTION_TARGETS]
+
+    def promote(self, store_key: str, kind: str, entry_id: str, target: str) -> ActionResult:
+        """Move a local entry up to `target` (as `/promote <kind>/<id> <target>`): two refinements."""
+        from agent_core.promotion import PromotionError, promote
+
+        if store_key == GLOBAL:
+            raise PanelQueryError("only a session's local entry can be promoted")
+        if target not in PROMOTION_TARGETS:
+            raise PanelQueryError(f"target must be project or global, not {target!r}")
+        self._entry(store_key, kind, entry_id)
+        if target not in self.promote_targets(store_key):
+            raise PanelQueryError(
+                f"there is no {target} harness to promote to from here"
+                + (
+                    " (a project harness is reached through the session, open in this server)"
+                    if target == "project"
+                    else ""
+                )
+            )
+        acting = self._acting(store_key)
+        try:
+            if acting is not None:
+                done = self._routed(acting, lambda s: s.promote(entry_id, target, kind=kind))  # type: ignore[arg-type]
+            else:
+                local, glob = self.data.view(store_key), self.data.view(GLOBAL)
+                done = promote(
+                    entry_id,
+                    target,
+                    local_store=local.store,
+                    target_store=glob.store,
+                    session_id=store_key,
+                    kind=kind,
+                )
+        except PromotionError as exc:
+            return ActionResult(False, f"Not promoted: {exc}.")
+        via = acting[0] if acting is not None else None
+        if not done.created.applied:
+            return ActionResult(
+                False,
+                f"Could not promote {kind} {entry_id} to {target} (recorded as {done.created.id}); the local entry is unchanged.",
+                done.created.id,
+                list(done.created.errors),
+                via_session=via,
+            )
+        ids = [done.created.id]
+        text = f"Promoted {kind} {entry_id} to the {target} harness: refinement {done.created.id}."
+        errors: list[str] = []
+        if done.removed is not None and done.removed.applied:
+            ids.append(done.removed.id)
+            text += f" The local copy was removed: refinement {done.removed.id}."
+        else:
+            errors = list(done.removed.errors) if done.removed is not None else []
+            text += " The local copy is still there."
+        result = ActionResult(True, text, done.created.id, errors, refinement_ids=ids, via_session=via)
+        return result if via is not None else self._direct(store_key, result)

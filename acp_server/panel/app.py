@@ -14,13 +14,17 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from acp_server.panel.actions import PanelActions
+from acp_server.panel.link import ServerGone
 from acp_server.panel.live import LiveFeed
 from acp_server.panel.sources import PanelData, PanelQueryError
+
+if TYPE_CHECKING:
+    from acp_server.panel.link import ServerLink
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,8 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
     except PanelQueryError as exc:
         response = web.json_response({"error": str(exc)}, status=exc.status)
+    except ServerGone as exc:  # inside an ACP server that is shutting down: nothing was done here
+        response = web.json_response({"error": str(exc)}, status=503)
     except LookupError as exc:  # RefinementNotFound and friends
         response = web.json_response({"error": str(exc.args[0] if exc.args else exc)}, status=404)
     if not response.prepared:
@@ -124,8 +130,13 @@ async def static(request: web.Request) -> web.Response:
 
 async def overview(request: web.Request) -> web.Response:
     data = request.app[DATA_KEY]
+    feed = request.app[FEED_KEY]
     sessions = await asyncio.to_thread(data.sessions)
-    return web.json_response({"home": str(data.home), "sessions": sessions})
+    quiet = await asyncio.to_thread(feed.quiescence)
+    for session in sessions:
+        # Known only inside the server that has the session open: this one (`/harness ui`).
+        session["quiescence"] = None if quiet is None else quiet.get(session["session_id"])
+    return web.json_response({"home": str(data.home), "sessions": sessions, "in_server": quiet is not None})
 
 
 async def entries(request: web.Request) -> web.Response:
@@ -146,8 +157,11 @@ async def entries(request: web.Request) -> web.Response:
 
 async def entry(request: web.Request) -> web.Response:
     data = request.app[DATA_KEY]
+    actions = request.app[ACTIONS_KEY]
     m = request.match_info
-    return web.json_response(await asyncio.to_thread(data.entry, m["store"], m["kind"], m["id"]))
+    answer = await asyncio.to_thread(data.entry, m["store"], m["kind"], m["id"])
+    answer["promote_targets"] = await asyncio.to_thread(actions.promote_targets, m["store"])
+    return web.json_response(answer)
 
 
 async def timeline(request: web.Request) -> web.Response:
@@ -204,6 +218,10 @@ async def act(request: web.Request) -> web.Response:
         store, kind, eid = _str(body, "store"), _str(body, "kind"), _str(body, "id")
         method = actions.verify if name == "verify" else actions.delete
         result = await asyncio.to_thread(method, store, kind, eid)
+    elif name == "promote":
+        store, kind, eid = _str(body, "store"), _str(body, "kind"), _str(body, "id")
+        target = _str(body, "target")
+        result = await asyncio.to_thread(actions.promote, store, kind, eid, target)
     else:
         raise web.HTTPNotFound()
     log.info("panel action %s: %s", name, result.message)
@@ -234,12 +252,15 @@ async def events(request: web.Request) -> web.StreamResponse:
     return response
 
 
-def build_app(data: PanelData, token: str, *, feed: LiveFeed | None = None) -> web.Application:
-    """The panel application over `data`; every route requires `token`."""
+def build_app(
+    data: PanelData, token: str, *, feed: LiveFeed | None = None, link: ServerLink | None = None
+) -> web.Application:
+    """The panel application over `data`; every route requires `token`. With `link` (the panel
+    runs inside an ACP server) actions go through its open sessions and quiescence is shown."""
     app = web.Application(middlewares=[_guard])
     app[DATA_KEY] = data
-    app[ACTIONS_KEY] = PanelActions(data)
-    app[FEED_KEY] = feed or LiveFeed(data.home)
+    app[ACTIONS_KEY] = PanelActions(data, link)
+    app[FEED_KEY] = feed or LiveFeed(data.home, link=link)
     app[TOKEN_KEY] = token
 
     async def start_feed(app: web.Application) -> None:

@@ -4,7 +4,9 @@ One asyncio task polls, every 250 ms, the few files whose change means the page 
 store's `refinements.jsonl` (a refinement or rollback) and `harness_state.json` (tombstones), its
 `pending/` directory (reviews), the sessions directory (a new session) and, once a second,
 `/proc/locks` (a session opened or closed). A stat per file is cheap; nothing is parsed until a
-page asks. Each change goes to every subscriber's queue; a page that falls far behind is told to
+page asks. Inside an ACP server (a `ServerLink`), each poll while a page listens also reads its
+open sessions' quiescence (counters in memory, on the server loop) and sends `quiescence` with
+the whole snapshot when it differs from the last one. Each change goes to every subscriber's queue; a page that falls far behind is told to
 reload everything instead of being sent a backlog.
 """
 
@@ -17,9 +19,12 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_server.panel.sessions import held_flocks, session_ids
+
+if TYPE_CHECKING:
+    from acp_server.panel.link import ServerLink
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +57,13 @@ def snapshot(home: Path, sessions: list[str]) -> dict[tuple[str, str], StatKey]:
 class LiveFeed:
     """Polls the stores and fans changes out to subscribers (one queue per open page)."""
 
-    def __init__(self, home: Path, *, poll_seconds: float = POLL_SECONDS) -> None:
+    def __init__(
+        self, home: Path, *, poll_seconds: float = POLL_SECONDS, link: ServerLink | None = None
+    ) -> None:
         self.home = Path(home)
         self.poll_seconds = poll_seconds
+        self.link = link
+        self._quiet: dict[str, dict[str, Any]] | None = None
         self._subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
         self._task: asyncio.Task[None] | None = None
         self._sessions: list[str] = []
@@ -83,6 +92,21 @@ class LiveFeed:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+    def quiescence(self) -> dict[str, dict[str, Any]] | None:
+        """Every open session's quiescence when the panel runs inside an ACP server, else None
+        (blocking: the hop to the server loop; call from a worker thread)."""
+        if self.link is None:
+            return None
+        from acp_server.panel.link import ServerGone
+
+        try:
+            return self.link.quiescence()
+        except ServerGone:  # the server is exiting: nothing to show any more
+            return None
+        except Exception:
+            log.exception("the panel could not read the sessions' quiescence")
+            return None
 
     def publish(self, event: dict[str, Any]) -> None:
         """Send `event` to every page (a full queue gets a single `reload` instead)."""
@@ -131,3 +155,8 @@ class LiveFeed:
                 self.publish({"type": "change", "stores": stores, "what": what, "at": time.time()})
             if sessions_changed or owners_changed:
                 self.publish({"type": "sessions", "at": time.time()})
+            if self.link is not None and self._subscribers:
+                quiet = await asyncio.to_thread(self.quiescence)
+                if quiet is not None and quiet != self._quiet:
+                    self._quiet = quiet
+                    self.publish({"type": "quiescence", "sessions": quiet, "at": time.time()})

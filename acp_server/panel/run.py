@@ -18,7 +18,10 @@ import threading
 import webbrowser
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_server.panel.link import ServerLink
 
 HOST = "127.0.0.1"
 
@@ -31,10 +34,13 @@ def new_token() -> str:
 class PanelServer:
     """One running panel (aiohttp runner + site) over one data home."""
 
-    def __init__(self, home: Path, *, port: int = 0, token: str | None = None) -> None:
+    def __init__(
+        self, home: Path, *, port: int = 0, token: str | None = None, link: ServerLink | None = None
+    ) -> None:
         self.home = Path(home)
         self.port = port
         self.token = token or new_token()
+        self.link = link
         self._runner: Any = None
 
     @property
@@ -50,7 +56,9 @@ class PanelServer:
 
         data = PanelData(self.home)
         await asyncio.to_thread(data.views)  # read the histories once now: the first page is quick
-        runner = web.AppRunner(build_app(data, self.token), access_log=None, shutdown_timeout=1.0)
+        runner = web.AppRunner(
+            build_app(data, self.token, link=self.link), access_log=None, shutdown_timeout=1.0
+        )
         await runner.setup()
         site = web.TCPSite(runner, HOST, self.port)
         await site.start()
@@ -129,18 +137,25 @@ _running: dict[Path, PanelServer] = {}
 _running_lock = threading.Lock()
 
 
-def ensure_panel(home: Path, *, timeout: float = 30.0) -> str:
+def ensure_panel(
+    home: Path, *, link: ServerLink | None = None, session_id: str | None = None, timeout: float = 30.0
+) -> str:
     """The URL of this process's panel over `home`, starting it on a daemon thread if needed.
 
-    Blocks until the panel listens (call it from a worker thread in async code). Raises
-    `OSError` when it cannot listen.
+    `link` (the ACP server's open sessions) is used when this call starts the panel; `session_id`
+    (who asked) then acts for the global store. Blocks until the panel listens (call it from a
+    worker thread in async code). Raises `OSError` when it cannot listen.
     """
     home = Path(home)
     with _running_lock:
         found = _running.get(home)
         if found is not None:
+            if found.link is not None and session_id is not None:
+                found.link.prefer(session_id)
             return found.url
-        server = PanelServer(home)
+        if link is not None and session_id is not None:
+            link.prefer(session_id)
+        server = PanelServer(home, link=link)
         started = threading.Event()
         failure: list[BaseException] = []
 

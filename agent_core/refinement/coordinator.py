@@ -162,7 +162,7 @@ class RefinementCoordinator:
     def pending_reviews(self) -> dict[str, PendingReview]:
         """Proposals waiting for a human decision, oldest first: this session's, and every global
         (and this repository's project) one on disk (made by any session, this process or another;
-        one decided elsewhere drops out)."""
+        one decided elsewhere drops out, of any scope)."""
         for shared in ("global", "project"):
             files = self._pending_files.get(shared)
             if files is None or files.directory is None:
@@ -175,6 +175,22 @@ class RefinementCoordinator:
             for saved in sorted((p for p in fresh if p is not None), key=lambda p: p.created_at):
                 if saved.scope == shared:
                     self._pending_reviews[saved.proposal_id] = saved
+        # This session's own saved reviews decided by someone else (a review panel in another
+        # process removed the file: its claim) are not asked again either.
+        listed: dict[Scope, set[str]] = {}
+        for proposal_id, waiting in list(self._pending_reviews.items()):
+            own = self._pending_files.get(waiting.scope)
+            if (
+                waiting.scope in ("global", "project")
+                or not waiting.saved
+                or own is None
+                or own.directory is None
+            ):
+                continue
+            if waiting.scope not in listed:
+                listed[waiting.scope] = own.ids()
+            if proposal_id not in listed[waiting.scope]:
+                del self._pending_reviews[proposal_id]
         return self._pending_reviews
 
     @property

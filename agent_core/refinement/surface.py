@@ -405,6 +405,14 @@ class HarnessSurface:
         await self.flushed()
         return Promotion(entry, target, created, removed)
 
+    async def apply_user(self, proposal: Proposal, *, scope: Scope) -> RefinementResult:
+        """A write a person asked for outside a turn (a review panel's delete): applied at once
+        (no review), reported as a card and counted in quiescence; its card is delivered before
+        this returns. Validation and tombstones still apply (a refused write is a result)."""
+        result = await self.coordinator.apply_user(proposal, scope=scope)
+        await self.flushed()
+        return result
+
     def scopes(self) -> tuple[Scope, ...]:
         """The scopes this session has stores for, narrowest first."""
         return tuple(scope for scope, _ in self._stores())

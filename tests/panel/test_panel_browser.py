@@ -181,3 +181,25 @@ async def test_approving_a_pending_review_in_the_page_applies_it(
         await page.wait_for("document.querySelector('#view .empty')?.textContent")
         == "Nothing is waiting for review."
     )
+
+
+async def test_promoting_an_entry_in_the_page_is_confirmed_and_shows_both_refinement_ids(
+    page: Page, panel: RunningPanel, populated: Populated
+) -> None:
+    row = "tr[data-entry='sess-web-checkout/memory/money_is_integer_cents']"
+    await open_panel(page, panel, "entries")
+    await page.wait_for(f'document.querySelector("{row} button.promote")')
+    await page.evaluate(f'document.querySelector("{row} button.promote").click()')
+    await page.wait_for("document.getElementById('confirm').open")
+    await page.evaluate("document.getElementById('confirm-ok').click()")
+    links = await page.wait_for(
+        "!document.getElementById('toast').hidden &&"
+        " [...document.querySelectorAll('#toast a.rid')].map((a) => a.textContent)"
+    )
+    [created] = populated.store("global").history(1)
+    [removed] = populated.store("sess-web-checkout").history(1)
+    assert links == [f"open {created.id}", f"open {removed.id}"]
+    assert (
+        created.applied_edits[0].id == "money_is_integer_cents"
+        and removed.applied_edits[0].action == "delete"
+    )

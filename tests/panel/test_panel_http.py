@@ -430,3 +430,72 @@ def test_harness_ui_prints_its_url_and_serves_until_interrupted(populated: Popul
         proc.send_signal(signal.SIGINT)
         code = proc.wait(30)
     assert code == 0
+
+
+def test_a_standalone_action_names_the_open_sessions_that_get_no_card(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid = "sess-data-pipeline"
+    lock = SessionOwnerLock.acquire(populated.home / "sessions" / sid, sid)
+    try:
+        status, body = panel.request(
+            "/api/actions/delete", body={"store": sid, "kind": "memory", "id": "warehouse_limits"}
+        )
+    finally:
+        lock.release()
+    assert status == 200, body
+    assert body["open_elsewhere"] == [sid] and body["via_session"] is None
+    assert f"open session(s) {sid} in another server" in body["message"]
+
+
+def test_promoting_a_local_entry_moves_it_to_global_with_two_refinements(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid, entry = "sess-web-checkout", "money_is_integer_cents"
+    status, body = panel.request(
+        "/api/actions/promote", body={"store": sid, "kind": "memory", "id": entry, "target": "global"}
+    )
+    assert status == 200, body
+    created, removed = body["refinement_ids"]
+    assert [r.id for r in populated.store("global").history()][-1] == created
+    assert [r.id for r in populated.store(sid).history()][-1] == removed
+    assert populated.store("global").load().get("memory", entry) is not None
+    assert populated.store(sid).load().get("memory", entry) is None
+
+
+def test_rolling_back_a_promotion_in_the_panel_undoes_both_halves(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid, entry = "sess-web-checkout", "money_is_integer_cents"
+    _, promoted = panel.request(
+        "/api/actions/promote", body={"store": sid, "kind": "memory", "id": entry, "target": "global"}
+    )
+    status, body = panel.request(
+        "/api/actions/rollback", body={"refinement_id": promoted["refinement_ids"][0]}
+    )
+    assert status == 200 and len(body["refinement_ids"]) == 2, body
+    assert populated.store("global").load().get("memory", entry) is None
+    assert populated.store(sid).load().get("memory", entry) is not None
+
+
+def test_an_entry_offers_promotion_to_global_only_from_a_local_store(panel: RunningPanel) -> None:
+    local = panel.get("/api/entries/sess-web-checkout/memory/money_is_integer_cents")
+    shared = panel.get("/api/entries/global/memory/test_command")
+    assert (local["promote_targets"], shared["promote_targets"]) == (["global"], [])
+
+
+def test_promoting_a_global_entry_is_refused_clearly(panel: RunningPanel) -> None:
+    status, body = panel.request(
+        "/api/actions/promote",
+        body={"store": "global", "kind": "memory", "id": "test_command", "target": "global"},
+    )
+    assert (status, body["error"]) == (400, "only a session's local entry can be promoted")
+
+
+def test_the_standalone_panel_shows_quiescence_as_unknown(panel: RunningPanel) -> None:
+    overview = panel.get("/api/overview")
+    assert overview["in_server"] is False
+    assert {s["session_id"]: s["quiescence"] for s in overview["sessions"]} == {
+        "sess-data-pipeline": None,
+        "sess-web-checkout": None,
+    }

@@ -5,19 +5,33 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agent_core.testing.scripted_model import ScriptedModelServer, text
+from agent_core.testing.scripted_model import ScriptedModelServer, response, text
 from harness_store import HarnessStore
 
 from .cdp import Page, chromium_path
 from .conftest import open_panel, start_panel
+from .populate import create, proposal, write_pending
 
-from refinement.acp_support import messages_between, new_session, prompt, servers  # isort: skip
+from refinement.acp_support import (  # isort: skip
+    AcpClient,
+    messages_between,
+    new_session,
+    prompt,
+    servers,
+)
 
 MANUAL_ONLY = "auto_refine_every = 0\n"
+AUTO_EVERY_TURN = "auto_refine_every = 1\nrefine_cooldown_seconds = 0\n"
 MEMORY = "Release notes go in CHANGES.md, newest first."
 
 
@@ -81,3 +95,197 @@ def test_a_running_session_sees_a_rollback_made_in_the_panel(tmp_path: Path) -> 
         start = len(client.frames)
         done = prompt(client, sid, "/history")
         assert f"`{body['refinement_id']}`" in messages_between(client, start, done.seq)
+
+
+def _panel_url(client: AcpClient, sid: str) -> str:
+    """`/harness ui` in the session: the panel this server started, by the URL it answered."""
+    done = prompt(client, sid, "/harness ui")
+    found = re.search(r"http://127\.0\.0\.1:\d+/\?token=[\w-]+", messages_between(client, 0, done.seq))
+    assert found, "no panel URL in the answer to /harness ui"
+    return found.group(0)
+
+
+def _post(url: str, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    base, token = url.split("/?token=")
+    request = urllib.request.Request(
+        f"{base}/api/actions/{action}",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "X-Panel-Token": token},
+    )
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        result: dict[str, Any] = json.loads(answer.read())
+    return result
+
+
+@dataclass
+class InServer:
+    """One ACP server (auto review every turn) shared by the `/harness ui` tests; each test opens
+    its own session in it and none needs a kernel."""
+
+    home: Path
+    cwd: Path
+    model: ScriptedModelServer
+    client: AcpClient
+
+
+@pytest.fixture(scope="module")
+def in_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InServer]:
+    root = tmp_path_factory.mktemp("harness-ui")
+    with (
+        ScriptedModelServer() as model,
+        servers(root / "home", model.base_url, config=AUTO_EVERY_TURN) as group,
+    ):
+        yield InServer(root / "home", root, model, group.spawn(root))
+
+
+def test_a_rollback_in_the_panel_of_harness_ui_shows_its_card_in_the_session(in_server: InServer) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    # A refinement of the session's own store, written through the store API by another writer.
+    store = HarnessStore(in_server.home / "sessions" / sid / "harness")
+    record = store.apply(json.loads(_plan()), scope="local", trigger="user")
+    seen = len(client.frames)
+    answer = _post(url, "rollback", {"refinement_id": record.id})
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    assert _cards_after(client, sid, seen, answer["refinement_ids"]) == [
+        f"refinement-{answer['refinement_id']}"
+    ]
+
+
+def _cards_after(client: AcpClient, sid: str, seen: int, ids: list[str]) -> list[str]:
+    """The refinement cards `sid` got after the first `seen` frames, once the last of `ids` arrived
+    (the server wrote them before the action answered; the client reads them in its own thread)."""
+    last = f"refinement-{ids[-1]}"
+    client.wait_for_after(
+        seen,
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("sessionUpdate") == "tool_call"
+            and m["params"]["update"].get("toolCallId") == last
+        ),
+    )
+    return [
+        f.message["params"]["update"]["toolCallId"]
+        for f in client.frames[seen:]
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["sessionId"] == sid
+        and f.message["params"]["update"].get("sessionUpdate") == "tool_call"
+        and str(f.message["params"]["update"].get("toolCallId", "")).startswith("refinement-")
+    ]
+
+
+def _local_entry(in_server: InServer, sid: str, entry_id: str) -> str:
+    """A local memory of `sid`, written through the store API by another writer; its refinement id."""
+    store = HarnessStore(in_server.home / "sessions" / sid / "harness")
+    made = store.apply(
+        proposal(create("memory", entry_id.title(), f"{entry_id} is a fact.", id=entry_id), summary="add"),
+        scope="local",
+        trigger="user",
+    )
+    assert made.applied
+    return made.id
+
+
+def test_a_promotion_in_the_panel_of_harness_ui_shows_both_cards_in_the_session(in_server: InServer) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    _local_entry(in_server, sid, "promoted_fact")
+    seen = len(client.frames)
+    answer = _post(
+        url, "promote", {"store": sid, "kind": "memory", "id": "promoted_fact", "target": "global"}
+    )
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    shown = _cards_after(client, sid, seen, answer["refinement_ids"])
+    assert shown == [f"refinement-{rid}" for rid in answer["refinement_ids"]] and len(shown) == 2
+
+
+def test_a_delete_in_the_panel_of_harness_ui_shows_its_card_in_the_session(in_server: InServer) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    _local_entry(in_server, sid, "deleted_fact")
+    seen = len(client.frames)
+    answer = _post(url, "delete", {"store": sid, "kind": "memory", "id": "deleted_fact"})
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    shown = _cards_after(client, sid, seen, answer["refinement_ids"])
+    assert shown == [f"refinement-{answer['refinement_id']}"]
+
+
+def test_approving_a_global_review_in_the_panel_of_harness_ui_shows_its_card_in_the_proposing_session(
+    in_server: InServer,
+) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    body = proposal(
+        create("memory", "Shared fact", "A reviewed global fact.", id="reviewed_fact"), summary="x"
+    )
+    write_pending(in_server.home, sid, "global", "p-20261201-120000-0000beef", body)
+    seen = len(client.frames)
+    answer = _post(
+        url, "review", {"proposal_id": "p-20261201-120000-0000beef", "decision": "apply", "store": "global"}
+    )
+    assert answer["ok"] and answer["via_session"] == sid, answer
+    shown = _cards_after(client, sid, seen, answer["refinement_ids"])
+    assert shown == [f"refinement-{answer['refinement_id']}"]
+    assert HarnessStore(in_server.home / "harness").load().get("memory", "reviewed_fact").trust == "verified"
+
+
+def _hanging_gate() -> Any:
+    """The automatic review's gate reply, hanging until the model server stops: refinement runs."""
+    return response([{"sleep": 120.0}, {"content": '{"should_refine": false, "rationale": "x"}'}])
+
+
+def _events(url: str) -> Iterator[tuple[str, Any]]:
+    """The panel's event stream as (event, data); keep-alive comments as ("keep-alive", None)."""
+    base, token = url.split("/?token=")
+    stream = urllib.request.urlopen(f"{base}/api/events?token={token}", timeout=60)
+    event = None
+    for raw in stream:
+        line = raw.decode().rstrip("\n")
+        if line.startswith(":"):
+            yield "keep-alive", None
+        elif line.startswith("event: "):
+            event = line[len("event: ") :]
+        elif line.startswith("data: ") and event is not None:
+            yield event, json.loads(line[len("data: ") :])
+
+
+def test_the_panel_of_harness_ui_shows_a_running_refinement_as_not_quiescent_live(
+    in_server: InServer,
+) -> None:
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    events = _events(url)
+    assert next(events)[0] == "hello"
+    in_server.model.push(text("Hello."), _hanging_gate())
+    prompt(client, sid, "hi")
+    deadline = time.monotonic() + 60
+    for name, data in events:
+        if name == "quiescence" and data["sessions"].get(sid, {}).get("quiescent") is False:
+            break
+        assert time.monotonic() < deadline, "the panel never said the session is busy"
+    state = data["sessions"][sid]
+    assert (state["in_flight"], state["background"][0]["title"]) == (1, "Refining the harness")
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)")
+async def test_the_sessions_tab_shows_a_session_busy_while_it_refines_without_a_reload(
+    page: Page, in_server: InServer
+) -> None:
+    client = in_server.client
+    sid, _ = await asyncio.to_thread(new_session, client, in_server.cwd)
+    url = await asyncio.to_thread(_panel_url, client, sid)
+    await page.navigate(f"{url}#sessions")
+    await page.wait_for("document.body.dataset.ready === '1'")
+    cell = f"document.querySelector(\"tr[data-session='{sid}'] td.quiescence\")"
+    assert await page.wait_for(f"{cell}?.textContent") == "settled"
+    await page.evaluate("window.__sameDocument = true")
+    in_server.model.push(text("Hello."), _hanging_gate())
+    await asyncio.to_thread(prompt, client, sid, "hi")
+    busy = await page.wait_for(f"{cell}?.textContent.startsWith('busy') && {cell}.textContent")
+    assert busy == "busyRefining the harness" and await page.evaluate("window.__sameDocument") is True

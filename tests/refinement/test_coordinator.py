@@ -351,3 +351,17 @@ async def test_a_failed_turn_still_releases_what_its_cells_scheduled(rig: Rig) -
         coordinator.turn_failed()
         assert await coordinator.wait_quiescent(WAIT)
     assert coordinator.last is not None and coordinator.last.status == "applied"
+
+
+async def test_a_local_review_decided_in_another_process_no_longer_waits(rig: Rig) -> None:
+    from agent_core.refinement.pending_files import PendingFiles, pending_dir
+
+    rig.policy = Policy(mode="auto", refine_review="always")
+    rig.server.push(plan_reply(memory_edit()))
+    coordinator = rig.coordinator(auto_every=0)
+    async with serving(coordinator, rig):
+        outcome = await coordinator.refine_now()
+        assert outcome.status == "pending_review" and outcome.proposal_id in coordinator.pending_reviews
+        # A review panel's claim: it removes the file (and decides through the store itself).
+        assert PendingFiles(pending_dir(rig.local)).remove(outcome.proposal_id)
+        assert outcome.proposal_id not in coordinator.pending_reviews

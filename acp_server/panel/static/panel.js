@@ -14,6 +14,7 @@ const state = {
   entries: { filters: { scope: "", kind: "", trust: "", q: "" }, offset: 0 },
   detail: null, // {type: "refinement"|"entry", ...}
   lastEvent: null,
+  inServer: false, // served inside an ACP server (`/harness ui`): its sessions' quiescence is known
 };
 
 // ---------------------------------------------------------------- helpers
@@ -68,9 +69,10 @@ function sessionLink(sid) {
   return h("a", { href: `#session/${encodeURIComponent(sid)}`, class: "sid", text: sid });
 }
 
-function toast(text, refinementId) {
+function toast(text, refinementIds = []) {
   const el = document.getElementById("toast");
-  fill(el, h("span", { text }), refinementId ? h("span", {}, " ", refLink(refinementId, `open ${refinementId}`)) : null);
+  const ids = (Array.isArray(refinementIds) ? refinementIds : [refinementIds]).filter(Boolean);
+  fill(el, h("span", { text }), ids.map((id) => h("span", {}, " ", refLink(id, `open ${id}`))));
   el.hidden = false;
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => { el.hidden = true; }, 12000);
@@ -109,7 +111,9 @@ async function runAction(name, body, title, text) {
     );
     if (force) result = await api(`/api/actions/${name}`, { method: "POST", body: JSON.stringify({ ...body, force: true }) });
   }
-  toast(result.message + (result.errors.length && !result.ok ? ` ${result.errors.join("; ")}` : ""), result.refinement_id);
+  const shown = result.via_session ? ` (shown in session ${result.via_session}'s editor)` : "";
+  toast(result.message + shown + (result.errors.length && !result.ok ? ` ${result.errors.join("; ")}` : ""),
+    result.refinement_ids && result.refinement_ids.length ? result.refinement_ids : result.refinement_id);
   await refresh();
   return result;
 }
@@ -240,9 +244,18 @@ function entryRow(e) {
       e.trust !== "verified" && e.last_refinement !== null ? h("button", { type: "button", class: "verify",
         onclick: () => runAction("verify", { store: e.store, kind: e.kind, id: e.id }, "Mark verified?",
           `Mark ${e.kind} ${e.id} verified (approve it in review)?`), text: "Verify" }) : null,
+      e.store !== "global" ? promoteButton(e, "global") : null,
       h("button", { type: "button", class: "delete danger",
         onclick: () => runAction("delete", { store: e.store, kind: e.kind, id: e.id }, "Delete this entry?",
           `Delete ${e.kind} ${e.id} from the ${e.scope} harness? The deletion is a refinement you can roll back.`), text: "Delete" })));
+}
+
+function promoteButton(e, target) {
+  // `/promote`: create in the target, then delete the local copy; rolling back either undoes both.
+  return h("button", { type: "button", class: "promote", "data-target": target,
+    onclick: () => runAction("promote", { store: e.store, kind: e.kind, id: e.id, target }, `Promote to ${target}?`,
+      `Move ${e.kind} ${e.id} from session ${e.store}'s local harness to the ${target} harness? Two refinements: the ${target} copy, then the local removal; rolling back either undoes both.`),
+    text: `Promote to ${target}` });
 }
 
 function entriesTable(rows, withActions = true) {
@@ -296,6 +309,7 @@ async function showEntry(store, kind, id) {
     h("pre", { class: "content", text: e.content }),
     Object.keys(e.reference || {}).length ? h("pre", { class: "content small", text: `reference: ${JSON.stringify(e.reference)}\narguments: ${JSON.stringify(e.arguments)}` }) : null,
     evidenceView(e.evidence),
+    e.promote_targets && e.promote_targets.length ? h("div", { class: "buttons" }, e.promote_targets.map((t) => promoteButton(e, t))) : null,
     h("h3", { text: "Refinements that wrote it" }),
     h("ol", { class: "timeline" }, e.refinements.map(timelineRow)));
   detail.classList.add("open");
@@ -338,18 +352,29 @@ async function showTombstones() {
 
 function sessionsTable() {
   return h("table", { class: "entries" },
-    h("thead", {}, h("tr", {}, ["Session", "Title", "Working directory", "State", "Pending reviews", "Local refinements", "Last local refinement"].map((t) => h("th", { scope: "col", text: t })))),
+    h("thead", {}, h("tr", {}, ["Session", "Title", "Working directory", "State", "Quiescence", "Pending reviews", "Local refinements", "Last local refinement"].map((t) => h("th", { scope: "col", text: t })))),
     h("tbody", {}, state.sessions.map((s) => h("tr", { "data-session": s.session_id },
       h("td", {}, sessionLink(s.session_id)), h("td", { text: s.title || "" }), h("td", { class: "small", text: s.cwd }),
       h("td", {}, s.open === null ? badge("unknown", "trigger") : s.open ? badge(`open (pid ${s.owner_pid})`, "open") : badge("closed", "closed")),
+      h("td", { class: "quiescence" }, quiescenceView(s.quiescence)),
       h("td", { class: "num", text: s.pending_reviews }), h("td", { class: "num", text: s.refinements }),
       h("td", { class: "small", text: when(s.last_refinement_at) })))));
+}
+
+function quiescenceView(q) {
+  // Known only inside the server that has the session open: this panel's own (`/harness ui`).
+  if (!q) return h("span", { class: "muted", text: "—" });
+  if (q.quiescent) return badge("settled", "quiet");
+  return h("span", {}, badge("busy", "busy"),
+    h("ul", { class: "background small" }, q.background.map((b) => h("li", { text: b.type === "session" ? `subagent ${b.name}: ${b.state}` : b.title }))));
 }
 
 async function showSessions() {
   render(
     h("h2", { text: "Sessions" }),
-    h("p", { class: "muted", text: "Open means a server process holds the session now. Whether its refinement work has settled (quiescence) is known only inside that process; pending reviews are counted from disk." }),
+    h("p", { class: "muted", text: state.inServer
+      ? "Open means a server process holds the session now. Quiescence (refinement jobs queued or running, subagents still working) is live for the sessions this server has open; pending reviews are counted from disk."
+      : "Open means a server process holds the session now. Quiescence is known only inside the server that has the session open (open this panel there with /harness ui); pending reviews are counted from disk." }),
     state.sessions.length ? sessionsTable() : h("p", { class: "empty", text: "No sessions yet." }),
   );
 }
@@ -435,6 +460,7 @@ async function showTab(tab) {
 async function loadOverview() {
   const o = await api("/api/overview");
   state.sessions = o.sessions;
+  state.inServer = o.in_server;
   document.getElementById("home").textContent = o.home;
   const open = o.sessions.filter((s) => s.open).length;
   document.getElementById("count-sessions").textContent = open ? `${open} open` : o.sessions.length || "";
@@ -475,6 +501,15 @@ function connect() {
       refresh();
     });
   }
+  source.addEventListener("quiescence", (e) => {
+    // The whole snapshot of this server's open sessions: update the rows in place (no refetch).
+    const quiet = JSON.parse(e.data).sessions;
+    for (const s of state.sessions) s.quiescence = quiet[s.session_id] || null;
+    for (const cell of document.querySelectorAll("tr[data-session] td.quiescence")) {
+      const row = state.sessions.find((s) => s.session_id === cell.parentElement.dataset.session);
+      if (row) cell.replaceChildren(quiescenceView(row.quiescence));
+    }
+  });
   source.onerror = () => { live.textContent = "○ reconnecting…"; live.className = "live off"; };
 }
 
