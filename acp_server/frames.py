@@ -863,6 +863,7 @@ def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
 SUBAGENT_CARD_STATUS = {
     "queued": "pending",
     "running": "in_progress",
+    "needs-action": "in_progress",  # still running; the card says it waits for the user
     "idle": "completed",
     "finished": "completed",
     "failed": "failed",

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+NEEDS_ACTION_TEXT = "**needs action:** waiting for your answer to its permission request"
+
 
 def hub_of(session: Any) -> Any | None:
     """The subagent hub a session is attached to (None without subagents)."""
@@ -38,6 +40,8 @@ def card_content(change: SubagentChanged) -> list[frames.Frame]:
         content.append(frames.tool_text(change.answer))
     if change.reason:
         content.append(frames.tool_text(f"**{change.state}:** {change.reason}"))
+    if change.state == "needs-action":
+        content.append(frames.tool_text(NEEDS_ACTION_TEXT))
     return content
 
 
@@ -64,7 +68,7 @@ def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]
     if child not in shown:
         shown.add(child)
         updates.append(frames.subagent_card_update(child, change.name, change.task, change.state, parent))
-        if change.state in ("queued", "running"):
+        if change.state in ("queued", "running", "needs-action"):
             return updates
     updates.append(
         frames.subagent_progress_update(child, change.name, change.state, parent, card_content(change))
@@ -127,6 +131,12 @@ def background_entries(session: Any) -> list[frames.Frame]:
         for r in hub.children(session.id)
         if r.active
     ]
+
+
+def needing_action(session: Any) -> list[str]:
+    """Names of this session's children waiting for the user's answer to a permission request."""
+    hub = hub_of(session)
+    return [r.name for r in hub.needing_action(session.id)] if hub is not None else []
 
 
 def running_children(session: Any) -> int:
