@@ -17,7 +17,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp_server import frames
-from acp_server.background import quiescence_mirror
+from acp_server.background import quiescence_mirror, quiescence_notification
+from acp_server.frames import QUIESCENCE
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
@@ -83,6 +84,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         return
     parent_id = opened.session.id
     shown: set[str] = set()
+    active: set[str] = set()  # the children counted in the last quiescence report
 
     async def listener(event: Any) -> None:
         record = event.record
@@ -98,8 +100,16 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         # The mirror every client gets (ACP.md): which background children the user still waits on,
         # in the same quiescence mirror the harness sends (one shape, refinement state included).
         status = opened.harness.status()
-        mirror = quiescence_mirror(status, background_entries(opened.session))
-        await server.send_update(parent_id, mirror)
+        children = background_entries(opened.session)
+        await server.send_update(parent_id, quiescence_mirror(status, children))
+        now_active = {str(entry["sessionId"]) for entry in children}
+        if now_active != active:
+            # A child was admitted or settled: a quiescence transition, so a client that opted in to
+            # `_harness/quiescence` hears it too (a needs-action change alone is not one).
+            active.clear()
+            active.update(now_active)
+            if QUIESCENCE in server.extension_notifications and server.client.quiescence:
+                await server.notify(QUIESCENCE, quiescence_notification(parent_id, status, children))
 
     hub.add_listener(listener)
     earlier = opened.unsubscribe

@@ -349,9 +349,10 @@ class SubagentHub:
                 raise
         self._settle(record, ending)
 
-    def _forward_asked_cell(self, record: ChildRecord, session: Any, event: object) -> None:
+    async def _forward_asked_cell(self, record: ChildRecord, session: Any, event: object) -> None:
         """A child cell the user was asked about (its card is in the parent's thread) reports its
-        start and end into the parent's running turn, so that card follows the cell."""
+        start and end to the parent -- into its running turn, or, between the parent's turns, to its
+        editor (and transcript) at once -- so that card follows the cell."""
         editor = session.editor
         if not isinstance(editor, ChildEditor) or not isinstance(event, ev.CellStarted | ev.CellFinished):
             return
@@ -362,10 +363,10 @@ class SubagentHub:
             return
         card_id = editor.card_id(event.cell_id)
         if isinstance(event, ev.CellStarted):
-            parent.emit_into_turn(ev.CellStarted(card_id, event.code, editor.card_title(event.title)))
+            await parent.publish(ev.CellStarted(card_id, event.code, editor.card_title(event.title)))
         else:
             editor.asked.discard(event.cell_id)
-            parent.emit_into_turn(
+            await parent.publish(
                 ev.CellFinished(card_id, event.status, event.error, event.output, event.duration)
             )
 
