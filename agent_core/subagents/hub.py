@@ -302,8 +302,8 @@ class SubagentHub:
 
     def _waiting_for_user(self, record: ChildRecord, waiting: bool) -> None:
         """The child's editor asked the user (`waiting`) or got its answer: `needs-action` while it waits."""
-        if record.state not in TURN or self._stopping:
-            return  # it ended meanwhile (cancelled while asking): that state stands
+        if record.state not in TURN or self._stopping or record.session_id in self._cancel_reasons:
+            return  # it ended, or is being cancelled, while it asked: its final state comes next
         state = "needs-action" if waiting else "running"
         if record.state != state:
             record.state = state  # type: ignore[assignment]
