@@ -384,7 +384,9 @@ CASES: dict[str, Case] = {
         ),
         "RequestPermissionRequest",
     ),
-    "cancel_request_notification": Case(lambda: f.cancel_request_notification(7), "CancelRequestNotification"),
+    "cancel_request_notification": Case(
+        lambda: f.cancel_request_notification(7), "CancelRequestNotification"
+    ),
     "permission_request__review": Case(
         lambda: f.permission_request(
             "sess-1",
