@@ -28,6 +28,14 @@ def background_items(pending: int, in_flight: int) -> list[Frame]:
     return items
 
 
+def quiescence_notification(session_id: str, event: Any, children: Sequence[Frame] = ()) -> Frame:
+    """The `_harness/quiescence` params for a `QuiescenceChanged` (or harness status): quiescent only
+    when refinement has settled and no child of the session is still queued or running."""
+    return frames.quiescence_notification(
+        session_id, event.quiescent and not children, event.pending, event.last_refinement_id
+    )
+
+
 def quiescence_mirror(event: Any, children: Sequence[Frame] = ()) -> Frame:
     """The one quiescence mirror (`session_info_update`) for a `QuiescenceChanged`: its counts, last id
     and the background list — refinement jobs, then the session's children still queued or running."""

@@ -6,6 +6,7 @@ fs calls are made only when the client advertised them (ACP forbids the others);
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 
@@ -43,6 +44,7 @@ class JsonRpcEditor:
         self.session_id: str | None = None
         self._pending: set[anyio.CancelScope] = set()
         self._cancelled_scopes: set[anyio.CancelScope] = set()
+        self._settling: set[asyncio.Task[None]] = set()  # cards of abandoned subagent requests
 
     @property
     def can_read_files(self) -> bool:
@@ -60,7 +62,9 @@ class JsonRpcEditor:
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         if self.presenter is None:
             raise RuntimeError("editor used before its session was created")
-        if request.purpose == "gates":
+        if request.subagent is not None:
+            answer, failure = await self._ask_for_subagent(request)
+        elif request.purpose == "gates":
             commands = request.code.splitlines()
             tool_call = await self.presenter.announce_gates(request.cell_id, request.title, commands)
             answer, failure = await self._ask(tool_call, GATE_OPTIONS)
@@ -90,17 +94,46 @@ class JsonRpcEditor:
         answer, _failure = await self._ask(tool_call, options)
         return answer
 
+    async def _ask_for_subagent(self, request: PermissionRequest) -> tuple[str | None, str | None]:
+        """A child's request, in this (its parent's) session, naming the child in `_meta`. It is sent at
+        once whether or not the parent is in a turn; its card stays open across the parent's turns
+        (the child runs on its own) until the child's cell ends. When the child stops waiting
+        (cancelled, its parent closed) the client gets `$/cancel_request` and the card is closed."""
+        assert self.presenter is not None
+        presenter = self.presenter
+        tool_call = await presenter.announce_cell(request.cell_id, request.code, request.title, detached=True)
+        meta = frames.subagent_meta(
+            request.subagent_session or "", request.subagent or "", "needs-action", self._sid()
+        )
+        try:
+            return await self._ask(tool_call, PERMISSION_OPTIONS, meta=meta, cancel_if_abandoned=True)
+        except BaseException:
+            # Abandoned (the child was cancelled while asking): no event will close its card. Closed
+            # from a task of its own: this one is being cancelled.
+            settle = presenter.settle_detached(request.cell_id, "cancelled", "the subagent stopped waiting")
+            task = asyncio.get_running_loop().create_task(settle)
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+            raise
+
     async def _ask(
-        self, tool_call: Mapping[str, object], options: Sequence[Mapping[str, object]]
+        self,
+        tool_call: Mapping[str, object],
+        options: Sequence[Mapping[str, object]],
+        *,
+        meta: Mapping[str, object] | None = None,
+        cancel_if_abandoned: bool = False,
     ) -> tuple[str | None, str | None]:
         """`ask`, plus the client's error message when it failed the request instead of answering."""
-        params = frames.permission_request(self._sid(), tool_call, options)
+        params = frames.permission_request(self._sid(), tool_call, options, meta)
         scope = anyio.CancelScope()
         self._pending.add(scope)
         result: object = None
         try:
             with scope:
-                result = await self._connection.request("session/request_permission", params)
+                result = await self._connection.request(
+                    "session/request_permission", params, cancel_if_abandoned=cancel_if_abandoned
+                )
         except (PeerError, ConnectionClosed) as exc:
             log.warning("permission request failed (%s)", exc)
             error = getattr(exc, "error", None)

@@ -547,10 +547,25 @@ def permission_options(options: Iterable[tuple[str, str, str]]) -> list[Frame]:
 
 
 def permission_request(
-    session_id: str, tool_call: Mapping[str, object], options: Sequence[Mapping[str, object]]
+    session_id: str,
+    tool_call: Mapping[str, object],
+    options: Sequence[Mapping[str, object]],
+    meta: Mapping[str, object] | None = None,
 ) -> Frame:
-    """The params of `session/request_permission`."""
-    return {"sessionId": session_id, "toolCall": dict(tool_call), "options": [dict(o) for o in options]}
+    """The params of `session/request_permission` (`meta`: its `_meta`, e.g. the asking subagent)."""
+    params: Frame = {
+        "sessionId": session_id,
+        "toolCall": dict(tool_call),
+        "options": [dict(o) for o in options],
+    }
+    if meta:
+        params["_meta"] = dict(meta)
+    return params
+
+
+def cancel_request_notification(request_id: object) -> Frame:
+    """The params of `$/cancel_request`: we no longer wait for the answer to our request `request_id`."""
+    return {"requestId": request_id}
 
 
 # ---------------------------------------------------------------- quiescence
@@ -863,6 +878,7 @@ def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
 SUBAGENT_CARD_STATUS = {
     "queued": "pending",
     "running": "in_progress",
+    "needs-action": "in_progress",  # still running; the card says it waits for the user
     "idle": "completed",
     "finished": "completed",
     "failed": "failed",

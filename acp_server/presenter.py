@@ -94,6 +94,9 @@ class TurnPresenter:
         self._last_message_id: str | None = None
         self._shown = False
         self._cards: dict[str, CellCard] = {}
+        # Cards of a subagent's cells (asked in this thread): they follow the child, not this
+        # session's turn, so the end of a turn leaves them open.
+        self._detached: set[str] = set()
         self._gates: dict[str, GateCard] = {}  # autonomous-mode gate runs in flight
         self._task_group: TaskGroup | None = None
         self._flush_scheduled: set[str] = set()
@@ -125,7 +128,10 @@ class TurnPresenter:
             # A compaction the turn's cancellation cut short never reports its end.
             await self._send(frames.compaction_update(compaction_id, "cancelled"))
         self._open_compactions.clear()
+        kept = {cell_id: card for cell_id, card in self._cards.items() if cell_id in self._detached}
         for card in list(self._cards.values()):
+            if card.cell_id in kept:
+                continue
             self._flush_scheduled.discard(card.cell_id)
             if not card.started:
                 continue
@@ -136,7 +142,7 @@ class TurnPresenter:
             else:
                 status, error = "failed", "not run"
             await self._send(card.final_update(status, error, ""))
-        self._cards.clear()
+        self._cards = kept
         for gate in list(self._gates.values()):
             # A gate still running when the turn ended was cancelled with it (its process group killed).
             self._flush_scheduled.discard(gate.cell_id)
@@ -155,13 +161,27 @@ class TurnPresenter:
 
     # ------------------------------------------------------------ permission cards
 
-    async def announce_cell(self, cell_id: str, code: str, title: str) -> Frame:
-        """Show a pending card (before a permission request) and return the ToolCallUpdate to ask with."""
+    async def announce_cell(self, cell_id: str, code: str, title: str, *, detached: bool = False) -> Frame:
+        """Show a pending card (before a permission request) and return the ToolCallUpdate to ask with.
+
+        `detached`: a subagent's cell; the card stays open when this session's turn ends."""
         card = self._card(cell_id, code, title)
+        if detached:
+            self._detached.add(cell_id)
         if not card.started:
             card.started = True
             await self._send(card.start_update())
         return card.permission_tool_call()
+
+    async def settle_detached(self, cell_id: str, status: str, error: str | None) -> None:
+        """Close a subagent's card that no `CellFinished` will close (the child stopped asking)."""
+        if cell_id not in self._detached:
+            return
+        self._detached.discard(cell_id)
+        card = self._cards.pop(cell_id, None)
+        if card is not None and card.started:
+            self._flush_scheduled.discard(cell_id)
+            await self._send(card.final_update(status, error, ""))
 
     def _card(self, cell_id: str, code: str, title: str) -> CellCard:
         card = self._cards.get(cell_id)
@@ -218,6 +238,7 @@ class TurnPresenter:
                 await self._standalone_edit(event)
         elif isinstance(event, CellFinished):
             finished = self._cards.pop(event.cell_id, None)
+            self._detached.discard(event.cell_id)
             if finished is not None:
                 self._flush_scheduled.discard(finished.cell_id)
                 await self._send(finished.final_update(event.status, event.error, event.output))

@@ -17,7 +17,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp_server import frames
-from acp_server.background import quiescence_mirror
+from acp_server.background import quiescence_mirror, quiescence_notification
+from acp_server.frames import QUIESCENCE
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from agent_core.events import SubagentChanged
 
 log = logging.getLogger(__name__)
+
+NEEDS_ACTION_TEXT = "**needs action:** waiting for your answer to its permission request"
 
 
 def hub_of(session: Any) -> Any | None:
@@ -38,6 +41,8 @@ def card_content(change: SubagentChanged) -> list[frames.Frame]:
         content.append(frames.tool_text(change.answer))
     if change.reason:
         content.append(frames.tool_text(f"**{change.state}:** {change.reason}"))
+    if change.state == "needs-action":
+        content.append(frames.tool_text(NEEDS_ACTION_TEXT))
     return content
 
 
@@ -64,7 +69,7 @@ def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]
     if child not in shown:
         shown.add(child)
         updates.append(frames.subagent_card_update(child, change.name, change.task, change.state, parent))
-        if change.state in ("queued", "running"):
+        if change.state in ("queued", "running", "needs-action"):
             return updates
     updates.append(
         frames.subagent_progress_update(child, change.name, change.state, parent, card_content(change))
@@ -79,6 +84,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         return
     parent_id = opened.session.id
     shown: set[str] = set()
+    active: set[str] = set()  # the children counted in the last quiescence report
 
     async def listener(event: Any) -> None:
         record = event.record
@@ -94,8 +100,16 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         # The mirror every client gets (ACP.md): which background children the user still waits on,
         # in the same quiescence mirror the harness sends (one shape, refinement state included).
         status = opened.harness.status()
-        mirror = quiescence_mirror(status, background_entries(opened.session))
-        await server.send_update(parent_id, mirror)
+        children = background_entries(opened.session)
+        await server.send_update(parent_id, quiescence_mirror(status, children))
+        now_active = {str(entry["sessionId"]) for entry in children}
+        if now_active != active:
+            # A child was admitted or settled: a quiescence transition, so a client that opted in to
+            # `_harness/quiescence` hears it too (a needs-action change alone is not one).
+            active.clear()
+            active.update(now_active)
+            if QUIESCENCE in server.extension_notifications and server.client.quiescence:
+                await server.notify(QUIESCENCE, quiescence_notification(parent_id, status, children))
 
     hub.add_listener(listener)
     earlier = opened.unsubscribe
@@ -127,6 +141,12 @@ def background_entries(session: Any) -> list[frames.Frame]:
         for r in hub.children(session.id)
         if r.active
     ]
+
+
+def needing_action(session: Any) -> list[str]:
+    """Names of this session's children waiting for the user's answer to a permission request."""
+    hub = hub_of(session)
+    return [r.name for r in hub.needing_action(session.id)] if hub is not None else []
 
 
 def running_children(session: Any) -> int:

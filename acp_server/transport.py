@@ -151,24 +151,35 @@ class Connection:
         """Send the client a notification."""
         await self.send(frames.notification_message(method, params))
 
-    async def request(self, method: str, params: object, *, timeout: float | None = None) -> object:
+    async def request(
+        self, method: str, params: object, *, timeout: float | None = None, cancel_if_abandoned: bool = False
+    ) -> object:
         """Send an agent->client request and wait for its answer.
 
         Raises `PeerError` for an error answer, `TimeoutError` after `timeout` seconds and
-        `ConnectionClosed` if input ends first.
+        `ConnectionClosed` if input ends first. `cancel_if_abandoned`: when the wait is cancelled
+        before the answer came, the client is sent `$/cancel_request` for it (so it stops asking the
+        user about work that is gone).
         """
         ident = next(self._ids)
         key = _id_key(ident)
         waiter = _Waiter(method)
         self._waiters[key] = waiter
+        sent = False
         try:
             if self.eof.is_set():
                 raise ConnectionClosed(f"client disconnected; {method} was not sent")
             await self.send(frames.request_message(ident, method, params))
+            sent = True
             with anyio.fail_after(timeout):
                 await waiter.done.wait()
         finally:
             self._waiters.pop(key, None)
+            if cancel_if_abandoned and sent and not waiter.done.is_set() and self._task_group is not None:
+                # Sent from the connection's task group: the waiting task is being cancelled.
+                self._task_group.start_soon(
+                    self.notify, CANCEL_REQUEST, frames.cancel_request_notification(ident)
+                )
         if waiter.closed:
             raise ConnectionClosed(f"client disconnected before answering {method}")
         if waiter.error is not None:

@@ -269,6 +269,13 @@ class Agent:
     def session_exists(self, session_id: str) -> bool:
         return self.store.exists(session_id)
 
+    async def release_kernel(self, session: Session, snapshot_timeout: float = 10.0) -> bool:
+        """Stop an open session's kernel to free it (final snapshot first); the session stays open and
+        its next cell, or a `session/load`, starts a kernel that restores that snapshot (as for any
+        loaded session). True when a kernel was stopped."""
+        factory = self._kernel_factory(restore=True)
+        return await session.kernel_handle.release(snapshot_timeout, restart=lambda: factory(session))
+
     async def close_session(self, session_id: str) -> None:
         """Cancel, snapshot and free the kernel; the transcript stays on disk. Idempotent."""
         session = self._sessions.pop(session_id, None)

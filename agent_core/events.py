@@ -207,7 +207,8 @@ class SubagentChanged:
     child_session_id: str
     name: str
     task: str
-    state: str  # "queued" | "running" | "idle" | "finished" | "failed" | "cancelled" | "interrupted"
+    # "queued" | "running" | "needs-action" | "idle" | "finished" | "failed" | "cancelled" | "interrupted"
+    state: str
     parent_session_id: str
     answer: str | None = None  # the final answer (bounded), once finished
     reason: str | None = None  # why it failed, was cancelled or interrupted

@@ -28,6 +28,8 @@ class KernelHandle:
         self._label = label  # the session id, for logs
         self._task: asyncio.Task[KernelSession] | None = None
         self._note: str | None = None
+        self._releasing: asyncio.Event | None = None  # set while `release` stops the kernel
+        self._released = False  # stopped by `release`; the next cell starts a new one
         self.current_cell: str | None = None  # the cell running now (for status, interrupt, FileEdited)
         self.cells_run = 0  # cells started in this process (for `/kernel status`)
 
@@ -42,6 +44,9 @@ class KernelHandle:
 
     async def get(self) -> KernelSession:
         """The kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""
+        while self._releasing is not None:
+            await self._releasing.wait()  # a kernel being released is snapshotted before a new one starts
+        self._released = False
         return await asyncio.shield(self.start())
 
     def _running(self) -> KernelSession | None:
@@ -65,6 +70,8 @@ class KernelHandle:
     async def status(self, cwd: str) -> str:
         """The `/kernel status` text."""
         task = self._task
+        if task is None and self._released:
+            return "released (stopped to free it; the next cell starts a kernel that restores its snapshot)"
         if task is None:
             return "not started (starts with the first cell)"
         if not task.done():
@@ -111,8 +118,32 @@ class KernelHandle:
 
     # ------------------------------------------------------------ end
 
+    async def release(self, snapshot_timeout: float, restart: KernelFactory | None = None) -> bool:
+        """Stop the kernel to free it (final snapshot first) while its session stays open; the next
+        `get()` starts a new one, with `restart` when given (a factory that restores the snapshot).
+        True when a kernel was stopped."""
+        if self._task is None or self._releasing is not None:
+            return False
+        releasing = self._releasing = asyncio.Event()
+        try:
+            await self._stop(snapshot_timeout)
+            self._task = None
+            self.current_cell = None
+            self._released = True
+            if restart is not None:
+                self._factory = restart
+        finally:
+            self._releasing = None
+            releasing.set()
+        return True
+
     async def shutdown(self, snapshot_timeout: float) -> None:
         """Take the final snapshot (bounded) and stop the kernel; a starting kernel is waited for first."""
+        while self._releasing is not None:
+            await self._releasing.wait()  # never two stops of one kernel at once
+        await self._stop(snapshot_timeout)
+
+    async def _stop(self, snapshot_timeout: float) -> None:
         task = self._task
         if task is None:
             return

@@ -21,6 +21,10 @@ class PermissionRequest:
     code: str
     # "cell": run this cell? "gates": use these gate commands (one per line in `code`) for autonomous mode?
     purpose: Literal["cell", "gates"] = "cell"
+    # Asked by a subagent (its name and session id): the request goes to its parent's editor, which
+    # names the child and keeps the card open across the parent's turns (the child runs on its own).
+    subagent: str | None = None
+    subagent_session: str | None = None
 
 
 class EditorPort(Protocol):

@@ -83,7 +83,8 @@ def inbox(wait: bool = False, timeout: float | None = None) -> Messages:
 
 
 def list() -> builtins.list[JsonObject]:
-    """Your children with their state (queued, running, idle, finished, failed, cancelled, interrupted)."""
+    """Your children with their state (queued, running, needs-action: waiting for the user to answer
+    its permission request, idle, finished, failed, cancelled, interrupted)."""
     return builtins.list(bridge.call("agents.list"))
 
 

@@ -24,7 +24,6 @@ __all__ = [
     "QUIESCENCE",
     "REVIEW_OPTIONS",
     "quiescence_mirror",
-    "quiescence_notification",
     "review_card",
     "review_settled",
     "review_waiting_message",
@@ -59,13 +58,6 @@ def review_waiting_message(proposal_id: str) -> JsonObject:
 def review_settled(proposal_id: str, applied: bool) -> JsonObject:
     """Closes a review card once its proposal is decided."""
     return frames.review_settled_update(proposal_id, applied=applied)
-
-
-def quiescence_notification(session_id: str, event: QuiescenceChanged) -> JsonObject:
-    """The params of `_harness/quiescence`."""
-    return frames.quiescence_notification(
-        session_id, event.quiescent, event.pending, event.last_refinement_id
-    )
 
 
 def quiescence_mirror(event: QuiescenceChanged, background: list[JsonObject]) -> JsonObject:

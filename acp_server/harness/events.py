@@ -18,12 +18,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from acp_server import frames
-from acp_server.harness.cards import (
-    QUIESCENCE,
-    quiescence_notification,
-    review_settled,
-    review_waiting_message,
-)
+from acp_server.harness.cards import QUIESCENCE, review_settled, review_waiting_message
 from acp_server.harness.review import card_for
 from acp_server.subagent_cards import background_entries
 
@@ -32,7 +27,8 @@ if TYPE_CHECKING:
     from acp_server.open_session import OpenSession
     from agent_core.refinement.surface import HarnessEvent
 
-from acp_server.background import quiescence_mirror  # the mirror with its background-work list
+# The notification and its mirror, with the background work (children) still going on.
+from acp_server.background import quiescence_mirror, quiescence_notification
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +48,10 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
                 # The notification only to a client that opted in (`clientCapabilities._meta
                 # ["continual-acp"].quiescence`); every client gets the session_info_update mirror,
                 # which also lists the background work still running (children, refinement jobs).
+                children = background_entries(opened.session)
                 if server.client.quiescence:
-                    await server.notify(QUIESCENCE, quiescence_notification(session_id, event))
-                await server.send_update(
-                    session_id, quiescence_mirror(event, background_entries(opened.session))
-                )
+                    await server.notify(QUIESCENCE, quiescence_notification(session_id, event, children))
+                await server.send_update(session_id, quiescence_mirror(event, children))
         elif isinstance(event, ReviewRequested):
             if event.pending.interactive:
                 return  # asked at once by whoever requested it (`/refine` in a live prompt)

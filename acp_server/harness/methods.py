@@ -28,7 +28,7 @@ from acp_server.harness.wire import (
     state_answer,
     status_answer,
 )
-from acp_server.subagent_cards import hub_of, running_children
+from acp_server.subagent_cards import hub_of, needing_action, running_children
 
 if TYPE_CHECKING:
     from acp_server.context import HarnessHost
@@ -209,6 +209,8 @@ def install(server: HarnessHost) -> None:
         if running := running_children(opened.session):  # background children (only when any)
             answer["runningSubagents"] = running
             answer["quiescent"] = False  # quiescence covers every background job the user waits on
+        if waiting := needing_action(opened.session):  # children waiting for a permission answer
+            answer["subagentsNeedingAction"] = waiting
         return answer
 
     @method("_harness/await_quiescence")

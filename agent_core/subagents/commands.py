@@ -11,8 +11,14 @@ if TYPE_CHECKING:
 USAGE = "Usage: `/agents` lists this session's subagents; `/agents cancel <name>` or `/agents cancel --all` stops them."
 
 
+NEEDS_ACTION = "waiting for your answer to its permission request"
+
+
 def _line(record: Any) -> str:
-    detail = record.reason or (record.answer or "").split("\n", 1)[0]
+    if record.state == "needs-action":
+        detail = NEEDS_ACTION
+    else:
+        detail = record.reason or (record.answer or "").split("\n", 1)[0]
     detail = detail if len(detail) <= 120 else detail[:119] + "…"
     task = " ".join(record.task.split())
     task = task if len(task) <= 60 else task[:59] + "…"
@@ -25,7 +31,9 @@ def list_text(hub: SubagentHub, session_id: str) -> str:
     if not children:
         return "No subagents in this session. The agent starts them from a cell with `agents.spawn(...)`."
     running = hub.running_children(session_id)
-    lines = [f"Subagents of this session ({running} still queued or running):", ""]
+    waiting = len(hub.needing_action(session_id))
+    asking = f"; {waiting} needs your action" if waiting else ""
+    lines = [f"Subagents of this session ({running} still queued or running{asking}):", ""]
     lines += [_line(record) for record in children]
     return "\n".join(lines)
 

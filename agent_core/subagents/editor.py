@@ -9,6 +9,7 @@ parent's running turn, so the card follows it. File reads and writes go through 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent_core.ports import EditorPort, PermissionDecision, PermissionRequest
@@ -19,6 +20,10 @@ class ChildEditor:
         self._parent = parent  # the parent Session
         self.name = name
         self.asked: set[str] = set()  # the child's cell ids whose card is in the parent's thread
+        # Set by the hub: told True while a request waits for the user, False once it is answered
+        # (the child's `needs-action` state).
+        self.on_waiting: Callable[[bool], None] | None = None
+        self.child_session_id: str | None = None
 
     def card_id(self, cell_id: str) -> str:
         return f"{self.name}-{cell_id}"
@@ -41,10 +46,29 @@ class ChildEditor:
 
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         named = PermissionRequest(
-            cell_id=self.card_id(request.cell_id), title=self.card_title(request.title), code=request.code
+            cell_id=self.card_id(request.cell_id),
+            title=self.card_title(request.title),
+            code=request.code,
+            purpose=request.purpose,
+            subagent=self.name,
+            subagent_session=self.child_session_id,
         )
         self.asked.add(request.cell_id)
-        return await self._editor.request_permission(named)
+        self._waiting(True)
+        try:
+            decision = await self._editor.request_permission(named)
+        finally:
+            self._waiting(False)
+        if decision == "cancelled":
+            # The client cancels every pending request of the parent's session when the user cancels
+            # the parent's prompt; that must not end the child (it outlives the parent's prompt): the
+            # cell was not approved, so it is not run and the child goes on.
+            return "reject"
+        return decision
+
+    def _waiting(self, waiting: bool) -> None:
+        if self.on_waiting is not None:
+            self.on_waiting(waiting)
 
     async def read_text_file(self, path: str) -> str:
         return await self._editor.read_text_file(path)

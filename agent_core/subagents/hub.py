@@ -26,7 +26,15 @@ from agent_core.subagents import persistence
 from agent_core.subagents.editor import ChildEditor
 from agent_core.subagents.limits import Limits, child_budget
 from agent_core.subagents.mailbox import Inbox, RoutingError, resolve
-from agent_core.subagents.records import ChildChanged, ChildRecord, Message, SubagentError, bounded, now_iso
+from agent_core.subagents.records import (
+    TURN,
+    ChildChanged,
+    ChildRecord,
+    Message,
+    SubagentError,
+    bounded,
+    now_iso,
+)
 from agent_core.subagents.runner import Activity, Ending, drive
 from agent_core.subagents.specs import Spec, first_prompt, resolve_spec
 
@@ -55,6 +63,7 @@ class SubagentHub:
         self._delivery: asyncio.Task[None] | None = None
         self._stopping = False
         self._change = asyncio.Event()  # set (and replaced) on every state change
+        self._releases: set[asyncio.Task[None]] = set()  # kernels of ended children being stopped
 
     # ------------------------------------------------------------ wiring
 
@@ -252,8 +261,9 @@ class SubagentHub:
             raise SubagentError(f"unknown model {chosen_model!r}; configured models: {', '.join(known)}")
         child_cwd = str(Path(parent.cwd, cwd)) if cwd else parent.cwd
         parent_budget = self._records[parent.id].budget if parent.id in self._records else None
+        editor = ChildEditor(parent, name)
         try:
-            session = await self.agent.new_session(child_cwd, ChildEditor(parent, name))
+            session = await self.agent.new_session(child_cwd, editor)
         except ValueError as exc:
             raise SubagentError(str(exc)) from None
         # A child asks before cells only when its parent does; it never runs autonomous gates itself.
@@ -271,6 +281,8 @@ class SubagentHub:
             cwd=child_cwd,
             budget=child_budget(self.limits, parent, parent_budget),
         )
+        editor.on_waiting = lambda waiting: self._waiting_for_user(record, waiting)
+        editor.child_session_id = record.session_id
         self._records[record.session_id] = record
         self._children.setdefault(parent.id, []).append(record.session_id)
         self._sessions[record.session_id] = session
@@ -286,7 +298,20 @@ class SubagentHub:
         return record
 
     def _running_count(self) -> int:
-        return sum(1 for r in self._records.values() if r.state == "running")
+        return sum(1 for r in self._records.values() if r.state in TURN)
+
+    def _waiting_for_user(self, record: ChildRecord, waiting: bool) -> None:
+        """The child's editor asked the user (`waiting`) or got its answer: `needs-action` while it waits."""
+        if record.state not in TURN or self._stopping or record.session_id in self._cancel_reasons:
+            return  # it ended, or is being cancelled, while it asked: its final state comes next
+        state = "needs-action" if waiting else "running"
+        if record.state != state:
+            record.state = state  # type: ignore[assignment]
+            self._changed(record)
+
+    def needing_action(self, parent_id: str) -> list[ChildRecord]:
+        """Children of `parent_id` waiting for the user to answer a permission request."""
+        return [r for r in self.children(parent_id) if r.state == "needs-action"]
 
     def _start(self, record: ChildRecord, parts: list[ev.PromptPart]) -> None:
         record.state = "running"
@@ -324,9 +349,10 @@ class SubagentHub:
                 raise
         self._settle(record, ending)
 
-    def _forward_asked_cell(self, record: ChildRecord, session: Any, event: object) -> None:
+    async def _forward_asked_cell(self, record: ChildRecord, session: Any, event: object) -> None:
         """A child cell the user was asked about (its card is in the parent's thread) reports its
-        start and end into the parent's running turn, so that card follows the cell."""
+        start and end to the parent -- into its running turn, or, between the parent's turns, to its
+        editor (and transcript) at once -- so that card follows the cell."""
         editor = session.editor
         if not isinstance(editor, ChildEditor) or not isinstance(event, ev.CellStarted | ev.CellFinished):
             return
@@ -337,10 +363,10 @@ class SubagentHub:
             return
         card_id = editor.card_id(event.cell_id)
         if isinstance(event, ev.CellStarted):
-            parent.emit_into_turn(ev.CellStarted(card_id, event.code, editor.card_title(event.title)))
+            await parent.publish(ev.CellStarted(card_id, event.code, editor.card_title(event.title)))
         else:
             editor.asked.discard(event.cell_id)
-            parent.emit_into_turn(
+            await parent.publish(
                 ev.CellFinished(card_id, event.status, event.error, event.output, event.duration)
             )
 
@@ -357,6 +383,35 @@ class SubagentHub:
         self._deliver_final(record)
         self._changed(record)
         self._admit_next()
+        self._release_kernel(record)
+
+    def _release_kernel(self, record: ChildRecord) -> None:
+        """An ended child gives its kernel back (final snapshot first) instead of holding it until its
+        parent closes; the session stays open (`observe`, cards) and a later cell or `session/load`
+        starts a kernel that restores the snapshot. A child an editor has taken over (loaded in its
+        own thread: its editor is no longer the parent's) keeps its kernel."""
+        session = self._sessions.get(record.session_id)
+        if session is None or not isinstance(session.editor, ChildEditor):
+            return
+        release = getattr(self.agent, "release_kernel", None)
+        if release is None:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._released_kernel(release, session), name=f"subagent-release-{record.name}"
+        )
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
+
+    async def _released_kernel(self, release: Callable[[Any], Awaitable[bool]], session: Any) -> None:
+        try:
+            await release(session)
+        except Exception:
+            log.exception("releasing the kernel of subagent session %s failed", session.id)
+
+    async def released(self) -> None:
+        """Wait until the kernels of the children that ended so far are stopped."""
+        while self._releases:
+            await asyncio.wait(set(self._releases))
 
     def _deliver_final(self, record: ChildRecord) -> None:
         if record.state == "finished":
@@ -443,7 +498,7 @@ class SubagentHub:
             self._settle(record, Ending("cancelled", reason=reason, stop_reason="cancelled"))
             return
         task = self._tasks.get(record.session_id)
-        if record.state != "running" or task is None:
+        if record.state not in TURN or task is None:
             return
         self._cancel_reasons[record.session_id] = reason
         session = self._sessions.get(record.session_id)
@@ -477,6 +532,9 @@ class SubagentHub:
         tasks = list(self._tasks.values())
         if tasks:
             await asyncio.wait(tasks, timeout=CANCEL_WAIT)
+        if self._releases:
+            # A kernel being released finishes its final snapshot before the sessions close.
+            await asyncio.wait(set(self._releases), timeout=CANCEL_WAIT * 2)
         if self._delivery is not None and not self._delivery.done():
             self._delivery.cancel()
 

@@ -66,7 +66,7 @@ def load(session_dir: Path) -> ChildRecord | None:
 
 
 def after_restart(record: ChildRecord) -> bool:
-    """Mark a record found on disk in a fresh process: queued/running -> interrupted. True if changed."""
+    """Mark a record found on disk in a fresh process: queued/running/needs-action -> interrupted. True if changed."""
     if not record.active:
         return False
     record.reason = INTERRUPTED_BY_RESTART.format(state=record.state)

@@ -13,9 +13,23 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-ChildState = Literal["queued", "running", "idle", "finished", "failed", "cancelled", "interrupted"]
-STATES: tuple[str, ...] = ("queued", "running", "idle", "finished", "failed", "cancelled", "interrupted")
-ACTIVE: frozenset[str] = frozenset({"queued", "running"})
+ChildState = Literal[
+    "queued", "running", "needs-action", "idle", "finished", "failed", "cancelled", "interrupted"
+]
+STATES: tuple[str, ...] = (
+    "queued",
+    "running",
+    "needs-action",
+    "idle",
+    "finished",
+    "failed",
+    "cancelled",
+    "interrupted",
+)
+# `needs-action` (the name of ACP's subagent proposal): running, but waiting for the user to answer
+# a permission request; it keeps its running slot.
+ACTIVE: frozenset[str] = frozenset({"queued", "running", "needs-action"})
+TURN: frozenset[str] = frozenset({"running", "needs-action"})  # its turn is under way
 # `idle`: its turn stopped short of an answer (a limit or truncation); it can be continued in the editor.
 DONE: frozenset[str] = frozenset({"idle", "finished", "failed", "cancelled", "interrupted"})
 

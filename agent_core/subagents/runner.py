@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,7 +100,7 @@ async def drive(
     *,
     cancel_reason: Callable[[], str | None],
     stopping: Callable[[], bool],
-    on_event: Callable[[object], None] = lambda event: None,
+    on_event: Callable[[object], Awaitable[None] | None] = lambda event: None,
 ) -> Ending:
     """Run the child's turn to its end; never raises (a failure is an `Ending("failed", ...)`).
 
@@ -136,7 +136,9 @@ async def drive(
         async for event in session.run_turn(parts):
             activity.see(event)
             try:
-                on_event(event)
+                forwarded = on_event(event)
+                if forwarded is not None:
+                    await forwarded
             except Exception:
                 log.exception("subagent %s: forwarding %s failed", record.name, type(event).__name__)
             if isinstance(event, ev.UsageReport):

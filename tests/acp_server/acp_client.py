@@ -309,6 +309,10 @@ class AcpClient:
             problem = check_model("SessionNotification", message.get("params"))
             if problem:
                 problems.append(problem)
+        elif method == "$/cancel_request":
+            problem = check_model("CancelRequestNotification", params)
+            if problem:
+                problems.append(problem)
         elif method in AGENT_REQUEST_MODELS:
             problem = check_model(AGENT_REQUEST_MODELS[method], message.get("params"))
             if problem:

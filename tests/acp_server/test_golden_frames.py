@@ -375,6 +375,18 @@ CASES: dict[str, Case] = {
         ),
         "RequestPermissionRequest",
     ),
+    "permission_request__subagent": Case(
+        lambda: f.permission_request(
+            "sess-1",
+            f.cell_tool_call("tests-call_1", "[subagent tests] load the data", CODE, CELL_CONTENT),
+            f.permission_options(f.PERMISSION_OPTIONS),
+            f.subagent_meta("sess-2", "tests", "needs-action", "sess-1"),
+        ),
+        "RequestPermissionRequest",
+    ),
+    "cancel_request_notification": Case(
+        lambda: f.cancel_request_notification(7), "CancelRequestNotification"
+    ),
     "permission_request__review": Case(
         lambda: f.permission_request(
             "sess-1",
