@@ -72,7 +72,7 @@ from harness_store.project_files import (
     write_text_atomic,
 )
 from harness_store.project_history import ProjectHistory, after_of, entry_key
-from harness_store.tombstones import add_tombstone, make_tombstone
+from harness_store.tombstones import add_tombstone, lift_tombstone, reject_tombstones
 from harness_store.validation import resolve_id
 from harness_store.verify import PreApplyVerifier, needs_check, precheck
 
@@ -415,8 +415,7 @@ class ProjectStore:
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
             if tombstones_changed:
-                text = "".join(t.model_dump_json() + "\n" for t in state.tombstones)
-                write_text_atomic(self.tombstones_path, text)
+                self._write_tombstones(state.tombstones)
         except OSError as exc:
             raise HarnessStoreError(f"cannot write the project harness {self.root}: {exc.strerror}") from exc
 
@@ -563,36 +562,24 @@ class ProjectStore:
         if not isinstance(proposal, Proposal):
             proposal = Proposal.model_validate(dict(proposal))
         with self._mutex, self._locked():
-            stones = self._read_tombstones()
-            added: list[Tombstone] = []
-            for edit in proposal.edits:
-                if edit.action not in ("create", "update") or not edit.content:
-                    continue
-                stone = make_tombstone(
-                    edit.kind,
-                    edit.content,
-                    entry_id=resolve_id(edit),
-                    reason=reason,
-                    refinement_id=None,
-                    forever=forever,
-                )
-                grown = add_tombstone(stones, stone)
-                if len(grown) > len(stones):
-                    added.append(stone)
-                stones = grown
-            if added:
-                write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in stones))
+            stones, added, changed = reject_tombstones(
+                self._read_tombstones(), proposal, forever=forever, reason=reason
+            )
+            if changed:
+                self._write_tombstones(stones)
             return added
 
-    def lift_tombstone(self, tombstone_id: str) -> Tombstone | None:
-        """Remove a tombstone; returns it, or None if unknown."""
+    def lift_tombstone(self, tombstone_id: str, *, trigger: str = "user") -> Tombstone | None:
+        """Remove a tombstone; returns it, or None if unknown. `tombstones.jsonl` is itself the
+        durable record here (no state file to rebuild), so `trigger` is accepted for the API only."""
         with self._mutex, self._locked():
-            stones = self._read_tombstones()
-            lifted = next((t for t in stones if t.id == tombstone_id), None)
+            rest, lifted = lift_tombstone(self._read_tombstones(), tombstone_id)
             if lifted is not None:
-                rest = [t for t in stones if t.id != tombstone_id]
-                write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in rest))
+                self._write_tombstones(rest)
             return lifted
+
+    def _write_tombstones(self, stones: list[Tombstone]) -> None:
+        write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in stones))
 
     def resolve_conflict(
         self, kind: str, entry_id: str, choice: int, *, session_id: str | None = None

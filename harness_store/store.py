@@ -36,10 +36,9 @@ from harness_store.models import (
     empty_entries,
 )
 from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE, ensure_dir
-from harness_store.recovery import rebuild_state, set_aside
+from harness_store.recovery import rebuild_state, replay_tombstones, set_aside
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
-from harness_store.tombstones import add_tombstone, make_tombstone
-from harness_store.validation import resolve_id
+from harness_store.tombstones import add_tombstone, lift_tombstone, reject_tombstones
 from harness_store.verify import PreApplyVerifier, needs_check, precheck  # trust (issue 15)
 from harness_store.views import remove_view, view_path, write_view
 
@@ -210,7 +209,8 @@ class HarnessStore:
             len(records),
             " (another process is saving)" if in_progress else "",
         )
-        return HarnessState.build(replay(state.entries, records), state.tombstones, head=records[-1].id)
+        tombstones = replay_tombstones(list(state.tombstones), records)
+        return HarnessState.build(replay(state.entries, records), tombstones, head=records[-1].id)
 
     def history(self, limit: int | None = None) -> list[RefinementResult]:
         """History records, oldest first / newest last; `limit` keeps the newest `limit`."""
@@ -303,13 +303,6 @@ class HarnessStore:
                 write_view(self.root, edit.after)
             elif edit.before is not None:
                 remove_view(self.root, edit.before)
-
-    def _save_tombstones(self, state: HarnessState, tombstones: list[Tombstone]) -> HarnessState:
-        updated = HarnessState.build(state.entries, tombstones, head=state.head)
-        token = save_state(self.state_path, updated)
-        self._file_token, self._file_state, self._file_damaged = token, updated, False
-        self._cache_key, self._cache = (token, self._history.last_id()), updated
-        return updated
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[StoreLock]:
@@ -491,38 +484,59 @@ class HarnessStore:
     ) -> list[Tombstone]:
         """Tombstone the content of a proposal that was rejected before it was ever applied.
 
-        Returns the tombstones added (already present ones are not repeated).
+        The tombstones are a history record of their own (no edits, `tombstoned`), so a state
+        rebuilt from the history keeps them. Returns the tombstones added (already present ones are
+        not repeated; one upgraded to `forever` is recorded but not returned).
         """
         if not isinstance(proposal, Proposal):
             proposal = Proposal.model_validate(dict(proposal))
         with self._mutex, self._locked():
             state = self._current()
-            tombstones = list(state.tombstones)
-            added: list[Tombstone] = []
-            for edit in proposal.edits:
-                if edit.action not in ("create", "update") or not edit.content:
-                    continue
-                stone = make_tombstone(
-                    edit.kind,
-                    edit.content,
-                    entry_id=resolve_id(edit),
-                    reason=reason,
-                    refinement_id=None,
-                    forever=forever,
-                )
-                grown = add_tombstone(tombstones, stone)
-                if len(grown) > len(tombstones):
-                    added.append(stone)
-                tombstones = grown
-            if added:
-                self._save_tombstones(state, tombstones)
+            tombstones, added, changed = reject_tombstones(
+                list(state.tombstones), proposal, forever=forever, reason=reason
+            )
+            if changed:
+                summary = f"Rejected{' forever' if forever else ''} before apply: {proposal.summary}"
+                record = self._tombstone_record(summary.rstrip(": "), tombstoned=changed)
+                self._commit(HarnessState.build(state.entries, tombstones, head=record.id), record)
             return added
 
-    def lift_tombstone(self, tombstone_id: str) -> Tombstone | None:
-        """Remove a tombstone so its content may be proposed again; returns it, or None if unknown."""
+    def lift_tombstone(self, tombstone_id: str, *, trigger: str = "user") -> Tombstone | None:
+        """Remove a tombstone so its content may be proposed again; returns it, or None if unknown.
+
+        The lift is a history record (no edits, `lifted`), so a rebuilt state keeps it lifted.
+        """
+        if trigger not in TRIGGERS:
+            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
         with self._mutex, self._locked():
             state = self._current()
-            lifted = next((t for t in state.tombstones if t.id == tombstone_id), None)
+            rest, lifted = lift_tombstone(list(state.tombstones), tombstone_id)
             if lifted is not None:
-                self._save_tombstones(state, [t for t in state.tombstones if t.id != tombstone_id])
+                record = self._tombstone_record(
+                    f"Lifted tombstone {lifted.id} ({lifted.kind})", lifted=[lifted], trigger=trigger
+                )
+                self._commit(HarnessState.build(state.entries, rest, head=record.id), record)
             return lifted
+
+    def _tombstone_record(
+        self,
+        summary: str,
+        *,
+        tombstoned: Sequence[Tombstone] = (),
+        lifted: Sequence[Tombstone] = (),
+        trigger: str = "user",
+    ) -> RefinementResult:
+        """A history record that only adds or lifts tombstones (see `RefinementResult.tombstoned`)."""
+        return RefinementResult.model_validate(
+            {
+                "id": new_refinement_id(),
+                "summary": summary,
+                "scope": self.default_scope,
+                "trigger": trigger,
+                # A local store's records belong to its session (`.../sessions/<id>/harness`).
+                "session_id": self.root.parent.name if self.default_scope == "local" else None,
+                "created_at": utc_now(),
+                "tombstoned": list(tombstoned),
+                "lifted": list(lifted),
+            }
+        )
