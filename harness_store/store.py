@@ -23,12 +23,17 @@ from harness_store.core import (
     replay,
 )
 from harness_store.errors import HarnessStoreError
+from harness_store.follow_up import (
+    apply_review,
+    check_decision,
+    check_trigger,
+    follow_up_options,
+    rolled_back_by,
+)
 from harness_store.history import HistoryLog
 from harness_store.ids import new_refinement_id, utc_now
 from harness_store.lock import DEFAULT_TIMEOUT, StoreLock, held_elsewhere
 from harness_store.models import (
-    TRIGGERS,
-    HarnessEntry,
     HarnessState,
     Proposal,
     RefinementResult,
@@ -38,13 +43,11 @@ from harness_store.models import (
 from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE, ensure_dir
 from harness_store.recovery import rebuild_state, replay_tombstones, set_aside
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
-from harness_store.tombstones import add_tombstone, lift_tombstone, reject_tombstones
+from harness_store.tombstones import lift_tombstone, reject_tombstones
 from harness_store.verify import PreApplyVerifier, needs_check, precheck  # trust (issue 15)
 from harness_store.views import remove_view, view_path, write_view
 
 log = logging.getLogger("harness_store")
-
-REVIEW_DECISIONS = ("apply", "reject", "reject_forever")
 
 
 class RefinementNotFound(LookupError):
@@ -338,8 +341,7 @@ class HarnessStore:
         """
         if scope not in ("local", "global"):
             raise ValueError(f"scope must be 'local' or 'global', not {scope!r}")
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         if source is not None and source not in ("refine", "agent", "user"):
             raise ValueError(f"source must be 'refine', 'agent' or 'user', not {source!r}")
         if not isinstance(proposal, Proposal):
@@ -380,12 +382,11 @@ class HarnessStore:
         Refused (not raised) when an entry changed since that refinement, unless `force`.
         Raises `RefinementNotFound` for an unknown id.
         """
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         with self._mutex, self._locked():
             state, target = self._target_locked(refinement_id)
             plan = plan_rollback(state, target, force=force, later_writer=self._later_writer_after(target.id))
-            opts = self._follow_up_options(
+            opts = follow_up_options(
                 target, trigger, rollback_of=target.id, restores=plan.restores, preset_errors=plan.conflicts
             )
             new_state, result = apply_proposal(state, plan.proposal, opts)
@@ -396,14 +397,7 @@ class HarnessStore:
         """The id of the applied rollback that currently undoes `refinement_id`, or None (never
         rolled back, or its rollback was itself rolled back since)."""
         with self._mutex:
-            undone: dict[str, str] = {}
-            for record in self._history.records():
-                if record.rollback_of is not None and record.applied:
-                    undone[record.rollback_of] = record.id
-            later = undone.get(refinement_id)
-            if later is not None and later in undone:
-                return None  # the rollback was rolled back: the refinement is in effect again
-            return later
+            return rolled_back_by(self._history.records(), refinement_id)
 
     def _target_locked(self, refinement_id: str) -> tuple[HarnessState, RefinementResult]:
         """With the store lock held: the current state and the history record a follow-up acts on."""
@@ -413,29 +407,6 @@ class HarnessStore:
         if target is None:
             raise RefinementNotFound(refinement_id, self.history_path)
         return state, target
-
-    @staticmethod
-    def _follow_up_options(
-        target: RefinementResult,
-        trigger: str,
-        *,
-        restores: Sequence[HarnessEntry | None],
-        rollback_of: str | None = None,
-        review_of: str | None = None,
-        preset_errors: Sequence[str | None] = (),
-    ) -> ApplyOptions:
-        """Options of a rollback or review: it writes to the target's scope and session."""
-        return ApplyOptions(
-            refinement_id=new_refinement_id(),
-            now=utc_now(),
-            scope=target.scope,
-            trigger=trigger,
-            session_id=target.session_id,
-            rollback_of=rollback_of,
-            review_of=review_of,
-            restores=restores,
-            preset_errors=preset_errors,
-        )
 
     def _later_writer_after(self, target_id: str) -> Callable[[str, str], str | None]:
         def later_writer(kind: str, entry_id: str) -> str | None:
@@ -461,17 +432,12 @@ class HarnessStore:
         `reject_forever`: as reject, and the tombstone also blocks the entry id. `edit_ids` limits the
         decision to some entry ids. Raises `RefinementNotFound` for an unknown id.
         """
-        if decision not in REVIEW_DECISIONS:
-            raise ValueError(f"decision must be one of {', '.join(REVIEW_DECISIONS)}, not {decision!r}")
+        check_decision(decision)
         with self._mutex, self._locked():
             state, target = self._target_locked(refinement_id)
             plan = plan_review(state, target, decision, edit_ids)
-            opts = self._follow_up_options(target, "user", review_of=target.id, restores=plan.restores)
-            new_state, result = apply_proposal(state, plan.proposal, opts)
-            tombstones = new_state.tombstones
-            for stone in plan.tombstones:
-                tombstones = add_tombstone(tombstones, stone)
-            new_state = HarnessState.build(new_state.entries, tombstones, head=new_state.head)
+            opts = follow_up_options(target, "user", review_of=target.id, restores=plan.restores)
+            new_state, result = apply_review(state, plan, opts)
             self._commit(new_state, result)
             return result
 
@@ -506,8 +472,7 @@ class HarnessStore:
 
         The lift is a history record (no edits, `lifted`), so a rebuilt state keeps it lifted.
         """
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         with self._mutex, self._locked():
             state = self._current()
             rest, lifted = lift_tombstone(list(state.tombstones), tombstone_id)
