@@ -5,17 +5,19 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from acp_server import frames
-from acp_server.errors import AcpError
 from acp_server.frames import META_KEY
+
+if TYPE_CHECKING:
+    from acp_server.params import InitializeParams
 
 __all__ = [
     "EXTENSION_VERSION",
     "META_KEY",
     "PROTOCOL_VERSION",
     "ClientCapabilities",
-    "check_initialize_params",
     "initialize_result",
 ]
 
@@ -53,11 +55,11 @@ class ClientCapabilities:
     raw: dict[str, object] = field(default_factory=dict)
 
     @classmethod
-    def from_params(cls, params: Mapping[str, object]) -> ClientCapabilities:
+    def from_initialize(cls, req: InitializeParams) -> ClientCapabilities:
         """Read `initialize`'s `clientCapabilities` (anything malformed counts as not offered)."""
-        caps = params.get("clientCapabilities")
-        if not isinstance(caps, dict):
-            return cls(client_name=_client_name(params))
+        caps = req.client_capabilities
+        if caps is None:
+            return cls(client_name=_client_name(req.client_info))
         fs_raw, meta_raw = caps.get("fs"), caps.get("_meta")
         fs: dict[str, object] = fs_raw if isinstance(fs_raw, dict) else {}
         meta: dict[str, object] = meta_raw if isinstance(meta_raw, dict) else {}
@@ -72,37 +74,14 @@ class ClientCapabilities:
             # `{}` advertises the capability; omitted or null does not (schema.json).
             notices=isinstance(session.get("notices"), dict),
             compaction=isinstance(session.get("compaction"), dict),
-            client_name=_client_name(params),
+            client_name=_client_name(req.client_info),
             raw=caps,
         )
 
 
-def _client_name(params: Mapping[str, object]) -> str:
-    info = params.get("clientInfo")
-    name = info.get("name") if isinstance(info, dict) else None
+def _client_name(info: Mapping[str, object] | None) -> str:
+    name = info.get("name") if info is not None else None
     return name if isinstance(name, str) else ""
-
-
-def check_initialize_params(params: object) -> None:
-    """Hand-checked so `initialize` never waits for the wire models (see wire.py)."""
-    if not isinstance(params, dict):
-        raise AcpError.from_error(frames.invalid_params_error("initialize: params must be an object", []))
-    version = params.get("protocolVersion")
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise AcpError.from_error(
-            frames.invalid_params_error(
-                "Invalid params for initialize: protocolVersion: must be an integer (ACP speaks 1)",
-                [frames.param_error(["protocolVersion"], "must be an integer 0..65535", "int_type")],
-            )
-        )
-    for key in ("clientCapabilities", "clientInfo"):
-        if key in params and params[key] is not None and not isinstance(params[key], dict):
-            raise AcpError.from_error(
-                frames.invalid_params_error(
-                    f"Invalid params for initialize: {key}: must be an object",
-                    [frames.param_error([key], "must be an object", "dict_type")],
-                )
-            )
 
 
 def initialize_result(

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_server import commands, frames, session_events, subagent_cards, wire
-from acp_server.capabilities import ClientCapabilities, check_initialize_params, initialize_result
+from acp_server.capabilities import ClientCapabilities, initialize_result
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.open_session import OpenSession
+from acp_server.params import InitializeParams, NewSessionParams, read_initialize, read_new_session
 from acp_server.presenter import TurnPresenter
 from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
         ListSessionsRequest,
         LoadSessionRequest,
         ResumeSessionRequest,
+        SetSessionConfigOptionBooleanRequest,
+        SetSessionConfigOptionSelectRequest,
         SetSessionModeRequest,
     )
 
@@ -237,23 +240,22 @@ class AcpServer:
 
     def _register(self) -> None:
         r = self.registry
-        r.request("initialize")(self.initialize)
-        # Checked by hand: session/new is the one call that races the background import of the
-        # wire models at startup (the 400 ms spawn->session/new budget), and its params are two fields.
-        r.request("session/new")(self.new_session)
+        # Read by hand (params.py): initialize and session/new race the background import of the
+        # wire models at startup (the 400 ms spawn->session/new budget).
+        r.request("initialize", reader=read_initialize)(self.initialize)
+        r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
         r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
         r.request("session/close", params_model="CloseSessionRequest")(self.close_session)
         r.request("session/delete", params_model="DeleteSessionRequest")(self.delete_session)
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
-        r.request("session/set_config_option")(self.set_config_option)
+        r.request("session/set_config_option", params_model=_config_option_model)(self.set_config_option)
         r.notification("session/cancel", params_model="CancelNotification")(self.cancel)
         register_prompt(self)
 
-    async def initialize(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
-        check_initialize_params(params)
-        self.client = ClientCapabilities.from_params(params)
+    async def initialize(self, ctx: RequestContext, req: InitializeParams) -> JsonObject:
+        self.client = ClientCapabilities.from_initialize(req)
 
         async def warm_up() -> None:
             self.warm_up()
@@ -262,9 +264,9 @@ class AcpServer:
         extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
         return initialize_result(extensions, self.extension_notifications)
 
-    async def new_session(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
-        cwd = _absolute_cwd(_check_new_session(params))
-        servers = _mcp_servers("session/new", params.get("mcpServers"))
+    async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
+        cwd = _absolute_cwd(req.cwd)
+        servers = _mcp_servers("session/new", req.mcp_servers)
         agent = await self.agent()
         editor = self._new_editor()
         started = time.monotonic()
@@ -431,24 +433,12 @@ class AcpServer:
         ctx.after_response.append(announce)
         return frames.empty_response()
 
-    async def set_config_option(self, ctx: RequestContext, params: JsonObject) -> JsonObject:
-        session_id, config_id, value = params.get("sessionId"), params.get("configId"), params.get("value")
-        errors = [
-            {"loc": [key], "msg": msg, "type": "value_error"}
-            for key, ok, msg in (
-                ("sessionId", isinstance(session_id, str), "must be a string"),
-                ("configId", isinstance(config_id, str), "must be a string"),
-                ("value", isinstance(value, str | bool), "must be a string (or a boolean)"),
-            )
-            if not ok
-        ]
-        if errors:
-            first = errors[0]
-            raise AcpError.invalid_params(
-                f"Invalid params for session/set_config_option: {first['loc'][0]}: {first['msg']}",
-                {"errors": errors},
-            )
-        assert isinstance(session_id, str) and isinstance(config_id, str) and isinstance(value, str | bool)
+    async def set_config_option(
+        self,
+        ctx: RequestContext,
+        req: SetSessionConfigOptionSelectRequest | SetSessionConfigOptionBooleanRequest,
+    ) -> JsonObject:
+        session_id, config_id, value = req.session_id, req.config_id, req.value
         opened = await self.open_session(session_id)
         advertised = [str(option["id"]) for option in config_options(opened.session)]
         if config_id not in advertised:
@@ -541,28 +531,11 @@ def _import_agent(
     return Agent, load_config
 
 
-def _check_new_session(params: JsonObject) -> str:
-    problems: list[tuple[str, str, str]] = []  # (field, message, pydantic-style type)
-    cwd = params.get("cwd")
-    if not isinstance(cwd, str):
-        problems.append(("cwd", "Field required" if cwd is None else "must be a string", "missing"))
-    servers = params.get("mcpServers")
-    if not isinstance(servers, list) or not all(isinstance(item, dict) for item in servers):
-        missing = servers is None
-        problems.append(
-            ("mcpServers", "Field required" if missing else "must be a list of objects", "missing")
-        )
-    extra_dirs = params.get("additionalDirectories")
-    if extra_dirs is not None and not (
-        isinstance(extra_dirs, list) and all(isinstance(d, str) for d in extra_dirs)
-    ):
-        problems.append(("additionalDirectories", "must be a list of strings", "list_type"))
-    if problems:
-        field, msg, _ = problems[0]
-        errors = [{"loc": [f], "msg": m, "type": t} for f, m, t in problems]
-        raise AcpError.invalid_params(f"Invalid params for session/new: {field}: {msg}", {"errors": errors})
-    assert isinstance(cwd, str)
-    return cwd
+def _config_option_model(params: JsonObject) -> str:
+    """The `acp.schema` model of these set_config_option params: a wire union on `type`."""
+    if params.get("type") == "boolean":
+        return "SetSessionConfigOptionBooleanRequest"
+    return "SetSessionConfigOptionSelectRequest"
 
 
 def _mcp_servers(method: str, raw: object) -> list[ServerConfig]:

@@ -1,13 +1,16 @@
 """The method table: one line per JSON-RPC method, wrapped for `jsonrpcserver` dispatch.
 
-Adding a method (for example a `_harness/*` extension) is one decorator:
+Adding a method is one decorator, and the handler receives its params typed:
 
-    @registry.request("_harness/status", params_model=None)
-    async def harness_status(ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]: ...
+    @registry.request("session/load", params_model="LoadSessionRequest")
+    async def load(ctx: RequestContext, req: LoadSessionRequest) -> JsonObject: ...
 
-`params_model` names an `acp.schema` model: params are validated with it (failures answer -32602
-with the pydantic errors in `data`) and the handler receives the model instance; with `None` the
-handler receives the raw params object. Raise `AcpError` to answer with an error.
+`params_model` names an `acp.schema` model (or picks one from the params, for a union on the
+wire): params are validated with it (failures answer -32602 with the pydantic errors in `data`)
+and the handler receives the model instance. `reader` instead reads the params with our own typed
+function (the startup methods, which must not wait for `acp.schema`; the `_harness/*` extension
+methods, which have no schema model). With neither the handler receives the raw params object.
+Raise `AcpError` to answer with an error.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from acp_server import wire
 from acp_server.errors import INTERNAL_ERROR, AcpError
@@ -60,21 +63,42 @@ class RequestContext:
     after_response: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
 
-# The validated `acp.schema` model (or the raw params object without `params_model`) comes in.
-# `Any` on purpose: each handler names its own model (`PromptRequest`, ...), and a Callable's
-# parameter is contravariant, so no narrower common type would accept them all.
-Handler = Callable[[RequestContext, Any], Awaitable[object]]
+JsonObject = dict[str, object]
+P = TypeVar("P")
+
+# A handler gets the request's context and its params as the handler's own type: the `acp.schema`
+# model named by `params_model`, what a `reader` returns, or the raw params object.
+Handler = Callable[[RequestContext, P], Awaitable[object]]
+# Reads (validates) a request's params object for the method named; raises `AcpError` (-32602).
+ParamsReader = Callable[[JsonObject, str], Awaitable[P]]
+# An `acp.schema` model name, or a function naming the model these params are (a wire union).
+ModelName = str | Callable[[JsonObject], str]
 CancelHook = Callable[[RequestContext], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
-    handler: Handler
-    params_model: str | None = None
+    # Reads the params into the handler's type and runs the handler (built by `request`).
+    call: Callable[[RequestContext, JsonObject], Awaitable[object]]
+    # The handler as registered, for introspection (the test that ties models to annotations).
+    handler: Callable[..., Awaitable[object]]
+    params_model: ModelName | None = None
     # How `$/cancel_request` stops this request. None: cancel the handler's task and answer -32800.
     # A hook instead asks the work to stop and lets the handler answer normally (session/prompt).
     on_cancel_request: CancelHook | None = None
+
+
+def _schema_reader(params_model: ModelName) -> ParamsReader[object]:
+    async def read(params: JsonObject, method: str) -> object:
+        name = params_model if isinstance(params_model, str) else params_model(params)
+        return await wire.validate(name, params, method)
+
+    return read
+
+
+async def _raw(params: JsonObject, method: str) -> JsonObject:
+    return params
 
 
 class MethodRegistry:
@@ -86,11 +110,47 @@ class MethodRegistry:
             raise ValueError(f"method {spec.name!r} registered twice")
         self._specs[spec.name] = spec
 
+    @overload
     def request(
-        self, name: str, *, params_model: str | None = None, on_cancel_request: CancelHook | None = None
-    ) -> Callable[[Handler], Handler]:
-        def decorate(handler: Handler) -> Handler:
-            self.add(MethodSpec(name, handler, params_model, on_cancel_request))
+        self, name: str, *, reader: ParamsReader[P], on_cancel_request: CancelHook | None = None
+    ) -> Callable[[Handler[P]], Handler[P]]: ...
+
+    @overload
+    def request(
+        self, name: str, *, params_model: ModelName, on_cancel_request: CancelHook | None = None
+    ) -> Callable[[Handler[P]], Handler[P]]: ...
+
+    @overload
+    def request(
+        self, name: str, *, on_cancel_request: CancelHook | None = None
+    ) -> Callable[[Handler[JsonObject]], Handler[JsonObject]]: ...
+
+    def request(
+        self,
+        name: str,
+        *,
+        params_model: ModelName | None = None,
+        reader: ParamsReader[Any] | None = None,
+        on_cancel_request: CancelHook | None = None,
+    ) -> Callable[[Handler[Any]], Handler[Any]]:
+        """Register the decorated handler for `name` (see the module docstring for its params)."""
+        if params_model is not None and reader is not None:
+            raise ValueError(f"method {name!r}: give params_model or reader, not both")
+        read: ParamsReader[object] = (
+            reader
+            if reader is not None
+            else _schema_reader(params_model)
+            if params_model is not None
+            else _raw
+        )
+
+        def decorate(handler: Handler[P]) -> Handler[P]:
+            async def call(ctx: RequestContext, params: JsonObject) -> object:
+                # The model `params_model` names (or `reader` returns) is the one the handler
+                # annotates: the one place the two are tied (tests/acp_server/test_method_params.py).
+                return await handler(ctx, cast(P, await read(params, name)))
+
+            self.add(MethodSpec(name, call, handler, params_model, on_cancel_request))
             return handler
 
         return decorate
@@ -117,13 +177,10 @@ class Outcome:
     error: tuple[int, str, object] | None = None
 
 
-async def invoke(spec: MethodSpec, ctx: RequestContext, params: dict[str, Any]) -> Outcome:
-    """Validate `params` (when the spec names a model), run the handler, map its errors."""
+async def invoke(spec: MethodSpec, ctx: RequestContext, params: JsonObject) -> Outcome:
+    """Read the params into the handler's type, run the handler, map its errors."""
     try:
-        arg: Any = params
-        if spec.params_model is not None:
-            arg = await wire.validate(spec.params_model, params, spec.name)
-        result = await spec.handler(ctx, arg)
+        result = await spec.call(ctx, params)
     except AcpError as exc:
         return Outcome(error=(exc.code, exc.message, exc.data))
     except Exception as exc:
@@ -137,7 +194,7 @@ async def invoke(spec: MethodSpec, ctx: RequestContext, params: dict[str, Any]) 
 def _wrap(spec: MethodSpec) -> Callable[..., Awaitable[Result]]:
     # Positional-only context so a params key can never collide with it; **params accepts any
     # object so shape errors are reported by our validation (-32602 with details), not by binding.
-    async def call(ctx: RequestContext, /, **params: Any) -> Result:
+    async def call(ctx: RequestContext, /, **params: object) -> Result:
         from jsonrpcserver import Error, Success
 
         outcome = await invoke(spec, ctx, params)

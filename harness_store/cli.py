@@ -158,6 +158,9 @@ def _result_line(r: RefinementResult) -> str:
         if r.review_of
         else ""
     )
+    if r.tombstone_change:
+        extra += "".join(f" (+tombstone {t.id})" for t in r.tombstoned)
+        extra += "".join(f" (lifted tombstone {t.id})" for t in r.lifted)
     return f"{r.id}  {r.trigger:<8} {r.scope:<6} {done}/{len(r.applied_edits)} applied  {r.summary}{extra}"
 
 
@@ -177,6 +180,8 @@ def _result_text(r: RefinementResult) -> str:
             lines.append(f"    before v{e.before.version}: {e.before.title} — {e.before.content}")
         if e.after is not None:
             lines.append(f"    after  v{e.after.version}: {e.after.title} — {e.after.content}")
+    for verb, stones in (("tombstoned", r.tombstoned), ("lifted", r.lifted)):
+        lines += [f"  {verb} {t.kind} {t.id}{' (forever)' if t.forever else ''}: {t.content}" for t in stones]
     return "\n".join(lines)
 
 
@@ -263,7 +268,7 @@ def _run(
     if args.command == "tombstones":
         store = _stores(home, args.session, None, repo)[0]
         if args.lift:
-            lifted = store.lift_tombstone(args.lift)
+            lifted = store.lift_tombstone(args.lift, trigger="cli")
             if lifted is None:
                 raise CliError(f"no tombstone {args.lift!r} in {store.root}")
             return lifted, f"lifted tombstone {lifted.id} ({lifted.kind}): {lifted.content}", 0

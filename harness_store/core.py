@@ -252,11 +252,13 @@ def apply_proposal(
     return HarnessState.build(work.entries, work.tombstones, head=opts.refinement_id), result
 
 
-def _edit_from(entry: HarnessEntry, action: str, reason: str) -> Edit:
+def edit_from(entry: HarnessEntry, action: str, reason: str, *, entry_id: str | None = None) -> Edit:
+    """An edit writing `entry`'s content fields back (a rollback's restore, a review's trust
+    change, a conflict's chosen side) under its own id or `entry_id`."""
     return Edit(
         action=action,
         kind=entry.kind,
-        id=entry.id,
+        id=entry_id if entry_id is not None else entry.id,
         title=entry.title,
         content=entry.content,
         path=entry.path,
@@ -313,11 +315,11 @@ def plan_rollback(
             restores.append(None)
         elif applied.before is not None and after is not None:  # update -> restore before
             action = "create" if (force and current is None) else "update"
-            edits.append(_edit_from(applied.before, action, reason))
+            edits.append(edit_from(applied.before, action, reason))
             restores.append(applied.before)
         elif applied.before is not None:  # delete -> re-create
             action = "update" if (force and current is not None) else "create"
-            edits.append(_edit_from(applied.before, action, reason))
+            edits.append(edit_from(applied.before, action, reason))
             restores.append(applied.before)
         else:
             continue
@@ -379,7 +381,7 @@ def plan_review(
             )
         if current.trust == trust:
             continue
-        edits.append(_edit_from(current, "update", f"review {decision} of {target.id}"))
+        edits.append(edit_from(current, "update", f"review {decision} of {target.id}"))
         restores.append(current.model_copy(update={"trust": trust}))
     proposal = Proposal(
         summary=f"Review {decision}: {target.summary}".rstrip(": "),

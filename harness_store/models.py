@@ -70,6 +70,10 @@ class HarnessEntry(BaseModel):
         return tuple(getattr(self, name) for name in CONTENT_FIELDS)
 
 
+def _empty(value: Any) -> bool:
+    return not value
+
+
 def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -196,6 +200,23 @@ class AppliedEdit(Edit):
         return data
 
 
+class Tombstone(BaseModel):
+    """Content that was rejected; a later model create/update matching it is refused."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    id: str
+    kind: str
+    normalized: str
+    content: str
+    entry_id: str | None = None
+    # A "forever" tombstone (review decision `reject_forever`) also blocks the entry id itself.
+    forever: bool = False
+    reason: str = ""
+    refinement_id: str | None = None
+    created_at: str
+
+
 class RefinementResult(BaseModel):
     """One history record: what a proposal (or rollback, or review) did to one store."""
 
@@ -212,6 +233,12 @@ class RefinementResult(BaseModel):
     rollback_of: str | None = None
     review_of: str | None = None
     created_at: str
+    # Tombstones a record added or lifted outside any edit: a proposal rejected before it was ever
+    # applied (`reject_proposal`), an explicit lift (`lift_tombstone`). Such a record has no
+    # applied edits; it is in the history so that a state rebuilt from it keeps them (recovery.py).
+    # Left out of dumps when empty: every other record keeps its shape on disk and on the wire.
+    tombstoned: list[Tombstone] = Field(default_factory=list, exclude_if=_empty)
+    lifted: list[Tombstone] = Field(default_factory=list, exclude_if=_empty)
 
     @property
     def applied(self) -> bool:
@@ -223,22 +250,10 @@ class RefinementResult(BaseModel):
         """The refusal messages, one per refused edit, prefixed with the edit's target."""
         return [f"{e.action} {e.kind} {e.id or '?'}: {e.error}" for e in self.applied_edits if not e.applied]
 
-
-class Tombstone(BaseModel):
-    """Content that was rejected; a later model create/update matching it is refused."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    id: str
-    kind: str
-    normalized: str
-    content: str
-    entry_id: str | None = None
-    # A "forever" tombstone (review decision `reject_forever`) also blocks the entry id itself.
-    forever: bool = False
-    reason: str = ""
-    refinement_id: str | None = None
-    created_at: str
+    @property
+    def tombstone_change(self) -> bool:
+        """True for a record that only added or lifted tombstones (it changed no entry)."""
+        return not self.applied_edits and bool(self.tombstoned or self.lifted)
 
 
 def empty_entries() -> dict[str, dict[str, HarnessEntry]]:

@@ -35,7 +35,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,16 +45,23 @@ from harness_store.core import (
     ApplyOptions,
     EvidenceChecker,
     apply_proposal,
+    edit_from,
     plan_review,
     plan_rollback,
     replay,
 )
 from harness_store.errors import HarnessStoreError
+from harness_store.follow_up import (
+    apply_review,
+    check_decision,
+    check_trigger,
+    follow_up_options,
+    rolled_back_by,
+)
 from harness_store.ids import new_refinement_id, utc_now
 from harness_store.lock import DEFAULT_TIMEOUT, StoreLock
 from harness_store.models import (
     KINDS,
-    TRIGGERS,
     Edit,
     HarnessEntry,
     HarnessState,
@@ -74,7 +81,7 @@ from harness_store.project_files import (
 )
 from harness_store.project_history import ProjectHistory, after_of, entry_key
 from harness_store.project_rules import rule_errors
-from harness_store.tombstones import add_tombstone, make_tombstone
+from harness_store.tombstones import add_tombstone, lift_tombstone, reject_tombstones
 from harness_store.validation import resolve_id
 from harness_store.verify import PreApplyVerifier, needs_check, precheck
 
@@ -88,7 +95,6 @@ LOCK_FILE = ".lock"
 GITATTRIBUTES = "history.jsonl merge=union\ntombstones.jsonl merge=union\n"
 GITIGNORE = ".lock\n.*.tmp\npending/\n"  # pending reviews are per person, never committed
 MSG_CONFLICTED = "entry has an unresolved merge conflict ({reason}); resolve it with /review"
-REVIEW_DECISIONS = ("apply", "reject", "reject_forever")
 
 
 def project_root(repo: Path | str) -> Path:
@@ -348,12 +354,7 @@ class ProjectStore:
 
     def rolled_back_by(self, refinement_id: str) -> str | None:
         """The applied rollback currently undoing `refinement_id`, or None."""
-        undone: dict[str, str] = {}
-        for record in self.history():
-            if record.rollback_of is not None and record.applied:
-                undone[record.rollback_of] = record.id
-        later = undone.get(refinement_id)
-        return None if later is not None and later in undone else later
+        return rolled_back_by(self.history(), refinement_id)
 
     def tombstones(self) -> list[Tombstone]:
         """Every tombstone of this store."""
@@ -417,8 +418,7 @@ class ProjectStore:
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
             if tombstones_changed:
-                text = "".join(t.model_dump_json() + "\n" for t in state.tombstones)
-                write_text_atomic(self.tombstones_path, text)
+                self._write_tombstones(state.tombstones)
         except OSError as exc:
             raise HarnessStoreError(f"cannot write the project harness {self.root}: {exc.strerror}") from exc
 
@@ -454,8 +454,7 @@ class ProjectStore:
         """As `HarnessStore.apply`; only `scope="project"`; conflicted entries refuse their edits."""
         if scope != "project":
             raise ValueError(f"a project store only accepts scope 'project', not {scope!r}")
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         if source is not None and source not in ("refine", "agent", "user"):
             raise ValueError(f"source must be 'refine', 'agent' or 'user', not {source!r}")
         if not isinstance(proposal, Proposal):
@@ -502,33 +501,38 @@ class ProjectStore:
         self, refinement_id: str, *, force: bool = False, trigger: str = "rollback"
     ) -> RefinementResult:
         """Undo a refinement by applying its inverse; refused on later changes unless `force`."""
-        from harness_store.store import RefinementNotFound
-
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         with self._mutex, self._locked():
-            state, conflicts = self._snapshot(repair=True)
-            target = self.get_refinement(refinement_id)
-            if target is None:
-                raise RefinementNotFound(refinement_id, self.history_path)
+            state, conflicts, target = self._target_locked(refinement_id)
             plan = plan_rollback(state, target, force=force, later_writer=self._later_writer(refinement_id))
             blocked = self._conflict_errors(plan.proposal, conflicts)
             preset = [c or b for c, b in zip(plan.conflicts or [None] * len(blocked), blocked, strict=True)]
-            opts = ApplyOptions(
-                refinement_id=new_refinement_id(),
-                now=utc_now(),
-                scope="project",
-                trigger=trigger,
-                session_id=target.session_id,
+            opts = follow_up_options(
+                target,
+                trigger,
                 rollback_of=target.id,
                 restores=plan.restores,
                 preset_errors=preset,
+                scope="project",
             )
             new_state, result = apply_proposal(state, plan.proposal, opts)
             self._commit(new_state, result, len(new_state.tombstones) != len(state.tombstones))
             return result
 
-    def _later_writer(self, target_id: str) -> Any:
+    def _target_locked(
+        self, refinement_id: str
+    ) -> tuple[HarnessState, list[ProjectConflict], RefinementResult]:
+        """With the store lock held: the state (files repaired), its conflicts and the history
+        record a follow-up acts on; `RefinementNotFound` for an unknown id."""
+        from harness_store.store import RefinementNotFound
+
+        state, conflicts = self._snapshot(repair=True)
+        target = self.get_refinement(refinement_id)
+        if target is None:
+            raise RefinementNotFound(refinement_id, self.history_path)
+        return state, conflicts, target
+
+    def _later_writer(self, target_id: str) -> Callable[[str, str], str | None]:
         def later(kind: str, entry_id: str) -> str | None:
             position = self._history.positions.get(target_id)
             newest: str | None = None
@@ -543,31 +547,15 @@ class ProjectStore:
         self, refinement_id: str, decision: str, *, edit_ids: Iterable[str] | None = None
     ) -> RefinementResult:
         """A review decision on an applied refinement (as `HarnessStore.record_review`)."""
-        from harness_store.store import RefinementNotFound
-
-        if decision not in REVIEW_DECISIONS:
-            raise ValueError(f"decision must be one of {', '.join(REVIEW_DECISIONS)}, not {decision!r}")
+        check_decision(decision)
         with self._mutex, self._locked():
-            state, _ = self._snapshot(repair=True)
-            target = self.get_refinement(refinement_id)
-            if target is None:
-                raise RefinementNotFound(refinement_id, self.history_path)
+            state, _, target = self._target_locked(refinement_id)
             plan = plan_review(state, target, decision, edit_ids)
-            opts = ApplyOptions(
-                refinement_id=new_refinement_id(),
-                now=utc_now(),
-                scope="project",
-                trigger="user",
-                session_id=target.session_id,
-                review_of=target.id,
-                restores=plan.restores,
+            opts = follow_up_options(
+                target, "user", review_of=target.id, restores=plan.restores, scope="project"
             )
-            new_state, result = apply_proposal(state, plan.proposal, opts)
-            tombstones = new_state.tombstones
-            for stone in plan.tombstones:
-                tombstones = add_tombstone(tombstones, stone)
-            new_state = HarnessState.build(new_state.entries, tombstones, head=new_state.head)
-            self._commit(new_state, result, len(tombstones) != len(state.tombstones))
+            new_state, result = apply_review(state, plan, opts)
+            self._commit(new_state, result, len(new_state.tombstones) != len(state.tombstones))
             return result
 
     def reject_proposal(
@@ -581,36 +569,24 @@ class ProjectStore:
         if not isinstance(proposal, Proposal):
             proposal = Proposal.model_validate(dict(proposal))
         with self._mutex, self._locked():
-            stones = self._read_tombstones()
-            added: list[Tombstone] = []
-            for edit in proposal.edits:
-                if edit.action not in ("create", "update") or not edit.content:
-                    continue
-                stone = make_tombstone(
-                    edit.kind,
-                    edit.content,
-                    entry_id=resolve_id(edit),
-                    reason=reason,
-                    refinement_id=None,
-                    forever=forever,
-                )
-                grown = add_tombstone(stones, stone)
-                if len(grown) > len(stones):
-                    added.append(stone)
-                stones = grown
-            if added:
-                write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in stones))
+            stones, added, changed = reject_tombstones(
+                self._read_tombstones(), proposal, forever=forever, reason=reason
+            )
+            if changed:
+                self._write_tombstones(stones)
             return added
 
-    def lift_tombstone(self, tombstone_id: str) -> Tombstone | None:
-        """Remove a tombstone; returns it, or None if unknown."""
+    def lift_tombstone(self, tombstone_id: str, *, trigger: str = "user") -> Tombstone | None:
+        """Remove a tombstone; returns it, or None if unknown. `tombstones.jsonl` is itself the
+        durable record here (no state file to rebuild), so `trigger` is accepted for the API only."""
         with self._mutex, self._locked():
-            stones = self._read_tombstones()
-            lifted = next((t for t in stones if t.id == tombstone_id), None)
+            rest, lifted = lift_tombstone(self._read_tombstones(), tombstone_id)
             if lifted is not None:
-                rest = [t for t in stones if t.id != tombstone_id]
-                write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in rest))
+                self._write_tombstones(rest)
             return lifted
+
+    def _write_tombstones(self, stones: list[Tombstone]) -> None:
+        write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in stones))
 
     def resolve_conflict(
         self, kind: str, entry_id: str, choice: int, *, session_id: str | None = None
@@ -638,20 +614,7 @@ class ProjectStore:
                         head=state.head,
                     )
             else:
-                edit = Edit(
-                    action="create",
-                    kind=kind,
-                    id=entry_id,
-                    title=chosen.title,
-                    content=chosen.content,
-                    path=chosen.path,
-                    reference=chosen.reference,
-                    arguments=chosen.arguments,
-                    metadata=chosen.metadata,
-                    evidence=chosen.evidence,
-                    examples=chosen.examples,
-                    reason=reason,
-                )
+                edit = edit_from(chosen, "create", reason, entry_id=entry_id)
                 restores = [chosen]
             proposal = Proposal(
                 summary=f"Resolve merge conflict of {kind} {entry_id}",

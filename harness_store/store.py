@@ -23,12 +23,17 @@ from harness_store.core import (
     replay,
 )
 from harness_store.errors import HarnessStoreError
+from harness_store.follow_up import (
+    apply_review,
+    check_decision,
+    check_trigger,
+    follow_up_options,
+    rolled_back_by,
+)
 from harness_store.history import HistoryLog
 from harness_store.ids import new_refinement_id, utc_now
 from harness_store.lock import DEFAULT_TIMEOUT, StoreLock, held_elsewhere
 from harness_store.models import (
-    TRIGGERS,
-    HarnessEntry,
     HarnessState,
     Proposal,
     RefinementResult,
@@ -36,16 +41,13 @@ from harness_store.models import (
     empty_entries,
 )
 from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE, ensure_dir
-from harness_store.recovery import rebuild_state, set_aside
+from harness_store.recovery import rebuild_state, replay_tombstones, set_aside
 from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
-from harness_store.tombstones import add_tombstone, make_tombstone
-from harness_store.validation import resolve_id
+from harness_store.tombstones import lift_tombstone, reject_tombstones
 from harness_store.verify import PreApplyVerifier, needs_check, precheck  # trust (issue 15)
 from harness_store.views import remove_view, view_path, write_view
 
 log = logging.getLogger("harness_store")
-
-REVIEW_DECISIONS = ("apply", "reject", "reject_forever")
 
 
 class RefinementNotFound(LookupError):
@@ -210,7 +212,8 @@ class HarnessStore:
             len(records),
             " (another process is saving)" if in_progress else "",
         )
-        return HarnessState.build(replay(state.entries, records), state.tombstones, head=records[-1].id)
+        tombstones = replay_tombstones(list(state.tombstones), records)
+        return HarnessState.build(replay(state.entries, records), tombstones, head=records[-1].id)
 
     def history(self, limit: int | None = None) -> list[RefinementResult]:
         """History records, oldest first / newest last; `limit` keeps the newest `limit`."""
@@ -304,13 +307,6 @@ class HarnessStore:
             elif edit.before is not None:
                 remove_view(self.root, edit.before)
 
-    def _save_tombstones(self, state: HarnessState, tombstones: list[Tombstone]) -> HarnessState:
-        updated = HarnessState.build(state.entries, tombstones, head=state.head)
-        token = save_state(self.state_path, updated)
-        self._file_token, self._file_state, self._file_damaged = token, updated, False
-        self._cache_key, self._cache = (token, self._history.last_id()), updated
-        return updated
-
     @contextlib.contextmanager
     def _locked(self) -> Iterator[StoreLock]:
         self._prepare()
@@ -345,8 +341,7 @@ class HarnessStore:
         """
         if scope not in ("local", "global"):
             raise ValueError(f"scope must be 'local' or 'global', not {scope!r}")
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         if source is not None and source not in ("refine", "agent", "user"):
             raise ValueError(f"source must be 'refine', 'agent' or 'user', not {source!r}")
         if not isinstance(proposal, Proposal):
@@ -387,12 +382,11 @@ class HarnessStore:
         Refused (not raised) when an entry changed since that refinement, unless `force`.
         Raises `RefinementNotFound` for an unknown id.
         """
-        if trigger not in TRIGGERS:
-            raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
+        check_trigger(trigger)
         with self._mutex, self._locked():
             state, target = self._target_locked(refinement_id)
             plan = plan_rollback(state, target, force=force, later_writer=self._later_writer_after(target.id))
-            opts = self._follow_up_options(
+            opts = follow_up_options(
                 target, trigger, rollback_of=target.id, restores=plan.restores, preset_errors=plan.conflicts
             )
             new_state, result = apply_proposal(state, plan.proposal, opts)
@@ -403,14 +397,7 @@ class HarnessStore:
         """The id of the applied rollback that currently undoes `refinement_id`, or None (never
         rolled back, or its rollback was itself rolled back since)."""
         with self._mutex:
-            undone: dict[str, str] = {}
-            for record in self._history.records():
-                if record.rollback_of is not None and record.applied:
-                    undone[record.rollback_of] = record.id
-            later = undone.get(refinement_id)
-            if later is not None and later in undone:
-                return None  # the rollback was rolled back: the refinement is in effect again
-            return later
+            return rolled_back_by(self._history.records(), refinement_id)
 
     def _target_locked(self, refinement_id: str) -> tuple[HarnessState, RefinementResult]:
         """With the store lock held: the current state and the history record a follow-up acts on."""
@@ -420,29 +407,6 @@ class HarnessStore:
         if target is None:
             raise RefinementNotFound(refinement_id, self.history_path)
         return state, target
-
-    @staticmethod
-    def _follow_up_options(
-        target: RefinementResult,
-        trigger: str,
-        *,
-        restores: Sequence[HarnessEntry | None],
-        rollback_of: str | None = None,
-        review_of: str | None = None,
-        preset_errors: Sequence[str | None] = (),
-    ) -> ApplyOptions:
-        """Options of a rollback or review: it writes to the target's scope and session."""
-        return ApplyOptions(
-            refinement_id=new_refinement_id(),
-            now=utc_now(),
-            scope=target.scope,
-            trigger=trigger,
-            session_id=target.session_id,
-            rollback_of=rollback_of,
-            review_of=review_of,
-            restores=restores,
-            preset_errors=preset_errors,
-        )
 
     def _later_writer_after(self, target_id: str) -> Callable[[str, str], str | None]:
         def later_writer(kind: str, entry_id: str) -> str | None:
@@ -468,17 +432,12 @@ class HarnessStore:
         `reject_forever`: as reject, and the tombstone also blocks the entry id. `edit_ids` limits the
         decision to some entry ids. Raises `RefinementNotFound` for an unknown id.
         """
-        if decision not in REVIEW_DECISIONS:
-            raise ValueError(f"decision must be one of {', '.join(REVIEW_DECISIONS)}, not {decision!r}")
+        check_decision(decision)
         with self._mutex, self._locked():
             state, target = self._target_locked(refinement_id)
             plan = plan_review(state, target, decision, edit_ids)
-            opts = self._follow_up_options(target, "user", review_of=target.id, restores=plan.restores)
-            new_state, result = apply_proposal(state, plan.proposal, opts)
-            tombstones = new_state.tombstones
-            for stone in plan.tombstones:
-                tombstones = add_tombstone(tombstones, stone)
-            new_state = HarnessState.build(new_state.entries, tombstones, head=new_state.head)
+            opts = follow_up_options(target, "user", review_of=target.id, restores=plan.restores)
+            new_state, result = apply_review(state, plan, opts)
             self._commit(new_state, result)
             return result
 
@@ -491,38 +450,58 @@ class HarnessStore:
     ) -> list[Tombstone]:
         """Tombstone the content of a proposal that was rejected before it was ever applied.
 
-        Returns the tombstones added (already present ones are not repeated).
+        The tombstones are a history record of their own (no edits, `tombstoned`), so a state
+        rebuilt from the history keeps them. Returns the tombstones added (already present ones are
+        not repeated; one upgraded to `forever` is recorded but not returned).
         """
         if not isinstance(proposal, Proposal):
             proposal = Proposal.model_validate(dict(proposal))
         with self._mutex, self._locked():
             state = self._current()
-            tombstones = list(state.tombstones)
-            added: list[Tombstone] = []
-            for edit in proposal.edits:
-                if edit.action not in ("create", "update") or not edit.content:
-                    continue
-                stone = make_tombstone(
-                    edit.kind,
-                    edit.content,
-                    entry_id=resolve_id(edit),
-                    reason=reason,
-                    refinement_id=None,
-                    forever=forever,
-                )
-                grown = add_tombstone(tombstones, stone)
-                if len(grown) > len(tombstones):
-                    added.append(stone)
-                tombstones = grown
-            if added:
-                self._save_tombstones(state, tombstones)
+            tombstones, added, changed = reject_tombstones(
+                list(state.tombstones), proposal, forever=forever, reason=reason
+            )
+            if changed:
+                summary = f"Rejected{' forever' if forever else ''} before apply: {proposal.summary}"
+                record = self._tombstone_record(summary.rstrip(": "), tombstoned=changed)
+                self._commit(HarnessState.build(state.entries, tombstones, head=record.id), record)
             return added
 
-    def lift_tombstone(self, tombstone_id: str) -> Tombstone | None:
-        """Remove a tombstone so its content may be proposed again; returns it, or None if unknown."""
+    def lift_tombstone(self, tombstone_id: str, *, trigger: str = "user") -> Tombstone | None:
+        """Remove a tombstone so its content may be proposed again; returns it, or None if unknown.
+
+        The lift is a history record (no edits, `lifted`), so a rebuilt state keeps it lifted.
+        """
+        check_trigger(trigger)
         with self._mutex, self._locked():
             state = self._current()
-            lifted = next((t for t in state.tombstones if t.id == tombstone_id), None)
+            rest, lifted = lift_tombstone(list(state.tombstones), tombstone_id)
             if lifted is not None:
-                self._save_tombstones(state, [t for t in state.tombstones if t.id != tombstone_id])
+                record = self._tombstone_record(
+                    f"Lifted tombstone {lifted.id} ({lifted.kind})", lifted=[lifted], trigger=trigger
+                )
+                self._commit(HarnessState.build(state.entries, rest, head=record.id), record)
             return lifted
+
+    def _tombstone_record(
+        self,
+        summary: str,
+        *,
+        tombstoned: Sequence[Tombstone] = (),
+        lifted: Sequence[Tombstone] = (),
+        trigger: str = "user",
+    ) -> RefinementResult:
+        """A history record that only adds or lifts tombstones (see `RefinementResult.tombstoned`)."""
+        return RefinementResult.model_validate(
+            {
+                "id": new_refinement_id(),
+                "summary": summary,
+                "scope": self.default_scope,
+                "trigger": trigger,
+                # A local store's records belong to its session (`.../sessions/<id>/harness`).
+                "session_id": self.root.parent.name if self.default_scope == "local" else None,
+                "created_at": utc_now(),
+                "tombstoned": list(tombstoned),
+                "lifted": list(lifted),
+            }
+        )

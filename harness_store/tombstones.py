@@ -11,7 +11,8 @@ import re
 from functools import lru_cache
 
 from harness_store.ids import new_tombstone_id, utc_now
-from harness_store.models import Tombstone
+from harness_store.models import Proposal, Tombstone
+from harness_store.validation import resolve_id
 
 SIMILARITY_THRESHOLD = 0.9
 _SHINGLE = 5
@@ -90,3 +91,43 @@ def add_tombstone(tombstones: list[Tombstone], stone: Tombstone) -> list[Tombsto
                 return [upgraded if t is existing else t for t in tombstones]
             return tombstones
     return [*tombstones, stone]
+
+
+def reject_tombstones(
+    tombstones: list[Tombstone], proposal: Proposal, *, forever: bool, reason: str
+) -> tuple[list[Tombstone], list[Tombstone], list[Tombstone]]:
+    """Tombstone the content of a proposal rejected before it was ever applied (every create or
+    update with content). Returns the new list, the tombstones added, and the changes to record:
+    those added plus existing ones upgraded to `forever` (the upgraded copy)."""
+    out = list(tombstones)
+    added: list[Tombstone] = []
+    changed: list[Tombstone] = []
+    for edit in proposal.edits:
+        if edit.action not in ("create", "update") or not edit.content:
+            continue
+        stone = make_tombstone(
+            edit.kind,
+            edit.content,
+            entry_id=resolve_id(edit),
+            reason=reason,
+            refinement_id=None,
+            forever=forever,
+        )
+        grown = add_tombstone(out, stone)
+        if len(grown) > len(out):
+            added.append(stone)
+            changed.append(stone)
+        elif grown is not out:
+            changed.extend(t for t in grown if t not in out)
+        out = grown
+    return out, added, changed
+
+
+def lift_tombstone(
+    tombstones: list[Tombstone], tombstone_id: str
+) -> tuple[list[Tombstone], Tombstone | None]:
+    """`tombstones` without the one with this id, and that one (None, and the list unchanged, if unknown)."""
+    lifted = next((t for t in tombstones if t.id == tombstone_id), None)
+    if lifted is None:
+        return tombstones, None
+    return [t for t in tombstones if t.id != tombstone_id], lifted

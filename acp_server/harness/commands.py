@@ -43,6 +43,8 @@ def _words(argument: str) -> list[str]:
 def describe(record: RefinementResult) -> str:
     """One `/history` line."""
     status = "applied" if record.applied else "refused"
+    if record.tombstone_change:  # a rejection before apply or a lift: it changed no entry
+        status = "tombstoned" if record.tombstoned else "tombstone lifted"
     extra = f", rollback of {record.rollback_of}" if record.rollback_of else ""
     when = record.created_at[:19].replace("T", " ")
     summary = record.summary or "(no summary)"

@@ -1,18 +1,17 @@
 """The `_harness/*` extension methods (ACP.md "Harness extension methods"), camelCase JSON.
 
 `_harness/state|history|show|rollback|review|why|status|await_quiescence`, each taking `sessionId`, plus
-the `_harness/quiescence` notification (sent by events.py). Each handler checks its params into a
-typed request, asks the session's `HarnessSurface` and shapes the answer (wire.py). Registered by
-`install`, which the composition root passes to `serve_stdio(extensions=...)`.
+the `_harness/quiescence` notification (sent by events.py). Each handler receives its params as its
+method's typed model (params.py), asks the session's `HarnessSurface` and shapes the answer
+(wire.py). Registered by `install`, which the composition root passes to `serve_stdio(extensions=...)`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 
@@ -32,94 +31,60 @@ from acp_server.subagent_cards import hub_of, needing_action, running_children
 
 if TYPE_CHECKING:
     from acp_server.context import HarnessHost
+    from acp_server.harness.params import (
+        AwaitQuiescenceParams,
+        HarnessParams,
+        HistoryParams,
+        ReviewParams,
+        RollbackParams,
+        ShowParams,
+        StateParams,
+        StatusParams,
+        WhyParams,
+    )
     from acp_server.open_session import OpenSession
-    from acp_server.registry import RequestContext
-    from agent_core.refinement.records import ReviewChoice
+    from acp_server.registry import ParamsReader, RequestContext
 
 log = logging.getLogger(__name__)
 
 JsonObject = dict[str, object]
-MAX_AWAIT_MS = 3_600_000
+P = TypeVar("P", bound="HarnessParams")
 
 
-def _params(params: object, method: str) -> JsonObject:
-    if not isinstance(params, dict):
-        raise AcpError.invalid_params(f"Invalid params for {method}: params must be an object")
-    return params
+async def _read(params: JsonObject, method: str) -> HarnessParams:
+    from acp_server.harness.params import read  # pydantic: first `_harness/*` call, not startup
 
-
-def _require_str(params: JsonObject, key: str, method: str) -> str:
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise AcpError.invalid_params(
-            f"Invalid params for {method}: {key}: must be a non-empty string",
-            {"errors": [{"loc": [key], "msg": "must be a non-empty string", "type": "value_error"}]},
-        )
-    return value
-
-
-@dataclass(frozen=True)
-class _Request:
-    """Checked params: the method name, the session they name and the rest of the object."""
-
-    method: str
-    session_id: str
-    params: JsonObject
-
-    @classmethod
-    def parse(cls, params: object, method: str) -> _Request:
-        body = _params(params, method)
-        return cls(method, _require_str(body, "sessionId", method), body)
-
-    def require_str(self, key: str) -> str:
-        return _require_str(self.params, key, self.method)
-
-
-_Handler = Callable[[_Request, "OpenSession"], Awaitable[JsonObject]]
-
-
-def _decision(value: object) -> ReviewChoice:
-    if value == "apply":
-        return "apply"
-    if value == "apply_always":
-        return "apply_always"
-    if value == "reject":
-        return "reject"
-    if value == "reject_forever":
-        return "reject_forever"
-    raise AcpError.invalid_params("_harness/review: decision must be apply, reject or reject_forever")
+    return read(method, params)
 
 
 def install(server: HarnessHost) -> None:
     """Register the `_harness/*` methods on `server` and advertise `_harness/quiescence`."""
-    from agent_core.refinement.surface import KINDS, HarnessStoreError, RefinementNotFound
+    from agent_core.refinement.surface import HarnessStoreError, RefinementNotFound
 
     server.extension_notifications.append(QUIESCENCE)
     r = server.registry
 
-    def method(name: str) -> Callable[[_Handler], _Handler]:
-        def register(handler: _Handler) -> _Handler:
-            async def handle(ctx: RequestContext, params: object) -> JsonObject:
-                request = _Request.parse(params, name)
+    def method(name: str) -> Callable[[Callable[[P, OpenSession], Awaitable[JsonObject]]], None]:
+        """Register the decorated `(params, opened session)` handler for `name`; its params
+        model is `params.MODELS[name]` (the one its annotation names)."""
+
+        def register(handler: Callable[[P, OpenSession], Awaitable[JsonObject]]) -> None:
+            async def handle(ctx: RequestContext, request: P) -> JsonObject:
                 return await handler(request, await server.open_session(request.session_id))
 
-            r.request(name)(handle)
-            return handler
+            r.request(name, reader=cast("ParamsReader[P]", _read))(handle)
 
         return register
 
     @method("_harness/state")
-    async def state(request: _Request, opened: OpenSession) -> JsonObject:
-        scope = request.params.get("scope", "merged")
-        if scope != "local" and scope != "global" and scope != "project" and scope != "merged":
-            raise AcpError.invalid_params("_harness/state: scope must be local, global, project or merged")
+    async def state(request: StateParams, opened: OpenSession) -> JsonObject:
+        scope, as_of = request.scope, request.as_of
         if scope == "project" and not opened.harness.has_project:
             raise AcpError.invalid_params(
                 "_harness/state: this session has no project harness (its cwd is not in a git repository)"
             )
-        as_of = request.params.get("asOf")
         try:
-            current = await opened.harness.state(scope, as_of=None if as_of is None else str(as_of))
+            current = await opened.harness.state(scope, as_of=as_of)
         except RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/state: no refinement {as_of!r} in this session's or the global harness"
@@ -127,20 +92,17 @@ def install(server: HarnessHost) -> None:
         return state_answer(current)
 
     @method("_harness/history")
-    async def history(request: _Request, opened: OpenSession) -> JsonObject:
-        limit = request.params.get("limit", 50)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise AcpError.invalid_params("_harness/history: limit must be a positive integer")
-        cursor = request.params.get("cursor")
+    async def history(request: HistoryParams, opened: OpenSession) -> JsonObject:
+        cursor = request.cursor
         try:
-            page = await opened.harness.history(limit, None if cursor is None else str(cursor))
+            page = await opened.harness.history(request.limit, cursor)
         except RefinementNotFound:
             raise AcpError.invalid_params(f"_harness/history: unknown cursor {cursor!r}") from None
         return history_answer(page)
 
     @method("_harness/show")
-    async def show(request: _Request, opened: OpenSession) -> JsonObject:
-        refinement_id = request.require_str("refinementId")
+    async def show(request: ShowParams, opened: OpenSession) -> JsonObject:
+        refinement_id = request.refinement_id
         try:
             found = await opened.harness.find(refinement_id)
         except RefinementNotFound:
@@ -150,9 +112,8 @@ def install(server: HarnessHost) -> None:
         return result_full(found.result)
 
     @method("_harness/rollback")
-    async def rollback(request: _Request, opened: OpenSession) -> JsonObject:
-        refinement_id = request.require_str("refinementId")
-        force = request.params.get("force", False) is True
+    async def rollback(request: RollbackParams, opened: OpenSession) -> JsonObject:
+        refinement_id, force = request.refinement_id, request.force
         try:
             outcome = await opened.harness.rollback(refinement_id, force=force)
         except RefinementNotFound:
@@ -168,17 +129,10 @@ def install(server: HarnessHost) -> None:
         return result_full(result)
 
     @method("_harness/review")
-    async def review(request: _Request, opened: OpenSession) -> JsonObject:
-        proposal_id = request.require_str("proposalId")
-        decision = _decision(request.params.get("decision"))
-        edit_ids = request.params.get("editIds")
-        if edit_ids is not None and not (
-            isinstance(edit_ids, list) and all(isinstance(i, str) for i in edit_ids)
-        ):
-            raise AcpError.invalid_params("_harness/review: editIds must be a list of entry ids")
+    async def review(request: ReviewParams, opened: OpenSession) -> JsonObject:
         try:
             outcome = await opened.harness.decide(
-                proposal_id, decision, edit_ids=None if edit_ids is None else [str(i) for i in edit_ids]
+                request.proposal_id, request.decision, edit_ids=request.edit_ids
             )
         except HarnessStoreError as exc:
             raise AcpError.invalid_params(f"_harness/review: {exc}") from None
@@ -193,18 +147,16 @@ def install(server: HarnessHost) -> None:
         return answer
 
     @method("_harness/why")
-    async def why(request: _Request, opened: OpenSession) -> JsonObject:
+    async def why(request: WhyParams, opened: OpenSession) -> JsonObject:
         from agent_core.trust_commands import why_answer
 
-        entry_id = request.require_str("entryId")
-        kind = request.params.get("kind")
-        if kind is not None and (not isinstance(kind, str) or kind not in KINDS):
-            raise AcpError.invalid_params(f"_harness/why: kind must be one of {', '.join(KINDS)}")
-        answer = await anyio.to_thread.run_sync(partial(why_answer, opened.session, entry_id, kind=kind))
+        answer = await anyio.to_thread.run_sync(
+            partial(why_answer, opened.session, request.entry_id, kind=request.kind)
+        )
         return answer.to_json()
 
     @method("_harness/status")
-    async def status(request: _Request, opened: OpenSession) -> JsonObject:
+    async def status(request: StatusParams, opened: OpenSession) -> JsonObject:
         answer = status_answer(opened.harness.status())
         if running := running_children(opened.session):  # background children (only when any)
             answer["runningSubagents"] = running
@@ -214,13 +166,8 @@ def install(server: HarnessHost) -> None:
         return answer
 
     @method("_harness/await_quiescence")
-    async def await_quiescence(request: _Request, opened: OpenSession) -> JsonObject:
-        timeout_ms = request.params.get("timeoutMs", 30_000)
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float) or timeout_ms < 0:
-            raise AcpError.invalid_params(
-                "_harness/await_quiescence: timeoutMs must be a non-negative number"
-            )
-        timeout = min(float(timeout_ms), MAX_AWAIT_MS) / 1000.0
+    async def await_quiescence(request: AwaitQuiescenceParams, opened: OpenSession) -> JsonObject:
+        timeout = request.timeout
         deadline = anyio.current_time() + timeout
         quiescent = await opened.harness.wait_quiescent(timeout)
         hub = hub_of(opened.session)

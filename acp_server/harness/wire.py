@@ -69,6 +69,10 @@ def result_summary(result: RefinementResult) -> JsonObject:
         body["rollbackOf"] = result.rollback_of
     if result.review_of:
         body["reviewOf"] = result.review_of
+    if result.tombstoned:  # a record that only added or lifted tombstones (no edits)
+        body["tombstoned"] = [t.id for t in result.tombstoned]
+    if result.lifted:
+        body["lifted"] = [t.id for t in result.lifted]
     return body
 
 

@@ -158,6 +158,9 @@ def _summary(view: StoreView, record: Any) -> dict[str, Any]:
         ],
         "rollback_of": record.rollback_of,
         "review_of": record.review_of,
+        # A rejection before apply or a lift: tombstones changed, no entry did.
+        "tombstoned": [t.id for t in record.tombstoned],
+        "lifted": [t.id for t in record.lifted],
         "rolled_back_by": view.rolled_back_by(record.id),
     }
 

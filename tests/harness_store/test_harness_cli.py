@@ -173,3 +173,20 @@ def test_rollback_of_a_refinement_already_rolled_back_names_the_later_one_and_wr
     # Once the rollback itself is rolled back, the refinement is in effect and can be undone again.
     assert run(home, "rollback", later).returncode == 0
     assert run(home, "rollback", first).returncode == 0
+
+
+def test_history_shows_a_lift_as_a_cli_record_naming_the_tombstone(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness_store.cli import main
+
+    store = HarnessStore(global_root(home))
+    pending = {"edits": [{"action": "create", "kind": "memory", "title": "Guess", "content": "uses emacs"}]}
+    [stone] = store.reject_proposal(pending)
+    monkeypatch.setenv("CONTINUAL_ACP_HOME", str(home))
+    assert main(["tombstones", "--lift", stone.id]) == 0  # in-process: no console script start-up
+    capsys.readouterr()
+    assert main(["history"]) == 0
+    rejected, lifted = capsys.readouterr().out.splitlines()
+    assert rejected.endswith(f"(+tombstone {stone.id})")
+    assert lifted.endswith(f"(lifted tombstone {stone.id})") and lifted.split()[1] == "cli"

@@ -145,3 +145,82 @@ def test_a_damaged_file_read_while_another_process_holds_the_lock_is_served_rebu
     with StoreLock(store.lock_path):
         state = HarnessStore(store.root).load()
     assert list(state.entries["memory"]) == ["a"] and store.state_path.read_bytes() == b"[]"
+
+
+# Tombstones made outside an edit (issue 10): `reject_proposal` and `lift_tombstone` are history
+# records of their own, so a state rebuilt from the history keeps them.
+
+
+def _stones(store: HarnessStore) -> set[tuple[str, str, bool]]:
+    return {(t.kind, t.normalized, t.forever) for t in HarnessStore(store.root).load().tombstones}
+
+
+@pytest.mark.parametrize("scope", ["global", "local"])
+def test_a_proposal_rejected_forever_before_apply_keeps_its_tombstone_through_a_rebuild(
+    tmp_path: Path, scope: str
+) -> None:
+    store = _store(tmp_path, scope)
+    store.apply(proposal(create("memory", "kept", "a useful lesson")), scope=scope, trigger="user")
+    [stone] = store.reject_proposal(proposal(create("memory", "Guess", "uses emacs")), forever=True)
+    _truncate(store.state_path)
+    rebuilt = HarnessStore(store.root)
+    assert _stones(rebuilt) == {("memory", "uses emacs", True)}
+    # Forever still blocks the id, whatever the content says.
+    again = rebuilt.apply(proposal(create("memory", "Guess", "something else")), scope=scope, trigger="model")
+    assert again.applied_edits[0].error == f"content was rejected before (tombstone {stone.id})"
+
+
+@pytest.mark.parametrize("scope", ["global", "local"])
+def test_a_lifted_tombstone_stays_lifted_through_a_rebuild(tmp_path: Path, scope: str) -> None:
+    store = _store(tmp_path, scope)
+    [stone] = store.reject_proposal(proposal(create("memory", "Guess", "uses emacs")))
+    assert store.lift_tombstone(stone.id) == stone
+    _empty(store.state_path)
+    rebuilt = HarnessStore(store.root)
+    assert _stones(rebuilt) == set()
+    assert rebuilt.apply(
+        proposal(create("memory", "Guess", "uses emacs")), scope=scope, trigger="model"
+    ).applied
+
+
+def test_a_lifted_review_tombstone_stays_lifted_though_the_rebuild_derives_it_under_a_new_id(
+    store: HarnessStore,
+) -> None:
+    bad = store.apply(proposal(create("memory", "bad", "a wrong lesson")), scope="global", trigger="model")
+    store.record_review(bad.id, "reject")
+    [stone] = store.tombstones()
+    store.lift_tombstone(stone.id)
+    _array(store.state_path)
+    assert _stones(store) == set()
+
+
+def test_content_rejected_again_after_a_lift_is_tombstoned_again_after_a_rebuild(store: HarnessStore) -> None:
+    pending = proposal(create("memory", "Guess", "uses emacs"))
+    [stone] = store.reject_proposal(pending)
+    store.lift_tombstone(stone.id)
+    store.reject_proposal(pending)
+    _wrong_shape(store.state_path)
+    assert _stones(store) == {("memory", "uses emacs", False)}
+
+
+def test_upgrading_a_rejection_to_forever_survives_a_rebuild(store: HarnessStore) -> None:
+    pending = proposal(create("memory", "Guess", "uses emacs"))
+    store.reject_proposal(pending)
+    assert store.reject_proposal(pending, forever=True) == []  # not a new tombstone, an upgrade
+    _truncate(store.state_path)
+    assert _stones(store) == {("memory", "uses emacs", True)}
+
+
+def test_a_tombstone_record_the_state_file_missed_is_rolled_forward(store: HarnessStore) -> None:
+    # A writer killed between the history append and the state save: the state is one record behind.
+    store.apply(proposal(create("memory", "kept", "a useful lesson")), scope="global", trigger="user")
+    behind = store.state_path.read_bytes()
+    store.reject_proposal(proposal(create("memory", "Guess", "uses emacs")))
+    store.state_path.write_bytes(behind)
+    assert _stones(store) == {("memory", "uses emacs", False)}
+
+
+def test_records_without_tombstone_changes_keep_their_shape_on_disk(store: HarnessStore) -> None:
+    store.apply(proposal(create("memory", "kept", "a useful lesson")), scope="global", trigger="user")
+    [line] = store.history_path.read_text(encoding="utf-8").splitlines()
+    assert ('"tombstoned"' in line, '"lifted"' in line) == (False, False)

@@ -244,7 +244,9 @@ def test_rejecting_a_pending_proposal_tombstones_it_without_applying(store: Harn
     pending = proposal(create("memory", "Guess", "uses emacs"))
     added = store.reject_proposal(pending, forever=True)
     assert len(added) == 1 and added[0].forever
-    assert store.history() == []
+    # The rejection is a history record of its own that changed no entry.
+    [record] = store.history()
+    assert (record.tombstoned, record.applied_edits, store.state.count()) == (added, [], 0)
     assert store.apply(pending, scope="local", trigger="model").applied_edits[0].error is not None
     # "Forever" also blocks the (derived) entry id, whatever the new content says.
     other = store.apply(

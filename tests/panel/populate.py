@@ -196,6 +196,7 @@ def populate(home: Path) -> Populated:
     local2.reject_proposal(
         proposal(create("memory", "Skip tests", "Skip the tests when in a hurry."), summary="x")
     )
+    out.ids["rejected"] = local2.history()[-1].id  # a rejection before apply is a record of its own
     write_pending(
         home,
         s1,

@@ -23,7 +23,7 @@ async def test_the_page_lists_the_timeline_newest_first(
 ) -> None:
     await open_panel(page, panel)
     ids = await page.wait_for(
-        "document.querySelectorAll('#timeline .tl-item').length === 7 &&"
+        "document.querySelectorAll('#timeline .tl-item').length === 8 &&"
         " [...document.querySelectorAll('#timeline .tl-item')].map(li => li.dataset.refinement)"
     )
     records = [r for key in ("global", *populated.sessions) for r in populated.store(key).history()]
@@ -80,7 +80,7 @@ async def test_a_rollback_through_the_page_is_confirmed_and_recorded(
     await page.evaluate("document.getElementById('rollback').click()")
     await page.wait_for("document.getElementById('confirm').open")
     store = HarnessStore(populated.home / "sessions" / "sess-data-pipeline" / "harness")
-    assert len(store.history()) == 3  # nothing happens before the confirmation
+    assert store.history(1)[-1].id == populated.ids["rejected"]  # nothing happens before the confirmation
     await page.evaluate("document.getElementById('confirm-ok').click()")
     toast = await page.wait_for(
         "!document.getElementById('toast').hidden && document.getElementById('toast').textContent"
@@ -98,7 +98,7 @@ async def test_cancelling_the_confirmation_changes_nothing(
     await page.wait_for("document.getElementById('confirm').open")
     await page.evaluate("document.getElementById('confirm-cancel').click()")
     await page.wait_for("!document.getElementById('confirm').open")
-    assert len(populated.store("sess-data-pipeline").history()) == 3
+    assert populated.store("sess-data-pipeline").history(1)[-1].id == populated.ids["rejected"]
 
 
 async def test_the_page_without_its_token_is_refused(page: Page, panel: RunningPanel) -> None:
@@ -111,7 +111,7 @@ async def test_a_new_refinement_appears_on_the_open_page_without_a_reload(
     page: Page, panel: RunningPanel, populated: Populated
 ) -> None:
     await open_panel(page, panel)
-    await page.wait_for("document.querySelectorAll('#timeline .tl-item').length === 7")
+    await page.wait_for("document.querySelectorAll('#timeline .tl-item').length === 8")
     await page.evaluate("window.__sameDocument = true")
     result = populated.store("global").apply(
         proposal(create("memory", "Deploys", "Deploy with `make release`."), summary="How to deploy"),
@@ -119,7 +119,7 @@ async def test_a_new_refinement_appears_on_the_open_page_without_a_reload(
         trigger="user",
     )
     first = await page.wait_for(
-        "document.querySelectorAll('#timeline .tl-item').length === 8 &&"
+        "document.querySelectorAll('#timeline .tl-item').length === 9 &&"
         " document.querySelector('#timeline .tl-item').dataset.refinement"
     )
     assert first == result.id

@@ -52,7 +52,7 @@ def test_an_action_without_the_token_changes_nothing(panel: RunningPanel, popula
 
 def test_the_token_in_the_query_string_is_accepted(panel: RunningPanel) -> None:
     status, body = panel.request(f"/api/timeline?token={panel.server.token}", header=False)
-    assert status == 200 and body["total"] == 7
+    assert status == 200 and body["total"] == 8
 
 
 def test_the_page_links_its_script_and_stylesheet_with_the_token(panel: RunningPanel) -> None:
@@ -119,12 +119,12 @@ def test_entries_filter_by_scope_kind_trust_and_text(panel: RunningPanel) -> Non
 
 def test_timeline_is_newest_first_and_pages_with_a_cursor(panel: RunningPanel) -> None:
     first = panel.get("/api/timeline?limit=3")
-    assert first["total"] == 7 and len(first["refinements"]) == 3
+    assert first["total"] == 8 and len(first["refinements"]) == 3
     rest = panel.get(f"/api/timeline?limit=10&before={first['next_cursor']}")
     assert rest["next_cursor"] is None
     records = first["refinements"] + rest["refinements"]
     stamps = [(r["created_at"], r["id"]) for r in records]
-    assert stamps == sorted(stamps, reverse=True) and len({r["id"] for r in records}) == 7
+    assert stamps == sorted(stamps, reverse=True) and len({r["id"] for r in records}) == 8
 
 
 def test_timeline_filters_by_scope_session_kind_and_trigger(
@@ -136,7 +136,12 @@ def test_timeline_filters_by_scope_session_kind_and_trigger(
         return {r["id"] for r in panel.get(f"/api/timeline?{q}")["refinements"]}
 
     assert listed("scope=global") == {ids["tests"], ids["review"], ids["refused"]}
-    assert listed("session=sess-data-pipeline") == {ids["warehouse"], ids["batch"], ids["batch_rollback"]}
+    assert listed("session=sess-data-pipeline") == {
+        ids["warehouse"],
+        ids["batch"],
+        ids["batch_rollback"],
+        ids["rejected"],
+    }
     assert listed("kind=subagent") == {ids["warehouse"]}
     assert listed("trigger=rollback") == {ids["batch_rollback"]}
 
@@ -318,7 +323,7 @@ def test_approving_a_pending_review_applies_it_verified_and_removes_its_file(
     assert not (store.root / "pending" / "p-20261201-093000-0badf00d.json").exists()
 
 
-def test_rejecting_forever_tombstones_the_content_and_writes_nothing(
+def test_rejecting_forever_tombstones_the_content_in_one_record_that_changes_no_entry(
     panel: RunningPanel, populated: Populated
 ) -> None:
     store = populated.store("sess-web-checkout")
@@ -332,7 +337,9 @@ def test_rejecting_forever_tombstones_the_content_and_writes_nothing(
         },
     )
     assert status == 200 and len(body["tombstones"]) == 1
-    assert [t.forever for t in store.tombstones()] == [True] and len(store.history()) == before
+    assert [t.forever for t in store.tombstones()] == [True]
+    added = store.history()[before:]
+    assert [(r.tombstone_change, [t.id for t in r.tombstoned]) for r in added] == [(True, body["tombstones"])]
 
 
 def test_a_decided_review_cannot_be_decided_again(panel: RunningPanel) -> None:
@@ -425,7 +432,7 @@ def test_harness_ui_prints_its_url_and_serves_until_interrupted(populated: Popul
         url = line.split()[-1]
         assert url.startswith("http://127.0.0.1:") and "?token=" in url
         with urllib.request.urlopen(url.replace("/?", "/api/timeline?"), timeout=30) as response:
-            assert json.loads(response.read())["total"] == 7
+            assert json.loads(response.read())["total"] == 8
     finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(30)

@@ -158,4 +158,16 @@ def system_prompts(server: ScriptedModelServer) -> list[str]:
     return [body["messages"][0]["content"] for body in server.requests]
 
 
+def planner_requests(server: ScriptedModelServer) -> list[dict[str, Any]]:
+    """The planner's requests (found by their system prompt, not by how many calls came before)."""
+    from agent_core.refinement.prompts import PLANNER_SYSTEM_PROMPT
+
+    return [body for body in server.requests if body["messages"][0]["content"] == PLANNER_SYSTEM_PROMPT]
+
+
+def turn_requests(server: ScriptedModelServer) -> list[dict[str, Any]]:
+    """The agent's turn requests: the calls that offer tools (the review gate and the planner do not)."""
+    return [body for body in server.requests if body.get("tools")]
+
+
 RequestCheck = Callable[[dict[str, Any]], bool]

@@ -110,6 +110,14 @@ async def test_latest_undoable_skips_rollbacks_and_what_they_undid(rig: Rig) -> 
     assert latest is not None and latest.id == older
 
 
+async def test_latest_undoable_skips_a_newer_rejection_that_only_tombstoned(rig: Rig) -> None:
+    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    applied = write(rig.local, "local", note("one", "1"))
+    rig.local.reject_proposal({"edits": [note("two", "never this")]})
+    latest = await surface.latest_undoable()
+    assert (latest.id if latest else None, len(rig.local.history())) == (applied, 2)
+
+
 async def test_rollback_goes_through_the_coordinator_and_reports_a_card(rig: Rig) -> None:
     coordinator = rig.coordinator(auto_every=0)
     surface = HarnessSurface(coordinator)

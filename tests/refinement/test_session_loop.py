@@ -11,7 +11,7 @@ from agent_core import Agent, NoEditor, TextPart, load_config
 from agent_core.refinement.attach import SessionRefinement
 from agent_core.testing.scripted_model import ScriptedModelServer, text
 
-from .conftest import gate_reply, memory_edit, plan_reply
+from .conftest import gate_reply, memory_edit, plan_reply, planner_requests, turn_requests
 
 pytestmark = pytest.mark.anyio
 
@@ -73,14 +73,15 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
             memory = session.local_store.load().get("memory", "test_command")
             assert memory is not None and memory.trust == "candidate"
             # The planner read the transcript with ids: the user's message and the answer, each tagged.
-            planner_input = server.requests[2]["messages"][1]["content"]
+            [planner] = planner_requests(server)
+            planner_input = planner["messages"][1]["content"]
             assert "] user:\nWe always run `make check`, never bare pytest." in planner_input
             assert "] assistant:\nNoted: checks run with make check." in planner_input
 
             server.push(text("Running them."), gate_reply(False))
             await _turn(session, "run the checks")
             assert await refinement.coordinator.wait_quiescent(WAIT)
-            system = server.requests[3]["messages"][0]["content"]
+            system = turn_requests(server)[-1]["messages"][0]["content"]
             assert "Run `make check`, not bare pytest." in system and "run_checks" in system
 
             assert last.refinement_id is not None
@@ -88,7 +89,7 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
             server.push(text("Done."), gate_reply(True), plan_reply(memory_edit(evidence=[])))
             await _turn(session, "thanks")
             assert await refinement.coordinator.wait_quiescent(WAIT)
-            system = server.requests[5]["messages"][0]["content"]
+            system = turn_requests(server)[-1]["messages"][0]["content"]
             assert "make check`, not bare pytest" not in system and "run_checks" not in system
             again = refinement.coordinator.last
             assert again is not None and again.status == "refused"
@@ -145,7 +146,8 @@ async def test_refine_run_in_a_model_cell_applies_after_the_turn_through_the_rea
             assert refinement.coordinator.last is not None and refinement.coordinator.last.trigger == "model"
             entry = session.local_store.load().get("memory", "test_command")
             assert entry is not None and entry.trust == "candidate"
-            planner_prompt = server.requests[2]["messages"][1]["content"]
+            [planner] = planner_requests(server)
+            planner_prompt = planner["messages"][1]["content"]
             assert "remember the test command" in planner_prompt
         finally:
             await agent.aclose()

@@ -166,6 +166,8 @@ function timelineRow(r) {
       r.rollback_of ? badge("rollback", "rollback") : null,
       r.review_of ? badge("review", "review") : null,
       r.rolled_back_by ? badge("rolled back", "undone") : null,
+      r.tombstoned && r.tombstoned.length ? badge("tombstoned", "refused") : null,
+      r.lifted && r.lifted.length ? badge("tombstone lifted", "review") : null,
       h("span", { class: "muted", text: r.edits.map((e) => `${e.action} ${e.kind} ${e.id || "?"}`).join(", ") })));
 }
 
@@ -209,7 +211,9 @@ async function showRefinement(id) {
       h("dt", { text: "Edits" }), h("dd", { text: `${r.applied} applied, ${r.refused} refused` }),
       r.rollback_of ? [h("dt", { text: "Rolls back" }), h("dd", {}, refLink(r.rollback_of))] : null,
       r.review_of ? [h("dt", { text: "Reviews" }), h("dd", {}, refLink(r.review_of))] : null,
-      r.rolled_back_by ? [h("dt", { text: "Rolled back by" }), h("dd", {}, refLink(r.rolled_back_by))] : null),
+      r.rolled_back_by ? [h("dt", { text: "Rolled back by" }), h("dd", {}, refLink(r.rolled_back_by))] : null,
+      r.tombstoned && r.tombstoned.length ? [h("dt", { text: "Tombstoned" }), h("dd", { text: r.tombstoned.join(", ") })] : null,
+      r.lifted && r.lifted.length ? [h("dt", { text: "Lifted" }), h("dd", { text: r.lifted.join(", ") })] : null),
     r.rationale ? h("p", { class: "rationale", text: r.rationale }) : null,
     h("div", { class: "buttons" },
       canRollBack ? h("button", { type: "button", id: "rollback", class: "danger",
