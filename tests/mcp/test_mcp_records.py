@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +18,7 @@ from agent_core.mcp import (
     parse_servers,
     prompt_section,
 )
+from agent_core.mcp.config import call_timeout
 from agent_core.mcp.connection import ServerConnection
 from agent_core.mcp.names import identifier, identifiers
 
@@ -102,3 +104,13 @@ def test_mcp_call_timeout_from_config_toml_bounds_the_sessions_calls(tmp_path: P
     config = load_config({"CONTINUAL_ACP_CONFIG": str(config_file), "HOME": str(tmp_path)})
     session = SimpleNamespace(cwd=tmp_path, agent_config=config, kernel_hooks=[], close_hooks=[])
     assert attach_mcp(session, (), start=False).call_timeout == 2.5
+
+
+def test_a_bad_mcp_call_timeout_falls_back_to_60_s_with_a_warning_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent_core.mcp.config"):
+        assert call_timeout({"mcp_call_timeout": "30s"}) == 60.0
+    assert [r.getMessage() for r in caplog.records] == [
+        "config.toml: mcp_call_timeout = '30s' is not a positive number of seconds; using 60 s"
+    ]
