@@ -114,3 +114,12 @@ def test_a_bad_mcp_call_timeout_falls_back_to_60_s_with_a_warning_naming_it(
     assert [r.getMessage() for r in caplog.records] == [
         "config.toml: mcp_call_timeout = '30s' is not a positive number of seconds; using 60 s"
     ]
+
+
+def test_the_prompt_says_a_lookup_waits_for_a_server_still_connecting() -> None:
+    registry = McpRegistry()
+    connection = ServerConnection(StdioServer("slow", "/bin/x"), cwd=None, on_notice=print)
+    registry.connections[connection.name] = connection
+    assert prompt_section(registry).splitlines()[-1] == (
+        "- `mcp.slow` (slow): connecting (a lookup or call waits for it)"
+    )
