@@ -110,8 +110,10 @@ def session_new_same_process(rounds: int) -> tuple[list[float], list[float]]:
             wire.call("initialize", INIT_PARAMS)
             first = wire.call("session/new", {"cwd": scratch, "mcpServers": []})  # pays the imports
             wire.call("session/close", {"sessionId": first["sessionId"]})
-            for _ in range(rounds):
-                for servers, sink in ((0, none), (3, three)):
+            for index in range(rounds):
+                # The order flips every round (runs A-I kept none first; see RESULTS.md).
+                order = ((0, none), (3, three)) if index % 2 else ((3, three), (0, none))
+                for servers, sink in order:
                     start = time.perf_counter()
                     sid = wire.call("session/new", {"cwd": scratch, "mcpServers": server_entries(servers)})
                     sink.append(time.perf_counter() - start)
@@ -124,11 +126,11 @@ def session_new_same_process(rounds: int) -> tuple[list[float], list[float]]:
 
 
 def spawn_to_session_new(runs: int) -> tuple[list[float], list[float]]:
-    """Fresh process per run, alternating no servers / 3 servers."""
+    """Fresh process per run, alternating no servers / 3 servers (the order flips every round)."""
     argv = [sys.executable, "-m", "acp_server"]
     times: dict[int, list[float]] = {0: [], 3: []}
-    for _ in range(runs):
-        for servers in (0, 3):
+    for index in range(runs):
+        for servers in (0, 3) if index % 2 else (3, 0):
             with tempfile.TemporaryDirectory() as scratch:
                 wire = Wire(argv, server_env(Path(scratch) / "home"), scratch)
                 try:
