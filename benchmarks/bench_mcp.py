@@ -4,7 +4,9 @@
   and back, against the bare SDK client's own `call_tool` round trip to the same server script
   (interleaved rounds in one process);
 * `session/new` over real stdio with 3 stdio MCP servers configured vs none (same process, after a
-  first session has paid the imports; alternated), and spawn -> `session/new` (fresh processes).
+  first session has paid the imports; alternated), and spawn -> `session/new` (fresh processes);
+* the part of `session/new` that is MCP work before it answers (parse `mcpServers`, attach a registry
+  that starts the servers only after the response), in process, none vs 3 servers.
 
 Run: .venv/bin/python benchmarks/bench_mcp.py [--calls 200] [--rounds 10] [--sessions 10] [--spawns 3]
 """
@@ -108,8 +110,10 @@ def session_new_same_process(rounds: int) -> tuple[list[float], list[float]]:
             wire.call("initialize", INIT_PARAMS)
             first = wire.call("session/new", {"cwd": scratch, "mcpServers": []})  # pays the imports
             wire.call("session/close", {"sessionId": first["sessionId"]})
-            for _ in range(rounds):
-                for servers, sink in ((0, none), (3, three)):
+            for index in range(rounds):
+                # The order flips every round (runs A-I kept none first; see RESULTS.md).
+                order = ((0, none), (3, three)) if index % 2 else ((3, three), (0, none))
+                for servers, sink in order:
                     start = time.perf_counter()
                     sid = wire.call("session/new", {"cwd": scratch, "mcpServers": server_entries(servers)})
                     sink.append(time.perf_counter() - start)
@@ -122,11 +126,11 @@ def session_new_same_process(rounds: int) -> tuple[list[float], list[float]]:
 
 
 def spawn_to_session_new(runs: int) -> tuple[list[float], list[float]]:
-    """Fresh process per run, alternating no servers / 3 servers."""
+    """Fresh process per run, alternating no servers / 3 servers (the order flips every round)."""
     argv = [sys.executable, "-m", "acp_server"]
     times: dict[int, list[float]] = {0: [], 3: []}
-    for _ in range(runs):
-        for servers in (0, 3):
+    for index in range(runs):
+        for servers in (0, 3) if index % 2 else (3, 0):
             with tempfile.TemporaryDirectory() as scratch:
                 wire = Wire(argv, server_env(Path(scratch) / "home"), scratch)
                 try:
@@ -135,6 +139,26 @@ def spawn_to_session_new(runs: int) -> tuple[list[float], list[float]]:
                     times[servers].append(time.perf_counter() - wire.started)
                 finally:
                     wire.close()
+    return times[0], times[3]
+
+
+def session_mcp_setup_in_process(rounds: int) -> tuple[list[float], list[float]]:
+    """What `session/new` itself does for its `mcpServers` before answering: parse them and attach a
+    registry that has not started them (the servers start after the response). Alternated, in process."""
+    from types import SimpleNamespace
+
+    from agent_core.config import AgentConfig
+    from agent_core.mcp import attach_mcp, parse_servers
+
+    config = AgentConfig(home=Path(tempfile.gettempdir()))
+    times: dict[int, list[float]] = {0: [], 3: []}
+    for _ in range(rounds):
+        for servers in (0, 3):
+            entries = server_entries(servers)
+            session = SimpleNamespace(cwd="/tmp", agent_config=config, kernel_hooks=[], close_hooks=[])
+            start = time.perf_counter()
+            attach_mcp(session, parse_servers(entries), start=False)
+            times[servers].append(time.perf_counter() - start)
     return times[0], times[3]
 
 
@@ -163,6 +187,11 @@ def main() -> int:
     print(
         f"spawn -> session/new, none / 3 servers: {ms(cold_none):.0f} ms / {ms(cold_three):.0f} ms"
         f"  ratio {ms(cold_three) / ms(cold_none):.2f}x"
+    )
+    setup_none, setup_three = session_mcp_setup_in_process(2000)
+    print(
+        f"session/new's own MCP work (parse + attach, in process), none / 3 servers: "
+        f"{ms(setup_none) * 1000:.0f} us / {ms(setup_three) * 1000:.0f} us"
     )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0

@@ -6,11 +6,15 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 DEFAULT_CALL_TIMEOUT = 60.0
+
+log = logging.getLogger(__name__)
 
 
 class McpConfigError(ValueError):
@@ -106,9 +110,18 @@ def parse_servers(raw: Any) -> tuple[ServerConfig, ...]:
 
 
 def call_timeout(extra: Mapping[str, Any]) -> float:
-    """`mcp_call_timeout` from config.toml (seconds), default 60; a bad value falls back to it."""
+    """`mcp_call_timeout` from config.toml (seconds), default 60; a bad value falls back to it with a
+    warning naming the value (the session still starts: a typo must not cost the user their servers)."""
+    raw = extra.get("mcp_call_timeout", DEFAULT_CALL_TIMEOUT)
     try:
-        value = float(extra.get("mcp_call_timeout", DEFAULT_CALL_TIMEOUT))
+        value = float(raw)
     except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(raw, bool) or not (math.isfinite(value) and value > 0):
+        log.warning(
+            "config.toml: mcp_call_timeout = %r is not a positive number of seconds; using %g s",
+            raw,
+            DEFAULT_CALL_TIMEOUT,
+        )
         return DEFAULT_CALL_TIMEOUT
-    return value if value > 0 else DEFAULT_CALL_TIMEOUT
+    return value

@@ -22,6 +22,9 @@ def prompt_section(registry: McpRegistry | None) -> str:
     servers = registry.servers()
     for server in servers[:MAX_SERVERS_LISTED]:
         state = f"{server['tools']} tools" if server["state"] == "ready" else server["state"]
+        if server["state"] == "connecting":
+            # The usual state on a session's first turn (servers start after session/new answers).
+            state += " (a lookup or call waits for it)"
         line = f"- `mcp.{server['attr']}` ({one_line(server['name'], 60)}): {state}"
         if server["error"]:
             line += f" — {one_line(server['error'], 100)}"

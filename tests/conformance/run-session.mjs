@@ -4,207 +4,55 @@
 //   node run-session.mjs PLAN.json
 //
 // PLAN.json (written by tests/conformance/test_conformance.py, which also scripts the model):
-//   {"agent": [cmd, ...args], "cwd": "/abs", "cell": {"prompt", "code", "expect"},
+//   {"agent": [cmd, ...args], "cwd": "/abs", "mcpServers": [...], "cell": {"prompt", "code", "expect"},
+//    "mcp": {"prompt", "expect": [...], "asks": [...]},
 //    "ask": {"prompt", "code", "expect"}, "reject": {"prompt", "marker"}, "hold": {"prompt"},
 //    "cancel": {"prompt", "started"}, "slash": "/history", "remember": {"prompt"}}
 // Prints one JSON report on stdout: {ok, steps: [{name, ok, ms, detail}], findings, frames, cancelMs}.
 // Progress and the agent's stderr go to stderr.
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import * as acp from "@agentclientprotocol/sdk";
-import { FrameValidator } from "./frame-validator.mjs";
+import {
+  ConformanceRun,
+  Recorder,
+  check,
+  finalStatus,
+  initParams,
+  mentions,
+  requester,
+  text,
+  textOf,
+  toolCallIds,
+  withTimeout,
+} from "./conformance-kit.mjs";
 
-const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const validator = new FrameValidator();
-const steps = [];
-const sdkErrors = [];
+const run = new ConformanceRun();
+const { plan, frames } = run;
+const step = run.step.bind(run);
 let cancelMs = null;
 
-// The SDK only logs (console.error) a notification it fails to parse; count those as failures too.
-const originalError = console.error;
-console.error = (...args) => {
-  sdkErrors.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" ").slice(0, 400));
-  originalError(...args);
-};
-
-const REQUEST_TIMEOUT_MS = 30_000;
 const CANCEL_LIMIT_MS = 2_000;
 
-function withTimeout(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-async function step(name, fn) {
-  const t0 = performance.now();
-  try {
-    const detail = await fn();
-    steps.push({ name, ok: true, ms: Math.round(performance.now() - t0), detail: detail ?? null });
-    process.stderr.write(`[conformance] ok   ${name}\n`);
-  } catch (e) {
-    steps.push({ name, ok: false, ms: Math.round(performance.now() - t0), detail: String(e?.stack ?? e) });
-    process.stderr.write(`[conformance] FAIL ${name}: ${e?.message ?? e}\n`);
-    throw e;
-  }
-}
-
-// Frame log shared by both directions, so ordering (e.g. commands after the session/new response) is checkable.
-const frames = [];
-
-/** Spawns the agent and returns SDK streams that validate and log every line on the way through. */
-const children = [];
-
-function tappedAgent() {
-  const [cmd, ...args] = plan.agent;
-  const child = spawn(cmd, args, { cwd: plan.cwd, stdio: ["pipe", "pipe", "inherit"] });
-  children.push(child);
-  const encoder = new TextEncoder();
-  const record = (direction, line) => {
-    if (!line.trim()) return;
-    validator.check(direction, line);
-    let msg = null;
-    try {
-      msg = JSON.parse(line);
-    } catch {}
-    frames.push({ direction, msg });
-  };
-  child.stdout.setEncoding("utf8");
-  let inBuf = "";
-  // The SDK cancels its input when a connection closes; frames after that are still validated.
-  let inputOpen = true;
-  const input = new ReadableStream({
-    cancel() {
-      inputOpen = false;
-    },
-    start(controller) {
-      child.stdout.on("data", (text) => {
-        inBuf += text;
-        let nl;
-        while ((nl = inBuf.indexOf("\n")) >= 0) {
-          const line = inBuf.slice(0, nl);
-          inBuf = inBuf.slice(nl + 1);
-          record("agent->client", line);
-          if (inputOpen) controller.enqueue(encoder.encode(line + "\n"));
-        }
-      });
-      child.stdout.on("end", () => {
-        if (inputOpen) controller.close();
-        inputOpen = false;
-      });
-    },
-  });
-  const decoder = new TextDecoder();
-  let outBuf = "";
-  const output = new WritableStream({
-    write(chunk) {
-      outBuf += decoder.decode(chunk, { stream: true });
-      let nl;
-      while ((nl = outBuf.indexOf("\n")) >= 0) {
-        record("client->agent", outBuf.slice(0, nl));
-        outBuf = outBuf.slice(nl + 1);
-      }
-      return new Promise((resolve, reject) => child.stdin.write(chunk, (err) => (err ? reject(err) : resolve())));
-    },
-    close() {
-      child.stdin.end();
-    },
-  });
-  const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  return { child, stream: acp.ndJsonStream(output, input), exited };
-}
-
-/** Session updates as they arrive, with waiters, plus permission requests. */
-class Recorder {
-  constructor() {
-    this.updates = [];
-    this.permissions = [];
-    this.waiters = [];
-    this.permissionChoice = "allow_once";
-    this.permissionWaiters = [];
-  }
-  push(params) {
-    this.updates.push(params);
-    this.waiters = this.waiters.filter((w) => !w.test(params) || (w.resolve(params), false));
-  }
-  waitFor(test, ms, what) {
-    const found = this.updates.find(test);
-    if (found) return Promise.resolve(found);
-    return withTimeout(new Promise((resolve) => this.waiters.push({ test, resolve })), ms, what);
-  }
-  /** Resolves once more than `count` permission requests have arrived. */
-  permissionAsked(count) {
-    if (this.permissions.length > count) return Promise.resolve();
-    return new Promise((resolve) => this.permissionWaiters.push({ count, resolve }));
-  }
-  since(mark, sessionId) {
-    return this.updates.slice(mark).filter((p) => p.sessionId === sessionId).map((p) => p.update);
-  }
-}
-
-function buildClient(recorder) {
-  return acp
-    .client({ name: "continual-acp-conformance" })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-      recorder.permissions.push(params);
-      for (const w of recorder.permissionWaiters.splice(0)) {
-        if (recorder.permissions.length > w.count) w.resolve();
-        else recorder.permissionWaiters.push(w);
-      }
-      // "hold": leave the request open until the test cancels the turn, as a user who walked away would.
-      if (recorder.permissionChoice === "hold") {
-        return new Promise((resolve) => {
-          recorder.releasePermission = () => resolve({ outcome: { outcome: "cancelled" } });
-        });
-      }
-      const option = params.options.find((o) => o.kind === recorder.permissionChoice);
-      check(option, `no ${recorder.permissionChoice} option offered: ${JSON.stringify(params.options)}`);
-      return { outcome: { outcome: "selected", optionId: option.optionId } };
-    })
-    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => ({ content: readFileSync(params.path, "utf8") }))
-    .onRequest(acp.methods.client.fs.writeTextFile, () => ({}))
-    .onNotification(acp.methods.client.session.update, ({ params }) => recorder.push(params));
-}
-
-const INIT = {
-  protocolVersion: acp.PROTOCOL_VERSION,
-  clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: false, _meta: { terminal_output: true } },
-  clientInfo: { name: "continual-acp-conformance", version: "1.0.0" },
-};
-
-const text = (t) => [{ type: "text", text: t }];
-const textOf = (updates, kind) =>
-  updates.filter((u) => u.sessionUpdate === kind && u.content?.type === "text").map((u) => u.content.text).join("");
-const toolCallIds = (updates) => updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId);
-const finalStatus = (updates, id) =>
-  updates.filter((u) => u.toolCallId === id && u.status).map((u) => u.status).at(-1);
-const mentions = (updates, id, needle) =>
-  updates.filter((u) => u.toolCallId === id).some((u) => JSON.stringify(u).includes(needle));
-const responseIndex = (id) => frames.findIndex((f) => f.direction === "agent->client" && f.msg?.id === id && !f.msg?.method);
+const INIT = initParams({ fs: { readTextFile: true, writeTextFile: true }, terminal: false, _meta: { terminal_output: true } });
 
 async function firstConnection(recorder) {
-  const { child, stream, exited } = tappedAgent();
+  const { child, stream, exited } = run.tappedAgent();
   let sessionId;
   let configOptions;
-  await buildClient(recorder).connectWith(stream, async (ctx) => {
-    const request = (method, params, ms = REQUEST_TIMEOUT_MS) => withTimeout(ctx.request(method, params), ms, method);
+  await run.client(recorder).connectWith(stream, async (ctx) => {
+    const request = requester(ctx);
 
     await step("initialize", async () => {
       const init = await request(acp.methods.agent.initialize, INIT);
       check(init.protocolVersion === 1, `protocolVersion ${init.protocolVersion}`);
       check(init.agentCapabilities?.loadSession === true, "loadSession not advertised");
       check(init.agentCapabilities?.sessionCapabilities?.list, "session list not advertised");
+      const mcpCaps = init.agentCapabilities?.mcpCapabilities;
+      check(mcpCaps?.http === true, `mcpCapabilities ${JSON.stringify(mcpCaps)}: http not advertised`);
       return { agentInfo: init.agentInfo };
     });
 
     await step("session/new and commands advertised after the response", async () => {
-      const created = await request(acp.methods.agent.session.new, { cwd: plan.cwd, mcpServers: [] });
+      const created = await request(acp.methods.agent.session.new, { cwd: plan.cwd, mcpServers: plan.mcpServers });
       sessionId = created.sessionId;
       configOptions = created.configOptions ?? [];
       const ids = configOptions.map((o) => o.id);
@@ -251,6 +99,25 @@ async function firstConnection(recorder) {
       check(mentions(ups, id, plan.cell.expect), `cell output ${plan.cell.expect} not streamed`);
       check(textOf(ups, "agent_message_chunk").length > 0, "no agent_message_chunk");
       return { title: start.title, updates: ups.length };
+    });
+
+    await step("a cell calls tools of the MCP servers given in session/new; a destructive one asks first", async () => {
+      const mark = recorder.updates.length;
+      const asked = recorder.permissions.length;
+      recorder.permissionChoice = "allow_once";
+      const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.mcp.prompt) }, 90_000);
+      check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+      // auto mode: the cell itself is not asked about, only the tool its server marks destructive.
+      const requests = recorder.permissions.slice(asked);
+      check(requests.length === 1, `${requests.length} permission requests`);
+      const ask = JSON.stringify(requests[0].toolCall);
+      for (const needle of plan.mcp.asks) check(ask.includes(needle), `the permission request lacks ${needle}: ${ask}`);
+      const ups = recorder.since(mark, sessionId);
+      const cell = toolCallIds(ups).find((id) => id !== requests[0].toolCall.toolCallId);
+      check(cell, "no tool_call for the cell");
+      check(finalStatus(ups, cell) === "completed", `cell status ${finalStatus(ups, cell)}`);
+      for (const needle of plan.mcp.expect) check(mentions(ups, cell, needle), `cell output ${needle} not streamed`);
+      return { asked: requests[0].toolCall.title };
     });
 
     await step("set_config_option mode=ask returns the full list", async () => {
@@ -379,9 +246,9 @@ async function firstConnection(recorder) {
 }
 
 async function secondConnection(recorder, sessionId) {
-  const { child, stream, exited } = tappedAgent();
-  await buildClient(recorder).connectWith(stream, async (ctx) => {
-    const request = (method, params, ms = REQUEST_TIMEOUT_MS) => withTimeout(ctx.request(method, params), ms, method);
+  const { child, stream, exited } = run.tappedAgent();
+  await run.client(recorder).connectWith(stream, async (ctx) => {
+    const request = requester(ctx);
     await step("initialize (new process)", async () => {
       await request(acp.methods.agent.initialize, INIT);
     });
@@ -422,18 +289,6 @@ try {
   });
 } catch (e) {
   ok = false;
-  if (!steps.some((s) => !s.ok)) steps.push({ name: "run", ok: false, ms: 0, detail: String(e?.stack ?? e) });
+  run.failed(e);
 }
-
-const report = {
-  ok: ok && validator.findings.length === 0 && sdkErrors.length === 0,
-  steps,
-  findings: validator.findings,
-  sdkErrors,
-  frames: validator.counts,
-  cancelMs,
-  exits,
-};
-process.stdout.write(JSON.stringify(report) + "\n");
-for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-process.exit(0);
+run.finish(ok, { cancelMs, exits });

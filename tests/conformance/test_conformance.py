@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,10 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 NODE = shutil.which("node")
+# tests/mcp holds the MCP test server (the SDK's server side) and the helper that serves it over HTTP.
+sys.path.insert(0, str(HERE.parent / "mcp"))
+
+from mcp_helpers import SERVER_SCRIPT, serve_http  # noqa: E402
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 
@@ -118,14 +123,31 @@ REJECT_CODE = "print('SIDE' + 'EFFECT')"  # the joined word appears only if the 
 HOLD_CODE = "print('never asked twice')"
 REMEMBER_CODE = "harness.create('memory', 'Test command', 'Run make check before committing.')"
 LONG_CODE = "import time\nprint('long cell started', flush=True)\ntime.sleep(60)"
+# One tool of the stdio server, one of the streamable-HTTP server (by attribute), and a tool the stdio
+# server marks destructive (asked about even in auto mode).
+MCP_CODE = """\
+print(await mcp.call('tools', 'describe', name='zed'))
+print(await mcp.web_tools.add(a=1000, b=337))
+print(await mcp.call('tools', 'delete-file', path='/tmp/conformance-doomed'))"""
 
 
-def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def http_mcp_url() -> Iterator[str]:
+    """A real streamable-HTTP MCP server on 127.0.0.1 (random port); its endpoint URL."""
+    for base in serve_http("--http"):
+        yield base + "/mcp"
+
+
+def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
+    tmp_path: Path, http_mcp_url: str
+) -> None:
     from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
     script = [
         tool_call(CELL_CODE, title="Greet from the kernel"),
         text("The kernel said hello."),
+        tool_call(MCP_CODE, title="Use the editor's MCP tools"),
+        text("Described zed, added, deleted."),
         tool_call(ASK_CODE),
         text("6 * 7 is 42."),
         tool_call(REJECT_CODE, title="Print a side effect"),
@@ -137,9 +159,27 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
     ]
     workdir = tmp_path / "project"
     workdir.mkdir()
+    marker = uuid.uuid4().hex
+    stdio_mcp = {
+        "name": "tools",
+        "command": sys.executable,
+        "args": [SERVER_SCRIPT],
+        # The env of an MCP server goes to that server only: the mark makes it part of the orphan check.
+        "env": [{"name": "CONTINUAL_ACP_TEST_MARK", "value": marker}],
+    }
     plan = {
         "agent": [sys.executable, "-m", "acp_server"],
         "cwd": str(workdir),
+        "mcpServers": [stdio_mcp, {"type": "http", "name": "web-tools", "url": http_mcp_url, "headers": []}],
+        "mcp": {
+            "prompt": "Use the MCP tools",
+            "expect": [
+                "{'name': 'zed', 'length': 3, 'repeated': 'zed'}",
+                "1337",
+                "deleted /tmp/conformance-doomed",
+            ],
+            "asks": ["delete-file", "/tmp/conformance-doomed"],
+        },
         "cell": {"prompt": "Say hello from the kernel", "code": CELL_CODE, "expect": "hello from the kernel"},
         "ask": {"prompt": "What is 6 * 7?", "code": ASK_CODE, "expect": "42"},
         "reject": {"prompt": "Print a side effect", "marker": "SIDEEFFECT"},
@@ -150,7 +190,6 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(t
     }
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
-    marker = uuid.uuid4().hex
     with ScriptedModelServer(script) as model:
         env = dict(os.environ)
         env.update(

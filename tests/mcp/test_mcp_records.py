@@ -1,10 +1,24 @@
-"""ACP `mcpServers` params -> records, Python identifiers, and the bounded prompt section."""
+"""ACP `mcpServers` params -> records, Python identifiers, the bounded prompt section, the call timeout."""
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
 import pytest
 
-from agent_core.mcp import HttpServer, McpConfigError, McpRegistry, StdioServer, parse_servers, prompt_section
+from agent_core.config import load_config
+from agent_core.mcp import (
+    HttpServer,
+    McpConfigError,
+    McpRegistry,
+    StdioServer,
+    attach_mcp,
+    parse_servers,
+    prompt_section,
+)
+from agent_core.mcp.config import call_timeout
 from agent_core.mcp.connection import ServerConnection
 from agent_core.mcp.names import identifier, identifiers
 
@@ -82,3 +96,30 @@ def test_the_prompt_section_is_bounded_whatever_the_number_of_servers_and_tools(
 
 def test_no_servers_no_prompt_section() -> None:
     assert prompt_section(McpRegistry()) == ""
+
+
+def test_mcp_call_timeout_from_config_toml_bounds_the_sessions_calls(tmp_path: Path) -> None:
+    config_file = tmp_path / "config.toml"
+    config_file.write_text("mcp_call_timeout = 2.5\n", encoding="utf-8")
+    config = load_config({"CONTINUAL_ACP_CONFIG": str(config_file), "HOME": str(tmp_path)})
+    session = SimpleNamespace(cwd=tmp_path, agent_config=config, kernel_hooks=[], close_hooks=[])
+    assert attach_mcp(session, (), start=False).call_timeout == 2.5
+
+
+def test_a_bad_mcp_call_timeout_falls_back_to_60_s_with_a_warning_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent_core.mcp.config"):
+        assert call_timeout({"mcp_call_timeout": "30s"}) == 60.0
+    assert [r.getMessage() for r in caplog.records] == [
+        "config.toml: mcp_call_timeout = '30s' is not a positive number of seconds; using 60 s"
+    ]
+
+
+def test_the_prompt_says_a_lookup_waits_for_a_server_still_connecting() -> None:
+    registry = McpRegistry()
+    connection = ServerConnection(StdioServer("slow", "/bin/x"), cwd=None, on_notice=print)
+    registry.connections[connection.name] = connection
+    assert prompt_section(registry).splitlines()[-1] == (
+        "- `mcp.slow` (slow): connecting (a lookup or call waits for it)"
+    )
