@@ -21,6 +21,7 @@ Tiers, probed once at first use, best first:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -30,7 +31,7 @@ import subprocess
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kernel_bridge.errors import KernelBridgeError
+from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
 from kernel_bridge.output import private_dir
@@ -149,6 +150,7 @@ class SandboxLauncher:
     """
 
     binds_cwd = True
+    local_interpreter = True  # the pool checks `python` has ipykernel (`KernelPool.check_backend`)
 
     def __init__(
         self, *, network: bool = False, protected: tuple[Path, ...] = (), tier: str = "auto"
@@ -159,16 +161,43 @@ class SandboxLauncher:
         self._probe: Probe | None = None
 
     def probe(self) -> Probe:
-        """The tier in force (probed once): bubblewrap, or "none" with the reason."""
+        """The tier in force (probed once): bubblewrap, or "none" with the reason.
+
+        With `tier="bubblewrap"` a failed probe stays a failed bubblewrap probe: kernels then do not
+        start (`check` and the launch raise), never unconfined.
+        """
         if self._probe is None:
             if self.requested_tier == "none":
                 self._probe = Probe("none", False, "sandbox_tier = 'none' was configured")
             else:
                 found = probe_bubblewrap(self.network)
-                self._probe = found if found.ok else Probe("none", False, found.reason)
-                if not found.ok:
+                if found.ok or self.requested_tier == "bubblewrap":
+                    self._probe = found
+                else:
+                    self._probe = Probe("none", False, found.reason)
                     log.warning("no sandbox tier works here (%s): every cell needs approval", found.reason)
         return self._probe
+
+    def _required_tier_missing(self) -> KernelStartError | None:
+        probe = self.probe()
+        if probe.ok or self.requested_tier != "bubblewrap":
+            return None
+        return KernelStartError(
+            f"kernel backend 'sandbox': sandbox_tier = 'bubblewrap' is configured but {probe.reason}; "
+            "install bubblewrap and allow unprivileged user namespaces, or set sandbox_tier = 'auto' "
+            "(no sandbox: every cell then needs approval)"
+        )
+
+    async def check(self) -> str:
+        """Probe the tier off the event loop (once); raise `KernelStartError` when the configured
+        tier cannot work. A failed explicit probe is forgotten, so the next check probes again."""
+        if self._probe is None:
+            await asyncio.to_thread(self.probe)
+        error = self._required_tier_missing()
+        if error is not None:
+            self._probe = None
+            raise error
+        return self.guarantees.describe()
 
     @property
     def guarantees(self) -> KernelGuarantees:
@@ -194,6 +223,9 @@ class SandboxLauncher:
     async def __call__(self, spec: LaunchSpec) -> RunningKernel:
         """Start one kernel in the best tier this machine has."""
         probe = self.probe()
+        error = self._required_tier_missing()
+        if error is not None:
+            raise error
         if not probe.ok:
             return await start_local_kernel(spec)
         runtime = private_dir(spec.runtime_dir).resolve()

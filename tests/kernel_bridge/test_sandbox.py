@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kernel_bridge_support import wait_until
 
-from kernel_bridge import KernelPool, KernelSession
+from kernel_bridge import KernelPool, KernelSession, KernelStartError
 from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap
 
 pytestmark = pytest.mark.anyio
@@ -173,6 +173,37 @@ def test_sandbox_probe_without_bwrap_says_how_to_install_it(monkeypatch: pytest.
     monkeypatch.setenv("PATH", "/nonexistent")
     probe = probe_bubblewrap()
     assert probe.ok is False and "apt-get install bubblewrap" in probe.reason
+
+
+async def test_sandbox_check_fails_when_the_required_bubblewrap_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    pool = KernelPool(0, launcher=SandboxLauncher(tier="bubblewrap"))
+    with pytest.raises(KernelStartError, match="sandbox_tier = 'bubblewrap' is configured but bubblewrap"):
+        await pool.check_backend()
+
+
+async def test_sandbox_required_bubblewrap_that_is_missing_never_starts_an_unconfined_kernel(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    pool = KernelPool(0, launcher=SandboxLauncher(tier="bubblewrap"), runtime_dir=tmp_path / "rt")
+    try:
+        with pytest.raises(KernelStartError, match="sandbox_tier = 'bubblewrap'"):
+            await pool.acquire(cwd=tmp_path)
+    finally:
+        await pool.aclose()
+
+
+async def test_sandbox_check_passes_without_bwrap_in_auto_tier_and_asks_approval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    pool = KernelPool(0, launcher=SandboxLauncher())
+    described = await pool.check_backend()
+    assert "NOT sandboxed: every cell needs approval" in described
+    assert pool.guarantees.approval_required is True
 
 
 def test_sandbox_pool_does_not_warm_before_a_workspace_is_known() -> None:
