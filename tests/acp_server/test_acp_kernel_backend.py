@@ -1,7 +1,7 @@
 """session/new, load and resume over real stdio: the kernel backend's guarantees are in the result's
 `_meta`, and a backend that cannot start kernels is a typed error at once, not at the first cell.
 
-The machine's real bubblewrap is hidden by a PATH without it (no kernel is started by these tests).
+A required bubblewrap is hidden by a PATH without it, for real; no kernel is started by these tests.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ def _config(root: Path, tier: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def no_bwrap_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AcpClient, Path]]:
-    """One server per module (its tests only open sessions): sandbox backend, tier auto, no bwrap."""
+def unconfined_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[AcpClient, Path]]:
+    """One server per module (its tests only open sessions): sandbox backend with no tier in force."""
     root = tmp_path_factory.mktemp("no-bwrap")
     home = root / "home"
     home.mkdir()
-    env = server_env(home, None, CONTINUAL_ACP_CONFIG=str(_config(root, "auto")), PATH=_path_without_bwrap())
+    env = server_env(home, None, CONTINUAL_ACP_CONFIG=str(_config(root, "none")))
     client = AcpClient(env, cwd=str(root))
     initialize(client)
     yield client, root
@@ -52,17 +52,17 @@ def _kernel_meta(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_session_new_meta_says_the_sandbox_is_not_in_force_and_cells_need_approval(
-    no_bwrap_server: tuple[AcpClient, Path],
+    unconfined_server: tuple[AcpClient, Path],
 ) -> None:
-    client, root = no_bwrap_server
+    client, root = unconfined_server
     _, result = new_session(client, root)
     kernel = _kernel_meta(result)
     assert (kernel["backend"], kernel["confined"], kernel["approvalRequired"]) == ("sandbox", False, True)
-    assert "bubblewrap is not installed" in " ".join(kernel["notes"])
+    assert "sandbox_tier = 'none' was configured" in " ".join(kernel["notes"])
 
 
-def test_session_resume_meta_carries_the_kernel_guarantees(no_bwrap_server: tuple[AcpClient, Path]) -> None:
-    client, root = no_bwrap_server
+def test_session_resume_meta_carries_the_kernel_guarantees(unconfined_server: tuple[AcpClient, Path]) -> None:
+    client, root = unconfined_server
     sid, _ = new_session(client, root)
     result = client.request("session/resume", {"sessionId": sid, "cwd": str(root), "mcpServers": []})
     assert _kernel_meta(result)["backend"] == "sandbox"
