@@ -92,7 +92,10 @@ def restrict_filesystem(writable: list[tuple[str, int]], *, network: bool, abi: 
     _check(ruleset, "landlock_create_ruleset")
     try:
         for path, rights in writable:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue  # removed since the host listed it (an editor's temp file): nothing to grant
             try:
                 rule = struct.pack("=Qi", rights, fd)  # struct landlock_path_beneath_attr (packed)
                 _check(int(libc.syscall(_ADD_RULE, ruleset, _RULE_PATH_BENEATH, rule, 0)), f"rule for {path}")
