@@ -22,8 +22,8 @@ Tiers, probed once at first use, best first:
    and each entry beside `.git` gets its own. Consequence, said in the guarantees: a cell cannot
    create, delete or rename entries directly in the workspace root (subdirectories and existing
    files there are writable), entries added to the root after the kernel started stay read-only,
-   and `!cmd` (a pty: `/dev/pts` stays closed, since writing another terminal could inject
-   input) fails; `subprocess` and `%%bash` work. No network: seccomp refuses IPv4/IPv6/packet
+   and `/dev/pts` stays closed (writing another terminal could inject input), so `!cmd` runs
+   through pipes (an IPython startup file in the kernel's own IPython dir) instead of a pty. No network: seccomp refuses IPv4/IPv6/packet
    sockets (UDP too, which Landlock does not cover) and io_uring. Signals cross (one pid namespace),
    so interrupts are signals.
 3. **none**: no tier works here. The kernel is an ordinary local one and `guarantees` says so
@@ -112,6 +112,30 @@ def landlock_writable(directory: Path, excluded: Iterable[Path]) -> list[Path]:
     return granted
 
 
+# An IPython startup file for Landlock kernels: `!cmd` through pipes, its output written to the
+# cell's stdout as it comes (ipykernel's own path needs a pty; `system_raw` writes to fd 1, whose
+# forwarding can trail the cell's end and lose the output).
+_NO_PTY = """\
+def _continual_acp_piped(cmd):
+    import subprocess, sys
+    with subprocess.Popen(
+        cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as proc:
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line.decode(errors="replace"))
+        except BaseException:
+            proc.kill()
+            raise
+        return proc.wait()
+
+
+import ipykernel.zmqshell
+ipykernel.zmqshell.system = _continual_acp_piped
+del _continual_acp_piped
+"""
+
+
 def landlock_argv(
     spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path
 ) -> list[str]:
@@ -120,6 +144,10 @@ def landlock_argv(
     excluded = [cwd / ".git", *(p.resolve() for p in protected)]
     tmp = private_dir(own_dir / "tmp")
     ipython_dir = private_dir(own_dir / "ipython")
+    # `!cmd` runs through a pty by default, and /dev/pts stays closed (see the module docstring):
+    # the kernel's IPython runs shell escapes with pipes instead (output still reaches the cell).
+    startup = private_dir(private_dir(ipython_dir / "profile_default") / "startup")
+    (startup / "00-continual-acp-no-pty.py").write_text(_NO_PTY, encoding="utf-8")
     writable = [*landlock_writable(cwd, excluded), own_dir]
     writable += [Path(p) for p in ("/dev/null", "/dev/shm") if os.path.exists(p)]
     argv = [sys.executable, "-I", "-S", landlock.__file__]
@@ -292,7 +320,7 @@ class SandboxLauncher:
                 notes=(
                     read_only,
                     "entries directly in the workspace root cannot be created, removed or renamed "
-                    "(subfolders and existing files can be written); `!cmd` has no pty: use subprocess",
+                    "(subfolders and existing files can be written); `!cmd` runs without a pty",
                 ),
             )
         if probe.ok:

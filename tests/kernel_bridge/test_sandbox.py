@@ -378,6 +378,11 @@ async def test_landlock_cell_cannot_open_a_udp_socket_without_network(landlocked
 
 
 @needs_landlock
+async def test_landlock_shell_escape_runs_without_a_pty(landlocked: KernelSession) -> None:
+    assert await _run(landlocked, "!echo from-the-shell") == ("ok", "from-the-shell\n")
+
+
+@needs_landlock
 async def test_landlock_interrupt_stops_a_sleeping_cell(landlocked: KernelSession) -> None:
     run = landlocked.execute("import time\ntime.sleep(60)")
     await asyncio.wait_for(run.started.wait(), 30)
@@ -401,4 +406,4 @@ async def test_landlock_snapshot_and_restart_restore(landlocked: KernelSession, 
 def test_landlock_guarantees_name_the_tier_and_the_workspace_root_limit() -> None:
     guarantees = SandboxLauncher(tier="landlock").guarantees
     assert (guarantees.confined, guarantees.tier, guarantees.approval_required) == (True, "landlock", False)
-    assert "workspace root cannot be created" in guarantees.describe()
+    assert "workspace root cannot be created, removed or renamed" in guarantees.describe()
