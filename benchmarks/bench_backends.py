@@ -1,5 +1,5 @@
 """Kernel backends side by side in one run: local, sandbox (bubblewrap; Landlock + seccomp),
-Jupyter Kernel Gateway.
+provisioner (a kernelspec naming jupyter_client's local-provisioner), Jupyter Kernel Gateway.
 
 Per backend: cold start to first result, warm acquire to first result (pooled kernel; a sandbox
 kernel is warmed for the workspace of the last session, so one unmeasured session primes it),
@@ -31,6 +31,7 @@ from gateway_support import start_gateway, stop_gateway
 from kernel_bridge import KernelPool, KernelSession
 from kernel_bridge.gateway import GatewayLauncher
 from kernel_bridge.gateway_rest import GatewaySettings
+from kernel_bridge.provisioner import ProvisionerLauncher
 from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap, probe_landlock
 
 
@@ -101,6 +102,20 @@ async def bench(
     }
 
 
+def _local_provisioner_spec(root: Path) -> Path:
+    """A kernelspec that names the local provisioner (the SSH/Kubernetes ones need other hosts)."""
+    spec_dir = root / "bench-provisioned"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "bench-provisioned",
+        "language": "python",
+        "metadata": {"kernel_provisioner": {"provisioner_name": "local-provisioner"}},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return root
+
+
 async def main(rounds: int, trips: int, backends: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-backends-"))
     results = [await bench("local", None, rounds, trips, work)]
@@ -117,6 +132,10 @@ async def main(rounds: int, trips: int, backends: list[str]) -> None:
             results.append(await bench("sandbox (landlock)", launcher, rounds, trips, work))
         else:
             print(f"landlock skipped: {probe.reason}", file=sys.stderr)
+    if "provisioner" in backends:
+        specs = str(_local_provisioner_spec(Path(tempfile.mkdtemp(prefix="bench-specs-"))))
+        launcher = lambda: ProvisionerLauncher("bench-provisioned", kernel_dirs=[specs])  # noqa: E731
+        results.append(await bench("provisioner (local)", launcher, rounds, trips, work))
     if "gateway" in backends:
         gateway = start_gateway(Path(tempfile.mkdtemp(prefix="bench-gw-")))
         try:
@@ -141,7 +160,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trips", type=int, default=50)
     parser.add_argument(
-        "--backends", default="local,sandbox,landlock,gateway", help="comma-separated; local always runs"
+        "--backends",
+        default="local,sandbox,landlock,provisioner,gateway",
+        help="comma-separated; local always runs",
     )
     args = parser.parse_args()
     asyncio.run(main(args.rounds, args.trips, args.backends.split(",")))
