@@ -64,6 +64,7 @@ def config_options(session: ConfigurableSession) -> list[JsonObject]:
     return [_option(setting, session) for setting in advertised()]
 
 
-def session_setup(session: ConfigurableSession) -> JsonObject:
-    """The `modes` + `configOptions` pair every new/load/resume response carries."""
-    return frames.session_setup_response(modes_state(session), config_options(session))
+def session_setup(session: ConfigurableSession, kernel: Mapping[str, object] | None = None) -> JsonObject:
+    """The `modes` + `configOptions` pair every new/load/resume response carries (and, with
+    `kernel`, the backend's guarantees under `_meta`)."""
+    return frames.session_setup_response(modes_state(session), config_options(session), kernel)

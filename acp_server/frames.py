@@ -35,6 +35,8 @@ AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 # Application error: the store refused a rollback (data names the edits).
 ROLLBACK_REFUSED = -32010
+# Application error: the configured kernel backend cannot start kernels (data names the backend).
+KERNEL_BACKEND_UNAVAILABLE = -32011
 
 PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Allow once", "allow_once"),
@@ -152,6 +154,12 @@ def model_error(message: str, endpoint: str, status: int | None) -> Frame:
 def data_dir_error(message: str, home: str, why: str) -> Frame:
     """-32603: the data dir cannot be created or written."""
     return rpc_error(INTERNAL_ERROR, message, {"home": home, "error": why})
+
+
+def kernel_backend_error(message: str, backend: str) -> Frame:
+    """-32011: session/new, load or resume found the kernel backend unable to start kernels
+    (`message` names the backend and the fix; `data.backend` is the configured kind)."""
+    return rpc_error(KERNEL_BACKEND_UNAVAILABLE, message, {"backend": backend})
 
 
 def rollback_refused_error(
@@ -767,18 +775,49 @@ def initialize_response(
     }
 
 
-def session_setup_response(
-    modes: Mapping[str, object], config_options: Sequence[Mapping[str, object]]
+def kernel_guarantees(
+    backend: str,
+    where: str,
+    *,
+    confined: bool,
+    tier: str | None,
+    network: bool,
+    approval_required: bool,
+    notes: Sequence[str] = (),
 ) -> Frame:
-    """`{modes, configOptions}`: the session/load and session/resume result."""
-    return {"modes": dict(modes), "configOptions": [dict(o) for o in config_options]}
+    """What the session's kernel backend guarantees, for `_meta["continual-acp"].kernel`."""
+    return {
+        "backend": backend,
+        "where": where,
+        "confined": confined,
+        "tier": tier,
+        "network": network,
+        "approvalRequired": approval_required,
+        "notes": list(notes),
+    }
+
+
+def session_setup_response(
+    modes: Mapping[str, object],
+    config_options: Sequence[Mapping[str, object]],
+    kernel: Mapping[str, object] | None = None,
+) -> Frame:
+    """`{modes, configOptions}`: the session/load and session/resume result; with `kernel` (a
+    `kernel_guarantees` record) also `_meta["continual-acp"].kernel`, for an editor to show."""
+    answer: Frame = {"modes": dict(modes), "configOptions": [dict(o) for o in config_options]}
+    if kernel is not None:
+        answer["_meta"] = {META_KEY: {"kernel": dict(kernel)}}
+    return answer
 
 
 def new_session_response(
-    session_id: str, modes: Mapping[str, object], config_options: Sequence[Mapping[str, object]]
+    session_id: str,
+    modes: Mapping[str, object],
+    config_options: Sequence[Mapping[str, object]],
+    kernel: Mapping[str, object] | None = None,
 ) -> Frame:
     """The session/new result: the id, then the session setup."""
-    return {"sessionId": session_id, **session_setup_response(modes, config_options)}
+    return {"sessionId": session_id, **session_setup_response(modes, config_options, kernel)}
 
 
 def session_list_entry(

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from agent_core.agent import Agent
     from agent_core.config import AgentConfig
-    from agent_core.errors import SessionInUse
+    from agent_core.errors import KernelBackendUnavailable, SessionInUse
     from agent_core.mcp import ServerConfig
     from agent_core.session import Session
     from agent_core.transcript import SessionPage
@@ -223,7 +223,7 @@ class AcpServer:
     async def _resume(
         self, agent: Agent, session_id: str, cwd: str, servers: Sequence[ServerConfig] | None = None
     ) -> OpenSession:
-        from agent_core import SessionInUse, SessionNotFound
+        from agent_core import KernelBackendUnavailable, SessionInUse, SessionNotFound
 
         editor = self._new_editor()
         try:
@@ -232,6 +232,8 @@ class AcpServer:
             raise AcpError.session_not_found(session_id) from None
         except SessionInUse as exc:
             raise _in_use_error(exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
         except ValueError as exc:
             raise AcpError.invalid_params(f"session {session_id}: {exc}") from None
         return self._bind(session, editor)
@@ -265,6 +267,8 @@ class AcpServer:
         return initialize_result(extensions, self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
+        from agent_core import KernelBackendUnavailable
+
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/new", req.mcp_servers)
         agent = await self.agent()
@@ -278,16 +282,18 @@ class AcpServer:
             ) from None
         except OSError as exc:
             raise _data_dir_error("session/new", agent, exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
         return frames.new_session_response(
-            session.id, modes_state(opened.session), config_options(opened.session)
+            session.id, modes_state(opened.session), config_options(opened.session), _kernel_meta(agent)
         )
 
     async def load_session(self, ctx: RequestContext, req: LoadSessionRequest) -> JsonObject:
-        from agent_core import SessionInUse, SessionNotFound
+        from agent_core import KernelBackendUnavailable, SessionInUse, SessionNotFound
 
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
@@ -300,6 +306,8 @@ class AcpServer:
             raise AcpError.session_not_found(req.session_id) from None
         except SessionInUse as exc:
             raise _in_use_error(exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
@@ -316,7 +324,7 @@ class AcpServer:
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
-        return session_setup(session)
+        return session_setup(session, _kernel_meta(agent))
 
     async def _tell_interrupted_loop(self, opened: OpenSession) -> None:
         """After a replay: an autonomous loop cut off by a server restart is not resumed by itself;
@@ -349,7 +357,7 @@ class AcpServer:
             opened = await self._resume(agent, req.session_id, cwd, servers)
         self._advertise_commands(ctx, req.session_id)
         ctx.after_response.append(_start_mcp(opened.session))
-        return session_setup(opened.session)
+        return session_setup(opened.session, _kernel_meta(agent))
 
     async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()
@@ -468,6 +476,28 @@ class AcpServer:
         opened.cancel_work()
         opened.editor.cancel_pending_permissions()
         await opened.session.cancel()
+
+
+def _backend_error(exc: KernelBackendUnavailable) -> AcpError:
+    """-32011: the kernel backend cannot start kernels (a missing bwrap, interpreter, gateway)."""
+    log.error("kernel backend %s unavailable: %s", exc.backend, exc.message)
+    return AcpError.from_error(frames.kernel_backend_error(exc.message, exc.backend))
+
+
+def _kernel_meta(agent: Agent) -> JsonObject | None:
+    """The backend's guarantees for the result's `_meta`, or None before the kernel pool exists."""
+    found = agent.kernel_guarantees()
+    if found is None:
+        return None
+    return frames.kernel_guarantees(
+        found.backend,
+        found.where,
+        confined=found.confined,
+        tier=found.tier,
+        network=found.network,
+        approval_required=found.approval_required,
+        notes=found.notes,
+    )
 
 
 def _in_use_error(exc: SessionInUse) -> AcpError:

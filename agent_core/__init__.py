@@ -10,7 +10,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from agent_core.config import AgentConfig, load_config
-from agent_core.errors import ModelError, PermissionRequestFailed, SessionInUse, SessionNotFound
+from agent_core.errors import (
+    KernelBackendUnavailable,
+    ModelError,
+    PermissionRequestFailed,
+    SessionInUse,
+    SessionNotFound,
+)
 from agent_core.events import (
     CellClear,
     CellDisplay,
@@ -80,6 +86,7 @@ __all__ = [
     "FileEdited",
     "HarnessStore",
     "ImagePart",
+    "KernelBackendUnavailable",
     "MessageChunk",
     "ModelError",
     "NoEditor",

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core.config import AgentConfig
-from agent_core.errors import SessionNotFound
+from agent_core.errors import KernelBackendUnavailable, SessionNotFound
 from agent_core.kernel_backend import pool_options
 from agent_core.mcp import ServerConfig, attach_mcp, configure_mcp
 from agent_core.model import ModelClient
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from agent_core.promotion import DeletionNotice
     from harness_store import HarnessStore
     from kernel_bridge import KernelPool, KernelSession
+    from kernel_bridge.guarantees import KernelGuarantees
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,30 @@ class Agent:
                 )
                 await self._pool.start()
             return self._pool
+
+    async def check_kernel_backend(self) -> None:
+        """Fail now, not at the first cell, when the configured backend cannot start kernels.
+
+        No kernel is started: the interpreter is checked for ipykernel (once), the sandbox's tier
+        probed (once), a gateway or provisioner asked (each time: it may go down). Raises
+        `KernelBackendUnavailable` naming the backend and the fix.
+        """
+        from kernel_bridge.errors import KernelStartError
+
+        kind = self.config.kernel_backend.kind
+        try:
+            await (await self._kernel_pool()).check_backend()
+        except KernelStartError as exc:
+            message = str(exc)
+            if not message.startswith("kernel backend"):
+                message = f"kernel backend {kind!r}: {message}"
+            raise KernelBackendUnavailable(kind, message) from exc
+
+    def kernel_guarantees(self) -> KernelGuarantees | None:
+        """What the kernel backend guarantees (for a session's `_meta`); None before the pool exists."""
+        if self._pool is None:
+            return None
+        return self._pool.guarantees
 
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
@@ -191,9 +216,7 @@ class Agent:
         if not Path(cwd).is_dir():
             # Caught here, not at the first cell: the kernel would run nowhere.
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
-        if self.config.kernel_backend.kind in ("gateway", "provisioner"):
-            # A remote backend that is down fails session/new now, naming the backend and the fix.
-            await (await self._kernel_pool()).check_backend()
+        await self.check_kernel_backend()
         session_id = f"sess_{uuid.uuid4().hex}"
         from agent_core.transcript import now_iso
 
@@ -216,6 +239,7 @@ class Agent:
         if cwd and not Path(resolve_cwd(cwd)).is_dir():
             # As session/new and session/resume: a kernel cannot start in a directory that is not there.
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
+        await self.check_kernel_backend()
         try:
             loaded = self.store.load(session_id)
         except TranscriptDamaged:

@@ -35,3 +35,16 @@ class SessionInUse(RuntimeError):
         )
         self.session_id = session_id
         self.pid = pid
+
+
+class KernelBackendUnavailable(RuntimeError):
+    """The configured kernel backend cannot start kernels (checked at `session/new`, load, resume).
+
+    `backend` is the configured kind ("local", "sandbox", "gateway", "provisioner"); the message
+    names what is wrong and the fix.
+    """
+
+    def __init__(self, backend: str, message: str) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.message = message

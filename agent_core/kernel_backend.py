@@ -8,7 +8,8 @@ Settings (config.toml keys; the environment wins where a variable exists):
   `gateway_ca_bundle` (path), `kernel_name` (the gateway's kernelspec), `gateway_env` (names of
   variables sent with the start request), `gateway_kernel_cwd` and `gateway_snapshot_dir` (paths on
   the kernel's side when its filesystem is not this machine's), `gateway_timeout` (seconds)
-* sandbox: `sandbox_network` (bool, default false), `sandbox_tier` ("auto", "bubblewrap", "none")
+* sandbox: `sandbox_network` (bool, default false), `sandbox_tier` ("auto", "bubblewrap",
+  "landlock", "none")
 * provisioner: `kernel_name` (a kernelspec whose kernel.json names a jupyter_client provisioner)
 * any backend: `kernel_host_transport` = "auto" | "socket" | "stdin"
 
@@ -28,7 +29,7 @@ KERNEL_VAR = "CONTINUAL_ACP_KERNEL"
 GATEWAY_URL_VAR = "CONTINUAL_ACP_GATEWAY_URL"
 GATEWAY_TOKEN_VAR = "CONTINUAL_ACP_GATEWAY_TOKEN"
 HOST_TRANSPORTS = ("auto", "socket", "stdin")
-SANDBOX_TIERS = ("auto", "bubblewrap", "none")
+SANDBOX_TIERS = ("auto", "bubblewrap", "landlock", "none")
 
 # config.toml keys this module owns (taken out of AgentConfig.extra).
 KEYS = (
@@ -215,8 +216,9 @@ async def probe_backend(backend: KernelBackend, *, home: Path) -> tuple[bool, st
                 return (
                     False,
                     guarantees.describe(),
-                    "install bubblewrap (`apt-get install bubblewrap`) and allow user namespaces; "
-                    "until then every cell of a sandbox session needs approval",
+                    "install bubblewrap (`apt-get install bubblewrap`) and allow user namespaces, "
+                    "or run Linux >= 6.2 with Landlock enabled; until then every cell of a sandbox "
+                    "session needs approval",
                 )
             return True, guarantees.describe(), None
         if backend.kind == "provisioner":

@@ -1,11 +1,12 @@
-"""Kernel backends side by side in one run: local, sandbox (bubblewrap), Jupyter Kernel Gateway.
+"""Kernel backends side by side in one run: local, sandbox (bubblewrap; Landlock + seccomp),
+provisioner (a kernelspec naming jupyter_client's local-provisioner), Jupyter Kernel Gateway.
 
 Per backend: cold start to first result, warm acquire to first result (pooled kernel; a sandbox
 kernel is warmed for the workspace of the last session, so one unmeasured session primes it),
 `x=1+1` round trip, and interrupt latency (interrupt call -> the sleeping cell has finished).
 The gateway is a real `jupyter kernelgateway` started on 127.0.0.1 by this script.
 
-Run: .venv/bin/python benchmarks/bench_backends.py [--rounds N] [--trips N]
+Run: .venv/bin/python benchmarks/bench_backends.py [--rounds N] [--trips N] [--backends local,landlock]
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from gateway_support import start_gateway, stop_gateway
 from kernel_bridge import KernelPool, KernelSession
 from kernel_bridge.gateway import GatewayLauncher
 from kernel_bridge.gateway_rest import GatewaySettings
-from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap
+from kernel_bridge.provisioner import ProvisionerLauncher
+from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap, probe_landlock
 
 
 def _median_ms(values: list[float]) -> float:
@@ -100,20 +102,47 @@ async def bench(
     }
 
 
-async def main(rounds: int, trips: int) -> None:
+def _local_provisioner_spec(root: Path) -> Path:
+    """A kernelspec that names the local provisioner (the SSH/Kubernetes ones need other hosts)."""
+    spec_dir = root / "bench-provisioned"
+    spec_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "bench-provisioned",
+        "language": "python",
+        "metadata": {"kernel_provisioner": {"provisioner_name": "local-provisioner"}},
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    return root
+
+
+async def main(rounds: int, trips: int, backends: list[str]) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-backends-"))
     results = [await bench("local", None, rounds, trips, work)]
-    probe = probe_bubblewrap()
-    if probe.ok:
-        results.append(await bench("sandbox", SandboxLauncher, rounds, trips, work))
-    else:
-        print(f"sandbox skipped: {probe.reason}", file=sys.stderr)
-    gateway = start_gateway(Path(tempfile.mkdtemp(prefix="bench-gw-")))
-    try:
-        settings = GatewaySettings(gateway.url, gateway.token)
-        results.append(await bench("gateway", lambda: GatewayLauncher(settings), rounds, trips, work))
-    finally:
-        stop_gateway(gateway)
+    if "sandbox" in backends:
+        probe = probe_bubblewrap()
+        if probe.ok:
+            results.append(await bench("sandbox", SandboxLauncher, rounds, trips, work))
+        else:
+            print(f"sandbox skipped: {probe.reason}", file=sys.stderr)
+    if "landlock" in backends:
+        probe = probe_landlock()
+        if probe.ok:
+            launcher = lambda: SandboxLauncher(tier="landlock")  # noqa: E731
+            results.append(await bench("sandbox (landlock)", launcher, rounds, trips, work))
+        else:
+            print(f"landlock skipped: {probe.reason}", file=sys.stderr)
+    if "provisioner" in backends:
+        specs = str(_local_provisioner_spec(Path(tempfile.mkdtemp(prefix="bench-specs-"))))
+        launcher = lambda: ProvisionerLauncher("bench-provisioned", kernel_dirs=[specs])  # noqa: E731
+        results.append(await bench("provisioner (local)", launcher, rounds, trips, work))
+    if "gateway" in backends:
+        gateway = start_gateway(Path(tempfile.mkdtemp(prefix="bench-gw-")))
+        try:
+            settings = GatewaySettings(gateway.url, gateway.token)
+            results.append(await bench("gateway", lambda: GatewayLauncher(settings), rounds, trips, work))
+        finally:
+            stop_gateway(gateway)
     local_trip = results[0]["x_1_plus_1_round_trip_ms"]
     for row in results:
         row["round_trip_ratio_vs_local"] = round(row["x_1_plus_1_round_trip_ms"] / local_trip, 3)
@@ -130,5 +159,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trips", type=int, default=50)
+    parser.add_argument(
+        "--backends",
+        default="local,sandbox,landlock,provisioner,gateway",
+        help="comma-separated; local always runs",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.trips))
+    asyncio.run(main(args.rounds, args.trips, args.backends.split(",")))

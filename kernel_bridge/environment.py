@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
+import importlib.util
 import os
 import shutil
 import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from kernel_bridge.errors import InterpreterNotFound
+from kernel_bridge.errors import InterpreterNotFound, KernelStartError
 
 # Secrets the model's code must not be able to read unless the user opts in by name. KERNEL.md
 # names the first four; the rest catch common credentials they miss (AWS_SECRET_ACCESS_KEY,
@@ -81,6 +83,48 @@ def resolve_interpreter(python: str | os.PathLike[str] | None) -> Path:
     if not os.access(candidate, os.X_OK):
         raise InterpreterNotFound(str(candidate), "not executable")
     return candidate
+
+
+_HAS_IPYKERNEL = "import importlib.util, sys; sys.exit(importlib.util.find_spec('ipykernel') is None)"
+
+
+async def check_ipykernel(python: Path, timeout: float = 20.0) -> None:
+    """Raise `KernelStartError` (or `InterpreterNotFound`) when `python` cannot run a kernel.
+
+    Cheap on purpose (it sits on the `session/new` path): this server's own interpreter is asked
+    in-process; another one is asked once whether `ipykernel` is importable, without importing it.
+    """
+    resolve_interpreter(python)  # the file may have gone since the pool was built
+    if python == Path(sys.executable):
+        missing = importlib.util.find_spec("ipykernel") is None
+    else:
+        try:
+            process = await asyncio.create_subprocess_exec(
+                str(python),
+                "-c",
+                _HAS_IPYKERNEL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise KernelStartError(f"the kernel interpreter {python} could not be run: {exc}") from exc
+        try:
+            _, err = await asyncio.wait_for(process.communicate(), timeout)
+        except TimeoutError as exc:
+            process.kill()
+            await process.wait()
+            raise KernelStartError(
+                f"the kernel interpreter {python} did not answer within {timeout:g} s"
+            ) from exc
+        if process.returncode not in (0, 1):
+            detail = err.decode(errors="replace").strip()[-300:]
+            raise KernelStartError(f"the kernel interpreter {python} could not be run: {detail}")
+        missing = process.returncode == 1
+    if missing:
+        raise KernelStartError(
+            f"the kernel interpreter {python} has no ipykernel: install it there "
+            f"(`{python} -m pip install ipykernel`) or set kernel_python to a Python that has it"
+        )
 
 
 def is_secret(name: str, keep: Collection[str] = ()) -> bool:

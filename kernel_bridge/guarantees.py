@@ -1,13 +1,13 @@
 """What a kernel backend guarantees: where kernels run, how they are confined, whether they have network.
 
 Every launcher may carry a `guarantees` attribute of this type; `KernelPool.guarantees` reports it
-(the local launcher's when it has none), for `doctor`, `/kernel status` and the session's `_meta`.
+(the local launcher's when it has none), for `doctor`, `/kernel status` and the session's `_meta`
+(acp_server's `frames.kernel_guarantees` is the wire shape).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,18 +35,6 @@ class KernelGuarantees:
         parts.append("network allowed" if self.network else "no network")
         parts.extend(self.notes)
         return "; ".join(parts)
-
-    def as_meta(self) -> dict[str, Any]:
-        """The record as plain JSON (for a session's `_meta`)."""
-        return {
-            "backend": self.backend,
-            "where": self.where,
-            "confined": self.confined,
-            "tier": self.tier,
-            "network": self.network,
-            "approvalRequired": self.approval_required,
-            "notes": list(self.notes),
-        }
 
 
 LOCAL = KernelGuarantees("local", notes=("unconfined: the kernel can do what this user can",))

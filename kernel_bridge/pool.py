@@ -13,7 +13,7 @@ from pathlib import Path
 from kernel_bridge import reaper, runtime_sweep
 from kernel_bridge._tasks import spawn
 from kernel_bridge.bootstrap import preload
-from kernel_bridge.environment import resolve_interpreter, scrub_environment
+from kernel_bridge.environment import check_ipykernel, resolve_interpreter, scrub_environment
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
@@ -114,6 +114,7 @@ class KernelPool:
         self.per_variable_cap = per_variable_cap
         self.total_cap = total_cap
         self._launcher = launcher
+        self._interpreter_checked = False  # `check_backend` found ipykernel in `python`
         # A launcher whose kernels serve one workspace each (the sandbox mounts it at start) gets
         # kernels warmed for the workspace of the last session acquired.
         self._binds_cwd = bool(getattr(launcher, "binds_cwd", False))
@@ -156,11 +157,17 @@ class KernelPool:
         return value if isinstance(value, KernelGuarantees) else LOCAL
 
     async def check_backend(self) -> str:
-        """Ask the backend whether it can start kernels (gateway: URL, token, kernelspec).
+        """Ask the backend whether it can start kernels, without starting one.
 
-        Returns a short description; raises `KernelStartError` naming the backend and the fix.
-        Launchers without a `check` (local, sandbox) pass: their failures show at the first start.
+        Gateway: URL, token, kernelspec (asked each time). Local and sandbox: the interpreter has
+        ipykernel (asked once), and the sandbox's tier probe (once; a `sandbox_tier = "bubblewrap"`
+        that cannot work fails here). Returns a short description; raises `KernelStartError`
+        naming the backend and the fix.
         """
+        if self._launcher is start_local_kernel or getattr(self._launcher, "local_interpreter", False):
+            if not self._interpreter_checked:
+                await check_ipykernel(self.python)
+                self._interpreter_checked = True
         check = getattr(self._launcher, "check", None)
         if check is None:
             return self.guarantees.describe()

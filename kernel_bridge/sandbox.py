@@ -14,23 +14,39 @@ Tiers, probed once at first use, best first:
    `interrupt_mode = "message"` and jupyter_client sends `interrupt_request` on the control channel;
    `JPY_PARENT_PID` (a pid of another namespace) is unset and `--die-with-parent` ends the sandbox
    with the server.
-2. **none**: no tier works here. The kernel is an ordinary local one and `guarantees` says so
+2. **landlock** (Landlock ABI >= 3 + seccomp, no namespaces needed; `landlock.py` restricts the
+   process and execs the kernel): writes are allowed only beneath the kernel's own directory
+   (ipc sockets, IPython dir, `TMPDIR`, snapshot staging), `/dev/null`, `/dev/shm`, and the
+   workspace **split around** its `.git` and the protected paths (`landlock_writable`): Landlock
+   rules grant whole subtrees and cannot subtract one, so the workspace root itself gets no rule
+   and each entry beside `.git` gets its own. Consequence, said in the guarantees: a cell cannot
+   create, delete or rename entries directly in the workspace root (subdirectories and existing
+   files there are writable), entries added to the root after the kernel started stay read-only,
+   and `/dev/pts` stays closed (writing another terminal could inject input), so `!cmd` runs
+   through pipes (an IPython startup file in the kernel's own IPython dir) instead of a pty. No network: seccomp refuses IPv4/IPv6/packet
+   sockets (UDP too, which Landlock does not cover) and io_uring. Signals cross (one pid namespace),
+   so interrupts are signals.
+3. **none**: no tier works here. The kernel is an ordinary local one and `guarantees` says so
    (`confined=False`, `approval_required=True`): agent_core must then ask approval for every cell,
-   never run them silently unconfined. (Landlock + seccomp is not implemented: see the README.)
+   never run them silently unconfined.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import secrets
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from kernel_bridge.errors import KernelBridgeError
+from kernel_bridge import landlock
+from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
 from kernel_bridge.output import private_dir
@@ -67,6 +83,80 @@ def probe_bubblewrap(network: bool = False) -> Probe:
         detail = (done.stderr or done.stdout).strip()[:300]
         return Probe("bubblewrap", False, f"bwrap cannot create namespaces here: {detail}")
     return Probe("bubblewrap", True)
+
+
+def probe_landlock() -> Probe:
+    """Whether this kernel has Landlock ABI >= 3 (and the seccomp filter knows the architecture)."""
+    _, reason = landlock.abi_version()
+    return Probe("landlock", not reason, reason)
+
+
+def landlock_writable(directory: Path, excluded: Iterable[Path]) -> list[Path]:
+    """The paths to grant so `directory` is writable except beneath `excluded`.
+
+    A directory holding an excluded path gets no rule itself (a rule would cover the excluded
+    path too); its other entries get one each, recursively. Symlinks get none: a write through
+    one is checked where it points.
+    """
+    directory = directory.resolve()
+    out = {Path(os.path.abspath(p)) for p in excluded}
+    if directory in out:
+        return []
+    if not any(directory in p.parents for p in out):
+        return [directory]
+    granted: list[Path] = []
+    for child in sorted(directory.iterdir()):
+        if child.is_symlink() or child in out:
+            continue
+        granted += landlock_writable(child, out) if child.is_dir() else [child]
+    return granted
+
+
+# An IPython startup file for Landlock kernels: `!cmd` through pipes, its output written to the
+# cell's stdout as it comes (ipykernel's own path needs a pty; `system_raw` writes to fd 1, whose
+# forwarding can trail the cell's end and lose the output).
+_NO_PTY = """\
+def _continual_acp_piped(cmd):
+    import subprocess, sys
+    with subprocess.Popen(
+        cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as proc:
+        try:
+            for line in proc.stdout:
+                sys.stdout.write(line.decode(errors="replace"))
+        except BaseException:
+            proc.kill()
+            raise
+        return proc.wait()
+
+
+import ipykernel.zmqshell
+ipykernel.zmqshell.system = _continual_acp_piped
+del _continual_acp_piped
+"""
+
+
+def landlock_argv(
+    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path
+) -> list[str]:
+    """The `python landlock.py ... --` prefix that confines one kernel (see `landlock.py`)."""
+    cwd = spec.cwd.resolve()
+    excluded = [cwd / ".git", *(p.resolve() for p in protected)]
+    tmp = private_dir(own_dir / "tmp")
+    ipython_dir = private_dir(own_dir / "ipython")
+    # `!cmd` runs through a pty by default, and /dev/pts stays closed (see the module docstring):
+    # the kernel's IPython runs shell escapes with pipes instead (output still reaches the cell).
+    startup = private_dir(private_dir(ipython_dir / "profile_default") / "startup")
+    (startup / "00-continual-acp-no-pty.py").write_text(_NO_PTY, encoding="utf-8")
+    writable = [*landlock_writable(cwd, excluded), own_dir]
+    writable += [Path(p) for p in ("/dev/null", "/dev/shm") if os.path.exists(p)]
+    argv = [sys.executable, "-I", "-S", landlock.__file__]
+    for path in writable:
+        argv += ["--write", str(path)]
+    if network:
+        argv.append("--network")
+    argv += ["--setenv", f"TMPDIR={tmp}", "--setenv", f"IPYTHONDIR={ipython_dir}", "--"]
+    return argv
 
 
 def bubblewrap_argv(
@@ -141,6 +231,17 @@ class SandboxKernel(RunningKernel):
                     target.unlink()
 
 
+def _landlock_tier(network: bool) -> Probe:
+    return probe_landlock()  # the network setting changes the filter, not whether it works
+
+
+_PROBES: dict[str, Callable[[bool], Probe]] = {"bubblewrap": probe_bubblewrap, "landlock": _landlock_tier}
+_FIXES = {
+    "bubblewrap": "install bubblewrap and allow unprivileged user namespaces",
+    "landlock": "run on Linux >= 6.2 with Landlock enabled (lsm=...,landlock)",
+}
+
+
 class SandboxLauncher:
     """Starts confined local kernels; a `Launcher` for `KernelPool(launcher=...)`.
 
@@ -149,6 +250,7 @@ class SandboxLauncher:
     """
 
     binds_cwd = True
+    local_interpreter = True  # the pool checks `python` has ipykernel (`KernelPool.check_backend`)
 
     def __init__(
         self, *, network: bool = False, protected: tuple[Path, ...] = (), tier: str = "auto"
@@ -159,20 +261,68 @@ class SandboxLauncher:
         self._probe: Probe | None = None
 
     def probe(self) -> Probe:
-        """The tier in force (probed once): bubblewrap, or "none" with the reason."""
+        """The tier in force (probed once): bubblewrap, landlock, or "none" with the reasons.
+
+        With `tier="bubblewrap"` or `"landlock"` a failed probe stays that tier's failed probe:
+        kernels then do not start (`check` and the launch raise), never unconfined.
+        """
         if self._probe is None:
             if self.requested_tier == "none":
                 self._probe = Probe("none", False, "sandbox_tier = 'none' was configured")
+            elif self.requested_tier in _PROBES:
+                self._probe = _PROBES[self.requested_tier](self.network)
             else:
-                found = probe_bubblewrap(self.network)
-                self._probe = found if found.ok else Probe("none", False, found.reason)
-                if not found.ok:
-                    log.warning("no sandbox tier works here (%s): every cell needs approval", found.reason)
+                reasons = []
+                for probe in _PROBES.values():
+                    found = probe(self.network)
+                    if found.ok:
+                        self._probe = found
+                        break
+                    reasons.append(f"{found.tier}: {found.reason}")
+                else:
+                    self._probe = Probe("none", False, "; ".join(reasons))
+                    log.warning("no sandbox tier works here (%s): every cell needs approval", reasons)
+        assert self._probe is not None
         return self._probe
+
+    def _required_tier_missing(self) -> KernelStartError | None:
+        probe = self.probe()
+        if probe.ok or self.requested_tier not in _PROBES:
+            return None
+        return KernelStartError(
+            f"kernel backend 'sandbox': sandbox_tier = '{self.requested_tier}' is configured but "
+            f"{probe.reason}; {_FIXES[self.requested_tier]}, or set sandbox_tier = 'auto' "
+            "(the best tier that works; with none, every cell needs approval)"
+        )
+
+    async def check(self) -> str:
+        """Probe the tier off the event loop (once); raise `KernelStartError` when the configured
+        tier cannot work. A failed explicit probe is forgotten, so the next check probes again."""
+        if self._probe is None:
+            await asyncio.to_thread(self.probe)
+        error = self._required_tier_missing()
+        if error is not None:
+            self._probe = None
+            raise error
+        return self.guarantees.describe()
 
     @property
     def guarantees(self) -> KernelGuarantees:
         probe = self.probe()
+        read_only = "read-only: the rest of the system, the workspace's .git, the server's data dir"
+        if probe.ok and probe.tier == "landlock":
+            return KernelGuarantees(
+                "sandbox",
+                where="a local process confined by Landlock + seccomp",
+                confined=True,
+                tier=probe.tier,
+                network=self.network,
+                notes=(
+                    read_only,
+                    "entries directly in the workspace root cannot be created, removed or renamed "
+                    "(subfolders and existing files can be written); `!cmd` runs without a pty",
+                ),
+            )
         if probe.ok:
             return KernelGuarantees(
                 "sandbox",
@@ -180,7 +330,7 @@ class SandboxLauncher:
                 confined=True,
                 tier=probe.tier,
                 network=self.network,
-                notes=("read-only: the rest of the system, the workspace's .git, the server's data dir",),
+                notes=(read_only,),
             )
         return KernelGuarantees(
             "sandbox",
@@ -194,16 +344,22 @@ class SandboxLauncher:
     async def __call__(self, spec: LaunchSpec) -> RunningKernel:
         """Start one kernel in the best tier this machine has."""
         probe = self.probe()
+        error = self._required_tier_missing()
+        if error is not None:
+            raise error
         if not probe.ok:
             return await start_local_kernel(spec)
         runtime = private_dir(spec.runtime_dir).resolve()
         own_dir = private_dir(runtime / f"sbx-{secrets.token_hex(4)}")
-        prefix = bubblewrap_argv(
-            spec, network=self.network, protected=self.protected, own_dir=own_dir, runtime=runtime
-        )
-        kernel = await start_local_kernel(
-            replace(spec, runtime_dir=own_dir), argv_prefix=prefix, interrupt_mode="message"
-        )
+        own_spec = replace(spec, runtime_dir=own_dir)
+        if probe.tier == "landlock":
+            prefix = landlock_argv(spec, network=self.network, protected=self.protected, own_dir=own_dir)
+            kernel = await start_local_kernel(own_spec, argv_prefix=prefix)
+        else:
+            prefix = bubblewrap_argv(
+                spec, network=self.network, protected=self.protected, own_dir=own_dir, runtime=runtime
+            )
+            kernel = await start_local_kernel(own_spec, argv_prefix=prefix, interrupt_mode="message")
         kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot staging
         assert isinstance(kernel, SandboxKernel)
         kernel.staging = own_dir / _STAGING

@@ -57,6 +57,24 @@ MODES = [("ask", "Ask", "Ask before every cell"), ("auto", "Auto", "Cells run")]
 MODE_OPTION = f.select_config_option(
     "mode", "Mode", description="How much the agent may do", category="mode", current="ask", choices=MODES
 )
+SANDBOXED = f.kernel_guarantees(
+    "sandbox",
+    "a local process in a bubblewrap sandbox",
+    confined=True,
+    tier="bubblewrap",
+    network=False,
+    approval_required=False,
+    notes=["read-only: the rest of the system, the workspace's .git, the server's data dir"],
+)
+UNCONFINED = f.kernel_guarantees(
+    "sandbox",
+    "a local process, NOT confined",
+    confined=False,
+    tier=None,
+    network=True,
+    approval_required=True,
+    notes=["sandbox unavailable: bubblewrap is not installed (apt-get install bubblewrap)"],
+)
 MODEL_OPTION = f.select_config_option(
     "model", "Model", description="The model", category="model", current="m1", choices=[("m1", "m1", "")]
 )
@@ -121,6 +139,13 @@ CASES: dict[str, Case] = {
     ),
     "data_dir_error": Case(
         lambda: f.data_dir_error("session/new: the data dir /ro cannot be written", "/ro", "Read-only"),
+        "Error",
+    ),
+    "kernel_backend_error": Case(
+        lambda: f.kernel_backend_error(
+            "kernel backend 'sandbox': sandbox_tier = 'bubblewrap' is configured but bubblewrap is not installed",
+            "sandbox",
+        ),
         "Error",
     ),
     "rollback_refused_error": Case(
@@ -473,12 +498,18 @@ CASES: dict[str, Case] = {
         "InitializeResponse",
     ),
     "new_session_response": Case(
+        lambda: f.new_session_response("sess-1", f.session_modes("ask", MODES), [MODE_OPTION], SANDBOXED),
+        "NewSessionResponse",
+    ),
+    "new_session_response__no_kernel_pool": Case(
         lambda: f.new_session_response("sess-1", f.session_modes("ask", MODES), [MODE_OPTION]),
         "NewSessionResponse",
     ),
     "session_setup_response": Case(
-        lambda: f.session_setup_response(f.session_modes("ask", MODES), [MODE_OPTION]), "LoadSessionResponse"
+        lambda: f.session_setup_response(f.session_modes("ask", MODES), [MODE_OPTION], UNCONFINED),
+        "LoadSessionResponse",
     ),
+    "kernel_guarantees": Case(lambda: SANDBOXED),
     "session_list_entry": Case(
         lambda: f.session_list_entry("sess-1", "/work", "Plot the data", "2026-12-01T09:00:00Z"),
         "SessionInfo",

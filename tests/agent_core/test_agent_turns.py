@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 from agent_helpers import RecordingEditor, collect, config_for, of_type, running_agent
 
 from agent_core import events as ev
-from agent_core.errors import ModelError
+from agent_core.errors import KernelBackendUnavailable, ModelError
 from agent_core.ports import NoEditor
 from agent_core.testing import (
     ScriptedModelServer,
@@ -556,10 +557,15 @@ async def test_tool_calls_without_ids_get_unique_ones(tmp_path: Path) -> None:
 async def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_goes_on(
     tmp_path: Path,
 ) -> None:
+    python = tmp_path / "no-such-python"  # there at session/new (the check passes), gone at the cell
+
     async def scenario(server: ScriptedModelServer) -> tuple[list[ev.TurnEvent], str]:
-        config = config_for(tmp_path, server, kernel_python=str(tmp_path / "no-such-python"))
+        python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+        python.chmod(0o755)
+        config = config_for(tmp_path, server, kernel_python=str(python))
         async with running_agent(config) as agent:
             session = await agent.new_session(str(tmp_path), NoEditor())
+            python.unlink()
             events = await collect(session, "run")
             return events, await session.kernel_status()
 
@@ -571,6 +577,15 @@ async def test_a_kernel_that_cannot_start_fails_the_cell_readably_and_the_turn_g
     assert "no-such-python" in told
     assert status.startswith("failed to start")
     assert events[-1] == ev.TurnEnded("end_turn")
+
+
+async def test_session_new_with_a_missing_interpreter_fails_at_once_naming_it(tmp_path: Path) -> None:
+    config = config_for(tmp_path, None, kernel_python=str(tmp_path / "no-such-python"))
+    async with running_agent(config) as agent:
+        with pytest.raises(KernelBackendUnavailable, match="no-such-python") as caught:
+            await agent.new_session(str(tmp_path), NoEditor())
+    assert caught.value.backend == "local"
+    assert agent.store.list(None).sessions == []  # nothing half-made on disk
 
 
 async def test_a_model_that_refuses_images_gets_them_described_for_the_rest_of_the_session(

@@ -400,7 +400,7 @@ async def test_gateway_pool_close_deletes_its_warm_kernel(gateway: Gateway, tmp_
 
 
 async def test_session_new_fails_naming_a_gateway_that_is_down(tmp_path: Path) -> None:
-    from agent_core import Agent, NoEditor, load_config
+    from agent_core import Agent, KernelBackendUnavailable, NoEditor, load_config
 
     env = {
         "HOME": str(tmp_path),
@@ -410,10 +410,11 @@ async def test_session_new_fails_naming_a_gateway_that_is_down(tmp_path: Path) -
     }
     agent = Agent(load_config(env))
     try:
-        with pytest.raises(GatewayError) as caught:
+        with pytest.raises(KernelBackendUnavailable) as caught:
             await agent.new_session(str(tmp_path), NoEditor())
     finally:
         await agent.aclose()
+    assert caught.value.backend == "gateway" and isinstance(caught.value.__cause__, GatewayError)
     assert "http://127.0.0.1:9 is not reachable" in str(caught.value)
     assert "CONTINUAL_ACP_GATEWAY_URL" in str(caught.value)
 
@@ -421,11 +422,11 @@ async def test_session_new_fails_naming_a_gateway_that_is_down(tmp_path: Path) -
 async def test_session_new_fails_naming_the_token_when_the_gateway_refuses_it(
     gateway: Gateway, tmp_path: Path
 ) -> None:
-    from agent_core import Agent, NoEditor, load_config
+    from agent_core import Agent, KernelBackendUnavailable, NoEditor, load_config
 
     agent = Agent(load_config(_gateway_env(gateway, tmp_path, "wrong")))
     try:
-        with pytest.raises(GatewayError, match="CONTINUAL_ACP_GATEWAY_TOKEN"):
+        with pytest.raises(KernelBackendUnavailable, match="CONTINUAL_ACP_GATEWAY_TOKEN"):
             await agent.new_session(str(tmp_path), NoEditor())
     finally:
         await agent.aclose()

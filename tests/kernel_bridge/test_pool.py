@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,31 @@ def test_scrub_drops_common_credentials_beyond_the_four_named_patterns() -> None
         "KEYBOARD_LAYOUT": "us",
     }
     assert scrub_environment(env) == {"HOME": "/root", "KEYBOARD_LAYOUT": "us"}
+
+
+async def test_backend_check_finds_an_interpreter_without_ipykernel_without_starting_a_kernel(
+    tmp_path: Path,
+) -> None:
+    bare = tmp_path / "bare-python"  # this Python without site-packages: a real one lacking ipykernel
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    bare.chmod(0o755)
+    pool = KernelPool(0, python=bare)
+    with pytest.raises(KernelStartError, match=f"{bare} has no ipykernel"):
+        await pool.check_backend()
+    assert pool.cold_starts == 0
+
+
+async def test_backend_check_passes_for_this_servers_interpreter() -> None:
+    assert "backend local" in await KernelPool(0).check_backend()
+
+
+async def test_backend_check_finds_an_interpreter_removed_after_the_pool_was_built(tmp_path: Path) -> None:
+    gone = tmp_path / "python"
+    gone.symlink_to(sys.executable)
+    pool = KernelPool(0, python=gone)
+    gone.unlink()
+    with pytest.raises(InterpreterNotFound, match=str(gone)):
+        await pool.check_backend()
 
 
 async def test_interpreter_without_ipykernel_fails_with_log_tail(tmp_path: Path) -> None:

@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 from kernel_bridge_support import wait_until
 
-from kernel_bridge import KernelPool, KernelSession
-from kernel_bridge.sandbox import SandboxLauncher, probe_bubblewrap
+from kernel_bridge import KernelPool, KernelSession, KernelStartError, sandbox
+from kernel_bridge.sandbox import SandboxLauncher, landlock_writable, probe_bubblewrap, probe_landlock
 
 pytestmark = pytest.mark.anyio
 
 _BWRAP = probe_bubblewrap()
 needs_bwrap = pytest.mark.skipif(not _BWRAP.ok, reason=f"bubblewrap tier unavailable: {_BWRAP.reason}")
+_LANDLOCK = probe_landlock()
+needs_landlock = pytest.mark.skipif(not _LANDLOCK.ok, reason=f"landlock tier unavailable: {_LANDLOCK.reason}")
 
 
 @dataclass
@@ -175,6 +177,42 @@ def test_sandbox_probe_without_bwrap_says_how_to_install_it(monkeypatch: pytest.
     assert probe.ok is False and "apt-get install bubblewrap" in probe.reason
 
 
+async def test_sandbox_check_fails_when_the_required_bubblewrap_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    pool = KernelPool(0, launcher=SandboxLauncher(tier="bubblewrap"))
+    with pytest.raises(KernelStartError, match="sandbox_tier = 'bubblewrap' is configured but bubblewrap"):
+        await pool.check_backend()
+
+
+async def test_sandbox_required_bubblewrap_that_is_missing_never_starts_an_unconfined_kernel(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    pool = KernelPool(0, launcher=SandboxLauncher(tier="bubblewrap"), runtime_dir=tmp_path / "rt")
+    try:
+        with pytest.raises(KernelStartError, match="sandbox_tier = 'bubblewrap'"):
+            await pool.acquire(cwd=tmp_path)
+    finally:
+        await pool.aclose()
+
+
+async def test_sandbox_check_passes_with_no_tier_in_auto_and_asks_approval_naming_both_reasons(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no bwrap, for real
+    # Landlock cannot be switched off for one test: its probe is replaced by the answer an old kernel gives.
+    monkeypatch.setattr(
+        sandbox.landlock, "abi_version", lambda: (0, "Landlock is not enabled in this kernel")
+    )
+    pool = KernelPool(0, launcher=SandboxLauncher())
+    described = await pool.check_backend()
+    assert "NOT sandboxed: every cell needs approval" in described
+    assert "bubblewrap is not installed" in described and "Landlock is not enabled" in described
+    assert pool.guarantees.approval_required is True
+
+
 def test_sandbox_pool_does_not_warm_before_a_workspace_is_known() -> None:
     pool = KernelPool(2, launcher=SandboxLauncher(tier="none"))
     pool._refill()
@@ -226,3 +264,146 @@ async def test_sandbox_restore_in_a_new_session_loads_the_copied_snapshot(
         assert report.restored == ["carried"]
     finally:
         await pool.aclose()
+
+
+# ---------------------------------------------------------------- the Landlock + seccomp tier
+
+
+@pytest.fixture(scope="module")
+def ll_layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
+    base = tmp_path_factory.mktemp("landlock")
+    workspace = base / "workspace"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / ".git" / "config").write_text("[core]\n")
+    (workspace / "src").mkdir()
+    (workspace / "notes.txt").write_text("notes\n")
+    home = base / "home"
+    (home / "harness").mkdir(parents=True)
+    (home / "harness" / "state.json").write_text("{}")
+    outside = Path(tempfile.mkdtemp(prefix="cacp-outside-", dir="/var/tmp"))
+    yield Layout(workspace, home, outside)
+    shutil.rmtree(outside, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+async def landlocked(ll_layout: Layout) -> AsyncIterator[KernelSession]:
+    if not _LANDLOCK.ok:
+        pytest.skip(f"landlock tier unavailable: {_LANDLOCK.reason}")
+    launcher = SandboxLauncher(protected=(ll_layout.home,), tier="landlock")
+    pool = KernelPool(0, launcher=launcher, interrupt_grace=3.0)
+    s = await pool.acquire(cwd=ll_layout.workspace, snapshot_path=ll_layout.home / "sessions" / "s1")
+    yield s
+    await pool.aclose()
+
+
+def test_landlock_rules_split_the_workspace_around_git_and_skip_symlinks(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "README.md").write_text("")
+    (tmp_path / "out").symlink_to("/etc")
+    assert landlock_writable(tmp_path, [tmp_path / ".git"]) == [tmp_path / "README.md", tmp_path / "src"]
+
+
+def test_landlock_rules_grant_a_workspace_without_protected_paths_whole(tmp_path: Path) -> None:
+    assert landlock_writable(tmp_path / "", [tmp_path.parent / "elsewhere"]) == [tmp_path.resolve()]
+
+
+@needs_landlock
+async def test_landlock_cell_can_write_in_a_workspace_folder_and_existing_file(
+    landlocked: KernelSession, ll_layout: Layout
+) -> None:
+    code = "open('src/made.py', 'w').write('x = 1'); open('notes.txt', 'a').write('more'); print('ok')"
+    assert await _run(landlocked, code) == ("ok", "ok\n")
+    assert (ll_layout.workspace / "src" / "made.py").read_text() == "x = 1"
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_create_an_entry_in_the_workspace_root(
+    landlocked: KernelSession, ll_layout: Layout
+) -> None:
+    status, message = await _run(landlocked, "open('results.csv', 'w')")
+    assert status == "error" and "Permission denied" in message
+    assert not (ll_layout.workspace / "results.csv").exists()
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_write_outside_the_workspace(
+    landlocked: KernelSession, ll_layout: Layout
+) -> None:
+    status, message = await _run(landlocked, f"open({str(ll_layout.outside / 'x.txt')!r}, 'w')")
+    assert status == "error" and "Permission denied" in message
+    assert not (ll_layout.outside / "x.txt").exists()
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_write_or_truncate_the_git_config(
+    landlocked: KernelSession, ll_layout: Layout
+) -> None:
+    code = (
+        "import os\nfor act in (lambda: open('.git/config', 'a'), lambda: os.truncate('.git/config', 0),"
+        " lambda: os.rename('.git', 'g')):\n    try:\n        act()\n        print('allowed')\n"
+        "    except PermissionError:\n        print('denied')"
+    )
+    assert await _run(landlocked, code) == ("ok", "denied\ndenied\ndenied\n")
+    assert (ll_layout.workspace / ".git" / "config").read_text() == "[core]\n"
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_write_the_harness_state(
+    landlocked: KernelSession, ll_layout: Layout
+) -> None:
+    target = ll_layout.home / "harness" / "state.json"
+    status, message = await _run(landlocked, f"open({str(target)!r}, 'w').write('tampered')")
+    assert status == "error" and "Permission denied" in message
+    assert target.read_text() == "{}"
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_connect_to_loopback_without_network(landlocked: KernelSession) -> None:
+    server, port = await _listener()
+    try:
+        code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=3).close()\nprint('connected')"
+        status, message = await _run(landlocked, code)
+    finally:
+        server.close()
+    assert status == "error" and "Permission denied" in message
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_open_a_udp_socket_without_network(landlocked: KernelSession) -> None:
+    status, message = await _run(
+        landlocked, "import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+    )
+    assert status == "error" and "Permission denied" in message
+
+
+@needs_landlock
+async def test_landlock_shell_escape_runs_without_a_pty(landlocked: KernelSession) -> None:
+    assert await _run(landlocked, "!echo from-the-shell") == ("ok", "from-the-shell\n")
+
+
+@needs_landlock
+async def test_landlock_interrupt_stops_a_sleeping_cell(landlocked: KernelSession) -> None:
+    run = landlocked.execute("import time\ntime.sleep(60)")
+    await asyncio.wait_for(run.started.wait(), 30)
+    await asyncio.sleep(0.3)  # let the kernel enter the sleep (no event marks it)
+    await landlocked.interrupt()
+    result = await run.result()
+    assert result.status == "interrupted" and result.error is not None
+    assert result.error.ename == "KeyboardInterrupt"
+
+
+@needs_landlock
+async def test_landlock_snapshot_and_restart_restore(landlocked: KernelSession, ll_layout: Layout) -> None:
+    await landlocked.execute("kept = [1, 2]").result()
+    report = await landlocked.restart()
+    assert "kept" in report
+    assert await _run(landlocked, "print(kept)") == ("ok", "[1, 2]\n")
+    assert (ll_layout.home / "sessions" / "s1" / "kernel-state.dill").is_file()
+
+
+@needs_landlock
+def test_landlock_guarantees_name_the_tier_and_the_workspace_root_limit() -> None:
+    guarantees = SandboxLauncher(tier="landlock").guarantees
+    assert (guarantees.confined, guarantees.tier, guarantees.approval_required) == (True, "landlock", False)
+    assert "workspace root cannot be created, removed or renamed" in guarantees.describe()
