@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from acp_server import frames
-from acp_server.errors import AcpError
 from acp_server.frames import META_KEY
+
+# The `initialize` answer lives in initialize.py (the early answer imports it without this module).
+from acp_server.initialize import (
+    EXTENSION_VERSION,
+    PROTOCOL_VERSION,
+    check_initialize_params,
+    initialize_result,
+)
 
 __all__ = [
     "EXTENSION_VERSION",
@@ -18,23 +23,6 @@ __all__ = [
     "check_initialize_params",
     "initialize_result",
 ]
-
-PROTOCOL_VERSION = 1
-SERVER_NAME = "continual-acp"
-SERVER_TITLE = "Continual ACP (IPython kernel agent)"
-# Version of our `_meta["continual-acp"]` extension surface (bumped when the methods change shape).
-EXTENSION_VERSION = 1
-
-
-@functools.cache
-def server_version() -> str:
-    """The installed distribution's version (a placeholder when running from a bare checkout)."""
-    try:
-        from importlib.metadata import version
-
-        return version("continual-acp")
-    except Exception:  # not installed as a distribution (running from a bare checkout)
-        return "0.0.0+unknown"
 
 
 @dataclass
@@ -81,40 +69,3 @@ def _client_name(params: Mapping[str, object]) -> str:
     info = params.get("clientInfo")
     name = info.get("name") if isinstance(info, dict) else None
     return name if isinstance(name, str) else ""
-
-
-def check_initialize_params(params: object) -> None:
-    """Hand-checked so `initialize` never waits for the wire models (see wire.py)."""
-    if not isinstance(params, dict):
-        raise AcpError.from_error(frames.invalid_params_error("initialize: params must be an object", []))
-    version = params.get("protocolVersion")
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise AcpError.from_error(
-            frames.invalid_params_error(
-                "Invalid params for initialize: protocolVersion: must be an integer (ACP speaks 1)",
-                [frames.param_error(["protocolVersion"], "must be an integer 0..65535", "int_type")],
-            )
-        )
-    for key in ("clientCapabilities", "clientInfo"):
-        if key in params and params[key] is not None and not isinstance(params[key], dict):
-            raise AcpError.from_error(
-                frames.invalid_params_error(
-                    f"Invalid params for initialize: {key}: must be an object",
-                    [frames.param_error([key], "must be an object", "dict_type")],
-                )
-            )
-
-
-def initialize_result(
-    extension_methods: Sequence[str], extension_notifications: Sequence[str]
-) -> frames.Frame:
-    """The `initialize` answer: this server's name and version, what works, our extension surface."""
-    return frames.initialize_response(
-        protocol_version=PROTOCOL_VERSION,
-        name=SERVER_NAME,
-        title=SERVER_TITLE,
-        version=server_version(),
-        extension_version=EXTENSION_VERSION,
-        extension_methods=extension_methods,
-        extension_notifications=extension_notifications,
-    )

@@ -12,12 +12,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import anyio
 
 from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
+from acp_server.harness.names import HARNESS_METHODS
 from acp_server.harness.wire import (
     already_rolled_back,
     await_quiescence_answer,
@@ -90,10 +92,19 @@ def _decision(value: object) -> ReviewChoice:
     raise AcpError.invalid_params("_harness/review: decision must be apply, reject or reject_forever")
 
 
-def install(server: HarnessHost) -> None:
-    """Register the `_harness/*` methods on `server` and advertise `_harness/quiescence`."""
-    from agent_core.refinement.surface import KINDS, HarnessStoreError, RefinementNotFound
+def _surface() -> ModuleType:
+    """agent_core's refinement surface, imported on first use (not at install: startup path).
+    An `except _surface().X:` clause is evaluated only when an exception reaches it."""
+    from agent_core.refinement import surface
 
+    return surface
+
+
+def install(server: HarnessHost) -> None:
+    """Register the `_harness/*` methods on `server` and advertise `_harness/quiescence`.
+
+    Imports nothing from agent_core: it runs at startup, and the handlers import it when called.
+    """
     server.extension_notifications.append(QUIESCENCE)
     r = server.registry
 
@@ -120,7 +131,7 @@ def install(server: HarnessHost) -> None:
         as_of = request.params.get("asOf")
         try:
             current = await opened.harness.state(scope, as_of=None if as_of is None else str(as_of))
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/state: no refinement {as_of!r} in this session's or the global harness"
             ) from None
@@ -134,7 +145,7 @@ def install(server: HarnessHost) -> None:
         cursor = request.params.get("cursor")
         try:
             page = await opened.harness.history(limit, None if cursor is None else str(cursor))
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(f"_harness/history: unknown cursor {cursor!r}") from None
         return history_answer(page)
 
@@ -143,7 +154,7 @@ def install(server: HarnessHost) -> None:
         refinement_id = request.require_str("refinementId")
         try:
             found = await opened.harness.find(refinement_id)
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/show: no refinement {refinement_id!r} in this session's or the global harness"
             ) from None
@@ -155,7 +166,7 @@ def install(server: HarnessHost) -> None:
         force = request.params.get("force", False) is True
         try:
             outcome = await opened.harness.rollback(refinement_id, force=force)
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/rollback: no refinement {refinement_id!r} in this session's or the global harness"
             ) from None
@@ -180,13 +191,13 @@ def install(server: HarnessHost) -> None:
             outcome = await opened.harness.decide(
                 proposal_id, decision, edit_ids=None if edit_ids is None else [str(i) for i in edit_ids]
             )
-        except HarnessStoreError as exc:
+        except _surface().HarnessStoreError as exc:
             raise AcpError.invalid_params(f"_harness/review: {exc}") from None
         answer = outcome_answer(outcome)
         if outcome.refinement_id:
             try:
                 found = await opened.harness.find(outcome.refinement_id)
-            except RefinementNotFound:
+            except _surface().RefinementNotFound:
                 pass
             else:
                 answer["result"] = result_full(found.result)
@@ -198,8 +209,9 @@ def install(server: HarnessHost) -> None:
 
         entry_id = request.require_str("entryId")
         kind = request.params.get("kind")
-        if kind is not None and (not isinstance(kind, str) or kind not in KINDS):
-            raise AcpError.invalid_params(f"_harness/why: kind must be one of {', '.join(KINDS)}")
+        kinds = _surface().KINDS
+        if kind is not None and (not isinstance(kind, str) or kind not in kinds):
+            raise AcpError.invalid_params(f"_harness/why: kind must be one of {', '.join(kinds)}")
         answer = await anyio.to_thread.run_sync(partial(why_answer, opened.session, entry_id, kind=kind))
         return answer.to_json()
 
@@ -227,6 +239,10 @@ def install(server: HarnessHost) -> None:
             left = max(0.0, deadline - anyio.current_time())
             quiescent = await hub.wait_settled(opened.session.id, left) and opened.harness.status().quiescent
         return await_quiescence_answer(quiescent, opened.harness.status().last_refinement_id)
+
+    registered = tuple(n for n in r.names() if n.startswith("_harness/"))
+    if registered != HARNESS_METHODS:  # what the early `initialize` advertised (names.py)
+        raise RuntimeError(f"_harness/* methods {registered} differ from names.py's {HARNESS_METHODS}")
 
 
 __all__ = ["install"]
