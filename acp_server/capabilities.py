@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from acp_server import frames
 from acp_server.frames import META_KEY
+
+# The `initialize` answer lives in initialize.py (the early answer imports it without this module).
+from acp_server.initialize import EXTENSION_VERSION, PROTOCOL_VERSION, initialize_result
 
 if TYPE_CHECKING:
     from acp_server.params import InitializeParams
@@ -20,23 +21,6 @@ __all__ = [
     "ClientCapabilities",
     "initialize_result",
 ]
-
-PROTOCOL_VERSION = 1
-SERVER_NAME = "continual-acp"
-SERVER_TITLE = "Continual ACP (IPython kernel agent)"
-# Version of our `_meta["continual-acp"]` extension surface (bumped when the methods change shape).
-EXTENSION_VERSION = 1
-
-
-@functools.cache
-def server_version() -> str:
-    """The installed distribution's version (a placeholder when running from a bare checkout)."""
-    try:
-        from importlib.metadata import version
-
-        return version("continual-acp")
-    except Exception:  # not installed as a distribution (running from a bare checkout)
-        return "0.0.0+unknown"
 
 
 @dataclass
@@ -82,18 +66,3 @@ class ClientCapabilities:
 def _client_name(info: Mapping[str, object] | None) -> str:
     name = info.get("name") if info is not None else None
     return name if isinstance(name, str) else ""
-
-
-def initialize_result(
-    extension_methods: Sequence[str], extension_notifications: Sequence[str]
-) -> frames.Frame:
-    """The `initialize` answer: this server's name and version, what works, our extension surface."""
-    return frames.initialize_response(
-        protocol_version=PROTOCOL_VERSION,
-        name=SERVER_NAME,
-        title=SERVER_TITLE,
-        version=server_version(),
-        extension_version=EXTENSION_VERSION,
-        extension_methods=extension_methods,
-        extension_notifications=extension_notifications,
-    )

@@ -7,14 +7,18 @@ package that owns it. Heavy imports stay inside the subcommand so `serve` starts
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="continual-acp",
         description="ACP agent server: one persistent IPython kernel per session and a continual harness.",
@@ -99,6 +103,28 @@ def _build_agent(config: Any) -> Any:
     return agent
 
 
+def _harden() -> None:
+    """Before any kernel exists: same-user kernels must not read /proc/<server>/environ (the model
+    key) or open /proc/<server>/fd/<n> (the editor's protocol pipes)."""
+    from kernel_bridge.hardening import make_undumpable
+
+    make_undumpable()
+
+
+def _install_harness_methods(server: Any) -> None:
+    """The `_harness/*` extension methods (imported after the early `initialize` answer)."""
+    from acp_server.harness.methods import install
+
+    install(server)
+
+
+def _install_subagent_cards(server: Any) -> None:
+    """Subagent cards and `/agents` (issue 12)."""
+    from acp_server.subagent_cards import install
+
+    install(server)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     argv_list = list(sys.argv[1:] if argv is None else argv)
@@ -117,22 +143,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         from harness_store.cli import main as harness_main
 
         return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())
-    args = _build_parser().parse_args(argv_list)
-    command = args.command or "serve"
+    # No arguments (how editors launch it): serve without importing argparse (startup path).
+    command = (_build_parser().parse_args(argv_list).command if argv_list else None) or "serve"
     if command == "serve":
-        from kernel_bridge.hardening import make_undumpable
-
-        # Before any kernel exists: same-user kernels must not read /proc/<server>/environ (the
-        # model key) or open /proc/<server>/fd/<n> (the editor's protocol pipes).
-        make_undumpable()
-        from acp_server.harness.methods import install as install_harness_methods
+        # Light imports only: the first `initialize` is answered before the rest is imported.
+        from acp_server.harness.names import HARNESS_METHODS, HARNESS_NOTIFICATIONS
         from acp_server.server import serve_stdio
-        from acp_server.subagent_cards import install as install_subagent_cards  # issue 12
 
         return serve_stdio(
             agent_factory=_build_agent,
             agent_prepare=_preload,
-            extensions=[install_harness_methods, install_subagent_cards],
+            extensions=[_install_harness_methods, _install_subagent_cards],
+            advertised=(HARNESS_METHODS, HARNESS_NOTIFICATIONS),
+            harden=_harden,
         )
     if command == "demo":
         from acp_server.demo import run_demo

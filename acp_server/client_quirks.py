@@ -3,14 +3,16 @@
 CodeCompanion.nvim titles a tool card by the path of its first `diff` content (or of its first
 location) - `Edit: <path>` - and cuts any other title at its first colon ("Refine harness: x" shows
 as "Refine harness"). A refinement card's diffs are of files in the data dir (`harness/view/...`),
-so that title says nothing. For such clients (known by `clientInfo.name`) the refinement card keeps
-its words: no colon in the title, the diffs as unified-diff text, and the title repeated as the
-first block (CodeCompanion's `verbose_output` shows a completed edit card's content, not its title).
+so that title says nothing. For such clients (known by `clientInfo.name`) the refinement card and
+the review card of a pending proposal keep their words (`path_free_card`): no colon in the title,
+the diffs as unified-diff text, and the title repeated as the first block (CodeCompanion's
+`verbose_output` shows a completed edit card's content, not its title).
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping, Sequence
 
 from acp_server import frames
 from acp_server.frames import Frame
@@ -40,3 +42,18 @@ def diff_text(path: str, old_text: str | None, new_text: str) -> Frame:
     )
     body = "".join(line if line.endswith("\n") else line + "\n" for line in lines).rstrip("\n")
     return frames.tool_text(f"```diff\n{body or f'(no change to {path})'}\n```")
+
+
+def diff_block_as_text(block: Mapping[str, object]) -> Frame:
+    """A `diff` content block as `diff_text`; any other block unchanged."""
+    if block.get("type") != "diff":
+        return dict(block)
+    path, old, new = block.get("path"), block.get("oldText"), block.get("newText")
+    return diff_text(str(path), old if isinstance(old, str) else None, new if isinstance(new, str) else "")
+
+
+def path_free_card(title: str, content: Sequence[Mapping[str, object]]) -> tuple[str, list[Frame]]:
+    """`(title, content)` of an edit card for a client that titles edit cards by diff path: the
+    title without its colon, repeated as the first block, and every diff as text."""
+    kept = colon_free(title)
+    return kept, [frames.tool_text(kept), *(diff_block_as_text(block) for block in content)]

@@ -519,12 +519,14 @@ def review_card(
     raw_input: Mapping[str, object],
     *,
     status: str = "pending",
+    title: str | None = None,
 ) -> Frame:
     """A proposal waiting for review as a tool call (`edit`, one diff per edit): the `toolCall` of
-    its permission request, and (through `tool_call_update`) the pending card shown after a turn."""
+    its permission request, and (through `tool_call_update`) the pending card shown after a turn
+    (`title` overrides "Refine harness: <summary>", see client_quirks.py)."""
     return tool_call_fields(
         f"review-{proposal_id}",
-        f"Refine harness: {summary or 'proposed edits'}",
+        title or f"Refine harness: {summary or 'proposed edits'}",
         kind="edit",
         status=status,
         content=content,

@@ -6,6 +6,8 @@ spawn; `initialize` never waits for it, session methods do.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import logging
 import os
 import time
@@ -56,6 +58,8 @@ JsonObject = dict[str, object]
 
 SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
+# Without a session answer this long after the agent is built, the background work starts anyway.
+BACKGROUND_DELAY = 1.0
 EXTENSION_PREFIX = "_harness/"
 
 
@@ -79,6 +83,8 @@ class AcpServer:
         self._agent_error: str | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
+        self._background = anyio.Event()
+        self._background_started = False
         self.extension_notifications: list[str] = []
         # Called with every session bound to this connection (new/load/resume): a seam for
         # extensions that keep per-session state (the harness events are subscribed in `_bind`).
@@ -105,23 +111,46 @@ class AcpServer:
         self.warm_up()
 
     async def start_agent(self) -> None:
-        """Import agent_core's heavy half off the loop, build the Agent, start its pool warm-up."""
+        """Import agent_core's heavy half off the loop and build the Agent; the rest of the
+        background work (`start_background`) waits for the first session answer."""
         await self._warm.wait()
         try:
             agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent, self._agent_prepare)
             config = load_config()
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
-            await self._agent.start()
+            # No kernel starts before the first session answer is written (start_background).
+            self._agent.kernel_gate = asyncio.Event()
             log.info("agent ready %.0f ms after spawn", _since_spawn_ms())
-            # The wire models next (not in parallel with the agent: both imports want the GIL and
-            # session/new, the first call after initialize, needs only the agent).
-            wire.start_background_import()
         except Exception as exc:
             log.exception("the agent failed to start")
             self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
         finally:
             self._agent_ready.set()
-            wire.start_background_import()
+        # A client that opens no session soon still gets its kernels and wire models warmed.
+        with anyio.move_on_after(BACKGROUND_DELAY):
+            await self._background.wait()
+        await self.start_background()
+
+    async def start_background(self) -> None:
+        """After the first session/new|load|resume answer is written (idempotent): the wire models'
+        import, the session kernels' start and the warm pool. Before it, each would compete for
+        the cores (2 on the machines measured) with the answer the editor is waiting for."""
+        if self._background_started:
+            return
+        self._background_started = True
+        self._background.set()
+        wire.start_background_import()
+        agent = self._agent
+        if agent is None:
+            return
+        try:
+            # jupyter_client & co. in a worker thread, so the loop keeps serving meanwhile.
+            await anyio.to_thread.run_sync(importlib.import_module, "kernel_bridge")
+        except Exception:
+            log.exception("importing kernel_bridge failed")  # each kernel start reports it again
+        if agent.kernel_gate is not None:
+            agent.kernel_gate.set()
+        await agent.start()
 
     async def agent(self) -> Agent:
         await self._agent_ready.wait()
@@ -263,8 +292,20 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        extensions = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
-        return initialize_result(extensions, self.extension_notifications)
+        return initialize_result(*self.advertised())
+
+    def initialized_early(self, params: JsonObject) -> None:
+        """The first `initialize` was answered before this server existed (early_initialize.py):
+        take the client's capabilities from its params and start the heavy imports now."""
+        from acp_server.params import initialize_params
+
+        self.client = ClientCapabilities.from_initialize(initialize_params(params))
+        self.warm_up()
+
+    def advertised(self) -> tuple[list[str], list[str]]:
+        """The extension `(methods, notifications)` the `initialize` answer lists."""
+        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        return methods, list(self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
         from agent_core import KernelBackendUnavailable
@@ -288,6 +329,7 @@ class AcpServer:
         opened = self._bind(session, editor)
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
+        ctx.after_response.append(self.start_background)
         return frames.new_session_response(
             session.id, modes_state(opened.session), config_options(opened.session), _kernel_meta(agent)
         )
@@ -324,6 +366,7 @@ class AcpServer:
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
+        ctx.after_response.append(self.start_background)
         return session_setup(session, _kernel_meta(agent))
 
     async def _tell_interrupted_loop(self, opened: OpenSession) -> None:
@@ -357,6 +400,7 @@ class AcpServer:
             opened = await self._resume(agent, req.session_id, cwd, servers)
         self._advertise_commands(ctx, req.session_id)
         ctx.after_response.append(_start_mcp(opened.session))
+        ctx.after_response.append(self.start_background)
         return session_setup(opened.session, _kernel_meta(agent))
 
     async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:

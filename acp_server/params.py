@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from acp_server import frames
 from acp_server.errors import AcpError
+from acp_server.initialize import check_initialize_params
 
 JsonObject = dict[str, object]
 
@@ -38,26 +39,18 @@ class NewSessionParams:
 
 async def read_initialize(params: JsonObject, method: str) -> InitializeParams:
     """`initialize` params, or -32602 naming the first bad field."""
-    version = params.get("protocolVersion")
-    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= 65535:
-        raise AcpError.from_error(
-            frames.invalid_params_error(
-                f"Invalid params for {method}: protocolVersion: must be an integer (ACP speaks 1)",
-                [frames.param_error(["protocolVersion"], "must be an integer 0..65535", "int_type")],
-            )
-        )
-    objects: dict[str, JsonObject | None] = {}
-    for key in ("clientCapabilities", "clientInfo"):
-        value = params.get(key)
-        if value is not None and not isinstance(value, dict):
-            raise AcpError.from_error(
-                frames.invalid_params_error(
-                    f"Invalid params for {method}: {key}: must be an object",
-                    [frames.param_error([key], "must be an object", "dict_type")],
-                )
-            )
-        objects[key] = value
-    return InitializeParams(version, objects["clientCapabilities"], objects["clientInfo"])
+    return initialize_params(params, method)
+
+
+def initialize_params(params: JsonObject, method: str = "initialize") -> InitializeParams:
+    """The typed `initialize` params (also for the early answer's params, checked by the same rule)."""
+    check_initialize_params(params, method)
+    version = params["protocolVersion"]
+    assert isinstance(version, int)
+    caps, info = params.get("clientCapabilities"), params.get("clientInfo")
+    return InitializeParams(
+        version, caps if isinstance(caps, dict) else None, info if isinstance(info, dict) else None
+    )
 
 
 async def read_new_session(params: JsonObject, method: str) -> NewSessionParams:

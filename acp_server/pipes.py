@@ -73,6 +73,25 @@ class _ThreadWriter:
         os.close(self._fd)
 
 
+class _Prefixed:
+    """A reader that first returns bytes already read from its fd (early_initialize.py)."""
+
+    def __init__(self, first: bytes, reader: ByteReader) -> None:
+        self._first = first
+        self._reader = reader
+
+    async def receive(self) -> bytes:
+        if self._first:
+            first, self._first = self._first, b""
+            return first
+        return await self._reader.receive()
+
+
+def prefixed(first: bytes, reader: ByteReader) -> ByteReader:
+    """`reader`, returning `first` before anything it reads (itself when `first` is empty)."""
+    return _Prefixed(first, reader) if first else reader
+
+
 async def open_reader(fd: int) -> ByteReader:
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader(limit=READ_CHUNK, loop=loop)

@@ -364,8 +364,7 @@ class TurnPresenter:
         title = None
         if self._path_titles:
             # A client that titles edit cards by the diff's path (client_quirks.py): keep the words.
-            title = client_quirks.colon_free(f"Refine harness: {event.summary}")
-            content = [frames.tool_text(title), *(self._diff_as_text(block) for block in content)]
+            title, content = client_quirks.path_free_card(f"Refine harness: {event.summary}", content)
         await self._send(
             frames.refinement_card_update(
                 event.refinement_id,
@@ -412,6 +411,11 @@ class TurnPresenter:
             await self._send(frames.compaction_summary_chunk_update(event.compaction_id, event.summary))
         await self._send(frames.compaction_update(event.compaction_id, event.status, event.error))
 
+    @property
+    def path_titles(self) -> bool:
+        """The client titles edit cards by diff path (client_quirks.py): review cards adapt too."""
+        return self._path_titles
+
     def _paragraph(self, event: MessageChunk) -> str:
         """The chunk's text, with a blank line first when it opens a new message after another one."""
         text = event.text
@@ -421,12 +425,3 @@ class TurnPresenter:
                 text = "\n\n" + text.lstrip("\n")
         self._shown = True
         return text
-
-    @staticmethod
-    def _diff_as_text(block: Frame) -> Frame:
-        if block.get("type") != "diff":
-            return block
-        path, old, new = block.get("path"), block.get("oldText"), block.get("newText")
-        return client_quirks.diff_text(
-            str(path), old if isinstance(old, str) else None, new if isinstance(new, str) else ""
-        )

@@ -1,22 +1,27 @@
 """`continual-acp serve`: ACP over the process's stdin/stdout.
 
 Order matters at startup: reserve fd 1 first (nothing may print into the protocol stream), then
-start the slow imports in the background, then answer `initialize` from the light modules only.
+answer the first `initialize` from the light modules only (early_initialize.py), then harden the
+process and import the rest; the agent's slow imports then run in a background thread.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_server.stdio_guard import ReservedStdio, reserve_stdio
 
+if TYPE_CHECKING:
+    from acp_server.early_initialize import EarlyStart
+
 
 def _configure_logging() -> None:
+    import logging  # here, not at the top: the early `initialize` answer goes out before logging loads
+
     level = os.environ.get("CONTINUAL_ACP_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(
         stream=sys.stderr,
@@ -30,6 +35,8 @@ def serve_stdio(
     agent_factory: Callable[[Any], Any] | None = None,
     agent_prepare: Callable[[], None] | None = None,
     extensions: Sequence[Callable[[Any], None]] = (),
+    advertised: tuple[Sequence[str], Sequence[str]] | None = None,
+    harden: Callable[[], object] | None = None,
 ) -> int:
     """Run the server until stdin closes; returns the exit code (0 after an orderly shutdown).
 
@@ -37,13 +44,25 @@ def serve_stdio(
     refinement into it); `agent_prepare()` runs in the background import thread first (imports the
     factory will need, kept off the event loop); each `extensions` callable receives the `AcpServer` before the first
     message is read and may register methods on `server.registry` (e.g. `_harness/*`).
+
+    `advertised`: the `(methods, notifications)` the extensions add to `initialize`; given, the
+    first `initialize` is answered before anything heavy is imported (early_initialize.py).
+    `harden()` runs right after that, before any kernel can exist (the composition root passes
+    kernel_bridge's `make_undumpable`).
     """
     reserved = reserve_stdio()
+    early = None
+    if advertised is not None:
+        from acp_server.early_initialize import answer_first_initialize
+
+        early = answer_first_initialize(reserved.read_fd, reserved.write_fd, *advertised)
+    if harden is not None:
+        harden()
     _configure_logging()
     import anyio
 
     try:
-        anyio.run(_serve, reserved, agent_factory, agent_prepare, extensions)
+        anyio.run(_serve, reserved, agent_factory, agent_prepare, extensions, early, advertised)
     except KeyboardInterrupt:
         return 130
     return 0
@@ -54,11 +73,15 @@ async def _serve(
     agent_factory: Callable[[Any], Any] | None,
     agent_prepare: Callable[[], None] | None,
     extensions: Sequence[Callable[[Any], None]],
+    early: EarlyStart | None,
+    advertised: tuple[Sequence[str], Sequence[str]] | None,
 ) -> None:
+    import logging
+
     import anyio
 
     from acp_server.methods import AcpServer
-    from acp_server.pipes import open_reader, open_writer
+    from acp_server.pipes import open_reader, open_writer, prefixed
     from acp_server.registry import MethodRegistry
     from acp_server.transport import DEFAULT_MAX_LINE_BYTES, Connection
 
@@ -66,7 +89,13 @@ async def _serve(
     server = AcpServer(registry, agent_factory=agent_factory, agent_prepare=agent_prepare)
     for extend in extensions:
         extend(server)
-    reader = await open_reader(reserved.read_fd)
+    if advertised is not None and server.advertised() != (sorted(advertised[0]), list(advertised[1])):
+        logging.getLogger(__name__).error(
+            "the early initialize advertised %r, the server registered %r", advertised, server.advertised()
+        )
+    if early is not None and early.params is not None:
+        server.initialized_early(early.params)
+    reader = prefixed(early.unread if early is not None else b"", await open_reader(reserved.read_fd))
     writer = await open_writer(reserved.write_fd)
     limit = int(os.environ.get("CONTINUAL_ACP_MAX_MESSAGE_BYTES", DEFAULT_MAX_LINE_BYTES))
     connection = Connection(reader, writer, registry, max_line_bytes=limit)

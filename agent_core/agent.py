@@ -55,6 +55,10 @@ class Agent:
         # Run first by `aclose`, before sessions close (the subagent hub stops admitting there).
         self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []  # issue 12
         self.subagents: Any = None  # agent_core.subagents.SubagentHub, set by SubagentHub.install
+        # When set, every session's kernel start waits for it (acp_server opens it right after its
+        # first session response is written: a kernel starting beside session/new slows the answer).
+        self.kernel_gate: asyncio.Event | None = None
+        self._closing = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -110,6 +114,9 @@ class Agent:
 
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
+        self._closing = True
+        if self.kernel_gate is not None:
+            self.kernel_gate.set()  # held kernel starts give up (a session's close waits for its start)
         for hook in list(self.shutdown_hooks):  # issue 12: subagents stop before their sessions close
             try:
                 await hook()
@@ -138,6 +145,10 @@ class Agent:
 
     def _kernel_factory(self, *, restore: bool) -> Callable[[Session], Coroutine[Any, Any, KernelSession]]:
         async def start(session: Session) -> KernelSession:
+            if self.kernel_gate is not None:
+                await self.kernel_gate.wait()
+                if self._closing:  # aclose opened the gate: no kernel for a closing agent
+                    raise RuntimeError("the agent closed before this session's kernel could start")
             pool = await self._kernel_pool()
             setup = None
             try:

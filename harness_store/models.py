@@ -44,7 +44,7 @@ RESTORED_FIELDS: tuple[str, ...] = (*CONTENT_FIELDS, "trust")
 class HarnessEntry(BaseModel):
     """One prompt note, memory, skill or subagent spec."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     id: str
     kind: Kind
@@ -132,7 +132,7 @@ def normalize_edit(raw: dict[str, Any]) -> dict[str, Any]:
 class Edit(BaseModel):
     """One requested change. `action` and `kind` are plain strings on purpose (see module docstring)."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     action: str
     kind: str
@@ -158,7 +158,7 @@ class Edit(BaseModel):
 class Proposal(BaseModel):
     """A set of edits planned together; applying it yields exactly one `RefinementResult`."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     summary: str = ""
     rationale: str = ""
@@ -203,7 +203,7 @@ class AppliedEdit(Edit):
 class Tombstone(BaseModel):
     """Content that was rejected; a later model create/update matching it is refused."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     id: str
     kind: str
@@ -220,7 +220,7 @@ class Tombstone(BaseModel):
 class RefinementResult(BaseModel):
     """One history record: what a proposal (or rollback, or review) did to one store."""
 
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    model_config = ConfigDict(frozen=True, extra="ignore", defer_build=True)
 
     id: str
     summary: str = ""
@@ -264,7 +264,7 @@ def empty_entries() -> dict[str, dict[str, HarnessEntry]]:
 class HarnessState(BaseModel):
     """Entries by kind then id (all four kinds always present), tombstones, and the history head."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     entries: dict[str, dict[str, HarnessEntry]] = Field(default_factory=empty_entries)
     tombstones: list[Tombstone] = Field(default_factory=list)

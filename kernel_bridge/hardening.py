@@ -14,7 +14,6 @@ secrets for free.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import sys
 
@@ -25,9 +24,17 @@ _PR_GET_DUMPABLE = 3
 
 
 def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
+    # The C library by its usual soname first: `ctypes.util.find_library` runs `ldconfig -p` (a
+    # process, and ~40 ms of imports) on the server's startup path.
     try:
-        return ctypes.CDLL(name or "libc.so.6", use_errno=True)
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        pass
+    from ctypes.util import find_library
+
+    name = find_library("c")
+    try:
+        return ctypes.CDLL(name or "libc.so", use_errno=True)
     except OSError:
         return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from acp_server import frames
+from acp_server import client_quirks, frames
 from acp_server.frames import QUIESCENCE
 
 if TYPE_CHECKING:
@@ -34,8 +34,13 @@ def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
-def review_card(pending: PendingReview, preview: Sequence[Mapping[str, object]]) -> JsonObject:
-    """The proposal's tool card: one `diff` per edit with a view file, a text line otherwise."""
+def review_card(
+    pending: PendingReview, preview: Sequence[Mapping[str, object]], *, path_titles: bool = False
+) -> JsonObject:
+    """The proposal's tool card: one `diff` per edit with a view file, a text line otherwise.
+
+    `path_titles`: the client titles edit cards by diff path (client_quirks.py): the card keeps its
+    words (colon-free title repeated as the first block, diffs as text)."""
     content: list[JsonObject] = []
     for edit in preview:
         path = edit.get("path")
@@ -47,7 +52,13 @@ def review_card(pending: PendingReview, preview: Sequence[Mapping[str, object]])
             content.append(
                 frames.tool_text(" ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k)))
             )
-    return frames.review_card(pending.proposal_id, pending.proposal.summary, content, pending.to_json())
+    card = frames.review_card(pending.proposal_id, pending.proposal.summary, content, pending.to_json())
+    if path_titles:
+        title, shown = client_quirks.path_free_card(str(card["title"]), content)
+        card = frames.review_card(
+            pending.proposal_id, pending.proposal.summary, shown, pending.to_json(), title=title
+        )
+    return card
 
 
 def review_waiting_message(proposal_id: str) -> JsonObject:

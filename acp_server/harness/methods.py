@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
+from types import ModuleType
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 
 from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
+from acp_server.harness.names import HARNESS_METHODS
 from acp_server.harness.wire import (
     already_rolled_back,
     await_quiescence_answer,
@@ -57,10 +59,19 @@ async def _read(params: JsonObject, method: str) -> HarnessParams:
     return read(method, params)
 
 
-def install(server: HarnessHost) -> None:
-    """Register the `_harness/*` methods on `server` and advertise `_harness/quiescence`."""
-    from agent_core.refinement.surface import HarnessStoreError, RefinementNotFound
+def _surface() -> ModuleType:
+    """agent_core's refinement surface, imported on first use (not at install: startup path).
+    An `except _surface().X:` clause is evaluated only when an exception reaches it."""
+    from agent_core.refinement import surface
 
+    return surface
+
+
+def install(server: HarnessHost) -> None:
+    """Register the `_harness/*` methods on `server` and advertise `_harness/quiescence`.
+
+    Imports nothing from agent_core: it runs at startup, and the handlers import it when called.
+    """
     server.extension_notifications.append(QUIESCENCE)
     r = server.registry
 
@@ -85,7 +96,7 @@ def install(server: HarnessHost) -> None:
             )
         try:
             current = await opened.harness.state(scope, as_of=as_of)
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/state: no refinement {as_of!r} in this session's or the global harness"
             ) from None
@@ -96,7 +107,7 @@ def install(server: HarnessHost) -> None:
         cursor = request.cursor
         try:
             page = await opened.harness.history(request.limit, cursor)
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(f"_harness/history: unknown cursor {cursor!r}") from None
         return history_answer(page)
 
@@ -105,7 +116,7 @@ def install(server: HarnessHost) -> None:
         refinement_id = request.refinement_id
         try:
             found = await opened.harness.find(refinement_id)
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/show: no refinement {refinement_id!r} in this session's or the global harness"
             ) from None
@@ -116,7 +127,7 @@ def install(server: HarnessHost) -> None:
         refinement_id, force = request.refinement_id, request.force
         try:
             outcome = await opened.harness.rollback(refinement_id, force=force)
-        except RefinementNotFound:
+        except _surface().RefinementNotFound:
             raise AcpError.invalid_params(
                 f"_harness/rollback: no refinement {refinement_id!r} in this session's or the global harness"
             ) from None
@@ -134,13 +145,13 @@ def install(server: HarnessHost) -> None:
             outcome = await opened.harness.decide(
                 request.proposal_id, request.decision, edit_ids=request.edit_ids
             )
-        except HarnessStoreError as exc:
+        except _surface().HarnessStoreError as exc:
             raise AcpError.invalid_params(f"_harness/review: {exc}") from None
         answer = outcome_answer(outcome)
         if outcome.refinement_id:
             try:
                 found = await opened.harness.find(outcome.refinement_id)
-            except RefinementNotFound:
+            except _surface().RefinementNotFound:
                 pass
             else:
                 answer["result"] = result_full(found.result)
@@ -176,6 +187,10 @@ def install(server: HarnessHost) -> None:
             left = max(0.0, deadline - anyio.current_time())
             quiescent = await hub.wait_settled(opened.session.id, left) and opened.harness.status().quiescent
         return await_quiescence_answer(quiescent, opened.harness.status().last_refinement_id)
+
+    registered = tuple(n for n in r.names() if n.startswith("_harness/"))
+    if registered != HARNESS_METHODS:  # what the early `initialize` advertised (names.py)
+        raise RuntimeError(f"_harness/* methods {registered} differ from names.py's {HARNESS_METHODS}")
 
 
 __all__ = ["install"]

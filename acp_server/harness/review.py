@@ -31,7 +31,7 @@ _CHOICES: dict[str, ReviewChoice] = {
 async def card_for(opened: OpenSession, pending: PendingReview) -> JsonObject:
     """The proposal's review card, diffed against its store as it is now (read off the loop)."""
     preview = await anyio.to_thread.run_sync(opened.harness.preview, pending)
-    return review_card(pending, preview)
+    return review_card(pending, preview, path_titles=opened.presenter.path_titles)
 
 
 async def ask_review(opened: OpenSession, pending: PendingReview) -> RefinementOutcome | None:

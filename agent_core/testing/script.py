@@ -54,18 +54,24 @@ def response(
     *,
     finish_reason: str | None = "stop",
     usage: Mapping[str, Any] | None = None,
+    omit_usage: bool = False,
 ) -> Response:
     """The general form: a list of delta events, then a finish reason and optional usage.
 
     An event is one of `{"content": str}`, `{"reasoning_content": str}`, `{"reasoning": str}`,
     `{"tool_call": {"index", "id"?, "name"?, "arguments"}}` or `{"sleep": seconds}`.
+    `omit_usage`: no usage chunk even when the request asks for one (servers that ignore
+    `stream_options.include_usage`).
     """
-    return {
+    reply: Response = {
         "kind": "stream",
         "events": [dict(e) for e in events],
         "finish_reason": finish_reason,
         "usage": dict(usage) if usage is not None else None,
     }
+    if omit_usage:
+        reply["omit_usage"] = True
+    return reply
 
 
 def text(content: str, *, split: int = 1, usage: Mapping[str, Any] | None = None) -> Response:

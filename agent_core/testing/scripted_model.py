@@ -388,12 +388,16 @@ def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event)
                 entry["id"] = call["id"]
                 entry["type"] = "function"
                 entry["function"]["name"] = call.get("name", "ipython")
+            elif call.get("name"):  # a whole call without an id (older Ollama)
+                entry["type"] = "function"
+                entry["function"]["name"] = call["name"]
             yield frame({"tool_calls": [entry]})
         else:
             yield frame(dict(event))
     yield frame({}, reply.get("finish_reason"))
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    if reply.get("usage") is not None or include_usage:
+    # `omit_usage`: a server that ignores `stream_options.include_usage` (sends no usage at all).
+    if not reply.get("omit_usage") and (reply.get("usage") is not None or include_usage):
         final = frame({})
         final["choices"] = []
         final["usage"] = reply.get("usage") or _default_usage(body, reply)

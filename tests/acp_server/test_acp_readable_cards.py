@@ -125,3 +125,21 @@ def test_a_first_message_after_a_card_has_no_leading_blank_line(
     client, sid = start(spawn, model, tmp_path, "toad")
     assert prompt(client, sid, "run it")[0] == "end_turn"
     assert all_message_text(client, sid) == "The kernel printed 42."
+
+
+def test_a_client_that_titles_edit_cards_by_path_is_asked_about_a_review_card_without_diff_paths(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client, sid = start(spawn, model, tmp_path, "CodeCompanion.nvim")
+    client.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "refine_review", "value": "always"}
+    )
+    model.push(text(json.dumps(PLAN)))
+    run_command(client, sid, "/refine remember the test command")
+    [asked] = [
+        r["params"]["toolCall"] for r in client.agent_requests if r["method"] == "session/request_permission"
+    ]
+    assert asked["title"] == "Refine harness - Remember the test command"
+    assert [c["type"] for c in asked["content"]] == ["content", "content"]
+    assert asked["content"][0]["content"]["text"] == asked["title"]
+    assert asked["content"][1]["content"]["text"].startswith("```diff\n")

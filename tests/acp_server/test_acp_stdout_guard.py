@@ -19,14 +19,24 @@ NOISY_SERVER = textwrap.dedent(
 
     original = methods.AcpServer.initialize
 
-    async def noisy_initialize(self, ctx, params):
+    early = methods.AcpServer.initialized_early
+
+    def noise():
         print("stray print from a handler")
         sys.stdout.write("stray sys.stdout.write\\n")
         os.write(1, b"stray os.write to fd 1\\n")
         subprocess.run([sys.executable, "-c", "print('stray print from a child process')"], check=True)
+
+    async def noisy_initialize(self, ctx, params):
+        noise()
         return await original(self, ctx, params)
 
+    def noisy_initialized_early(self, params):  # the first initialize is answered early
+        noise()
+        early(self, params)
+
     methods.AcpServer.initialize = noisy_initialize
+    methods.AcpServer.initialized_early = noisy_initialized_early
     from acp_server.cli import main
     raise SystemExit(main(["serve"]))
     """
