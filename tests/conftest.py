@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     counts = Counter(item.path for item in items)
     items.sort(key=lambda item: -counts[item.path])  # stable: a file's tests stay in their order
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_exit_cleanly() -> Iterator[None]:
+    """Servers closed at a test's teardown finish exiting while later tests run (acp_client's
+    `close_and_check`); at the end every one must have exited with 0 and kept stdout clean."""
+    yield
+    from acp_client import reap_closing
+
+    problems = reap_closing()
+    assert not problems, "\n".join(problems)

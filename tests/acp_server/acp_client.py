@@ -383,6 +383,70 @@ class AcpClient:
         self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
 
 
+# Servers told to exit (stdin closed) at a test's teardown that finish shutting down while later
+# tests run: a graceful exit (final snapshot, polite kernel shutdown) takes about a second, and
+# waiting for it in every teardown was a tenth of the suite. Their exit code and any late stdout
+# garbage are still checked: when more than `_MAX_CLOSING` are pending, by the next teardown, and
+# for all of them at the end of the session (tests/conftest.py).
+_MAX_CLOSING = 3
+_closing: list[tuple[str, AcpClient, int]] = []
+
+
+def _stdout_problems(client: AcpClient, skip: int = 0) -> list[str]:
+    found = [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage] + client.violations
+    return found[skip:]
+
+
+def close_and_check(client: AcpClient) -> list[str]:
+    """Tell `client`'s server to exit and return the stdout/frame problems seen so far; the exit
+    itself is checked later (`reap_closing`), so the next test need not wait for it."""
+    problems = _stdout_problems(client)
+    if client.proc.poll() is None:
+        if client.proc.stdin and not client.proc.stdin.closed:
+            try:
+                client.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        owner = os.environ.get("PYTEST_CURRENT_TEST", "?").rsplit(" ", 1)[0]
+        _closing.append((owner, client, len(problems)))
+    return problems + reap_closing(keep=_MAX_CLOSING)
+
+
+def reap_closing(keep: int = 0, timeout: float = 60.0) -> list[str]:
+    """Wait until at most `keep` closing servers are left; the problems of those that exited
+    (non-zero exit code, stdout garbage after the test's own check), each naming its test."""
+    problems: list[str] = []
+    pending: list[tuple[str, AcpClient, int]] = []
+    for item in _closing:
+        if item[1].proc.poll() is None:
+            pending.append(item)
+        else:
+            problems += _exit_problems(*item)
+    while len(pending) > keep:
+        owner, client, seen = pending.pop(0)
+        try:
+            client.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            client.proc.kill()
+            client.proc.wait()
+            problems.append(f"{owner}: the server did not exit within {timeout:g} s of EOF (killed)")
+            continue
+        problems += _exit_problems(owner, client, seen)
+    _closing[:] = pending
+    return problems
+
+
+def _exit_problems(owner: str, client: AcpClient, seen: int) -> list[str]:
+    client._reader.join(5)  # the reader has seen every line once stdout closed
+    problems = [f"{owner}: {p}" for p in _stdout_problems(client, seen)]
+    code = client.proc.returncode
+    if code != 0:
+        problems.append(
+            f"{owner}: the server exited with {code} after EOF; stderr tail:\n{client.stderr()[-1500:]}"
+        )
+    return problems
+
+
 def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[str, str]:
     env = {
         "CONTINUAL_ACP_HOME": str(home),

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from acp_client import AcpClient, server_env
+from acp_client import AcpClient, close_and_check, server_env
 from acp_helpers import ClientFactory, initialize, new_session
 
 from agent_core.testing.scripted_model import ScriptedModelServer
@@ -31,10 +31,7 @@ def spawn(tmp_path: Path) -> Iterator[ClientFactory]:
     yield factory
     problems: list[str] = []
     for client in clients:
-        if client.proc.poll() is None:
-            client.close()
-        problems += [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage]
-        problems += client.violations
+        problems += close_and_check(client)
     assert not problems, "\n".join(problems)
 
 

@@ -13,6 +13,7 @@ from acp_server.early_initialize import EarlyStart, answer_first_initialize
 from acp_server.harness.methods import install as install_harness_methods
 from acp_server.harness.names import HARNESS_METHODS, HARNESS_NOTIFICATIONS
 from acp_server.methods import AcpServer
+from acp_server.params import initialize_params
 from acp_server.registry import MethodRegistry, RequestContext
 
 INITIALIZE = {
@@ -80,4 +81,6 @@ async def test_the_early_answer_is_the_answer_of_the_method_table(
     server = AcpServer(MethodRegistry())
     install_harness_methods(server)  # what `serve` installs: the names must match names.py
     ctx = RequestContext(connection=None, method="initialize", request_id=1, is_notification=False)  # type: ignore[arg-type]
-    assert json.loads(answered)["result"] == await server.initialize(ctx, INITIALIZE["params"])
+    assert json.loads(answered)["result"] == await server.initialize(
+        ctx, initialize_params(INITIALIZE["params"])
+    )

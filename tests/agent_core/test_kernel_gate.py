@@ -14,6 +14,20 @@ from agent_core.ports import NoEditor
 pytestmark = pytest.mark.anyio
 
 
+def _kernel_children() -> list[int]:
+    """Pids of this process's children that run ipykernel (Linux /proc)."""
+    found: list[int] = []
+    for task in Path("/proc/self/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"ipykernel" in cmdline or b"IPKernelApp" in cmdline:
+                found.append(int(pid))
+    return found
+
+
 async def test_an_eager_kernel_start_waits_for_the_kernel_gate(tmp_path: Path) -> None:
     agent = Agent(config_for(tmp_path, None, eager_kernel=True))
     agent.kernel_gate = asyncio.Event()
@@ -23,7 +37,10 @@ async def test_an_eager_kernel_start_waits_for_the_kernel_gate(tmp_path: Path) -
         for _ in range(50):  # let the task run as far as it can without the gate
             await asyncio.sleep(0)
         assert not starting.done()
-        assert agent._pool is None  # no pool, no kernel process, no kernel_bridge import yet
+        # session/new checked the backend (the pool exists) but launched nothing: no kernel process
+        # is ready, warming or handed out before the gate opens.
+        assert agent._pool is not None
+        assert _kernel_children() == []
     finally:
         await agent.aclose()
 

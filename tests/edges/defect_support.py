@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "acp_server"))
 
-from acp_client import AcpClient, RpcError, server_env
+from acp_client import AcpClient, RpcError, close_and_check, server_env
 from acp_helpers import initialize, new_session, prompt, run_command
 
 __all__ = ["AcpClient", "RpcError", "initialize", "new_session", "prompt", "run_command", "served"]
@@ -28,7 +28,5 @@ def served(
         initialize(client)
         yield client
     finally:
-        if client.proc.poll() is None:
-            client.close()
-    problems = [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage] + client.violations
+        problems = close_and_check(client)
     assert not problems, "\n".join(problems)

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from acp_client import AcpClient, Frame, RpcError, select, server_env
+from acp_client import AcpClient, Frame, RpcError, close_and_check, select, server_env
 from acp_helpers import initialize, new_session, prompt
 
 __all__ = ["AcpClient", "Frame", "RpcError", "Servers", "new_session", "prompt", "select"]
@@ -40,10 +40,7 @@ class Servers:
     def close(self) -> list[str]:
         problems: list[str] = []
         for client in self.clients:
-            if client.proc.poll() is None:
-                client.close()
-            problems += [f"non-JSON on stdout: {line[:200]!r}" for line in client.garbage]
-            problems += client.violations
+            problems += close_and_check(client)
         return problems
 
 
