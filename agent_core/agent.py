@@ -49,6 +49,7 @@ class Agent:
         self.model = ModelClient(config)  # shared: the planner/reviewer reuse it (`agent.model.complete`)
         self.store = SessionStore(config.home)
         self._pool: KernelPool | None = None
+        self._local_interpreter_checked = False  # check_kernel_backend found ipykernel (local backend)
         self._pool_lock = asyncio.Lock()
         self._sessions: dict[str, Session] = {}
         self._global_store: HarnessStore | None = None
@@ -99,6 +100,16 @@ class Agent:
 
         kind = self.config.kernel_backend.kind
         try:
+            if kind == "local" and self._pool is None:
+                # Before the first session answer the pool is not built (it imports jupyter_client and
+                # zmq, ~150 ms on the session/new path): a local kernel needs only an interpreter
+                # with ipykernel, which kernel_bridge's light environment module can tell.
+                from kernel_bridge.environment import check_ipykernel, resolve_interpreter
+
+                if not self._local_interpreter_checked:
+                    await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    self._local_interpreter_checked = True
+                return
             await (await self._kernel_pool()).check_backend()
         except KernelStartError as exc:
             message = str(exc)
@@ -107,8 +118,13 @@ class Agent:
             raise KernelBackendUnavailable(kind, message) from exc
 
     def kernel_guarantees(self) -> KernelGuarantees | None:
-        """What the kernel backend guarantees (for a session's `_meta`); None before the pool exists."""
+        """What the kernel backend guarantees (for a session's `_meta`); None before the pool exists
+        (except for the local backend, whose guarantees are fixed)."""
         if self._pool is None:
+            if self.config.kernel_backend.kind == "local":
+                from kernel_bridge.guarantees import LOCAL
+
+                return LOCAL
             return None
         return self._pool.guarantees
 

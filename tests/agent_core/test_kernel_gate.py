@@ -37,9 +37,9 @@ async def test_an_eager_kernel_start_waits_for_the_kernel_gate(tmp_path: Path) -
         for _ in range(50):  # let the task run as far as it can without the gate
             await asyncio.sleep(0)
         assert not starting.done()
-        # session/new checked the backend (the pool exists) but launched nothing: no kernel process
-        # is ready, warming or handed out before the gate opens.
-        assert agent._pool is not None
+        # session/new checked the local backend without building the pool (no jupyter_client or zmq
+        # import on that path) and launched nothing before the gate opens.
+        assert agent._pool is None
         assert _kernel_children() == []
     finally:
         await agent.aclose()
