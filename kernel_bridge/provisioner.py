@@ -159,7 +159,13 @@ class ProvisionerLauncher:
                 f"the {name} provisioner of kernelspec {self.kernel_name!r} could not start a kernel: {exc}"
             ) from exc
         process = getattr(km.provisioner, "process", None)
-        pid = int(process.pid) if process is not None and name == "local-provisioner" else -1
+        if name != "local-provisioner":
+            # A remote provisioner that launched on this very host (gateway_provisioners does for a
+            # local address) holds the launcher as a local process. Its group also holds the
+            # launcher's signal listener, a forked child that outlives a launcher killed by signal:
+            # killing the group at shutdown is what ends it.
+            process = getattr(km.provisioner, "local_proc", None)
+        pid = int(process.pid) if process is not None else -1
         if pid > 0:
             reaper.track(pid)
         kernel = ProvisionedKernel(km, pid, log_path, self.paths)

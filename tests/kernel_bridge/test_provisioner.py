@@ -182,6 +182,27 @@ def test_ssh_provisioner_runs_a_session_on_localhost(sshd: Sshd, tmp_path: Path)
     assert out["interrupt"] == ["interrupted", "KeyboardInterrupt"]
     assert "value" in out["restart_report"]
     assert out["after_restart"] == ["ok", "42\n"]
+    # Every process the kernels ran as (launchers and their forked signal listeners) is gone.
+    deadline = time.monotonic() + 15
+    while (left := _processes_running_from(sshd.kernels)) and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling /proc for exits against the deadline above
+    assert left == []
+
+
+def _processes_running_from(directory: Path) -> list[str]:
+    """Command lines of live processes that name a file under `directory`."""
+    found: list[str] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if str(directory).encode() in cmdline and state != "Z":
+            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
+    return found
 
 
 async def test_provisioner_check_names_a_provisioner_that_is_not_installed(tmp_path: Path) -> None:
