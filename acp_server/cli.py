@@ -127,6 +127,9 @@ def _install_subagent_cards(server: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
+    from acp_server.import_costs import skip_unused_heavy_imports
+
+    skip_unused_heavy_imports()  # before any subcommand imports jsonschema (via jsonrpcserver, mcp)
     argv_list = list(sys.argv[1:] if argv is None else argv)
     # `harness` owns its whole argv (`continual-acp harness --json list` must work), so route it
     # before the top-level parser can reject options it does not know.

@@ -30,6 +30,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "CONTINUAL_ACP_HOME": ("home", str),
     "CONTINUAL_ACP_KERNEL_POOL": ("kernel_pool_size", int),
     "CONTINUAL_ACP_MAX_KERNELS": ("max_kernels", int),
+    "CONTINUAL_ACP_EAGER_KERNEL": ("eager_kernel", bool),
     "CONTINUAL_ACP_CONTEXT_WINDOW": ("context_window", int),
     "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": ("max_output_tokens", int),
     "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),

@@ -461,6 +461,11 @@ def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[s
         # doubling the kernels the suite starts. The pooled path is pinned by the shutdown tests
         # (pool size 1, the product default) and by the kernel_bridge pool tests.
         "CONTINUAL_ACP_KERNEL_POOL": "0",
+        # The kernel starts at the first cell, not at session/new: most stdio tests never run one, and
+        # a kernel start is ~1 s of CPU (ipykernel's imports, the server's zmq). The product default
+        # (eager start) is pinned by tests that pass CONTINUAL_ACP_EAGER_KERNEL=1 and by
+        # tests/agent_core/test_kernel_gate.py.
+        "CONTINUAL_ACP_EAGER_KERNEL": "0",
     }
     if model_url:
         env["OPENAI_BASE_URL"] = model_url

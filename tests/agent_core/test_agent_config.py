@@ -37,6 +37,11 @@ def test_defaults_without_any_setting(tmp_path: Path) -> None:
     assert config.send_max_tokens is False
 
 
+@pytest.mark.parametrize(("raw", "eager"), [("0", False), ("false", False), ("1", True), ("yes", True)])
+def test_the_eager_kernel_start_is_set_by_its_environment_variable(tmp_path: Path, raw: str, eager: bool) -> None:
+    assert load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_EAGER_KERNEL": raw}).eager_kernel is eager
+
+
 def test_configured_output_budget_is_sent(tmp_path: Path) -> None:
     config = load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": "4096"})
     assert config.max_output_tokens == 4096 and config.send_max_tokens is True
@@ -69,6 +74,11 @@ def test_configured_output_budget_is_sent(tmp_path: Path) -> None:
             "CONTINUAL_ACP_CONTEXT_WINDOW",
             "big",
             "setting context_window = 'big' (from environment variable CONTINUAL_ACP_CONTEXT_WINDOW)",
+        ),
+        (
+            "CONTINUAL_ACP_EAGER_KERNEL",
+            "sometimes",
+            "setting eager_kernel = 'sometimes' (from environment variable CONTINUAL_ACP_EAGER_KERNEL) is not valid: it must be true or false",
         ),
         (
             "CONTINUAL_ACP_CONTEXT_WINDOW",

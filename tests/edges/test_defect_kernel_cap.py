@@ -23,7 +23,14 @@ def _status_until(client: AcpClient, sid: str, needle: str, timeout: float = 90.
 
 def test_a_session_past_max_kernels_waits_says_why_and_runs_when_a_slot_frees(tmp_path: Path) -> None:
     with ScriptedModelServer([tool_call("print('b ran')", title="b"), text("done")]) as model:
-        with served(tmp_path / "home", tmp_path, model.base_url, CONTINUAL_ACP_MAX_KERNELS="1") as client:
+        with served(
+            # Eager kernels (the product default): the second session waits for a slot at session/new.
+            tmp_path / "home",
+            tmp_path,
+            model.base_url,
+            CONTINUAL_ACP_MAX_KERNELS="1",
+            CONTINUAL_ACP_EAGER_KERNEL="1",
+        ) as client:
             first, _ = new_session(client, str(tmp_path))
             _status_until(client, first, "kernel pid")
             second, _ = new_session(client, str(tmp_path))

@@ -34,14 +34,15 @@ def test_a_sigkilled_servers_runtime_dir_is_swept_by_the_next_server_and_live_di
     unowned = tmp / "cacp-no-owner"
     unowned.mkdir(mode=0o700)
     home = tmp_path / "home"
-    with served(home, tmp_path, TMPDIR=str(tmp)) as first:
+    # An eager kernel (the product default) makes the session's runtime dir at session/new.
+    with served(home, tmp_path, TMPDIR=str(tmp), CONTINUAL_ACP_EAGER_KERNEL="1") as first:
         new_session(first, str(tmp_path))
         _wait_for(lambda: len(_runtime_dirs(tmp)) == 3)
         (dead,) = _runtime_dirs(tmp) - {live, unowned}
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait(timeout=30)
     assert dead.is_dir() and (dead / runtime_sweep.OWNER_FILE).is_file()
-    with served(home, tmp_path, TMPDIR=str(tmp)) as second:
+    with served(home, tmp_path, TMPDIR=str(tmp), CONTINUAL_ACP_EAGER_KERNEL="1") as second:
         new_session(second, str(tmp_path))
         _wait_for(lambda: not dead.exists())
         remaining = _runtime_dirs(tmp)
