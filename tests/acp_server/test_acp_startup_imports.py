@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def test_the_initialize_path_does_not_import_jsonrpcserver_jsonschema_or_pydantic() -> None:
     code = (
@@ -71,3 +73,30 @@ def test_nothing_heavy_is_imported_before_the_first_initialize_is_answered() -> 
     assert answered is True
     assert sorted(set(NOT_BEFORE_INITIALIZE) & set(modules)) == []
     assert json.loads(out.stdout)["id"] == 1  # the answer itself went to the real stdout
+
+
+# `serve` replaced by a probe that imports what the real one imports (jsonrpcserver -> jsonschema).
+SERVE_PROBE = """
+import sys
+
+import pytest
+import acp_server.server as server
+def probe(**_kwargs):
+    import jsonrpcserver, jsonschema
+    jsonschema.validate({"jsonrpc": "2.0"}, {"type": "object", "required": ["jsonrpc"]})
+    print(sys.modules.get("rfc3987_syntax", "absent"))
+    return 0
+server.serve_stdio = probe
+from acp_server.cli import main
+raise SystemExit(main([]))
+"""
+
+
+def test_the_server_keeps_jsonschemas_lark_grammar_backend_out_and_still_validates() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("rfc3987_syntax") is None:
+        pytest.skip("rfc3987-syntax is not installed here: there is nothing to keep out")
+    out = subprocess.run([sys.executable, "-c", SERVE_PROBE], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "None"  # blocked (a `None` entry), not imported
