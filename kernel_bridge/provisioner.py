@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,20 @@ class ProvisionedKernel(RunningKernel):
 
     async def shutdown(self, timeout: float = 3.0) -> None:
         self._monitor.cancel()
-        await super().shutdown(timeout)
+        launcher = getattr(self._provisioner, "local_proc", None)
+        if launcher is None:
+            await super().shutdown(timeout)
+        else:
+            # A remote provisioner's launcher on this host. jupyter_client's polite shutdown ends
+            # in the provisioner's `wait()`, a blocking `Popen.wait()` on it: the whole server's
+            # event loop stalled ~30 s per kernel, the time gateway_provisioners' launcher took to
+            # exit after a shutdown request here. Ask, wait without blocking, then kill its group.
+            with contextlib.suppress(Exception):
+                self.client.shutdown()
+            deadline = time.monotonic() + timeout
+            while launcher.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            await super().kill()
         await self._forget()
 
     async def _forget(self) -> None:
