@@ -114,21 +114,35 @@ class ProvisionedKernel(RunningKernel):
 
     async def shutdown(self, timeout: float = 3.0) -> None:
         self._monitor.cancel()
-        launcher = getattr(self._provisioner, "local_proc", None)
-        if launcher is None:
+        if self._provisioner is None or isinstance(self._provisioner, LocalProvisioner):
             await super().shutdown(timeout)
         else:
-            # A remote provisioner's launcher on this host. jupyter_client's polite shutdown ends
-            # in the provisioner's `wait()`, a blocking `Popen.wait()` on it: the whole server's
-            # event loop stalled ~30 s per kernel, the time gateway_provisioners' launcher took to
-            # exit after a shutdown request here. Ask, wait without blocking, then kill its group.
+            # jupyter_client's polite shutdown fails both ways with gateway_provisioners here: it
+            # first tells the launcher's signal listener to exit, so when the kernel then ignores
+            # the shutdown request (it lingered ~30 s) nothing can signal it and a remote kernel
+            # outlived its session; and for a launcher on this host it ends in a blocking
+            # `Popen.wait()` that stalled the whole event loop those 30 s. So: ask the kernel,
+            # wait (without blocking) up to `timeout`, then kill through the provisioner.
             with contextlib.suppress(Exception):
                 self.client.shutdown()
             deadline = time.monotonic() + timeout
-            while launcher.poll() is None and time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
+            while time.monotonic() < deadline and not await self._ended():
+                await asyncio.sleep(0.2)
             await super().kill()
         await self._forget()
+
+    async def _ended(self) -> bool:
+        """The kernel is known to have exited (its local launcher, or the provisioner's poll)."""
+        provisioner = self._provisioner
+        launcher = getattr(provisioner, "local_proc", None)
+        if launcher is not None:
+            return bool(launcher.poll() is not None)
+        if provisioner is None:
+            return True
+        try:
+            return await asyncio.wait_for(provisioner.poll(), _CONFIRM_BOUND) is not None
+        except Exception:  # no answer: not known to have ended
+            return False
 
     async def _forget(self) -> None:
         """Drop the ledger entry once the provisioner says the kernel is gone; else keep it."""
