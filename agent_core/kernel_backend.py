@@ -156,8 +156,8 @@ def parse_backend(values: MutableMapping[str, Any], env: Mapping[str, str]) -> K
 def pool_options(backend: KernelBackend, *, home: Path, protected: tuple[Path, ...] = ()) -> dict[str, Any]:
     """Keyword arguments for `KernelPool(...)`: the launcher for `backend` and the host transport.
 
-    `home` is the server's data dir (the gateway ledger lives there; the sandbox keeps it
-    read-only); `protected` are further paths a sandboxed kernel must not write.
+    `home` is the server's data dir (the gateway and provisioner ledgers live there; the sandbox
+    keeps it read-only); `protected` are further paths a sandboxed kernel must not write.
     """
     options: dict[str, Any] = {"host_transport": backend.host_transport}
     if backend.kind == "gateway":
@@ -190,7 +190,9 @@ def pool_options(backend: KernelBackend, *, home: Path, protected: tuple[Path, .
         from kernel_bridge.provisioner import ProvisionerLauncher
 
         assert backend.kernel_name is not None
-        options["launcher"] = ProvisionerLauncher(backend.kernel_name)
+        options["launcher"] = ProvisionerLauncher(
+            backend.kernel_name, ledger_path=home / "kernels" / "provisioner-kernels.json"
+        )
     return options
 
 

@@ -6,7 +6,13 @@ kernel is warmed for the workspace of the last session, so one unmeasured sessio
 `x=1+1` round trip, and interrupt latency (interrupt call -> the sleeping cell has finished).
 The gateway is a real `jupyter kernelgateway` started on 127.0.0.1 by this script.
 
+The per-backend figures are measured one backend after another, so a load change between them
+moves the ratios. `interleaved` therefore holds one session per local-process backend (local,
+bubblewrap, Landlock) open at once and alternates their `x=1+1` trips (the order rotated each
+round): the round-trip ratio of each sandbox tier vs the unsandboxed kernel under the same load.
+
 Run: .venv/bin/python benchmarks/bench_backends.py [--rounds N] [--trips N] [--backends local,landlock]
+     [--interleaved-only]
 """
 
 from __future__ import annotations
@@ -102,6 +108,47 @@ async def bench(
     }
 
 
+async def interleaved(
+    launchers: dict[str, Callable[[], Any] | None], trips: int, work: Path
+) -> dict[str, Any]:
+    """`x=1+1` round trips of every backend in `launchers`, alternated trip by trip in one run."""
+    pools = {
+        name: KernelPool(0, **({} if make is None else {"launcher": make()}))
+        for name, make in launchers.items()
+    }
+    times: dict[str, list[float]] = {name: [] for name in launchers}
+    try:
+        sessions = {name: (await _first_result(pool, work))[1] for name, pool in pools.items()}
+        names = list(sessions)
+        for _ in range(5):  # warm-up trips, not measured
+            for name in names:
+                await sessions[name].execute("x=1+1").result()
+        for i in range(trips):
+            shift = i % len(names)
+            for name in names[shift:] + names[:shift]:
+                start = time.perf_counter()
+                await sessions[name].execute("x=1+1").result()
+                times[name].append(time.perf_counter() - start)
+        for session in sessions.values():
+            await session.shutdown(final_snapshot=False)
+    finally:
+        for pool in pools.values():
+            await pool.aclose()
+    local = statistics.median(times["local"])
+    return {
+        "trips_each": trips,
+        "round_trip_median_ms": {name: _median_ms(values) for name, values in times.items()},
+        "round_trip_ratio_vs_local": {
+            name: round(statistics.median(values) / local, 3) for name, values in times.items()
+        },
+        # The ratio of medians hides how often a tier is slower trip for trip: the paired view.
+        "paired_trip_ratio_median": {
+            name: round(statistics.median(v / lo for v, lo in zip(values, times["local"], strict=True)), 3)
+            for name, values in times.items()
+        },
+    }
+
+
 def _local_provisioner_spec(root: Path) -> Path:
     """A kernelspec that names the local provisioner (the SSH/Kubernetes ones need other hosts)."""
     spec_dir = root / "bench-provisioned"
@@ -116,8 +163,42 @@ def _local_provisioner_spec(root: Path) -> Path:
     return root
 
 
-async def main(rounds: int, trips: int, backends: list[str]) -> None:
+def _sandbox_tiers(backends: list[str]) -> dict[str, Callable[[], Any] | None]:
+    """The local kernel and each requested sandbox tier this machine supports."""
+    launchers: dict[str, Callable[[], Any] | None] = {"local": None}
+    if "sandbox" in backends:
+        probe = probe_bubblewrap()
+        if probe.ok:
+            launchers["sandbox (bubblewrap)"] = lambda: SandboxLauncher(tier="bubblewrap")
+        else:
+            print(f"sandbox skipped: {probe.reason}", file=sys.stderr)
+    if "landlock" in backends:
+        probe = probe_landlock()
+        if probe.ok:
+            launchers["sandbox (landlock)"] = lambda: SandboxLauncher(tier="landlock")
+        else:
+            print(f"landlock skipped: {probe.reason}", file=sys.stderr)
+    return launchers
+
+
+def _meta(rounds: int, trips: int, load_before: tuple[float, float, float]) -> dict[str, Any]:
+    return {
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, {platform.system()} {platform.release()}",
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "rounds": rounds,
+        "trips": trips,
+    }
+
+
+async def main(rounds: int, trips: int, backends: list[str], interleaved_only: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-backends-"))
+    load_before = os.getloadavg()
+    tiers = _sandbox_tiers(backends)
+    if interleaved_only:
+        mixed = await interleaved(tiers, trips, work)
+        print(json.dumps({"meta": _meta(rounds, trips, load_before), "interleaved": mixed}, indent=1))
+        return
     results = [await bench("local", None, rounds, trips, work)]
     if "sandbox" in backends:
         probe = probe_bubblewrap()
@@ -146,13 +227,9 @@ async def main(rounds: int, trips: int, backends: list[str]) -> None:
     local_trip = results[0]["x_1_plus_1_round_trip_ms"]
     for row in results:
         row["round_trip_ratio_vs_local"] = round(row["x_1_plus_1_round_trip_ms"] / local_trip, 3)
-    meta = {
-        "machine": f"{platform.machine()} {os.cpu_count()} cores",
-        "load_average": os.getloadavg(),
-        "rounds": rounds,
-        "trips": trips,
-    }
-    print(json.dumps({"meta": meta, "results": results}, indent=1))
+    paired = await interleaved(tiers, trips, work) if len(tiers) > 1 else None
+    output = {"meta": _meta(rounds, trips, load_before), "results": results, "interleaved": paired}
+    print(json.dumps(output, indent=1))
 
 
 if __name__ == "__main__":
@@ -164,5 +241,10 @@ if __name__ == "__main__":
         default="local,sandbox,landlock,provisioner,gateway",
         help="comma-separated; local always runs",
     )
+    parser.add_argument(
+        "--interleaved-only",
+        action="store_true",
+        help="only the interleaved round trips of local and the sandbox tiers (a short run)",
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.trips, args.backends.split(",")))
+    asyncio.run(main(args.rounds, args.trips, args.backends.split(","), args.interleaved_only))

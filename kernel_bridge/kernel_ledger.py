@@ -1,9 +1,11 @@
 """A record of the remote kernels this user's servers started, so none outlives its server.
 
-A server that is SIGKILLed (or crashes) cannot delete its gateway kernels. Each kernel it starts
-is written here with its owner (host, pid and the process's start time, so a reused pid is not
-taken for the owner); the next server start deletes the kernels whose owner is gone. Kernels of
-servers that still run are left alone. One JSON file, read-modify-written under `flock`.
+A server that is SIGKILLed (or crashes) cannot delete its gateway kernels or end the kernels a
+remote provisioner started for it. Each kernel it starts is written here with its owner (host,
+pid and the process's start time, so a reused pid is not taken for the owner); the next server
+start deletes the kernels whose owner is gone. Kernels of servers that still run are left alone.
+One JSON file, read-modify-written under `flock`. An entry may carry `info`: what a later process
+needs to end the kernel (a provisioner's persisted state).
 """
 
 from __future__ import annotations
@@ -54,7 +56,10 @@ def owner_alive(tag: str) -> bool:
 
 
 class KernelLedger:
-    """Entries `{gateway, kernel_id, owner, created}` in a 0600 JSON file."""
+    """Entries `{gateway, kernel_id, owner, created[, info, attempts]}` in a 0600 JSON file.
+
+    `gateway` is where the kernel lives (a gateway's URL, or `provisioner:<kernelspec>`).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -82,12 +87,18 @@ class KernelLedger:
         finally:
             os.close(lock_fd)
 
-    def add(self, gateway: str, kernel_id: str, owner: str) -> None:
-        """Record a kernel this server started."""
+    def add(self, gateway: str, kernel_id: str, owner: str, info: dict[str, Any] | None = None) -> None:
+        """Record a kernel this server started (`info`: JSON-able state needed to end it later)."""
+        entry: dict[str, Any] = {
+            "gateway": gateway,
+            "kernel_id": kernel_id,
+            "owner": owner,
+            "created": time.time(),
+        }
+        if info is not None:
+            entry["info"] = info
         with self._locked() as entries:
-            entries.append(
-                {"gateway": gateway, "kernel_id": kernel_id, "owner": owner, "created": time.time()}
-            )
+            entries.append(entry)
 
     def remove(self, gateway: str, kernel_id: str) -> None:
         """Forget a kernel (deleted by its owner)."""
@@ -104,6 +115,23 @@ class KernelLedger:
                 for e in entries
                 if e.get("gateway") == gateway and not owner_alive(str(e.get("owner", "")))
             ]
+
+    def orphan_entries(self) -> list[dict[str, Any]]:
+        """Every entry (all places, with its `info`) whose owning server is gone."""
+        with self._locked() as entries:
+            return [
+                dict(e) for e in entries if isinstance(e, dict) and not owner_alive(str(e.get("owner", "")))
+            ]
+
+    def count_attempt(self, gateway: str, kernel_id: str) -> int:
+        """Note one more failed attempt to end a left-over kernel; returns the count so far."""
+        count = 0
+        with self._locked() as entries:
+            for e in entries:
+                if e.get("gateway") == gateway and e.get("kernel_id") == kernel_id:
+                    count = int(e.get("attempts", 0)) + 1
+                    e["attempts"] = count
+        return count
 
     def owned(self, gateway: str, owner: str) -> list[str]:
         """Ids of kernels on `gateway` recorded by `owner`."""

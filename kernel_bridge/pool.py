@@ -187,6 +187,9 @@ class KernelPool:
         """Begin warming kernels in the background; returns at once."""
         if self._closed:
             raise KernelBridgeError("the kernel pool was closed")
+        begin_sweep = getattr(self._launcher, "begin_sweep", None)
+        if begin_sweep is not None:  # end kernels a killed server left (in the background)
+            begin_sweep()
         self._refill()
 
     def _refill(self) -> None:

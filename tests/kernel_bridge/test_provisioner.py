@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -17,10 +19,14 @@ import pytest
 
 from kernel_bridge import KernelPool
 from kernel_bridge.errors import KernelStartError
-from kernel_bridge.provisioner import ProvisionerLauncher
+from kernel_bridge.kernel_ledger import KernelLedger, owner_tag
+from kernel_bridge.provisioner import PLACE_PREFIX, SWEEP_ATTEMPTS, ProvisionerLauncher
 
 pytestmark = pytest.mark.anyio
 _HERE = Path(__file__).parent
+# Another loopback address: gateway_provisioners launches a kernel for 127.0.0.1 as a local child
+# process, but over ssh (nohup, detached: nothing on the host watches our server) for this one.
+REMOTE_HOST = "127.0.0.2"
 
 
 def _write_local_spec(root: Path, name: str) -> Path:
@@ -117,9 +123,12 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
+    # paramiko (the provisioner's ssh client) rejects unknown host keys.
+    host_key = (base / "hostkey.pub").read_text().split()
+    (home / ".ssh" / "known_hosts").write_text(f"[{REMOTE_HOST}]:{port} {host_key[0]} {host_key[1]}\n")
     config = base / "sshd_config"
     config.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {base / 'hostkey'}\nAuthorizedKeysFile {authorized}\n"
+        f"Port {port}\nListenAddress 127.0.0.1\nListenAddress {REMOTE_HOST}\nHostKey {base / 'hostkey'}\nAuthorizedKeysFile {authorized}\n"
         f"PidFile {base / 'sshd.pid'}\nStrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
     )
@@ -169,7 +178,14 @@ def test_ssh_provisioner_runs_a_session_on_localhost(sshd: Sshd, tmp_path: Path)
         "GP_UNAUTHORIZED_USERS": "nobody-in-particular",  # root is refused by default
     }
     done = subprocess.run(
-        [sys.executable, str(_HERE / "provisioner_driver.py"), "ssh_py", str(sshd.kernels), str(tmp_path)],
+        [
+            sys.executable,
+            str(_HERE / "provisioner_driver.py"),
+            "ssh_py",
+            str(sshd.kernels),
+            str(tmp_path),
+            str(tmp_path / "ledger.json"),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -182,11 +198,87 @@ def test_ssh_provisioner_runs_a_session_on_localhost(sshd: Sshd, tmp_path: Path)
     assert out["interrupt"] == ["interrupted", "KeyboardInterrupt"]
     assert "value" in out["restart_report"]
     assert out["after_restart"] == ["ok", "42\n"]
+    # Recorded while it ran (one entry: the restart's old kernel was forgotten), forgotten at shutdown.
+    assert len(out["ledger_while_running"]) == 1
+    assert json.loads((tmp_path / "ledger.json").read_text()) == []
     # Every process the kernels ran as (launchers and their forked signal listeners) is gone.
     deadline = time.monotonic() + 15
     while (left := _processes_running_from(sshd.kernels)) and time.monotonic() < deadline:
         time.sleep(0.1)  # polling /proc for exits against the deadline above
     assert left == []
+
+
+def _ssh_env(sshd: Sshd, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HOME": str(sshd.home),
+        "GP_SSH_PORT": str(sshd.port),
+        "GP_UNAUTHORIZED_USERS": "nobody-in-particular",  # root is refused by default
+        "KERNEL_REMOTE_HOST": REMOTE_HOST,  # over ssh, as to another machine
+        "GP_KERNEL_LOG_DIR": str(tmp_path),  # the "remote" kernel's log, not in /tmp
+    }
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_ssh_kernel_left_by_a_sigkilled_server_is_ended_by_the_next_start(sshd: Sshd, tmp_path: Path) -> None:
+    env = _ssh_env(sshd, tmp_path)
+    ledger = tmp_path / "provisioner-kernels.json"
+    driver = str(_HERE / "provisioner_driver.py")
+    server = subprocess.Popen(
+        [sys.executable, driver, "hold", "ssh_py", str(sshd.kernels), str(tmp_path), str(ledger)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ready, _, _ = select.select([server.stdout], [], [], 180)
+        assert ready, "the server did not start its ssh kernel within 180 s"
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        assert line, server.communicate(timeout=30)[1][-3000:]
+        started = json.loads(line)
+    finally:
+        server.kill()  # SIGKILL: the server runs no cleanup
+        server.communicate(timeout=30)
+    assert started["status"] == "ok"
+    pid = started["pid"]
+    try:
+        _sweep_and_check(sshd, env, ledger, pid)
+    finally:
+        if _alive(pid):  # the sweep failed: do not leave the kernel (and its listener) behind
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+
+
+def _sweep_and_check(sshd: Sshd, env: dict[str, str], ledger: Path, pid: int) -> None:
+    driver = str(_HERE / "provisioner_driver.py")
+    (entry,) = json.loads(ledger.read_text())
+    assert entry["info"]["provisioner_info"]["pid"] == pid
+    assert _alive(pid), "the ssh kernel did not outlive its server: nothing to sweep"
+
+    done = subprocess.run(
+        [sys.executable, driver, "sweep", "ssh_py", str(sshd.kernels), str(ledger)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"ended": [entry["kernel_id"]]}
+    deadline = time.monotonic() + 15
+    while (left := _processes_running_from(sshd.kernels)) and time.monotonic() < deadline:
+        time.sleep(0.1)  # polling /proc for exits against the deadline above
+    assert not _alive(pid)
+    assert left == []  # its launcher's signal listener too
+    assert json.loads(ledger.read_text()) == []
 
 
 def _processes_running_from(directory: Path) -> list[str]:
@@ -220,3 +312,40 @@ async def test_provisioner_check_passes_for_an_installed_provisioner(tmp_path: P
     assert await ProvisionerLauncher("fine", kernel_dirs=[str(specs)]).check() == (
         "kernelspec fine uses the local-provisioner"
     )
+
+
+# -- the ledger rule of the provisioner sweep (no kernel needed) --------------------------------------
+
+
+def _dead_owner() -> str:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    return owner_tag(dead.pid)
+
+
+async def test_provisioner_sweep_drops_an_entry_without_provisioner_state(tmp_path: Path) -> None:
+    ledger = KernelLedger(tmp_path / "ledger.json")
+    ledger.add(PLACE_PREFIX + "ssh_py", "k-1", _dead_owner(), {"provisioner": "distributed-provisioner"})
+    launcher = ProvisionerLauncher("ssh_py", ledger_path=ledger.path)
+    assert await launcher.sweep() == []
+    assert json.loads(ledger.path.read_text()) == []
+
+
+async def test_provisioner_sweep_retries_a_kernel_it_cannot_end_then_gives_up(tmp_path: Path) -> None:
+    ledger = KernelLedger(tmp_path / "ledger.json")
+    spec = {"argv": ["python"], "display_name": "x", "language": "python"}
+    spec["metadata"] = {"kernel_provisioner": {"provisioner_name": "no-such-provisioner"}}
+    info = {"spec": spec, "resource_dir": str(tmp_path), "provisioner_info": {"kernel_id": "k-2"}}
+    ledger.add(PLACE_PREFIX + "gone_py", "k-2", _dead_owner(), info)
+    attempts = []
+    for _start in range(SWEEP_ATTEMPTS):
+        assert await ProvisionerLauncher("any", ledger_path=ledger.path).sweep() == []
+        attempts.append([e.get("attempts") for e in json.loads(ledger.path.read_text())])
+    assert attempts == [[1], [2], []]
+
+
+async def test_provisioner_sweep_leaves_kernels_of_a_live_server_alone(tmp_path: Path) -> None:
+    ledger = KernelLedger(tmp_path / "ledger.json")
+    ledger.add(PLACE_PREFIX + "ssh_py", "k-3", owner_tag(os.getppid()), {"provisioner_info": {}})
+    assert await ProvisionerLauncher("ssh_py", ledger_path=ledger.path).sweep() == []
+    assert [e["kernel_id"] for e in json.loads(ledger.path.read_text())] == ["k-3"]
