@@ -4,13 +4,15 @@ A server holds an exclusive `flock` on `sessions/<id>/owner.lock` while a sessio
 (agent_core/ownership.py). Probing that lock by trying to take it could make a server opening the
 session at that instant fail with "session in use", so on Linux the panel reads `/proc/locks`
 instead (it lists every held lock by device and inode, without touching it). Elsewhere the open
-state is reported as unknown (None).
+state is reported as unknown (None). The same owner state tells a live session's published
+quiescence (`sessions/<id>/quiescence.json`) from a stale one (`published_quiescence`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,3 +125,20 @@ def describe_sessions(home: Path) -> list[SessionInfo]:
         )
     found.sort(key=lambda s: (not s.open, s.session_id))
     return found
+
+
+def published_quiescence(home: Path, *, skip: Collection[str] = ()) -> dict[str, dict[str, Any]]:
+    """`{session id: reading}` of every session but `skip`, from the `quiescence.json` its server
+    keeps (acp_server/quiescence_file.py), checked against the session's owner lock: a closed
+    session or a dead writer is "not running", a bad file "unknown" with the reason."""
+    from acp_server.quiescence_file import read_quiescence
+
+    flocks = held_flocks()
+    out: dict[str, dict[str, Any]] = {}
+    for sid in session_ids(home):
+        if sid in skip:
+            continue
+        directory = home / "sessions" / sid
+        is_open, pid = owner_of(directory, flocks)
+        out[sid] = read_quiescence(directory, sid, is_open=is_open, owner_pid=pid).to_json()
+    return out

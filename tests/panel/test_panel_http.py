@@ -9,9 +9,11 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from acp_server.quiescence_file import write_quiescence
 from agent_core.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 
@@ -499,10 +501,62 @@ def test_promoting_a_global_entry_is_refused_clearly(panel: RunningPanel) -> Non
     assert (status, body["error"]) == (400, "only a session's local entry can be promoted")
 
 
-def test_the_standalone_panel_shows_quiescence_as_unknown(panel: RunningPanel) -> None:
+def test_the_standalone_panel_shows_closed_sessions_as_not_running(panel: RunningPanel) -> None:
     overview = panel.get("/api/overview")
     assert overview["in_server"] is False
-    assert {s["session_id"]: s["quiescence"] for s in overview["sessions"]} == {
-        "sess-data-pipeline": None,
-        "sess-web-checkout": None,
+    assert {
+        s["session_id"]: (s["quiescence"]["state"], s["quiescence"]["reason"]) for s in overview["sessions"]
+    } == {
+        "sess-data-pipeline": ("not running", "the session is not open in any server"),
+        "sess-web-checkout": ("not running", "the session is not open in any server"),
     }
+
+
+def _overview_quiescence(panel: RunningPanel, sid: str) -> dict[str, Any]:
+    quiet: dict[str, Any] = {
+        s["session_id"]: s["quiescence"] for s in panel.get("/api/overview")["sessions"]
+    }[sid]
+    return quiet
+
+
+def test_the_standalone_panel_shows_the_quiescence_an_open_sessions_server_publishes(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid = "sess-data-pipeline"
+    directory = populated.home / "sessions" / sid
+    busy = {
+        "quiescent": False,
+        "pending": 0,
+        "in_flight": 1,
+        "background": [{"type": "refinement", "title": "Refining the harness"}],
+    }
+    lock = SessionOwnerLock.acquire(directory, sid)  # this process plays the server that has it open
+    try:
+        write_quiescence(directory, sid, busy)
+        quiet = _overview_quiescence(panel, sid)
+    finally:
+        lock.release()
+    assert (quiet["state"], quiet["in_flight"], quiet["background"], quiet["pid"], quiet["source"]) == (
+        "busy",
+        1,
+        busy["background"],
+        os.getpid(),
+        "file",
+    )
+
+
+def test_the_standalone_panel_shows_a_corrupt_quiescence_file_as_unknown_with_the_reason(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid = "sess-data-pipeline"
+    directory = populated.home / "sessions" / sid
+    (directory / "quiescence.json").write_text('{"version": 1, "pid": ', encoding="utf-8")
+    lock = SessionOwnerLock.acquire(directory, sid)
+    try:
+        quiet = _overview_quiescence(panel, sid)
+    finally:
+        lock.release()
+    assert (quiet["state"], quiet["reason"]) == (
+        "unknown",
+        "quiescence.json is unusable: it is not valid JSON",
+    )
