@@ -335,7 +335,10 @@ def read_quiescence(
     if not os.path.lexists(path):
         if is_open is False:
             return QuiescenceReading(NOT_RUNNING, "the session is not open in any server")
-        return QuiescenceReading(UNKNOWN, "its server publishes no quiescence file (an older version?)")
+        return QuiescenceReading(
+            UNKNOWN,
+            "no quiescence file: the process that has it open publishes none (a subagent, an older server)",
+        )
     try:
         data = _load(path)
         if data.get("version") != VERSION:

@@ -20,7 +20,9 @@ sessions and the standalone panel"):
                    edit_ids=[entry])`) on the refinement that last wrote the entry.
 * delete        -> a user-written proposal with one delete edit (trigger `user`).
 * promote       -> `/promote` (`HarnessSurface.promote`, agent_core/promotion.py): create in the
-                   target, then delete the local copy; two refinement ids.
+                   target, then delete the local copy; two refinement ids. A skill is checked
+                   first by the same check the session runs (`verifier_for`, in the session's
+                   cwd); a refused check leaves the local entry and the answer says why.
 
 They block (file locks, the hop to the server loop): call them from a worker thread.
 """
@@ -31,15 +33,17 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_server.panel.sessions import describe_sessions
+from acp_server.panel.sessions import describe_sessions, session_cwd
 from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, StoreView, proposer_of
 
 if TYPE_CHECKING:
     from acp_server.panel.link import ServerLink
     from agent_core.refinement.records import Scope
     from agent_core.refinement.surface import HarnessSurface
+    from harness_store.verify import PreApplyVerifier
 
 DECISIONS = ("apply", "reject", "reject_forever")
 PROMOTION_TARGETS = ("project", "global")
@@ -87,11 +91,23 @@ def _outcome_result(outcome: Any, done: str, session_id: str) -> ActionResult:
 
 
 class PanelActions:
-    """The panel's write actions over the stores of one data home (through `link` when given)."""
+    """The panel's write actions over the stores of one data home (through `link` when given).
 
-    def __init__(self, data: PanelData, link: ServerLink | None = None) -> None:
+    `verifier_factory` (`(scope, cwd) -> PreApplyVerifier`) builds the skill check a direct write
+    runs; by default `agent_core.skill_check.cli_verifier_factory`, which like a session's own
+    check (`session_verifiers`) ends in `verifier_for` with the config's `verify_skills`: one
+    check, whoever promotes."""
+
+    def __init__(
+        self,
+        data: PanelData,
+        link: ServerLink | None = None,
+        *,
+        verifier_factory: Callable[[str, Path], PreApplyVerifier] | None = None,
+    ) -> None:
         self.data = data
         self.link = link
+        self._verifier_factory = verifier_factory
 
     # ------------------------------------------------------------ who acts
 
@@ -124,6 +140,31 @@ class PanelActions:
                 "another server read the change at their next step (no card is shown there)."
             )
         return result
+
+    def _skill_verifier(self, scope: str, session_id: str) -> PreApplyVerifier:
+        """The skill check for a direct write into `scope` on behalf of `session_id`: the one a
+        session runs (`verifier_for`), in the session's working directory (its imports resolve
+        there). A check that cannot be set up refuses every skill, saying why (memories and other
+        kinds are not checked)."""
+        from harness_store.verify import Verdict
+
+        cwd = session_cwd(self.data.home, session_id)
+
+        def refuse(reason: str) -> PreApplyVerifier:
+            return lambda _entry: Verdict(False, reason)
+
+        if cwd is None or not cwd.is_dir():
+            return refuse(
+                f"the skill check needs the session's working directory ({cwd or 'not recorded'}), which is not there"
+            )
+        try:
+            if self._verifier_factory is None:
+                from agent_core.skill_check import cli_verifier_factory
+
+                self._verifier_factory = cli_verifier_factory()
+            return self._verifier_factory(scope, cwd)
+        except Exception as exc:  # a bad config.toml: no skill goes in unchecked
+            return refuse(f"the skill check could not be set up: {exc}")
 
     def _routed(self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Any]) -> Any:
         _sid, surface = acting
@@ -391,6 +432,8 @@ class PanelActions:
                     target_store=glob.store,
                     session_id=store_key,
                     kind=kind,
+                    # The check `/promote` runs in the session (coordinator -> skill_verifier).
+                    verifier=self._skill_verifier(target, store_key),
                 )
         except PromotionError as exc:
             return ActionResult(False, f"Not promoted: {exc}.")

@@ -96,6 +96,12 @@ def _meta(session_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def session_cwd(home: Path, session_id: str) -> Path | None:
+    """The working directory a session was opened in (`meta.json`), or None when not recorded."""
+    cwd = _meta(home / "sessions" / session_id).get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
+
+
 def count_pending(directory: Path) -> int:
     """How many proposals wait in a store's `pending/` directory (pending_files.py layout)."""
     try:

@@ -161,7 +161,7 @@ def test_no_file_for_an_open_session_reads_unknown_with_the_reason(tmp_path: Pat
     reading = _read(tmp_path)
     assert (reading.state, reading.reason) == (
         "unknown",
-        "its server publishes no quiescence file (an older version?)",
+        "no quiescence file: the process that has it open publishes none (a subagent, an older server)",
     )
 
 

@@ -18,7 +18,7 @@ from agent_core.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 
 from .conftest import RunningPanel, start_panel
-from .populate import Populated, create, proposal
+from .populate import Populated, create, proposal, write_transcript
 
 ROUTES = [
     "/",
@@ -560,3 +560,63 @@ def test_the_standalone_panel_shows_a_corrupt_quiescence_file_as_unknown_with_th
         "unknown",
         "quiescence.json is unusable: it is not valid JSON",
     )
+
+
+def _local_skill(home: Path, cwd: Path, sid: str, module: str) -> None:
+    """A session opened in `cwd` with one local skill importing `module` (written unchecked)."""
+    write_transcript(home, sid, str(cwd), "Skill session", [("u-1", "user", "hi")])
+    made = HarnessStore(home / "sessions" / sid / "harness").apply(
+        proposal(
+            create(
+                "skill",
+                "Greets",
+                "Says hello.",
+                id="greet",
+                reference={"type": "python", "import": module, "callable": "greet"},
+                arguments={},
+            ),
+            summary="a skill",
+        ),
+        scope="local",
+        trigger="user",
+    )
+    assert made.applied, made.errors
+
+
+def test_a_standalone_promotion_the_skill_check_refuses_is_refused_with_the_reason(
+    panel: RunningPanel, populated: Populated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_core.skill_check import shared_service
+
+    monkeypatch.setenv("CONTINUAL_ACP_CONFIG", str(tmp_path / "none.toml"))  # the defaults: checks on
+    sid = "sess-skills"
+    _local_skill(populated.home, tmp_path, sid, "no_such_module_xyz")
+    try:
+        status, body = panel.request(
+            "/api/actions/promote", body={"store": sid, "kind": "skill", "id": "greet", "target": "global"}
+        )
+    finally:
+        shared_service().close()  # the check's scratch kernels (one per process)
+    assert (status, body["ok"]) == (409, False), body
+    assert body["message"].startswith("Could not promote skill greet to global")
+    assert any("skill check failed" in e and "ModuleNotFoundError" in e for e in body["errors"]), body[
+        "errors"
+    ]
+    assert populated.store("global").load().get("skill", "greet") is None
+    assert populated.store(sid).load().get("skill", "greet") is not None
+
+
+def test_a_standalone_promotion_of_a_skill_whose_session_directory_is_gone_is_refused(
+    panel: RunningPanel, populated: Populated, tmp_path: Path
+) -> None:
+    sid = "sess-skills"
+    _local_skill(populated.home, tmp_path / "deleted-checkout", sid, "greeting")
+    status, body = panel.request(
+        "/api/actions/promote", body={"store": sid, "kind": "skill", "id": "greet", "target": "global"}
+    )
+    assert status == 409 and populated.store("global").load().get("skill", "greet") is None
+    assert any(
+        f"the skill check needs the session's working directory ({tmp_path / 'deleted-checkout'}), which is not there"
+        in e
+        for e in body["errors"]
+    ), body["errors"]
