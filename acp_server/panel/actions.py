@@ -14,8 +14,9 @@ sessions and the standalone panel"):
                    either half of a promotion rolls back the other half too.
 * review        -> `/review` (`HarnessSurface.decide`; on disk: removing the pending file is the
                    claim; reject -> `reject_proposal` (tombstones); apply -> `apply` with the
-                   planning baseline, the transcript's message ids as evidence checker, then
-                   `record_review(id, "apply")` so a human-approved candidate becomes verified).
+                   planning baseline, the transcript's message ids as evidence checker and the
+                   session's skill check, then `record_review(id, "apply")` so a human-approved
+                   candidate becomes verified).
 * verify        -> review of an applied refinement by its id (`record_review(..., "apply",
                    edit_ids=[entry])`) on the refinement that last wrote the entry.
 * delete        -> a user-written proposal with one delete edit (trigger `user`).
@@ -311,6 +312,9 @@ class PanelActions:
             kwargs["evidence_checker"] = self.data.evidence.message_ids(proposer).__contains__
         if pending.scope == "local":
             kwargs["global_state"] = self.data.view(GLOBAL).store.load()
+        # The skill check the session's `/review` runs (coordinator -> skill_verifier), in the
+        # proposing session's cwd.
+        kwargs["verifier"] = self._skill_verifier(pending.scope, proposer or store_key)
         result = store.apply(pending.proposal, **kwargs)
         if result.applied and pending.trigger != "user":
             store.record_review(result.id, "apply")  # approved by a human: candidate -> verified

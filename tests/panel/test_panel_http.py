@@ -18,7 +18,7 @@ from agent_core.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 
 from .conftest import RunningPanel, start_panel
-from .populate import Populated, create, proposal, write_transcript
+from .populate import Populated, create, proposal, write_pending, write_transcript
 
 ROUTES = [
     "/",
@@ -620,3 +620,30 @@ def test_a_standalone_promotion_of_a_skill_whose_session_directory_is_gone_is_re
         in e
         for e in body["errors"]
     ), body["errors"]
+
+
+def test_a_standalone_approval_runs_the_sessions_skill_check_and_refuses_with_its_reason(
+    panel: RunningPanel, populated: Populated, tmp_path: Path
+) -> None:
+    sid = "sess-skills"
+    gone = tmp_path / "deleted-checkout"
+    write_transcript(populated.home, sid, str(gone), "Skill session", [("u-1", "user", "hi")])
+    skill = create(
+        "skill",
+        "Greets",
+        "Says hello.",
+        id="greet",
+        reference={"type": "python", "import": "greeting", "callable": "greet"},
+        arguments={},
+    )
+    write_pending(
+        populated.home, sid, "global", "p-20261201-120000-5ca1ab1e", proposal(skill, summary="a skill")
+    )
+    status, body = panel.request(
+        "/api/actions/review",
+        body={"proposal_id": "p-20261201-120000-5ca1ab1e", "decision": "apply", "store": "global"},
+    )
+    assert status == 409 and populated.store("global").load().get("skill", "greet") is None
+    assert any(
+        f"the skill check needs the session's working directory ({gone})" in e for e in body["errors"]
+    ), body
