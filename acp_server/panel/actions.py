@@ -44,9 +44,10 @@ if TYPE_CHECKING:
     from acp_server.panel.link import ServerLink
     from agent_core.refinement.records import Scope
     from agent_core.refinement.surface import HarnessSurface
-    from harness_store.verify import PreApplyVerifier
 
 DECISIONS = ("apply", "reject", "reject_forever")
+# A store's pre-apply skill verifier (harness_store.verify.PreApplyVerifier: entry -> Verdict).
+Verifier = Callable[[Any], Any]
 PROMOTION_TARGETS = ("project", "global")
 
 
@@ -104,7 +105,7 @@ class PanelActions:
         data: PanelData,
         link: ServerLink | None = None,
         *,
-        verifier_factory: Callable[[str, Path], PreApplyVerifier] | None = None,
+        verifier_factory: Callable[[str, Path], Verifier] | None = None,
     ) -> None:
         self.data = data
         self.link = link
@@ -142,20 +143,16 @@ class PanelActions:
             )
         return result
 
-    def _skill_verifier(self, scope: str, session_id: str) -> PreApplyVerifier:
+    def _skill_verifier(self, scope: str, session_id: str) -> Verifier:
         """The skill check for a direct write into `scope` on behalf of `session_id`: the one a
         session runs (`verifier_for`), in the session's working directory (its imports resolve
         there). A check that cannot be set up refuses every skill, saying why (memories and other
         kinds are not checked)."""
-        from harness_store.verify import Verdict
+        from agent_core.skill_check import refusing_verifier
 
         cwd = session_cwd(self.data.home, session_id)
-
-        def refuse(reason: str) -> PreApplyVerifier:
-            return lambda _entry: Verdict(False, reason)
-
         if cwd is None or not cwd.is_dir():
-            return refuse(
+            return refusing_verifier(
                 f"the skill check needs the session's working directory ({cwd or 'not recorded'}), which is not there"
             )
         try:
@@ -165,7 +162,7 @@ class PanelActions:
                 self._verifier_factory = cli_verifier_factory()
             return self._verifier_factory(scope, cwd)
         except Exception as exc:  # a bad config.toml: no skill goes in unchecked
-            return refuse(f"the skill check could not be set up: {exc}")
+            return refusing_verifier(f"the skill check could not be set up: {exc}")
 
     def _routed(self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Any]) -> Any:
         _sid, surface = acting
