@@ -234,3 +234,42 @@ def test_a_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path
     os.symlink(target, tmp_path / FILE)
     write_quiescence(tmp_path, SID, SETTLED_STATE)
     assert target.read_text(encoding="utf-8") == "keep me" and not (tmp_path / FILE).is_symlink()
+
+
+class _Jobs:
+    """A coordinator's counters (the part of the harness the snapshot reads)."""
+
+    quiescent, pending, in_flight = True, 0, 0
+
+
+def _opened(directory: Path) -> Any:
+    """A bound session as the server holds it, without an agent: what `watch` touches."""
+    from types import SimpleNamespace
+
+    listeners: list[Any] = []
+
+    def subscribe(listener: Any) -> Any:
+        listeners.append(listener)
+        return lambda: listeners.remove(listener)
+
+    session = SimpleNamespace(id=SID, session_dir=directory, subagents=None)
+    harness = SimpleNamespace(coordinator=_Jobs(), subscribe=subscribe, listeners=listeners)
+    return SimpleNamespace(session=session, harness=harness, unsubscribe=None)
+
+
+@pytest.mark.anyio
+async def test_the_server_shutdown_marks_the_files_of_sessions_still_open_ended(tmp_path: Path) -> None:
+    from acp_server.methods import AcpServer
+    from acp_server.quiescence_file import install
+    from acp_server.registry import MethodRegistry
+
+    server = AcpServer(MethodRegistry())
+    install(server)
+    opened = _opened(tmp_path)
+    for hook in server.bind_hooks:
+        hook(opened)
+    server.sessions[SID] = opened
+    assert _read(tmp_path).state == "settled"
+    server._agent_ready.set()  # no agent was built: nothing to close but the sessions
+    await server.shutdown()
+    assert (_read(tmp_path).state, opened.harness.listeners) == ("not running", [])
