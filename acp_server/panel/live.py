@@ -20,6 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,7 @@ class LiveFeed:
         self.poll_seconds = poll_seconds
         self.link = link
         self._quiet: dict[str, dict[str, Any]] | None = None
+        self._published: dict[str, dict[str, Any]] | None = None  # the files, as the feed last read them
         self._subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
         self._task: asyncio.Task[None] | None = None
         self._sessions: list[str] = []
@@ -99,10 +101,11 @@ class LiveFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def quiescence(self) -> dict[str, dict[str, Any]]:
+    def quiescence(self, *, reread: bool = True) -> dict[str, dict[str, Any]]:
         """Every session's quiescence: inside an ACP server, the sessions it has open from memory;
-        every other session from the file its server publishes (blocking: the hop to the server
-        loop, the files; call from a worker thread)."""
+        every other session from the file its server publishes — re-read unless `reread` is
+        false (the feed's own polls, when no file and no owner changed). Blocking (the hop to the
+        server loop, the files): call from a worker thread."""
         inside: dict[str, dict[str, Any]] = {}
         if self.link is not None:
             from acp_server.panel.link import ServerGone
@@ -113,7 +116,12 @@ class LiveFeed:
                 inside = {}
             except Exception:
                 log.exception("the panel could not read the sessions' quiescence")
-        return {**published_quiescence(self.home, skip=inside), **inside}
+        published = self._published
+        if reread or published is None:
+            published = published_quiescence(self.home)
+            if not reread:
+                self._published = published
+        return {**{sid: q for sid, q in published.items() if sid not in inside}, **inside}
 
     def publish(self, event: dict[str, Any]) -> None:
         """Send `event` to every page (a full queue gets a single `reload` instead)."""
@@ -165,9 +173,11 @@ class LiveFeed:
             if sessions_changed or owners_changed:
                 self.publish({"type": "sessions", "at": time.time()})
             stale = quiet_changed or sessions_changed or owners_changed or self._quiet is None
+            if stale:
+                self._published = None  # the files are re-read at the next snapshot
             if self._subscribers and (self.link is not None or stale):
                 try:
-                    quiet = await asyncio.to_thread(self.quiescence)
+                    quiet = await asyncio.to_thread(partial(self.quiescence, reread=False))
                 except Exception:
                     log.exception("the panel's live feed could not read the sessions' quiescence")
                     continue
