@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,8 +132,8 @@ def describe_sessions(home: Path) -> list[SessionInfo]:
     return found
 
 
-def published_quiescence(home: Path, *, skip: Collection[str] = ()) -> dict[str, dict[str, Any]]:
-    """`{session id: reading}` of every session but `skip`, from the `quiescence.json` its server
+def published_quiescence(home: Path) -> dict[str, dict[str, Any]]:
+    """`{session id: reading}` of every session, from the `quiescence.json` its server
     keeps (acp_server/quiescence_file.py), checked against the session's owner lock: a closed
     session or a dead writer is "not running", a bad file "unknown" with the reason."""
     from acp_server.quiescence_file import read_quiescence
@@ -142,8 +141,6 @@ def published_quiescence(home: Path, *, skip: Collection[str] = ()) -> dict[str,
     flocks = held_flocks()
     out: dict[str, dict[str, Any]] = {}
     for sid in session_ids(home):
-        if sid in skip:
-            continue
         directory = home / "sessions" / sid
         is_open, pid = owner_of(directory, flocks)
         out[sid] = read_quiescence(directory, sid, is_open=is_open, owner_pid=pid).to_json()
