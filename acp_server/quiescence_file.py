@@ -90,6 +90,18 @@ def process_start(pid: int) -> int | None:
         return None
 
 
+_own: tuple[int, int | None] | None = None
+
+
+def _own_process() -> tuple[int, int | None]:
+    """(pid, start time) of this process, read once per process (a forked child reads its own)."""
+    global _own
+    pid = os.getpid()
+    if _own is None or _own[0] != pid:
+        _own = (pid, process_start(pid))
+    return _own
+
+
 def pid_alive(pid: int) -> bool:
     """True when a process `pid` exists (one of another user counts)."""
     try:
@@ -111,12 +123,12 @@ def write_quiescence(
 ) -> None:
     """Replace `session_dir/quiescence.json` atomically (0600) with `state` and this process as
     the writer. Raises OSError (the caller logs it: a missing file only makes a reader say unknown)."""
-    pid = os.getpid()
+    pid, started = _own_process()
     body = {
         "version": VERSION,
         "session_id": session_id,
         "pid": pid,
-        "pid_start": process_start(pid),
+        "pid_start": started,
         "written_at": time.time(),
         "ended": ended,
         "quiescent": bool(state.get("quiescent", True)),
