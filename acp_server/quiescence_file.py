@@ -103,7 +103,11 @@ def _own_process() -> tuple[int, int | None]:
 
 
 def pid_alive(pid: int) -> bool:
-    """True when a process `pid` exists (one of another user counts)."""
+    """True when a process `pid` exists (one of another user counts). On Windows `os.kill` would
+    send a console event (signal 0 is CTRL_C_EVENT there), so nothing is sent and True is assumed:
+    the file's own state (and `written_at`) is all a reader has there."""
+    if os.name == "nt":
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
