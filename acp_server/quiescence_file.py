@@ -51,6 +51,8 @@ REFRESH_SECONDS = 0.25  # while busy: how often the counters are re-read (they m
 PID_MAX = 2**22  # Linux's ceiling (pid_max); a larger number is not a pid
 
 SETTLED, BUSY, NOT_RUNNING, UNKNOWN = "settled", "busy", "not running", "unknown"
+# POSIX-only open flags (Windows has none of them).
+_CLOEXEC, _NONBLOCK, _NOFOLLOW = (getattr(os, n, 0) for n in ("O_CLOEXEC", "O_NONBLOCK", "O_NOFOLLOW"))
 
 
 # ------------------------------------------------------------------ the state
@@ -143,9 +145,7 @@ def write_quiescence(
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     path = session_dir / FILE
     temp = session_dir / f".{FILE}.{pid}-{secrets.token_hex(4)}.tmp"
-    fd = os.open(
-        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0), 0o600
-    )
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC | _NOFOLLOW, 0o600)
     try:
         try:
             view = memoryview(data)
@@ -319,7 +319,7 @@ def _items(raw: Any) -> list[dict[str, Any]]:
 def _load(path: Path) -> dict[str, Any]:
     """The file's JSON object; ValueError (with the reason) for anything that is not one of ours."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC | _NONBLOCK | _NOFOLLOW)
     except OSError as exc:
         raise ValueError(f"cannot open it ({exc.strerror or exc})") from None
     try:
