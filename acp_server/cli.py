@@ -125,6 +125,13 @@ def _install_subagent_cards(server: Any) -> None:
     install(server)
 
 
+def _install_quiescence_file(server: Any) -> None:
+    """`sessions/<id>/quiescence.json` for panels in other processes (issue 17)."""
+    from acp_server.quiescence_file import install
+
+    install(server)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     from acp_server.import_costs import skip_unused_heavy_imports
@@ -156,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_stdio(
             agent_factory=_build_agent,
             agent_prepare=_preload,
-            extensions=[_install_harness_methods, _install_subagent_cards],
+            extensions=[_install_harness_methods, _install_subagent_cards, _install_quiescence_file],
             advertised=(HARNESS_METHODS, HARNESS_NOTIFICATIONS),
             harden=_harden,
         )

@@ -172,6 +172,14 @@ class AcpServer:
                 await self._agent.aclose()
         if scope.cancelled_caught:
             log.error("shutdown did not finish within %.0f s; exiting anyway", SHUTDOWN_TIMEOUT_SECONDS)
+        # The sessions still bound close with the process: their unbind work runs (e.g. the
+        # quiescence file each keeps for other processes says the session ended).
+        for opened in list(self.sessions.values()):
+            if opened.unsubscribe is not None:
+                try:
+                    opened.unsubscribe()
+                except Exception:
+                    log.exception("unbinding %s at shutdown failed", opened.session.id)
 
     # ------------------------------------------------------------ plumbing
 

@@ -380,6 +380,15 @@ def disabled_verifier(note: str = OFF_NOTE) -> PreApplyVerifier:
     return verify
 
 
+def refusing_verifier(reason: str) -> PreApplyVerifier:
+    """A verifier that refuses every skill with `reason` (a check that cannot run lets nothing in)."""
+
+    def verify(entry: HarnessEntry) -> Verdict:
+        return Verdict(False, reason)
+
+    return verify
+
+
 def verify_enabled(extra: Mapping[str, Any], scope: str) -> bool:
     """`verify_skills` from config.toml: a bool for every store, or a table by scope (default on)."""
     value = extra.get("verify_skills", True)

@@ -14,13 +14,16 @@ sessions and the standalone panel"):
                    either half of a promotion rolls back the other half too.
 * review        -> `/review` (`HarnessSurface.decide`; on disk: removing the pending file is the
                    claim; reject -> `reject_proposal` (tombstones); apply -> `apply` with the
-                   planning baseline, the transcript's message ids as evidence checker, then
-                   `record_review(id, "apply")` so a human-approved candidate becomes verified).
+                   planning baseline, the transcript's message ids as evidence checker and the
+                   session's skill check, then `record_review(id, "apply")` so a human-approved
+                   candidate becomes verified).
 * verify        -> review of an applied refinement by its id (`record_review(..., "apply",
                    edit_ids=[entry])`) on the refinement that last wrote the entry.
 * delete        -> a user-written proposal with one delete edit (trigger `user`).
 * promote       -> `/promote` (`HarnessSurface.promote`, agent_core/promotion.py): create in the
-                   target, then delete the local copy; two refinement ids.
+                   target, then delete the local copy; two refinement ids. A skill is checked
+                   first by the same check the session runs (`verifier_for`, in the session's
+                   cwd); a refused check leaves the local entry and the answer says why.
 
 They block (file locks, the hop to the server loop): call them from a worker thread.
 """
@@ -31,9 +34,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_server.panel.sessions import describe_sessions
+from acp_server.panel.sessions import describe_sessions, session_cwd
 from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, StoreView, proposer_of
 
 if TYPE_CHECKING:
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
     from agent_core.refinement.surface import HarnessSurface
 
 DECISIONS = ("apply", "reject", "reject_forever")
+# A store's pre-apply skill verifier (harness_store.verify.PreApplyVerifier: entry -> Verdict).
+Verifier = Callable[[Any], Any]
 PROMOTION_TARGETS = ("project", "global")
 
 
@@ -87,11 +93,23 @@ def _outcome_result(outcome: Any, done: str, session_id: str) -> ActionResult:
 
 
 class PanelActions:
-    """The panel's write actions over the stores of one data home (through `link` when given)."""
+    """The panel's write actions over the stores of one data home (through `link` when given).
 
-    def __init__(self, data: PanelData, link: ServerLink | None = None) -> None:
+    `verifier_factory` (`(scope, cwd) -> PreApplyVerifier`) builds the skill check a direct write
+    runs; by default `agent_core.skill_check.cli_verifier_factory`, which like a session's own
+    check (`session_verifiers`) ends in `verifier_for` with the config's `verify_skills`: one
+    check, whoever promotes."""
+
+    def __init__(
+        self,
+        data: PanelData,
+        link: ServerLink | None = None,
+        *,
+        verifier_factory: Callable[[str, Path], Verifier] | None = None,
+    ) -> None:
         self.data = data
         self.link = link
+        self._verifier_factory = verifier_factory
 
     # ------------------------------------------------------------ who acts
 
@@ -124,6 +142,27 @@ class PanelActions:
                 "another server read the change at their next step (no card is shown there)."
             )
         return result
+
+    def _skill_verifier(self, scope: str, session_id: str) -> Verifier:
+        """The skill check for a direct write into `scope` on behalf of `session_id`: the one a
+        session runs (`verifier_for`), in the session's working directory (its imports resolve
+        there). A check that cannot be set up refuses every skill, saying why (memories and other
+        kinds are not checked)."""
+        from agent_core.skill_check import refusing_verifier
+
+        cwd = session_cwd(self.data.home, session_id)
+        if cwd is None or not cwd.is_dir():
+            return refusing_verifier(
+                f"the skill check needs the session's working directory ({cwd or 'not recorded'}), which is not there"
+            )
+        try:
+            if self._verifier_factory is None:
+                from agent_core.skill_check import cli_verifier_factory
+
+                self._verifier_factory = cli_verifier_factory()
+            return self._verifier_factory(scope, cwd)
+        except Exception as exc:  # a bad config.toml: no skill goes in unchecked
+            return refusing_verifier(f"the skill check could not be set up: {exc}")
 
     def _routed(self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Any]) -> Any:
         _sid, surface = acting
@@ -270,6 +309,9 @@ class PanelActions:
             kwargs["evidence_checker"] = self.data.evidence.message_ids(proposer).__contains__
         if pending.scope == "local":
             kwargs["global_state"] = self.data.view(GLOBAL).store.load()
+        # The skill check the session's `/review` runs (coordinator -> skill_verifier), in the
+        # proposing session's cwd.
+        kwargs["verifier"] = self._skill_verifier(pending.scope, proposer or store_key)
         result = store.apply(pending.proposal, **kwargs)
         if result.applied and pending.trigger != "user":
             store.record_review(result.id, "apply")  # approved by a human: candidate -> verified
@@ -391,6 +433,8 @@ class PanelActions:
                     target_store=glob.store,
                     session_id=store_key,
                     kind=kind,
+                    # The check `/promote` runs in the session (coordinator -> skill_verifier).
+                    verifier=self._skill_verifier(target, store_key),
                 )
         except PromotionError as exc:
             return ActionResult(False, f"Not promoted: {exc}.")

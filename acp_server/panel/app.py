@@ -134,9 +134,12 @@ async def overview(request: web.Request) -> web.Response:
     sessions = await asyncio.to_thread(data.sessions)
     quiet = await asyncio.to_thread(feed.quiescence)
     for session in sessions:
-        # Known only inside the server that has the session open: this one (`/harness ui`).
-        session["quiescence"] = None if quiet is None else quiet.get(session["session_id"])
-    return web.json_response({"home": str(data.home), "sessions": sessions, "in_server": quiet is not None})
+        # From memory for the sessions this server has open (`/harness ui`), else from the
+        # quiescence.json each server keeps for its open sessions.
+        session["quiescence"] = quiet.get(session["session_id"])
+    return web.json_response(
+        {"home": str(data.home), "sessions": sessions, "in_server": feed.link is not None}
+    )
 
 
 async def entries(request: web.Request) -> web.Response:

@@ -13,8 +13,9 @@ open, else the first open one. A store with no such session here is written dire
 standalone panel does (README: "Open sessions and the standalone panel").
 
 `quiescence()` is the true per-session state, read on the server loop: refinement jobs queued and
-running (`HarnessSurface.status()`) and the children still queued or running, in the shape of the
-quiescence mirror's background list (acp_server/background.py).
+running and the children still queued or running, in the shape of the quiescence mirror's
+background list (acp_server/background.py) — `quiescence_file.snapshot`, the same state the server
+publishes in each session's `quiescence.json` for panels in other processes.
 """
 
 from __future__ import annotations
@@ -113,22 +114,12 @@ class ServerLink:
         return self._read(self._quiescence_now)
 
     def _quiescence_now(self) -> dict[str, dict[str, Any]]:
-        from acp_server.background import background_items
-        from acp_server.subagent_cards import background_entries
+        from acp_server.quiescence_file import BUSY, SETTLED, snapshot
 
         out: dict[str, dict[str, Any]] = {}
         for sid, opened in self._sessions().items():
-            # The coordinator's counters, not `status()`: that also counts reviews on disk, and
-            # this runs on the server loop several times a second (the panel counts those itself).
-            jobs = opened.harness.coordinator
-            children = background_entries(opened.session)
-            out[sid] = {
-                # Settled means no refinement work and no child the user still waits on (ACP.md).
-                "quiescent": jobs.quiescent and not children,
-                "pending": jobs.pending,
-                "in_flight": jobs.in_flight,
-                "background": [*background_items(jobs.pending, jobs.in_flight), *children],
-            }
+            state = snapshot(opened)  # the same snapshot the server publishes to quiescence.json
+            out[sid] = {**state, "state": SETTLED if state["quiescent"] else BUSY, "source": "server"}
         return out
 
 

@@ -4,10 +4,12 @@ One asyncio task polls, every 250 ms, the few files whose change means the page 
 store's `refinements.jsonl` (a refinement or rollback) and `harness_state.json` (tombstones), its
 `pending/` directory (reviews), the sessions directory (a new session) and, once a second,
 `/proc/locks` (a session opened or closed). A stat per file is cheap; nothing is parsed until a
-page asks. Inside an ACP server (a `ServerLink`), each poll while a page listens also reads its
-open sessions' quiescence (counters in memory, on the server loop) and sends `quiescence` with
-the whole snapshot when it differs from the last one. Each change goes to every subscriber's queue; a page that falls far behind is told to
-reload everything instead of being sent a backlog.
+page asks. Quiescence: every session's `quiescence.json` (kept by the server that has it open,
+acp_server/quiescence_file.py) is re-read when one of those files or the sessions' owners change;
+inside an ACP server (a `ServerLink`), each poll while a page listens also reads the sessions open
+in this server from memory (on the server loop). `quiescence` goes out with the whole snapshot
+when it differs from the last one. Each change goes to every subscriber's queue; a page that falls
+far behind is told to reload everything instead of being sent a backlog.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_server.panel.sessions import held_flocks, session_ids
+from acp_server.panel.sessions import held_flocks, published_quiescence, session_ids
 
 if TYPE_CHECKING:
     from acp_server.panel.link import ServerLink
@@ -31,6 +34,8 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 0.25
 LOCKS_EVERY = 4  # polls: the open/closed state is read once a second
 QUEUE_LIMIT = 64
+QUIESCENCE = "quiescence"  # the watched key of a session's quiescence.json (not a store change)
+QUIESCENCE_FILE = "quiescence.json"  # acp_server.quiescence_file.FILE
 
 StatKey = tuple[int, int, int] | None
 
@@ -51,6 +56,8 @@ def snapshot(home: Path, sessions: list[str]) -> dict[tuple[str, str], StatKey]:
         keys[(key, "history")] = _stat(root / "refinements.jsonl")
         keys[(key, "state")] = _stat(root / "harness_state.json")
         keys[(key, "pending")] = _stat(root / "pending")
+    for sid in sessions:
+        keys[(sid, QUIESCENCE)] = _stat(home / "sessions" / sid / QUIESCENCE_FILE)
     return keys
 
 
@@ -64,6 +71,7 @@ class LiveFeed:
         self.poll_seconds = poll_seconds
         self.link = link
         self._quiet: dict[str, dict[str, Any]] | None = None
+        self._published: dict[str, dict[str, Any]] | None = None  # the files, as the feed last read them
         self._subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
         self._task: asyncio.Task[None] | None = None
         self._sessions: list[str] = []
@@ -93,20 +101,27 @@ class LiveFeed:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    def quiescence(self) -> dict[str, dict[str, Any]] | None:
-        """Every open session's quiescence when the panel runs inside an ACP server, else None
-        (blocking: the hop to the server loop; call from a worker thread)."""
-        if self.link is None:
-            return None
-        from acp_server.panel.link import ServerGone
+    def quiescence(self, *, reread: bool = True) -> dict[str, dict[str, Any]]:
+        """Every session's quiescence: inside an ACP server, the sessions it has open from memory;
+        every other session from the file its server publishes — re-read unless `reread` is
+        false (the feed's own polls, when no file and no owner changed). Blocking (the hop to the
+        server loop, the files): call from a worker thread."""
+        inside: dict[str, dict[str, Any]] = {}
+        if self.link is not None:
+            from acp_server.panel.link import ServerGone
 
-        try:
-            return self.link.quiescence()
-        except ServerGone:  # the server is exiting: nothing to show any more
-            return None
-        except Exception:
-            log.exception("the panel could not read the sessions' quiescence")
-            return None
+            try:
+                inside = self.link.quiescence()
+            except ServerGone:  # the server is exiting: its files say what they say
+                inside = {}
+            except Exception:
+                log.exception("the panel could not read the sessions' quiescence")
+        published = self._published
+        if reread or published is None:
+            published = published_quiescence(self.home)
+            if not reread:
+                self._published = published
+        return {**{sid: q for sid, q in published.items() if sid not in inside}, **inside}
 
     def publish(self, event: dict[str, Any]) -> None:
         """Send `event` to every page (a full queue gets a single `reload` instead)."""
@@ -149,14 +164,23 @@ class LiveFeed:
             except Exception:
                 log.exception("the panel's live feed could not read the stores")
                 continue
+            quiet_changed = any(what == QUIESCENCE for _store, what in changed)
+            changed = {(store, what) for store, what in changed if what != QUIESCENCE}
             if changed:
                 stores = sorted({store for store, _what in changed})
                 what = sorted({w for _store, w in changed})
                 self.publish({"type": "change", "stores": stores, "what": what, "at": time.time()})
             if sessions_changed or owners_changed:
                 self.publish({"type": "sessions", "at": time.time()})
-            if self.link is not None and self._subscribers:
-                quiet = await asyncio.to_thread(self.quiescence)
-                if quiet is not None and quiet != self._quiet:
+            stale = quiet_changed or sessions_changed or owners_changed or self._quiet is None
+            if stale:
+                self._published = None  # the files are re-read at the next snapshot
+            if self._subscribers and (self.link is not None or stale):
+                try:
+                    quiet = await asyncio.to_thread(partial(self.quiescence, reread=False))
+                except Exception:
+                    log.exception("the panel's live feed could not read the sessions' quiescence")
+                    continue
+                if quiet != self._quiet:
                     self._quiet = quiet
                     self.publish({"type": "quiescence", "sessions": quiet, "at": time.time()})

@@ -4,7 +4,8 @@ A server holds an exclusive `flock` on `sessions/<id>/owner.lock` while a sessio
 (agent_core/ownership.py). Probing that lock by trying to take it could make a server opening the
 session at that instant fail with "session in use", so on Linux the panel reads `/proc/locks`
 instead (it lists every held lock by device and inode, without touching it). Elsewhere the open
-state is reported as unknown (None).
+state is reported as unknown (None). The same owner state tells a live session's published
+quiescence (`sessions/<id>/quiescence.json`) from a stale one (`published_quiescence`).
 """
 
 from __future__ import annotations
@@ -94,6 +95,12 @@ def _meta(session_dir: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def session_cwd(home: Path, session_id: str) -> Path | None:
+    """The working directory a session was opened in (`meta.json`), or None when not recorded."""
+    cwd = _meta(home / "sessions" / session_id).get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
+
+
 def count_pending(directory: Path) -> int:
     """How many proposals wait in a store's `pending/` directory (pending_files.py layout)."""
     try:
@@ -123,3 +130,18 @@ def describe_sessions(home: Path) -> list[SessionInfo]:
         )
     found.sort(key=lambda s: (not s.open, s.session_id))
     return found
+
+
+def published_quiescence(home: Path) -> dict[str, dict[str, Any]]:
+    """`{session id: reading}` of every session, from the `quiescence.json` its server
+    keeps (acp_server/quiescence_file.py), checked against the session's owner lock: a closed
+    session or a dead writer is "not running", a bad file "unknown" with the reason."""
+    from acp_server.quiescence_file import read_quiescence
+
+    flocks = held_flocks()
+    out: dict[str, dict[str, Any]] = {}
+    for sid in session_ids(home):
+        directory = home / "sessions" / sid
+        is_open, pid = owner_of(directory, flocks)
+        out[sid] = read_quiescence(directory, sid, is_open=is_open, owner_pid=pid).to_json()
+    return out

@@ -59,7 +59,8 @@ def response(
     """The general form: a list of delta events, then a finish reason and optional usage.
 
     An event is one of `{"content": str}`, `{"reasoning_content": str}`, `{"reasoning": str}`,
-    `{"tool_call": {"index", "id"?, "name"?, "arguments"}}` or `{"sleep": seconds}`.
+    `{"tool_call": {"index", "id"?, "name"?, "arguments"}}`, `{"sleep": seconds}` or
+    `{"hold": name}` (waits until the test calls `ScriptedModelServer.release(name)`).
     `omit_usage`: no usage chunk even when the request asks for one (servers that ignore
     `stream_options.include_usage`).
     """

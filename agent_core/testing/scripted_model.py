@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,7 @@ class ScriptedModelServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._request_event = threading.Condition(self._lock)
+        self._holds: dict[str, threading.Event] = {}  # `{"hold": name}` events wait on these
 
     # -- lifecycle
 
@@ -169,6 +170,14 @@ class ScriptedModelServer:
     def remaining(self) -> int:
         with self._lock:
             return len(self._script)
+
+    def _hold(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._holds.setdefault(name, threading.Event())
+
+    def release(self, name: str) -> None:
+        """Let every reply waiting at (or later reaching) a `{"hold": name}` event go on."""
+        self._hold(name).set()
 
     def _note_disconnect(self) -> None:
         with self._request_event:
@@ -291,7 +300,7 @@ class _Handler(BaseHTTPRequestHandler):
             elif body.get("stream"):
                 self._stream(body, reply)
             else:
-                self._send_json(200, _completion(body, reply, self.owner._stopping))
+                self._send_json(200, _completion(body, reply, self.owner._stopping, self.owner._hold))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client went away (a cancelled turn): nothing to answer
             if body.get("stream"):
@@ -312,8 +321,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
-            if "sleep" in chunk:
-                if self._client_hung_up(chunk["sleep"]):
+            if "sleep" in chunk or "hold" in chunk:
+                until = self.owner._hold(chunk["hold"]) if "hold" in chunk else None
+                if self._client_hung_up(chunk.get("sleep", HOLD_LIMIT), until):
                     self.close_connection = True
                     self.owner._note_disconnect()
                     return
@@ -325,10 +335,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
         self.wfile.flush()
 
-    def _client_hung_up(self, seconds: float) -> bool:
-        """Wait up to `seconds` (less if the server stops); True as soon as the client closes."""
+    def _client_hung_up(self, seconds: float, until: threading.Event | None = None) -> bool:
+        """Wait up to `seconds` (less if the server stops or `until` is set); True as soon as the
+        client closes."""
         deadline = time.monotonic() + seconds
-        while not self.owner._stopping.is_set():
+        while not self.owner._stopping.is_set() and not (until is not None and until.is_set()):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
@@ -340,7 +351,7 @@ class _Handler(BaseHTTPRequestHandler):
                 except OSError:
                     return True
                 # The client sent something (a pipelined request): keep waiting on the clock only.
-                self.owner._stopping.wait(max(0.0, deadline - time.monotonic()))
+                (until or self.owner._stopping).wait(max(0.0, deadline - time.monotonic()))
                 return False
         return False
 
@@ -353,6 +364,7 @@ def _default_usage(body: Mapping[str, Any], reply: Response) -> dict[str, Any]:
 
 
 _DROP: dict[str, Any] = {"drop": True}  # sentinel: cut the connection here
+HOLD_LIMIT = 600.0  # seconds a `{"hold": name}` waits at most for `release(name)`
 
 
 def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event) -> Iterator[dict[str, Any]]:
@@ -373,8 +385,9 @@ def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event)
         if event.get("drop"):
             yield _DROP
             return
-        if "sleep" in event:
-            yield {"sleep": float(event["sleep"])}  # the handler waits (and watches for a hang-up)
+        if "sleep" in event or "hold" in event:
+            # The handler waits (and watches for a hang-up): a time, or until `release(name)`.
+            yield {"sleep": float(event["sleep"])} if "sleep" in event else {"hold": str(event["hold"])}
             if stopping.is_set():
                 return
             continue
@@ -404,13 +417,23 @@ def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event)
         yield final
 
 
-def _completion(body: Mapping[str, Any], reply: Response, stopping: threading.Event) -> dict[str, Any]:
+def _completion(
+    body: Mapping[str, Any],
+    reply: Response,
+    stopping: threading.Event,
+    holds: Callable[[str], threading.Event] | None = None,
+) -> dict[str, Any]:
     """The same scripted reply as one non-streamed `chat.completion` object."""
     content, reasoning_text = "", ""
     calls: dict[int, dict[str, Any]] = {}
     for event in reply.get("events", []):
         if "sleep" in event:
             stopping.wait(float(event["sleep"]))
+        elif "hold" in event and holds is not None:
+            held = holds(str(event["hold"]))
+            deadline = time.monotonic() + HOLD_LIMIT
+            while not held.wait(0.05) and not stopping.is_set() and time.monotonic() < deadline:
+                pass
         elif "content" in event:
             content += event["content"]
         elif "reasoning_content" in event or "reasoning" in event:

@@ -230,3 +230,22 @@ async def test_runs_as_a_process_and_writes_its_port(tmp_path: Path) -> None:
     assert proc.stdout is not None and proc.stdout.read() == b""
     recorded = json.loads((tmp_path / "requests.json").read_text())
     assert [r["messages"] for r in recorded] == [[{"role": "user", "content": "x"}]]
+
+
+async def test_a_held_reply_is_finished_once_the_test_releases_it() -> None:
+    import anyio
+
+    from agent_core.testing import response
+
+    script = [response([{"content": "before "}, {"hold": "gate"}, {"content": "after"}])]
+    with ScriptedModelServer(script) as server:
+        chunks: list[dict] = []
+        async with anyio.create_task_group() as tg:
+
+            async def read() -> None:
+                chunks.extend(await _collect(server))
+
+            tg.start_soon(read)
+            assert await anyio.to_thread.run_sync(server.wait_for_requests, 1)
+            server.release("gate")
+    assert (_content(chunks), _finish(chunks)) == ("before after", "stop")

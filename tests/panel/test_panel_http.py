@@ -9,14 +9,16 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from acp_server.quiescence_file import write_quiescence
 from agent_core.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 
 from .conftest import RunningPanel, start_panel
-from .populate import Populated, create, proposal
+from .populate import Populated, create, proposal, write_pending, write_transcript
 
 ROUTES = [
     "/",
@@ -499,10 +501,149 @@ def test_promoting_a_global_entry_is_refused_clearly(panel: RunningPanel) -> Non
     assert (status, body["error"]) == (400, "only a session's local entry can be promoted")
 
 
-def test_the_standalone_panel_shows_quiescence_as_unknown(panel: RunningPanel) -> None:
+def test_the_standalone_panel_shows_closed_sessions_as_not_running(panel: RunningPanel) -> None:
     overview = panel.get("/api/overview")
     assert overview["in_server"] is False
-    assert {s["session_id"]: s["quiescence"] for s in overview["sessions"]} == {
-        "sess-data-pipeline": None,
-        "sess-web-checkout": None,
+    assert {
+        s["session_id"]: (s["quiescence"]["state"], s["quiescence"]["reason"]) for s in overview["sessions"]
+    } == {
+        "sess-data-pipeline": ("not running", "the session is not open in any server"),
+        "sess-web-checkout": ("not running", "the session is not open in any server"),
     }
+
+
+def _overview_quiescence(panel: RunningPanel, sid: str) -> dict[str, Any]:
+    quiet: dict[str, Any] = {
+        s["session_id"]: s["quiescence"] for s in panel.get("/api/overview")["sessions"]
+    }[sid]
+    return quiet
+
+
+def test_the_standalone_panel_shows_the_quiescence_an_open_sessions_server_publishes(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid = "sess-data-pipeline"
+    directory = populated.home / "sessions" / sid
+    busy = {
+        "quiescent": False,
+        "pending": 0,
+        "in_flight": 1,
+        "background": [{"type": "refinement", "title": "Refining the harness"}],
+    }
+    lock = SessionOwnerLock.acquire(directory, sid)  # this process plays the server that has it open
+    try:
+        write_quiescence(directory, sid, busy)
+        quiet = _overview_quiescence(panel, sid)
+    finally:
+        lock.release()
+    assert (quiet["state"], quiet["in_flight"], quiet["background"], quiet["pid"], quiet["source"]) == (
+        "busy",
+        1,
+        busy["background"],
+        os.getpid(),
+        "file",
+    )
+
+
+def test_the_standalone_panel_shows_a_corrupt_quiescence_file_as_unknown_with_the_reason(
+    panel: RunningPanel, populated: Populated
+) -> None:
+    sid = "sess-data-pipeline"
+    directory = populated.home / "sessions" / sid
+    (directory / "quiescence.json").write_text('{"version": 1, "pid": ', encoding="utf-8")
+    lock = SessionOwnerLock.acquire(directory, sid)
+    try:
+        quiet = _overview_quiescence(panel, sid)
+    finally:
+        lock.release()
+    assert (quiet["state"], quiet["reason"]) == (
+        "unknown",
+        "quiescence.json is unusable: it is not valid JSON",
+    )
+
+
+def _local_skill(home: Path, cwd: Path, sid: str, module: str) -> None:
+    """A session opened in `cwd` with one local skill importing `module` (written unchecked)."""
+    write_transcript(home, sid, str(cwd), "Skill session", [("u-1", "user", "hi")])
+    made = HarnessStore(home / "sessions" / sid / "harness").apply(
+        proposal(
+            create(
+                "skill",
+                "Greets",
+                "Says hello.",
+                id="greet",
+                reference={"type": "python", "import": module, "callable": "greet"},
+                arguments={},
+            ),
+            summary="a skill",
+        ),
+        scope="local",
+        trigger="user",
+    )
+    assert made.applied, made.errors
+
+
+def test_a_standalone_promotion_the_skill_check_refuses_is_refused_with_the_reason(
+    panel: RunningPanel, populated: Populated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_core.skill_check import shared_service
+
+    monkeypatch.setenv("CONTINUAL_ACP_CONFIG", str(tmp_path / "none.toml"))  # the defaults: checks on
+    sid = "sess-skills"
+    _local_skill(populated.home, tmp_path, sid, "no_such_module_xyz")
+    try:
+        status, body = panel.request(
+            "/api/actions/promote", body={"store": sid, "kind": "skill", "id": "greet", "target": "global"}
+        )
+    finally:
+        shared_service().close()  # the check's scratch kernels (one per process)
+    assert (status, body["ok"]) == (409, False), body
+    assert body["message"].startswith("Could not promote skill greet to global")
+    assert any("skill check failed" in e and "ModuleNotFoundError" in e for e in body["errors"]), body[
+        "errors"
+    ]
+    assert populated.store("global").load().get("skill", "greet") is None
+    assert populated.store(sid).load().get("skill", "greet") is not None
+
+
+def test_a_standalone_promotion_of_a_skill_whose_session_directory_is_gone_is_refused(
+    panel: RunningPanel, populated: Populated, tmp_path: Path
+) -> None:
+    sid = "sess-skills"
+    _local_skill(populated.home, tmp_path / "deleted-checkout", sid, "greeting")
+    status, body = panel.request(
+        "/api/actions/promote", body={"store": sid, "kind": "skill", "id": "greet", "target": "global"}
+    )
+    assert status == 409 and populated.store("global").load().get("skill", "greet") is None
+    assert any(
+        f"the skill check needs the session's working directory ({tmp_path / 'deleted-checkout'}), which is not there"
+        in e
+        for e in body["errors"]
+    ), body["errors"]
+
+
+def test_a_standalone_approval_runs_the_sessions_skill_check_and_refuses_with_its_reason(
+    panel: RunningPanel, populated: Populated, tmp_path: Path
+) -> None:
+    sid = "sess-skills"
+    gone = tmp_path / "deleted-checkout"
+    write_transcript(populated.home, sid, str(gone), "Skill session", [("u-1", "user", "hi")])
+    skill = create(
+        "skill",
+        "Greets",
+        "Says hello.",
+        id="greet",
+        reference={"type": "python", "import": "greeting", "callable": "greet"},
+        arguments={},
+    )
+    write_pending(
+        populated.home, sid, "global", "p-20261201-120000-5ca1ab1e", proposal(skill, summary="a skill")
+    )
+    status, body = panel.request(
+        "/api/actions/review",
+        body={"proposal_id": "p-20261201-120000-5ca1ab1e", "decision": "apply", "store": "global"},
+    )
+    assert status == 409 and populated.store("global").load().get("skill", "greet") is None
+    assert any(
+        f"the skill check needs the session's working directory ({gone})" in e for e in body["errors"]
+    ), body

@@ -8,7 +8,7 @@ import json
 import re
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,6 +251,61 @@ def _events(url: str) -> Iterator[tuple[str, Any]]:
             event = line[len("event: ") :]
         elif line.startswith("data: ") and event is not None:
             yield event, json.loads(line[len("data: ") :])
+
+
+def _held_gate(name: str) -> Any:
+    """The automatic review's gate reply, held until the test releases `name`: refinement runs."""
+    return response([{"hold": name}, {"content": '{"should_refine": false, "rationale": "x"}'}])
+
+
+def _quiescence_of(
+    events: Iterator[tuple[str, Any]], sid: str, until: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """The first `quiescence` event's state of `sid` that satisfies `until` (bounded)."""
+    deadline = time.monotonic() + 60
+    for name, data in events:
+        if name == "quiescence" and until(data["sessions"].get(sid) or {}):
+            found: dict[str, Any] = data["sessions"][sid]
+            return found
+        assert time.monotonic() < deadline, f"the panel never showed {sid} as wanted"
+    raise AssertionError("the event stream ended")
+
+
+def test_a_standalone_panel_shows_a_session_of_another_process_busy_then_settled(in_server: InServer) -> None:
+    # Runs before the tests below leave refinements hanging: the script is empty when this pushes.
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    panel = start_panel(in_server.home)  # `continual-acp harness ui`: no link to the ACP server
+    try:
+        events = _events(panel.url)
+        assert next(events)[0] == "hello"
+        in_server.model.push(text("Hello."), _held_gate("standalone-gate"))
+        prompt(client, sid, "hi")
+        busy = _quiescence_of(events, sid, lambda q: q.get("state") == "busy" and q.get("in_flight") == 1)
+        in_server.model.release("standalone-gate")
+        settled = _quiescence_of(events, sid, lambda q: q.get("state") == "settled")
+    finally:
+        panel.stop()
+    assert (busy["source"], busy["pid"], busy["background"][0]["title"]) == (
+        "file",
+        client.proc.pid,
+        "Refining the harness",
+    )
+    assert (settled["source"], settled["pid"], settled["background"]) == ("file", client.proc.pid, [])
+
+
+def test_a_session_closed_in_its_server_is_published_as_ended(in_server: InServer) -> None:
+    from acp_server.quiescence_file import read_quiescence
+
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    assert client.request("session/close", {"sessionId": sid}) == {}
+    directory = in_server.home / "sessions" / sid
+    reading = read_quiescence(directory, sid, is_open=None, owner_pid=None)  # the file alone
+    assert (reading.state, reading.reason) == (
+        "not running",
+        f"the session was closed by its server (pid {client.proc.pid})",
+    )
 
 
 def test_the_panel_of_harness_ui_shows_a_running_refinement_as_not_quiescent_live(

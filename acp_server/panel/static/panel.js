@@ -14,7 +14,7 @@ const state = {
   entries: { filters: { scope: "", kind: "", trust: "", q: "" }, offset: 0 },
   detail: null, // {type: "refinement"|"entry", ...}
   lastEvent: null,
-  inServer: false, // served inside an ACP server (`/harness ui`): its sessions' quiescence is known
+  inServer: false, // served inside an ACP server (`/harness ui`): its actions show cards there
 };
 
 // ---------------------------------------------------------------- helpers
@@ -366,8 +366,12 @@ function sessionsTable() {
 }
 
 function quiescenceView(q) {
-  // Known only inside the server that has the session open: this panel's own (`/harness ui`).
+  // From this server's memory (`/harness ui`) or from the quiescence.json another server keeps.
   if (!q) return h("span", { class: "muted", text: "—" });
+  if (q.state === "unknown" || q.state === "not running") {
+    return h("span", { title: q.reason || "" }, badge(q.state, q.state === "unknown" ? "trigger" : "closed"),
+      q.reason ? h("div", { class: "small muted", text: q.reason }) : null);
+  }
   if (q.quiescent) return badge("settled", "quiet");
   return h("span", {}, badge("busy", "busy"),
     h("ul", { class: "background small" }, q.background.map((b) => h("li", { text: b.type === "session" ? `subagent ${b.name}: ${b.state}` : b.title }))));
@@ -377,8 +381,8 @@ async function showSessions() {
   render(
     h("h2", { text: "Sessions" }),
     h("p", { class: "muted", text: state.inServer
-      ? "Open means a server process holds the session now. Quiescence (refinement jobs queued or running, subagents still working) is live for the sessions this server has open; pending reviews are counted from disk."
-      : "Open means a server process holds the session now. Quiescence is known only inside the server that has the session open (open this panel there with /harness ui); pending reviews are counted from disk." }),
+      ? "Open means a server process holds the session now. Quiescence (refinement jobs queued or running, subagents still working) is live: read in memory for the sessions this server has open, as published by their server for the others; pending reviews are counted from disk."
+      : "Open means a server process holds the session now. Quiescence (refinement jobs queued or running, subagents still working) is what the server that has the session open publishes, live; pending reviews are counted from disk." }),
     state.sessions.length ? sessionsTable() : h("p", { class: "empty", text: "No sessions yet." }),
   );
 }
@@ -506,7 +510,7 @@ function connect() {
     });
   }
   source.addEventListener("quiescence", (e) => {
-    // The whole snapshot of this server's open sessions: update the rows in place (no refetch).
+    // The whole snapshot of every session's quiescence: update the rows in place (no refetch).
     const quiet = JSON.parse(e.data).sessions;
     for (const s of state.sessions) s.quiescence = quiet[s.session_id] || null;
     for (const cell of document.querySelectorAll("tr[data-session] td.quiescence")) {

@@ -1,0 +1,426 @@
+"""`sessions/<id>/quiescence.json`: a session's quiescence, published for readers in other processes.
+
+Only the server that has a session open knows whether its background work has settled: refinement
+jobs queued or running (the coordinator's counters) and children still queued or running (the
+subagent hub). A review panel run standalone (`continual-acp harness ui`) is another process, so
+the server keeps this file current for it:
+
+* written at bind and after every harness event and child state change that alters the snapshot
+  (the events the quiescence notification and its mirror are sent from: harness/events.py,
+  subagent_cards.py), and while busy every 250 ms if the counters moved, with the same fields as
+  the in-server panel's snapshot (`snapshot`);
+* marked `ended` when the session closes (session/close, session/delete, the server's shutdown);
+* 0600, written to a temp file and renamed over the old one, so a reader sees a whole file, old or
+  new, never a mix. No fsync: it is a live signal, not data — after a crash its writer is dead,
+  and the reader says so;
+* it names the writing server (`pid`, and on Linux that process's start time, so a reused pid is
+  not mistaken for the writer).
+
+`read_quiescence` is the reader's one defined outcome for any file: `settled` or `busy` from a live
+writer that still holds the session; `not running` when the session is closed, the file says it
+ended, or its writer has exited (a dead server is never "busy"); `unknown`, with the reason, for a
+missing, unreadable, oversized, malformed or hostile file. It never raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_server.methods import AcpServer
+    from acp_server.open_session import OpenSession
+
+log = logging.getLogger(__name__)
+
+FILE = "quiescence.json"
+VERSION = 1
+MAX_BYTES = 64 * 1024  # a real file is a few hundred bytes; anything bigger is not ours
+MAX_BACKGROUND = 100  # items of the background list a reader keeps
+MAX_TEXT = 200  # characters of one background item's field a reader keeps
+ITEM_FIELDS = ("type", "id", "title", "sessionId", "name", "state", "parentSessionId")
+REFRESH_SECONDS = 0.25  # while busy: how often the counters are re-read (they move between events)
+PID_MAX = 2**22  # Linux's ceiling (pid_max); a larger number is not a pid
+
+SETTLED, BUSY, NOT_RUNNING, UNKNOWN = "settled", "busy", "not running", "unknown"
+# POSIX-only open flags (Windows has none of them).
+_CLOEXEC, _NONBLOCK, _NOFOLLOW = (getattr(os, n, 0) for n in ("O_CLOEXEC", "O_NONBLOCK", "O_NOFOLLOW"))
+
+
+# ------------------------------------------------------------------ the state
+
+
+def snapshot(opened: OpenSession) -> dict[str, Any]:
+    """`{quiescent, pending, in_flight, background}` of one open session, now (on its server loop).
+
+    The coordinator's counters, not `status()`: that also counts reviews on disk, and the panel
+    reads this several times a second (it counts reviews itself). Settled means no refinement work
+    and no child the user still waits on (ACP.md)."""
+    from acp_server.background import background_items
+    from acp_server.subagent_cards import background_entries
+
+    jobs = opened.harness.coordinator
+    children = background_entries(opened.session)
+    return {
+        "quiescent": jobs.quiescent and not children,
+        "pending": jobs.pending,
+        "in_flight": jobs.in_flight,
+        "background": [*background_items(jobs.pending, jobs.in_flight), *children],
+    }
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of process `pid` in clock ticks since boot (Linux `/proc/<pid>/stat` field
+    22), or None when not readable (another platform, or no such process)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may contain spaces: count after the last ")".
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+_own: tuple[int, int | None] | None = None
+
+
+def _own_process() -> tuple[int, int | None]:
+    """(pid, start time) of this process, read once per process (a forked child reads its own)."""
+    global _own
+    pid = os.getpid()
+    if _own is None or _own[0] != pid:
+        _own = (pid, process_start(pid))
+    return _own
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process `pid` exists (one of another user counts). On Windows `os.kill` would
+    send a console event (signal 0 is CTRL_C_EVENT there), so nothing is sent and True is assumed:
+    the file's own state (and `written_at`) is all a reader has there."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ the writer
+
+
+def write_quiescence(
+    session_dir: Path, session_id: str, state: Mapping[str, Any], *, ended: bool = False
+) -> None:
+    """Replace `session_dir/quiescence.json` atomically (0600) with `state` and this process as
+    the writer. Raises OSError (the caller logs it: a missing file only makes a reader say unknown)."""
+    pid, started = _own_process()
+    body = {
+        "version": VERSION,
+        "session_id": session_id,
+        "pid": pid,
+        "pid_start": started,
+        "written_at": time.time(),
+        "ended": ended,
+        "quiescent": bool(state.get("quiescent", True)),
+        "pending": int(state.get("pending", 0)),
+        "in_flight": int(state.get("in_flight", 0)),
+        "background": list(state.get("background", [])),
+    }
+    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    path = session_dir / FILE
+    temp = session_dir / f".{FILE}.{pid}-{secrets.token_hex(4)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC | _NOFOLLOW, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        os.replace(temp, path)  # never follows a symlink at `path`: the link itself is replaced
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+class QuiescencePublisher:
+    """Keeps one open session's quiescence file current (rewritten only when the snapshot changes).
+
+    The events say when the session turns busy or settled and when a child changes state; while
+    it is busy the counters also move without an event (a queued job starts running), so the
+    snapshot is re-read every `REFRESH_SECONDS` until it settles (the in-server panel's pace)."""
+
+    def __init__(self, opened: OpenSession) -> None:
+        self.opened = opened
+        self.session_id = opened.session.id
+        self.directory = Path(opened.session.session_dir)
+        self._last: dict[str, Any] | None = None
+        self._ended = False
+        self._refresher: asyncio.Task[None] | None = None
+
+    def _write(self, state: Mapping[str, Any], *, ended: bool) -> None:
+        try:
+            write_quiescence(self.directory, self.session_id, state, ended=ended)
+        except OSError as exc:  # a deleted session directory, a full disk: readers say unknown
+            log.warning("cannot write the quiescence file of %s: %s", self.session_id, exc)
+
+    def update(self) -> None:
+        """Write the session's snapshot if it differs from the last one written."""
+        if self._ended:
+            return
+        try:
+            state = snapshot(self.opened)
+        except Exception:
+            log.exception("cannot read the quiescence of %s", self.session_id)
+            return
+        if state != self._last:
+            self._last = state
+            self._write(state, ended=False)
+        if not state["quiescent"]:
+            self._keep_fresh()
+
+    def _keep_fresh(self) -> None:
+        if self._refresher is not None and not self._refresher.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the server loop (a test calling update directly)
+            return
+        self._refresher = loop.create_task(self._refresh(), name=f"quiescence-file-{self.session_id}")
+
+    async def _refresh(self) -> None:
+        while not self._ended:
+            await asyncio.sleep(REFRESH_SECONDS)
+            self.update()
+            if self._last is None or self._last["quiescent"]:
+                return
+
+    def end(self) -> None:
+        """The session closed: the file says so (idempotent; nothing when its directory is gone)."""
+        if self._ended:
+            return
+        self._ended = True
+        if self._refresher is not None:
+            self._refresher.cancel()
+        if self.directory.is_dir():
+            self._write({"quiescent": True, "pending": 0, "in_flight": 0, "background": []}, ended=True)
+
+
+def watch(opened: OpenSession) -> QuiescencePublisher:
+    """Publish `opened`'s quiescence until the session is unbound (then mark the file ended)."""
+    publisher = QuiescencePublisher(opened)
+    publisher.update()
+
+    async def on_harness_event(_event: Any) -> None:
+        publisher.update()
+
+    unsubscribe = opened.harness.subscribe(on_harness_event)
+    hub = getattr(opened.session, "subagents", None)
+
+    async def on_child(event: Any) -> None:
+        if getattr(event.record, "parent_id", None) == publisher.session_id:
+            publisher.update()
+
+    if hub is not None:
+        hub.add_listener(on_child)
+    earlier = opened.unsubscribe
+
+    def unbind() -> None:
+        unsubscribe()
+        if hub is not None:
+            hub.remove_listener(on_child)
+        publisher.end()
+        if earlier is not None:
+            earlier()
+
+    opened.unsubscribe = unbind
+    return publisher
+
+
+def install(server: AcpServer) -> None:
+    """Keep a quiescence file for every session bound to this server."""
+
+    def bind(opened: OpenSession) -> None:
+        watch(opened)
+
+    server.bind_hooks.append(bind)
+
+
+# ------------------------------------------------------------------ the reader
+
+
+@dataclass(frozen=True)
+class QuiescenceReading:
+    """What a reader in another process can say about a session's quiescence."""
+
+    state: str  # SETTLED | BUSY | NOT_RUNNING | UNKNOWN
+    reason: str | None = None
+    quiescent: bool | None = None
+    pending: int = 0
+    in_flight: int = 0
+    background: list[dict[str, Any]] = field(default_factory=list)
+    pid: int | None = None
+    written_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "reason": self.reason,
+            "quiescent": self.quiescent,
+            "pending": self.pending,
+            "in_flight": self.in_flight,
+            "background": self.background,
+            "pid": self.pid,
+            "written_at": self.written_at,
+            "source": "file",
+        }
+
+
+def _count(data: Mapping[str, Any], name: str) -> int:
+    value = data.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 10**6:
+        raise ValueError(f"{name} is not a count")
+    return value
+
+
+def _items(raw: Any) -> list[dict[str, Any]]:
+    if not isinstance(raw, list):
+        raise ValueError("background is not a list")
+    items: list[dict[str, Any]] = []
+    for item in raw[:MAX_BACKGROUND]:
+        if not isinstance(item, dict):
+            raise ValueError("a background item is not an object")
+        kept = {k: item[k][:MAX_TEXT] for k in ITEM_FIELDS if isinstance(item.get(k), str)}
+        if "type" not in kept:
+            raise ValueError("a background item has no type")
+        items.append(kept)
+    return items
+
+
+def _load(path: Path) -> dict[str, Any]:
+    """The file's JSON object; ValueError (with the reason) for anything that is not one of ours."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC | _NONBLOCK | _NOFOLLOW)
+    except OSError as exc:
+        raise ValueError(f"cannot open it ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not (info.st_mode & 0o170000) == 0o100000:
+            raise ValueError("it is not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise ValueError(f"it is {info.st_size} bytes (more than {MAX_BYTES})")
+        raw = os.read(fd, MAX_BYTES + 1)
+    except OSError as exc:
+        raise ValueError(f"cannot read it ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("it is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ValueError("it is not a JSON object")
+    return data
+
+
+def read_quiescence(
+    session_dir: Path, session_id: str, *, is_open: bool | None, owner_pid: int | None
+) -> QuiescenceReading:
+    """The quiescence of the session in `session_dir` as its server published it. `is_open` and
+    `owner_pid` come from the session's owner lock (panel/sessions.py; None: not knowable here)."""
+    path = session_dir / FILE
+    if not os.path.lexists(path):
+        if is_open is False:
+            return QuiescenceReading(NOT_RUNNING, "the session is not open in any server")
+        return QuiescenceReading(
+            UNKNOWN,
+            "no quiescence file: the process that has it open publishes none (a subagent, an older server)",
+        )
+    try:
+        data = _load(path)
+        if data.get("version") != VERSION:
+            raise ValueError(f"its version is {data.get('version')!r}, not {VERSION}")
+        if data.get("session_id") != session_id:
+            raise ValueError("it names another session")
+        pid, started, written_at = data.get("pid"), data.get("pid_start"), data.get("written_at")
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= PID_MAX:
+            raise ValueError("it names no valid pid")
+        if started is not None and (isinstance(started, bool) or not isinstance(started, int)):
+            raise ValueError("its pid_start is not a number")
+        if isinstance(written_at, bool) or not isinstance(written_at, int | float):
+            raise ValueError("it has no written_at time")
+        ended, quiescent = data.get("ended"), data.get("quiescent")
+        if not isinstance(ended, bool) or not isinstance(quiescent, bool):
+            raise ValueError("ended and quiescent must be true or false")
+        pending, in_flight = _count(data, "pending"), _count(data, "in_flight")
+        background = _items(data.get("background"))
+    except ValueError as exc:
+        return QuiescenceReading(UNKNOWN, f"{FILE} is unusable: {exc}")
+    when = float(written_at)
+    if ended:
+        return QuiescenceReading(
+            NOT_RUNNING, f"the session was closed by its server (pid {pid})", pid=pid, written_at=when
+        )
+    if not pid_alive(pid) or (started is not None and process_start(pid) not in (None, started)):
+        return QuiescenceReading(
+            NOT_RUNNING, f"the server that wrote it (pid {pid}) has exited", pid=pid, written_at=when
+        )
+    if is_open is False:
+        return QuiescenceReading(
+            NOT_RUNNING,
+            f"the session is not open (its file from pid {pid} is stale)",
+            pid=pid,
+            written_at=when,
+        )
+    if is_open and owner_pid is not None and owner_pid != pid:
+        return QuiescenceReading(
+            UNKNOWN,
+            f"the session is open in pid {owner_pid}, which publishes no quiescence (the file is pid {pid}'s)",
+            pid=pid,
+            written_at=when,
+        )
+    return QuiescenceReading(
+        SETTLED if quiescent else BUSY,
+        None,
+        quiescent,
+        pending,
+        in_flight,
+        background,
+        pid=pid,
+        written_at=when,
+    )
+
+
+__all__ = [
+    "BUSY",
+    "FILE",
+    "NOT_RUNNING",
+    "SETTLED",
+    "UNKNOWN",
+    "QuiescencePublisher",
+    "QuiescenceReading",
+    "install",
+    "read_quiescence",
+    "snapshot",
+    "watch",
+    "write_quiescence",
+]
