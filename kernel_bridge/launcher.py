@@ -23,7 +23,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 
-from kernel_bridge import reaper
+from kernel_bridge import group_watch, reaper
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.output import private_dir
 from kernel_bridge.snapshot import SnapshotPaths
@@ -155,29 +155,16 @@ Launcher = Callable[[LaunchSpec], Awaitable[RunningKernel]]
 #    status left the cell hanging. Unsent output is held by the kernel instead.
 # 2. When the server dies without running any cleanup (SIGKILL), ipykernel's parent watch ends the
 #    kernel with os._exit, which orphans whatever the kernel started (`%%bash` jobs, test runners,
-#    `subprocess.Popen`). The kernel leads its own process group, so our watch kills the group.
-_LAUNCH_CODE = """\
+#    `subprocess.Popen`). The kernel leads its own process group, so it runs the shared group watch
+#    instead (`group_watch.ParentWatch`, its source embedded: the kernel's interpreter may not be
+#    able to import kernel_bridge), which kills the group -- or only exits, as ipykernel's did, when
+#    the kernel does not lead its group (a sandbox wrapper does).
+_KERNEL_APP_CODE = """\
 import os
-import signal
 import sys
-import threading
-import time
 
 import zmq
 from ipykernel.kernelapp import IPKernelApp
-
-
-class ParentWatch(threading.Thread):
-    def __init__(self, parent_pid):
-        super().__init__(daemon=True, name="continual-acp-parent-watch")
-        self.parent_pid = parent_pid
-
-    def run(self):
-        while os.getppid() == self.parent_pid:
-            time.sleep(1.0)
-        if os.getpgrp() == os.getpid():
-            os.killpg(0, signal.SIGKILL)
-        os._exit(1)
 
 
 class ContinualAcpKernelApp(IPKernelApp):
@@ -196,6 +183,7 @@ if sys.path and sys.path[0] == "":
     del sys.path[0]
 ContinualAcpKernelApp.launch_instance()
 """
+_LAUNCH_CODE = group_watch.embeddable_source() + _KERNEL_APP_CODE
 
 
 def _write_spec(

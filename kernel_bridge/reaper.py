@@ -2,7 +2,9 @@
 
 Kernels are started in their own session (process group), so killing the group also ends whatever
 the kernel spawned (`%%bash` jobs, test runners). SIGKILL of the server cannot run any of this; that
-case is covered by ipykernel's parent-pid watch (`JPY_PARENT_PID`), which ends the kernel itself.
+case is covered by `group_watch`: each kernel (its launch code runs `group_watch.ParentWatch` on the
+`JPY_PARENT_PID` ipykernel is given), MCP server and gate group watches its parent and SIGKILLs
+itself when the parent dies.
 """
 
 from __future__ import annotations

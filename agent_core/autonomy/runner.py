@@ -12,31 +12,19 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agent_core.autonomy.gates import Gate
-from kernel_bridge import reaper
+from kernel_bridge import group_watch, reaper
 
 __all__ = ["BoundedText", "GateResult", "run_gate"]
 
-# The gate runs under this small watcher, which leads the gate's process group: if the server dies
-# without cleaning up (SIGKILL), the watcher sees its parent change and kills the whole group, so no
-# test run outlives the server. (An orderly exit kills tracked groups through kernel_bridge's reaper.)
-_WATCHER = """\
-import os, signal, subprocess, sys, threading, time
-parent = int(sys.argv[1])
-child = subprocess.Popen(["/bin/sh", "-c", sys.argv[2]])
-def watch():
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os.killpg(0, signal.SIGKILL)
-threading.Thread(target=watch, daemon=True).start()
-code = child.wait()
-sys.exit(code if code >= 0 else 128 - code)
-"""
+# The gate runs under kernel_bridge's group watch script, which leads the gate's process group: if the
+# server dies without cleaning up (SIGKILL), the watch sees its parent change and kills the whole
+# group, so no test run outlives the server. (An orderly exit kills tracked groups through
+# kernel_bridge's reaper.) Its exit code is the shell's, 128+N for a death by signal N.
 HEAD_CHARS = 4_000
 TAIL_CHARS = 12_000
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of the gate's process group
@@ -101,16 +89,12 @@ async def run_gate(
     env: Mapping[str, str] | None = None,
     on_output: Callable[[str], None] | None = None,
 ) -> GateResult:
-    """Run `gate.command` with `sh -c` in `cwd` (under a parent watcher); cancelling this coroutine
+    """Run `gate.command` with `sh -c` in `cwd` (under the group watch); cancelling this coroutine
     kills the process group."""
     started = time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            _WATCHER,
-            str(os.getpid()),
-            gate.command,
+            *group_watch.watched_argv(["/bin/sh", "-c", gate.command]),
             cwd=cwd,
             env=dict(env) if env is not None else None,
             stdin=asyncio.subprocess.DEVNULL,

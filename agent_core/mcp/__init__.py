@@ -1,8 +1,8 @@
 """MCP servers of a session, held in the host and reached from the kernel's `mcp` object.
 
 Modules: `config` (ACP params -> records), `names` (identifiers), `records` (errors, notices),
-`transports` (the SDK, imported lazily), `guard` (stdio server process-group watch), `connection`
-(one server's supervisor task), `registry` (a session's servers), `host_ops` (bridge handlers),
+`transports` (the SDK, imported lazily; stdio servers under kernel_bridge's `group_watch`),
+`connection` (one server's supervisor task), `registry` (a session's servers), `host_ops` (bridge handlers),
 `commands` (`/mcp` text), `prompt` (system prompt section), `attach` (wiring into a session).
 Importing this package does not import the SDK.
 """

@@ -1,7 +1,8 @@
 """Opening one MCP connection with the official SDK (imported lazily: it is a heavy import).
 
 `open_transport(config, errlog)` is an async context manager yielding the SDK's (read, write)
-streams. stdio servers run under `guard.py`, which kills their process group if this process dies.
+streams. stdio servers run under kernel_bridge's group watch script, which kills their process group
+if this process dies.
 """
 
 from __future__ import annotations
@@ -9,14 +10,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any, TextIO
 
 from agent_core.mcp.config import HttpServer, ServerConfig, StdioServer
-
-GUARD = str(Path(__file__).with_name("guard.py"))
+from kernel_bridge import group_watch
 
 
 class McpStartError(RuntimeError):
@@ -35,14 +33,15 @@ def _resolve_command(server: StdioServer, env: dict[str, str]) -> str:
 
 
 def stdio_parameters(server: StdioServer, cwd: str | None) -> Any:
-    """The SDK's StdioServerParameters, wrapped in the guard; env goes to this server only."""
+    """The SDK's StdioServerParameters, under the group watch; env goes to this server only."""
     from mcp.client.stdio import StdioServerParameters, get_default_environment
 
     env = {**get_default_environment(), **dict(server.env)}
-    command = _resolve_command(server, env)
+    # The SDK starts it in a new session: the watch leads the group the server and its children join.
+    argv = group_watch.watched_argv([_resolve_command(server, env), *server.args])
     return StdioServerParameters(
-        command=sys.executable,
-        args=["-I", "-S", GUARD, str(os.getpid()), "--", command, *server.args],
+        command=argv[0],
+        args=argv[1:],
         env=dict(server.env),
         cwd=cwd,
     )

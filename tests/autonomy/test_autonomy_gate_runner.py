@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_core.autonomy import Gate, run_gate, runner
+from kernel_bridge import group_watch
 
 pytestmark = pytest.mark.anyio
 
@@ -144,6 +145,10 @@ async def test_a_gate_dies_with_the_server_when_the_server_is_sigkilled(tmp_path
     assert server.stdout is not None
     line = await asyncio.wait_for(server.stdout.readline(), 30)
     child = int(line)
+    # The gate's group is led by kernel_bridge's group watch, watching the server: it must end it.
+    pgid = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[2])
+    leader = Path(f"/proc/{pgid}/cmdline").read_bytes().decode().split("\0")
+    assert leader[3:6] == [group_watch.script_path(), str(server.pid), "--"]
     server.kill()
     await server.wait()
     assert await _wait_gone(child, deadline=10.0)

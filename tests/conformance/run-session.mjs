@@ -7,7 +7,8 @@
 //   {"agent": [cmd, ...args], "cwd": "/abs", "mcpServers": [...], "cell": {"prompt", "code", "expect"},
 //    "mcp": {"prompt", "expect": [...], "asks": [...]},
 //    "ask": {"prompt", "code", "expect"}, "reject": {"prompt", "marker"}, "hold": {"prompt"},
-//    "cancel": {"prompt", "started"}, "slash": "/history", "remember": {"prompt"}}
+//    "cancel": {"prompt", "started"}, "slash": "/history", "remember": {"prompt"},
+//    "reload": {"prompt", "expect": [...]}}   (after session/load, in a new agent process)
 // Prints one JSON report on stdout: {ok, steps: [{name, ok, ms, detail}], findings, frames, cancelMs}.
 // Progress and the agent's stderr go to stderr.
 import * as acp from "@agentclientprotocol/sdk";
@@ -255,7 +256,7 @@ async function secondConnection(recorder, sessionId) {
     await step("session/load replays the transcript before answering", async () => {
       const mark = recorder.updates.length;
       const frameMark = frames.length;
-      await request(acp.methods.agent.session.load, { sessionId, cwd: plan.cwd, mcpServers: [] }, 60_000);
+      await request(acp.methods.agent.session.load, { sessionId, cwd: plan.cwd, mcpServers: plan.mcpServers }, 60_000);
       const loadResponse = frames.findIndex(
         (f, i) => i >= frameMark && f.direction === "agent->client" && "result" in (f.msg ?? {}) && !f.msg.method,
       );
@@ -270,6 +271,18 @@ async function secondConnection(recorder, sessionId) {
       check(textOf(replayed, "agent_message_chunk").length > 0, "agent messages not replayed");
       const after = recorder.since(mark, sessionId);
       return { replayed: replayed.length, updatesSeen: after.length };
+    });
+    await step("after session/load a cell calls tools of the MCP servers given in the load", async () => {
+      const mark = recorder.updates.length;
+      const asked = recorder.permissions.length;
+      const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.reload.prompt) }, 90_000);
+      check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+      check(recorder.permissions.length === asked, "a tool not marked destructive was asked about");
+      const ups = recorder.since(mark, sessionId);
+      const [cell] = toolCallIds(ups);
+      check(cell, "no tool_call for the cell");
+      check(finalStatus(ups, cell) === "completed", `cell status ${finalStatus(ups, cell)}`);
+      for (const needle of plan.reload.expect) check(mentions(ups, cell, needle), `cell output ${needle} not streamed`);
     });
   });
   child.stdin.end();

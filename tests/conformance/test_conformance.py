@@ -129,6 +129,10 @@ MCP_CODE = """\
 print(await mcp.call('tools', 'describe', name='zed'))
 print(await mcp.web_tools.add(a=1000, b=337))
 print(await mcp.call('tools', 'delete-file', path='/tmp/conformance-doomed'))"""
+# After session/load in a new agent process: both servers reconnected from the load's mcpServers.
+RELOAD_CODE = """\
+print(await mcp.call('tools', 'describe', name='load', times=2))
+print(await mcp.web_tools.add(a=4000, b=2))"""
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +160,8 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
         tool_call(LONG_CODE, title="Wait a minute"),
         tool_call(REMEMBER_CODE, title="Remember the test command"),
         text("Noted."),
+        tool_call(RELOAD_CODE, title="Use the MCP tools again"),
+        text("Still connected."),
     ]
     workdir = tmp_path / "project"
     workdir.mkdir()
@@ -187,6 +193,10 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
         "cancel": {"prompt": "Wait a minute", "started": "long cell started"},
         "slash": "/history",
         "remember": {"prompt": "Remember how tests are run here"},
+        "reload": {
+            "prompt": "Use the MCP tools after the reload",
+            "expect": ["{'name': 'load', 'length': 4, 'repeated': 'loadload'}", "4002"],
+        },
     }
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from kernel_bridge_support import process_gone
 
+from kernel_bridge import group_watch
+
 HOST = Path(__file__).with_name("orphan_host.py")
 
 
@@ -96,6 +98,8 @@ def test_sigkill_of_the_server_ends_every_kernel_and_their_children(
     kernels = _kernels_started_in(runtime_dir)
     assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
     cleanup.extend([*kernels, child_pid])
+    for kernel in kernels:  # each runs kernel_bridge's group watch, embedded in its launch code
+        assert group_watch.embeddable_source() in Path(f"/proc/{kernel}/cmdline").read_bytes().decode()
     host.kill()
     host.wait(timeout=30)
     cleanup_dirs.append(Path(runtime_dir))  # nothing in the server runs after SIGKILL

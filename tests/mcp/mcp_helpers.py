@@ -33,6 +33,14 @@ def wait_until(predicate: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+def group_leader_argv(pid: int) -> list[str]:
+    """The command line of the process leading `pid`'s process group."""
+    with open(f"/proc/{pid}/stat") as f:
+        pgid = int(f.read().rsplit(")", 1)[1].split()[2])
+    with open(f"/proc/{pgid}/cmdline", "rb") as f:
+        return f.read().decode().split("\0")[:-1]
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

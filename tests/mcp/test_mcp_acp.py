@@ -19,9 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "acp_server"))
 
 from acp_client import AcpClient, RpcError, select, server_env
 from acp_helpers import final_card, initialize, prompt, run_command, texts
-from mcp_helpers import SERVER_SCRIPT, pid_alive, wait_until
+from mcp_helpers import SERVER_SCRIPT, group_leader_argv, pid_alive, wait_until
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+from kernel_bridge import group_watch
 
 
 @pytest.fixture
@@ -170,6 +171,8 @@ def test_sigkill_of_continual_acp_leaves_no_mcp_server_running(
     wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", 90, "the MCP server to start")
     pid = int(pid_file.read_text())
     assert pid_alive(pid)
+    # The server runs in the group of kernel_bridge's group watch, which must end it.
+    assert group_leader_argv(pid)[3:6] == [group_watch.script_path(), str(client.proc.pid), "--"]
     os.kill(client.proc.pid, signal.SIGKILL)
     client.proc.wait(10)
     wait_until(lambda: not pid_alive(pid), 20, f"MCP server pid {pid} to be gone after SIGKILL")

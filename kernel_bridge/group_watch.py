@@ -1,0 +1,123 @@
+"""The one process-group watch: when continual-acp dies, whatever it started dies with it (stdlib only).
+
+Everything continual-acp starts that may spawn processes of its own -- kernels, stdio MCP servers,
+autonomy gates -- leads a process group. An orderly exit kills those groups (`reaper`, the MCP
+SDK's shutdown, the gate runner), but SIGKILL of the server runs no cleanup, so each group watches
+its parent and SIGKILLs itself when the parent pid changes (the orphan is reparented).
+
+Two ways in, one watch loop (`ParentWatch`):
+
+* In process: a kernel runs `ParentWatch(parent).start()`. The kernel may run under an interpreter
+  that cannot import kernel_bridge, so the launcher embeds this file's code above the host-only
+  part (`embeddable_source()`) into the kernel's `-c` launch code.
+* As a script, for a command that is not Python of ours (an MCP server, a gate's shell):
+
+      python -I -S group_watch.py <parent-pid> -- <command> [args...]
+
+  It leads its own process group (started in a new session, or it makes one), forks the command
+  into that group and waits for it. Its exit code is the command's (128+N when signal N killed it,
+  as a shell reports). It drops its own copies of stdin and stdout, so only the command holds the
+  caller's pipes (its exit, or its closing stdout, is EOF for the reader); stderr is kept for the
+  watch's own messages. The group is SIGKILLed when the parent goes away and on SIGTERM or SIGHUP
+  of the watcher (the MCP SDK's shutdown escalation): nothing in the group outlives it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+POLL_SECONDS = 0.25  # how soon a dead parent is noticed; one getppid() per poll
+
+
+def end_group(code: int = 1) -> None:
+    """SIGKILL this process's group when this process leads it (which ends this process too);
+    otherwise the group is someone else's (a sandbox wrapper leads it): exit alone with `code`."""
+    if os.getpgrp() == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    os._exit(code)
+
+
+class ParentWatch(threading.Thread):
+    """A daemon thread that calls `end_group()` once the parent process `parent_pid` has gone."""
+
+    def __init__(self, parent_pid: int, interval: float = POLL_SECONDS) -> None:
+        super().__init__(daemon=True, name="continual-acp-parent-watch")
+        self.parent_pid = parent_pid
+        self.interval = interval
+
+    def run(self) -> None:
+        while os.getppid() == self.parent_pid:
+            time.sleep(self.interval)  # polling: no portable way to wait for a parent's death
+        end_group()
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    end_group(128 + signum)
+
+
+def exit_code(status: int) -> int:
+    """A wait status as a shell reports it: the exit code, or 128+N for a death by signal N."""
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def main(argv: list[str]) -> int:
+    """The script: run `argv[3:]` in this process's group, watched; return its exit code."""
+    if len(argv) < 4 or argv[2] != "--" or not argv[1].isdigit():
+        sys.stderr.write("usage: group_watch.py <parent-pid> -- <command> [args...]\n")
+        return 2
+    parent, command = int(argv[1]), argv[3:]
+    if os.getpgrp() != os.getpid():
+        os.setsid()  # a group of our own: killing it must never reach the caller's
+    # Before the fork, so no SIGTERM can land between it and an unwatched child; exec resets them.
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    child = os.fork()
+    if child == 0:
+        try:
+            os.execvp(command[0], command)
+        except OSError as exc:
+            os.write(2, f"cannot start {command[0]!r}: {exc}\n".encode())
+        os._exit(127)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    ParentWatch(parent).start()  # checks at once: a parent gone already ends the group now
+    _pid, status = os.waitpid(child, 0)  # a signal handler above ends the group mid-wait
+    return exit_code(status)
+
+
+# --- host side only: the launcher embeds everything above this line into a kernel's launch code ---
+_MARKER = "# --- host side only:"
+
+
+def script_path() -> str:
+    """The absolute path of this file, to run as the watch script."""
+    return os.path.abspath(__file__)
+
+
+def watched_argv(command: list[str], parent_pid: int | None = None) -> list[str]:
+    """`command` run under the watch script by this interpreter, watching `parent_pid` (this process)."""
+    parent = os.getpid() if parent_pid is None else parent_pid
+    return [sys.executable, "-I", "-S", script_path(), str(parent), "--", *command]
+
+
+def embeddable_source() -> str:
+    """This module's code above the host-only part: defines `ParentWatch` and `end_group` when run
+    as the start of another program (a kernel's `-c` launch code)."""
+    with open(script_path(), encoding="utf-8") as f:
+        source = f.read()
+    head, found, _rest = source.partition("\n" + _MARKER)
+    if not found:
+        raise RuntimeError(f"{script_path()} lost its host-side marker line")
+    return head + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
