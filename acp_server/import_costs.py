@@ -26,4 +26,4 @@ def skip_unused_heavy_imports() -> None:
     (someone needed it first) is left alone.
     """
     for name in _NEVER_NEEDED:
-        sys.modules.setdefault(name, None)  # type: ignore[assignment]
+        sys.modules.setdefault(name, None)  # type: ignore[arg-type]

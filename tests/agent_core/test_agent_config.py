@@ -38,7 +38,9 @@ def test_defaults_without_any_setting(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("raw", "eager"), [("0", False), ("false", False), ("1", True), ("yes", True)])
-def test_the_eager_kernel_start_is_set_by_its_environment_variable(tmp_path: Path, raw: str, eager: bool) -> None:
+def test_the_eager_kernel_start_is_set_by_its_environment_variable(
+    tmp_path: Path, raw: str, eager: bool
+) -> None:
     assert load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_EAGER_KERNEL": raw}).eager_kernel is eager
 
 
