@@ -53,8 +53,9 @@ def test_a_symlink_planted_as_a_session_directory_is_refused_and_nothing_is_writ
     home = tmp_path / "home"
     project = tmp_path / "project"
     project.mkdir()
-    with served(home, project) as client:
-        sid, _ = new_session(client, str(project))
+    with served(home, project) as first:
+        sid, _ = new_session(first, str(project))
+    first.proc.wait(timeout=60)  # its last writes (the session's ended quiescence file) are done
     # Move the real session out of the data dir and leave a link in its place.
     outside = tmp_path / "outside"
     (home / "sessions" / sid).rename(outside)
