@@ -66,13 +66,11 @@ class _KernelSkills:
 
 
 def _preload() -> None:
-    """Imports the agent factory and the first session need (run in the server's import thread)."""
-    for module in (
-        "agent_core.agent",
-        "agent_core.refinement.attach",
-        "agent_core.autonomy.controller",
-        "skills.loader",
-    ):
+    """Imports the agent factory and what the first session/new answer needs (run in the server's
+    import thread). Not refinement or autonomous mode: a new session's `on_session` runs right after
+    its answer (`Agent.new_session(defer_setup=True)`), and their imports (harness_store, pydantic:
+    ~0.1 s on 2 slow cores) with it."""
+    for module in ("agent_core.agent", "skills.loader"):
         importlib.import_module(module)
 
 

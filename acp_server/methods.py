@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from agent_core.config import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
     from agent_core.mcp import ServerConfig
+    from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
     from agent_core.transcript import SessionPage
 
@@ -86,8 +87,9 @@ class AcpServer:
         self._background = anyio.Event()
         self._background_started = False
         self.extension_notifications: list[str] = []
-        # Called with every session bound to this connection (new/load/resume): a seam for
-        # extensions that keep per-session state (the harness events are subscribed in `_bind`).
+        # Called with every session bound to this connection (new/load/resume), once its setup is
+        # done (`OpenSession.set_up`): a seam for extensions that keep per-session state (the
+        # harness events are subscribed there too).
         self.bind_hooks: list[Callable[[OpenSession], None]] = []
         # Called after a session/load replay, before the response (subagent cards whose child
         # changed state while no one recorded it, e.g. interrupted by a restart).
@@ -194,9 +196,10 @@ class AcpServer:
         """An agent->client notification (an extension's, e.g. `_harness/quiescence`)."""
         await self._conn().notify(method, params)
 
-    def _bind(self, session: Session, editor: JsonRpcEditor) -> OpenSession:
-        from agent_core.refinement.attach import harness_of
-
+    def _bind(self, session: Session, editor: JsonRpcEditor, *, set_up: bool = True) -> OpenSession:
+        """Bind `session` to this connection. `set_up=False` (session/new) leaves the rest of its setup
+        (refinement and its imports, the harness events) to `OpenSession.set_up()`, which the
+        handler runs right after its answer is written, or the first use of the session runs."""
         session_id = session.id
 
         async def send(update: JsonObject) -> None:
@@ -212,16 +215,29 @@ class AcpServer:
         )
         editor.session_id = session_id
         editor.presenter = presenter
-        opened = OpenSession(session, editor, presenter, harness_of(session))
+
+        def build_harness() -> HarnessSurface:
+            from agent_core.refinement.attach import harness_of
+
+            if self._agent is not None:
+                self._agent.finish_setup(session)  # on_session, when session/new deferred it
+            return harness_of(session)
+
+        def after_set_up(opened: OpenSession) -> None:
+            # One subscription to the session's harness events: cards, review prompts, quiescence.
+            harness_events.subscribe(self, opened)
+            # The bind hooks read what the session's setup attached (its subagent hub).
+            for hook in self.bind_hooks:
+                try:
+                    hook(opened)
+                except Exception:
+                    log.exception("session bind hook %r failed for %s", hook, session_id)
+
+        opened = OpenSession(session, editor, presenter, build_harness, after_set_up)
         self.sessions[session_id] = opened
-        # One subscription to the session's harness events: cards, review prompts, quiescence.
-        harness_events.subscribe(self, opened)
         session_events.subscribe(opened)  # notify_user / compaction outside a turn
-        for hook in self.bind_hooks:
-            try:
-                hook(opened)
-            except Exception:
-                log.exception("session bind hook %r failed for %s", hook, session_id)
+        if set_up:
+            opened.set_up()
         return opened
 
     def _new_editor(self) -> JsonRpcEditor:
@@ -250,6 +266,7 @@ class AcpServer:
         """An open session, or one resumed from disk; -32002 when it exists nowhere."""
         opened = self.sessions.get(session_id)
         if opened is not None:
+            opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
         agent = await self.agent()
         if not agent.session_exists(session_id):
@@ -324,7 +341,7 @@ class AcpServer:
         editor = self._new_editor()
         started = time.monotonic()
         try:
-            session = await agent.new_session(cwd, editor, servers)
+            session = await agent.new_session(cwd, editor, servers, defer_setup=True)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
                 f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
@@ -334,7 +351,15 @@ class AcpServer:
         except KernelBackendUnavailable as exc:
             raise _backend_error(exc) from None
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
-        opened = self._bind(session, editor)
+        opened = self._bind(session, editor, set_up=False)
+
+        async def set_up() -> None:
+            # First after the answer, before anything that yields: the refinement imports (~0.1 s,
+            # pydantic) no longer delay it, and no request can find the session half set up.
+            if self.sessions.get(session.id) is opened:
+                opened.set_up()
+
+        ctx.after_response.append(set_up)
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
         ctx.after_response.append(self.start_background)
@@ -403,6 +428,7 @@ class AcpServer:
         if opened is not None:
             from agent_core.mcp import configure_mcp
 
+            opened.set_up()
             configure_mcp(opened.session, servers, start=False)
         else:
             opened = await self._resume(agent, req.session_id, cwd, servers)

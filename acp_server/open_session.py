@@ -22,9 +22,13 @@ class OpenSession:
     session: Session
     editor: JsonRpcEditor
     presenter: TurnPresenter
-    # The session's harness (both stores, through its refinement coordinator): every harness
-    # command, `_harness/*` method and refinement card goes through it.
-    harness: HarnessSurface
+    # Finishes the session's setup (agent_core's `on_session`: refinement, autonomous mode) and
+    # returns its harness; run once, by `set_up()` (methods.py: right after the session/new answer,
+    # or at the first use of the session, whichever comes first).
+    build_harness: Callable[[], HarnessSurface] = field(repr=False)
+    # Run once with this session right after its harness is built (the harness events subscription,
+    # the server's bind hooks).
+    on_harness: Callable[[OpenSession], None] | None = field(default=None, repr=False)
     prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
     # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a
     # prompt queued behind a running one is cancelled too (it never reaches agent_core).
@@ -37,6 +41,26 @@ class OpenSession:
     # Cancel scopes of the prompt-path work that is not an agent_core turn (a slash command that
     # asks the model: `/refine`'s planner, `/compact`'s summary): session/cancel cancels them.
     cancel_scopes: set[anyio.CancelScope] = field(default_factory=set)
+
+    _harness: HarnessSurface | None = field(default=None, init=False, repr=False)
+
+    @property
+    def harness(self) -> HarnessSurface:
+        """The session's harness (both stores, through its refinement coordinator): every harness
+        command, `_harness/*` method and refinement card goes through it."""
+        if self._harness is None:
+            self.set_up()
+        assert self._harness is not None
+        return self._harness
+
+    def set_up(self) -> None:
+        """Finish the session's setup and subscribe its harness events; idempotent, synchronous (no
+        request can see the session half set up)."""
+        if self._harness is not None:
+            return
+        self._harness = self.build_harness()
+        if self.on_harness is not None:
+            self.on_harness(self)
 
     @contextmanager
     def cancellable(self) -> Iterator[anyio.CancelScope]:

@@ -60,6 +60,8 @@ class Agent:
         # first session response is written: a kernel starting beside session/new slows the answer).
         self.kernel_gate: asyncio.Event | None = None
         self._closing = False
+        # Sessions made with `new_session(defer_setup=True)` whose `on_session` has not run yet.
+        self._setup_pending: set[str] = set()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -131,6 +133,7 @@ class Agent:
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
         self._closing = True
+        self._setup_pending.clear()  # a closing agent sets up no session
         if self.kernel_gate is not None:
             self.kernel_gate.set()  # held kernel starts give up (a session's close waits for its start)
         for hook in list(self.shutdown_hooks):  # issue 12: subagents stop before their sessions close
@@ -181,6 +184,7 @@ class Agent:
                 # Past `max_kernels` the session waits; `/kernel status` says why.
                 on_wait=lambda reason: setattr(session, "kernel_wait_reason", reason),
             )
+            self.finish_setup(session)  # a deferred setup's kernel hooks (host ops) before they run
             session.kernel_ready(kernel)
             if restore:
                 report = await kernel.restore()
@@ -198,6 +202,7 @@ class Agent:
         *,
         restore: bool,
         mcp_servers: Sequence[ServerConfig] = (),
+        setup: bool = True,
         **state: object,
     ) -> Session:
         from agent_core.ownership import SessionOwnerLock
@@ -231,14 +236,37 @@ class Agent:
         # Before the kernel is ready (its hook registers `mcp.*`); servers start on `session.mcp.start()`
         # (acp_server: after its response) or at their first use.
         attach_mcp(session, mcp_servers, start=False)
-        if self.on_session is not None:
-            self.on_session(session)
+        if setup:
+            self._run_on_session(session)
+        else:
+            self._setup_pending.add(session_id)
         return session
 
+    def _run_on_session(self, session: Session) -> None:
+        if self.on_session is not None:
+            self.on_session(session)
+
+    def finish_setup(self, session: Session) -> None:
+        """Run the `on_session` seam (refinement, autonomous mode) of a session made with
+        `new_session(defer_setup=True)`, once; a no-op for every other session and every later call.
+        The kernel start calls it before the kernel's hooks run, so its host ops are never missed."""
+        if session.id in self._setup_pending:
+            self._setup_pending.discard(session.id)
+            self._run_on_session(session)
+
     async def new_session(
-        self, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] = ()
+        self,
+        cwd: str,
+        editor: EditorPort,
+        mcp_servers: Sequence[ServerConfig] = (),
+        *,
+        defer_setup: bool = False,
     ) -> Session:
-        """A fresh session; its kernel starts (or comes from the pool) in the background."""
+        """A fresh session; its kernel starts (or comes from the pool) in the background.
+
+        `defer_setup`: `on_session` waits for `finish_setup(session)` (acp_server calls it right after
+        the session/new answer is written: the refinement imports would otherwise delay the answer).
+        Call it before the session is used; its kernel start calls it too."""
         cwd = resolve_cwd(cwd)
         if not Path(cwd).is_dir():
             # Caught here, not at the first cell: the kernel would run nowhere.
@@ -248,7 +276,13 @@ class Agent:
         from agent_core.transcript import now_iso
 
         return self._make(
-            session_id, cwd, editor, restore=False, mcp_servers=mcp_servers, created_at=now_iso()
+            session_id,
+            cwd,
+            editor,
+            restore=False,
+            mcp_servers=mcp_servers,
+            setup=not defer_setup,
+            created_at=now_iso(),
         )
 
     async def _open_saved(
@@ -330,6 +364,7 @@ class Agent:
     async def close_session(self, session_id: str) -> None:
         """Cancel, snapshot and free the kernel; the transcript stays on disk. Idempotent."""
         session = self._sessions.pop(session_id, None)
+        self._setup_pending.discard(session_id)  # closed before its deferred setup: none now
         if session is not None:
             await session.close()
 

@@ -96,8 +96,13 @@ class ServerLink:
 
     def surface(self, session_id: str) -> HarnessSurface | None:
         """The harness of an open session (None once it closed)."""
-        opened = self._open().get(session_id)
-        return opened.harness if opened is not None else None
+
+        def read() -> HarnessSurface | None:
+            # On the loop: a session/new whose setup has not run yet finishes it there.
+            opened = self._sessions().get(session_id)
+            return opened.harness if opened is not None else None
+
+        return self._read(read)
 
     def run(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run `call()` (a coroutine on a surface) on the server loop; blocks this worker thread.

@@ -69,7 +69,10 @@ class SessionRefinement:
 
     @classmethod
     def attach(cls, session: Session) -> SessionRefinement:
-        """Build and start refinement for `session` (call from a running event loop)."""
+        """Build and start refinement for `session` (call from a running event loop); a session that
+        has it already (`harness_of` attached it first) keeps the one it has."""
+        if isinstance(session.refinement, SessionRefinement):
+            return session.refinement
         config = session.agent_config
         planner = RefinementPlanner(
             ModelClientCompletion(session.model, model=refine_model(config)),

@@ -1,13 +1,17 @@
 """Startup speed: what is (not) imported before the first `initialize` is answered (no jsonrpcserver,
-jsonschema or pydantic: the wire models and the `_harness/*` params models load after it)."""
+jsonschema or pydantic: the wire models and the `_harness/*` params models load after it), and
+before the first session/new is answered (no refinement, harness_store or pydantic either)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from acp_client import server_env
 
 
 def test_the_initialize_path_does_not_import_jsonrpcserver_jsonschema_or_pydantic() -> None:
@@ -75,11 +79,67 @@ def test_nothing_heavy_is_imported_before_the_first_initialize_is_answered() -> 
     assert json.loads(out.stdout)["id"] == 1  # the answer itself went to the real stdout
 
 
+# Deferred past the first session/new answer: refinement and autonomous mode (a new session's
+# `on_session` runs right after its answer), with harness_store and pydantic (~0.1 s); the kernels
+# (jupyter_client, zmq) and the wire models (acp.schema, jsonrpcserver) start after it too.
+NOT_BEFORE_SESSION_NEW = (
+    "acp",
+    "agent_core.autonomy.controller",
+    "agent_core.refinement",
+    "harness_store",
+    "jsonrpcserver",
+    "jsonschema",
+    "jupyter_client",
+    "pydantic",
+    "zmq",
+)
+
+# The real entry point, stopped the moment session/new has its answer (the transport writes it next).
+SESSION_SPY = """
+import json, os, sys
+import acp_server.methods as methods
+new_session = methods.AcpServer.new_session
+async def spy(self, ctx, req):
+    answer = await new_session(self, ctx, req)
+    os.write(2, ("MODULES " + json.dumps(["sessionId" in answer, sorted(sys.modules)]) + "\\n").encode())
+    os._exit(0)
+methods.AcpServer.new_session = spy
+from acp_server.cli import main
+main([])
+"""
+
+
+def test_refinement_harness_store_and_pydantic_are_not_imported_before_the_session_new_answer(
+    tmp_path: Path,
+) -> None:
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/new",
+            "params": {"cwd": str(tmp_path), "mcpServers": []},
+        },
+    ]
+    env = server_env(tmp_path / "home")
+    out = subprocess.run(
+        [sys.executable, "-c", SESSION_SPY],
+        input="".join(json.dumps(r) + "\n" for r in requests),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env={**os.environ, **env},
+    )
+    [line] = [x for x in out.stderr.splitlines() if x.startswith("MODULES ")]
+    answered, modules = json.loads(line.removeprefix("MODULES "))
+    assert answered is True
+    assert sorted(set(NOT_BEFORE_SESSION_NEW) & set(modules)) == []
+
+
 # `serve` replaced by a probe that imports what the real one imports (jsonrpcserver -> jsonschema).
 SERVE_PROBE = """
 import sys
-
-import pytest
 import acp_server.server as server
 def probe(**_kwargs):
     import jsonrpcserver, jsonschema

@@ -53,6 +53,8 @@ export class Recorder {
     this.waiters = [];
     this.permissionChoice = "allow_once";
     this.permissionWaiters = [];
+    // Extension notifications the client registered a handler for (`client(recorder, {extensions})`).
+    this.extensions = [];
   }
   push(params) {
     this.updates.push(params);
@@ -173,10 +175,21 @@ export class ConformanceRun {
     return { child, stream: acp.ndJsonStream(output, input), exited };
   }
 
-  /** The SDK client: answers permission requests as `recorder.permissionChoice` says, serves fs reads. */
-  client(recorder) {
-    return acp
-      .client({ name: "continual-acp-conformance" })
+  /** The SDK client: answers permission requests as `recorder.permissionChoice` says, serves fs reads,
+   * and handles the extension notifications named in `extensions` (recorded in `recorder.extensions`);
+   * any other notification reaches the SDK unhandled, as it would in a client that never heard of it. */
+  client(recorder, { extensions = [] } = {}) {
+    let app = acp.client({ name: "continual-acp-conformance" });
+    for (const method of extensions) {
+      app = app.onNotification(
+        method,
+        (params) => params,
+        ({ params }) => {
+          recorder.extensions.push({ method, params });
+        },
+      );
+    }
+    return app
       .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
         recorder.permissions.push(params);
         for (const w of recorder.permissionWaiters.splice(0)) {

@@ -8,7 +8,15 @@
 //    "mcp": {"prompt", "expect": [...], "asks": [...]},
 //    "ask": {"prompt", "code", "expect"}, "reject": {"prompt", "marker"}, "hold": {"prompt"},
 //    "cancel": {"prompt", "started"}, "slash": "/history", "remember": {"prompt"},
-//    "reload": {"prompt", "expect": [...]}}   (after session/load, in a new agent process)
+//    "reload": {"prompt", "expect": [...]},   (after session/load, in a new agent process)
+//    "variants": {"first": VARIANT, "second": VARIANT}, "refine": {"prompt"}, "compact": {"summary"},
+//    "notice": {"prompt", "title", "description", "reply"}}
+// VARIANT says which client each connection plays (the second loads the first's session):
+//   "opted-in": opts in to `_harness/quiescence` (clientCapabilities._meta["continual-acp"]) and
+//               advertises `session.notices` and `session.compaction`;
+//   "plain":    none of them (the session_info_update mirror, agent-message and `/compact` fallbacks).
+// Both run the same extension steps (a `/refine`, `/compact`, a notice) and check what their variant
+// must and must not receive.
 // Prints one JSON report on stdout: {ok, steps: [{name, ok, ms, detail}], findings, frames, cancelMs}.
 // Progress and the agent's stderr go to stderr.
 import * as acp from "@agentclientprotocol/sdk";
@@ -33,17 +41,131 @@ let cancelMs = null;
 
 const CANCEL_LIMIT_MS = 2_000;
 
-const INIT = initParams({ fs: { readTextFile: true, writeTextFile: true }, terminal: false, _meta: { terminal_output: true } });
+const BASE_CAPS = { fs: { readTextFile: true, writeTextFile: true }, terminal: false };
+const VARIANTS = {
+  "opted-in": {
+    quiescence: true,
+    notices: true,
+    compaction: true,
+    init: initParams({
+      ...BASE_CAPS,
+      session: { notices: {}, compaction: {} },
+      _meta: { terminal_output: true, "continual-acp": { quiescence: true } },
+    }),
+  },
+  plain: {
+    quiescence: false,
+    notices: false,
+    compaction: false,
+    init: initParams({ ...BASE_CAPS, _meta: { terminal_output: true } }),
+  },
+};
+const variantOf = (which) => {
+  const v = VARIANTS[plan.variants?.[which] ?? "plain"];
+  check(v, `unknown variant ${plan.variants?.[which]} for the ${which} connection`);
+  return { name: plan.variants?.[which] ?? "plain", ...v };
+};
+const QUIESCENCE = "_harness/quiescence";
+
+/** Agent->client frames since `mark` that are `_harness/quiescence` notifications for `sessionId`. */
+const quiescenceNotifications = (mark, sessionId) =>
+  frames
+    .slice(mark)
+    .filter((f) => f.direction === "agent->client" && f.msg?.method === QUIESCENCE && f.msg.params?.sessionId === sessionId)
+    .map((f) => f.msg.params);
+/** The `_meta["continual-acp"].quiescence` of each session_info_update mirror since `mark`. */
+const quiescenceMirrors = (mark, sessionId) =>
+  frames
+    .slice(mark)
+    .filter(
+      (f) =>
+        f.msg?.method === "session/update" &&
+        f.msg.params.sessionId === sessionId &&
+        f.msg.params.update.sessionUpdate === "session_info_update",
+    )
+    .map((f) => f.msg.params.update._meta?.["continual-acp"]?.quiescence)
+    .filter(Boolean);
+
+/** What each variant of client must (and must not) receive: quiescence, notices, compaction. */
+async function extensionSteps(request, recorder, sessionId, variant) {
+  const v = variant.name;
+
+  await step(`${v}: /refine settles; ${variant.quiescence ? "_harness/quiescence and" : "only"} the session_info_update mirror`, async () => {
+    const frameMark = frames.length;
+    const heard = recorder.extensions.length;
+    const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.refine.prompt) }, 60_000);
+    check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+    const settled = await request("_harness/await_quiescence", { sessionId, timeoutMs: 30_000 }, 40_000);
+    check(settled.quiescent === true, `await_quiescence ${JSON.stringify(settled)}`);
+    const sent = quiescenceNotifications(frameMark, sessionId);
+    if (variant.quiescence) {
+      check(sent.length > 0, "an opted-in client got no _harness/quiescence");
+      check(sent.at(-1).quiescent === true, `last _harness/quiescence ${JSON.stringify(sent.at(-1))}`);
+      const handled = recorder.extensions.slice(heard).filter((n) => n.method === QUIESCENCE);
+      check(handled.length === sent.length, `the SDK client handled ${handled.length} of ${sent.length} notifications`);
+    } else {
+      check(sent.length === 0, `a client that did not opt in got ${sent.length} _harness/quiescence`);
+    }
+    const mirrors = quiescenceMirrors(frameMark, sessionId);
+    check(mirrors.some((m) => m.quiescent === false), `no busy mirror: ${JSON.stringify(mirrors)}`);
+    check(mirrors.at(-1)?.quiescent === true, `last mirror ${JSON.stringify(mirrors.at(-1))}`);
+    check(Array.isArray(mirrors.at(-1).background) && mirrors.at(-1).background.length === 0, "settled mirror lists background work");
+    return { notifications: sent.length, mirrors: mirrors.length };
+  });
+
+  await step(`${v}: /compact ${variant.compaction ? "sends compaction updates" : "answers with its message and no compaction update"}`, async () => {
+    const mark = recorder.updates.length;
+    const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text("/compact") }, 60_000);
+    check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+    const ups = recorder.since(mark, sessionId);
+    const shown = ups.filter((u) => u.sessionUpdate.startsWith("compaction_"));
+    const reply = textOf(ups, "agent_message_chunk");
+    if (variant.compaction) {
+      const kinds = shown.map((u) => u.sessionUpdate);
+      check(
+        JSON.stringify(kinds) === JSON.stringify(["compaction_update", "compaction_summary_chunk", "compaction_update"]),
+        `compaction updates ${kinds}`,
+      );
+      check(shown[0].status === "in_progress" && shown[2].status === "completed", `statuses ${shown.map((u) => u.status)}`);
+      check(new Set(shown.map((u) => u.compactionId)).size === 1, "more than one compactionId");
+      check(shown[1].content?.text?.includes(plan.compact.summary), "the summary chunk lacks the summary");
+    } else {
+      check(shown.length === 0, `a client without session.compaction got ${shown.map((u) => u.sessionUpdate)}`);
+      check(reply.trim().startsWith("Context compacted."), `/compact reply: ${reply.slice(0, 200)}`);
+    }
+    return { updates: shown.length, reply: reply.trim().slice(0, 120) };
+  });
+
+  await step(`${v}: ${variant.notices ? "a notice" : "an agent message, no notice,"} when the endpoint refuses tools`, async () => {
+    const mark = recorder.updates.length;
+    const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(plan.notice.prompt) }, 60_000);
+    check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+    const ups = recorder.since(mark, sessionId);
+    const notices = ups.filter((u) => u.sessionUpdate === "notice");
+    const said = textOf(ups, "agent_message_chunk");
+    check(said.includes(plan.notice.reply), `the answer is missing: ${said.slice(0, 300)}`);
+    if (variant.notices) {
+      check(notices.length === 1, `${notices.length} notices`);
+      check(notices[0].title === plan.notice.title && notices[0].severity === "info", `notice ${JSON.stringify(notices[0])}`);
+      check(!said.includes(plan.notice.description), "a client with notices also got the notice as a message");
+    } else {
+      check(notices.length === 0, `a client without session.notices got ${notices.length} notices`);
+      check(said.includes(`${plan.notice.title}: ${plan.notice.description}`), `no fallback message: ${said.slice(0, 300)}`);
+    }
+    return { notices: notices.length };
+  });
+}
 
 async function firstConnection(recorder) {
+  const variant = variantOf("first");
   const { child, stream, exited } = run.tappedAgent();
   let sessionId;
   let configOptions;
-  await run.client(recorder).connectWith(stream, async (ctx) => {
+  await run.client(recorder, { extensions: variant.quiescence ? [QUIESCENCE] : [] }).connectWith(stream, async (ctx) => {
     const request = requester(ctx);
 
     await step("initialize", async () => {
-      const init = await request(acp.methods.agent.initialize, INIT);
+      const init = await request(acp.methods.agent.initialize, variant.init);
       check(init.protocolVersion === 1, `protocolVersion ${init.protocolVersion}`);
       check(init.agentCapabilities?.loadSession === true, "loadSession not advertised");
       check(init.agentCapabilities?.sessionCapabilities?.list, "session list not advertised");
@@ -229,6 +351,8 @@ async function firstConnection(recorder) {
       return { card: card.title, reply: reply.slice(0, 200) };
     });
 
+    await extensionSteps(request, recorder, sessionId, variant);
+
     await step("session/list finds the session", async () => {
       const res = await request(acp.methods.agent.session.list, { cwd: plan.cwd });
       const mine = res.sessions.find((s) => s.sessionId === sessionId);
@@ -247,11 +371,12 @@ async function firstConnection(recorder) {
 }
 
 async function secondConnection(recorder, sessionId) {
+  const variant = variantOf("second");
   const { child, stream, exited } = run.tappedAgent();
-  await run.client(recorder).connectWith(stream, async (ctx) => {
+  await run.client(recorder, { extensions: variant.quiescence ? [QUIESCENCE] : [] }).connectWith(stream, async (ctx) => {
     const request = requester(ctx);
     await step("initialize (new process)", async () => {
-      await request(acp.methods.agent.initialize, INIT);
+      await request(acp.methods.agent.initialize, variant.init);
     });
     await step("session/load replays the transcript before answering", async () => {
       const mark = recorder.updates.length;
@@ -284,6 +409,7 @@ async function secondConnection(recorder, sessionId) {
       check(finalStatus(ups, cell) === "completed", `cell status ${finalStatus(ups, cell)}`);
       for (const needle of plan.reload.expect) check(mentions(ups, cell, needle), `cell output ${needle} not streamed`);
     });
+    await extensionSteps(request, recorder, sessionId, variant);
   });
   child.stdin.end();
   return { exited };

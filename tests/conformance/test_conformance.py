@@ -135,6 +135,29 @@ print(await mcp.call('tools', 'describe', name='load', times=2))
 print(await mcp.web_tools.add(a=4000, b=2))"""
 
 
+# The extension steps each connection runs (run-session.mjs `extensionSteps`): a `/refine` (quiescence),
+# `/compact` (compaction updates) and a prompt the endpoint refuses for its tools (a notice). The first
+# connection plays a client that opts in to all of them, the second (which loads the session) one that
+# opts in to none.
+VARIANTS = {"first": "opted-in", "second": "plain"}
+SUMMARY = "The user greeted the kernel and asked for arithmetic."
+NOTICE_REPLY = "Answered without tools."
+
+
+def refinement_plan(entry_id: str) -> str:
+    """A planner answer for `/refine` that creates one memory (a distinct id per connection)."""
+    edit = {
+        "action": "create",
+        "kind": "memory",
+        "id": entry_id,
+        "title": entry_id.replace("_", " ").capitalize(),
+        "content": "Run `make check` before committing.",
+        "evidence": [],
+    }
+    plan = {"summary": f"Remember {entry_id}", "rationale": "the user asked", "expected_outcome": "x"}
+    return json.dumps({**plan, "edits": [edit]})
+
+
 @pytest.fixture(scope="module")
 def http_mcp_url() -> Iterator[str]:
     """A real streamable-HTTP MCP server on 127.0.0.1 (random port); its endpoint URL."""
@@ -142,10 +165,22 @@ def http_mcp_url() -> Iterator[str]:
         yield base + "/mcp"
 
 
-def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
-    tmp_path: Path, http_mcp_url: str
-) -> None:
-    from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+@pytest.fixture(scope="module")
+def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) -> dict[str, Any]:
+    """One run of run-session.mjs (two server processes, one per client variant); its JSON report,
+    with the run's process marker under `_marker`."""
+    from agent_core import text_actions
+    from agent_core.testing.scripted_model import ScriptedModelServer, error, text, tool_call
+
+    tmp_path = tmp_path_factory.mktemp("conformance")
+
+    def extension_replies(entry_id: str) -> list[Any]:
+        return [
+            text(refinement_plan(entry_id)),  # /refine
+            text(SUMMARY),  # /compact
+            error(400, "tools are not supported by this model"),  # the notice prompt, then text mode
+            text(NOTICE_REPLY),
+        ]
 
     script = [
         tool_call(CELL_CODE, title="Greet from the kernel"),
@@ -160,8 +195,10 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
         tool_call(LONG_CODE, title="Wait a minute"),
         tool_call(REMEMBER_CODE, title="Remember the test command"),
         text("Noted."),
+        *extension_replies("first_connection_note"),
         tool_call(RELOAD_CODE, title="Use the MCP tools again"),
         text("Still connected."),
+        *extension_replies("second_connection_note"),
     ]
     workdir = tmp_path / "project"
     workdir.mkdir()
@@ -197,7 +234,19 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
             "prompt": "Use the MCP tools after the reload",
             "expect": ["{'name': 'load', 'length': 4, 'repeated': 'loadload'}", "4002"],
         },
+        "variants": VARIANTS,
+        "refine": {"prompt": "/refine remember how to check the work"},
+        "compact": {"summary": SUMMARY},
+        "notice": {
+            "prompt": "Answer without tools",
+            "title": text_actions.SWITCH_TITLE,
+            "description": text_actions.REFUSED_NOTICE,
+            "reply": NOTICE_REPLY,
+        },
     }
+    # No automatic harness review (after `/compact` it would race the next prompt for the next reply).
+    config = tmp_path / "config.toml"
+    config.write_text("auto_refine_every = 0\n", encoding="utf-8")
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:
@@ -209,8 +258,17 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
             OPENAI_API_KEY="test-key",
             CONTINUAL_ACP_MODEL="scripted",
             CONTINUAL_ACP_TEST_MARK=marker,  # inherited by both servers and their kernels
+            CONTINUAL_ACP_CONFIG=str(config),
         )
         report = _node("run-session.mjs", str(plan_path), env=env)
+    report["_marker"] = marker
+    return report
+
+
+def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
+    session_report: dict[str, Any],
+) -> None:
+    report = session_report
     failed = [s for s in report["steps"] if not s["ok"]]
     assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
     assert report["findings"] == [], json.dumps(report["findings"], indent=1)
@@ -218,7 +276,54 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
     assert report["cancelMs"] is not None and report["cancelMs"] <= 2000
     assert report["frames"]["agent->client"] > 0 and report["frames"]["client->agent"] > 0
     assert report["ok"] is True
-    assert _processes_with_env("CONTINUAL_ACP_TEST_MARK", marker) == []  # no server or kernel left behind
+    # No server or kernel left behind.
+    assert _processes_with_env("CONTINUAL_ACP_TEST_MARK", report["_marker"]) == []
+
+
+# ------------------------------------------------------------------ the client variants
+
+
+def _variant_step(report: dict[str, Any], variant: str, what: str) -> dict[str, Any]:
+    """The step of `variant` whose name contains `what`; fails (with the stderr tail) unless it passed."""
+    found = [s for s in report["steps"] if s["name"].startswith(f"{variant}: ") and what in s["name"]]
+    assert len(found) == 1, f"step {variant}: ...{what}... not run: " + report["_stderr"][-2000:]
+    assert found[0]["ok"], found[0]["detail"]
+    detail: dict[str, Any] = found[0]["detail"]
+    return detail
+
+
+def test_a_node_client_that_opts_in_receives_harness_quiescence(session_report: dict[str, Any]) -> None:
+    assert _variant_step(session_report, "opted-in", "/refine settles")["notifications"] > 0
+
+
+def test_a_node_client_that_does_not_opt_in_receives_no_quiescence_notification_only_the_mirror(
+    session_report: dict[str, Any],
+) -> None:
+    detail = _variant_step(session_report, "plain", "/refine settles")
+    assert detail["notifications"] == 0 and detail["mirrors"] > 0
+
+
+def test_a_node_client_with_session_compaction_receives_compaction_updates_for_compact(
+    session_report: dict[str, Any],
+) -> None:
+    assert _variant_step(session_report, "opted-in", "/compact")["updates"] == 3
+
+
+def test_a_node_client_without_session_compaction_gets_the_compact_reply_and_no_update(
+    session_report: dict[str, Any],
+) -> None:
+    detail = _variant_step(session_report, "plain", "/compact")
+    assert detail["updates"] == 0 and detail["reply"].startswith("Context compacted.")
+
+
+def test_a_node_client_with_session_notices_receives_a_notice(session_report: dict[str, Any]) -> None:
+    assert _variant_step(session_report, "opted-in", "refuses tools")["notices"] == 1
+
+
+def test_a_node_client_without_session_notices_gets_the_notice_as_an_agent_message(
+    session_report: dict[str, Any],
+) -> None:
+    assert _variant_step(session_report, "plain", "refuses tools")["notices"] == 0
 
 
 def _processes_with_env(key: str, value: str) -> list[str]:
