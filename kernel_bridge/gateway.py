@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernel_bridge._tasks import spawn
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.gateway_channels import GatewayChannels
 from kernel_bridge.gateway_rest import GatewayError, GatewayRest, GatewaySettings
@@ -130,6 +131,13 @@ class GatewayKernel(RunningKernel):
         self._closed = True
         self._monitor.cancel()
         await self.channels.aclose()
+        if self._silent_since is not None:
+            # The gateway stopped answering (frozen, unreachable): its DELETE would only time out
+            # (10 s), and the cell waiting on this kill would be reported dead that much later. The
+            # delete goes on in the background; the launcher's aclose waits for it, and the ledger
+            # keeps the kernel for the next start if it never succeeds.
+            self._launcher.delete_soon(self.kernel_id)
+            return
         await self._launcher.delete(self.kernel_id)
 
     async def shutdown(self, timeout: float = 3.0) -> None:
@@ -156,6 +164,7 @@ class GatewayLauncher:
         self.owner = owner_tag()
         self._swept = False
         self._live: set[str] = set()
+        self._deleting: set[asyncio.Task[None]] = set()
         self.guarantees = KernelGuarantees(
             "gateway",
             where=f"kernels on the Jupyter gateway at {settings.base}"
@@ -243,9 +252,23 @@ class GatewayLauncher:
         if self.ledger is not None:
             self.ledger.remove(self.settings.base, kernel_id)
 
+    @property
+    def pending_deletes(self) -> int:
+        """Deletes still running in the background (`delete_soon`)."""
+        return len(self._deleting)
+
+    def delete_soon(self, kernel_id: str) -> None:
+        """`delete` in the background (a kernel on a gateway that stopped answering); `aclose` waits for it."""
+        self._live.discard(kernel_id)
+        task = spawn(self.delete(kernel_id), f"gateway-delete-{kernel_id}")
+        self._deleting.add(task)
+        task.add_done_callback(self._deleting.discard)
+
     async def aclose(self) -> None:
         """Delete every kernel this launcher still has, then close the HTTP pool."""
         for kernel_id in list(self._live):
             await self.delete(kernel_id)
+        if self._deleting:
+            await asyncio.gather(*self._deleting, return_exceptions=True)  # each bounded by delete()
         with contextlib.suppress(Exception):
             await self.rest.aclose()

@@ -450,7 +450,8 @@ async def test_gateway_start_request_carries_kernel_variables_and_the_owner_tag(
 async def test_gateway_that_stops_answering_ends_the_cell_as_died(tmp_path: Path) -> None:
     (tmp_path / "gw").mkdir()
     own = start_gateway(tmp_path / "gw")  # its own gateway: this test freezes it
-    pool = KernelPool(0, launcher=_launcher(own, tmp_path), heartbeat_timeout=3.0)
+    launcher = _launcher(own, tmp_path)
+    pool = KernelPool(0, launcher=launcher, heartbeat_timeout=3.0)
     try:
         s = await pool.acquire(cwd=tmp_path)
         run = s.execute("import time\ntime.sleep(60)")
@@ -458,10 +459,13 @@ async def test_gateway_that_stops_answering_ends_the_cell_as_died(tmp_path: Path
         os.kill(own.process.pid, signal.SIGSTOP)
         try:
             result = await asyncio.wait_for(run.result(), 50)
+            # Reported while the gateway is still frozen: its DELETE waits in the background.
+            pending = launcher.pending_deletes
         finally:
             os.kill(own.process.pid, signal.SIGCONT)
         assert result.status == "died"
         assert result.error is not None and "no heartbeat for 3 s" in result.error.evalue
+        assert pending == 1
     finally:
         await pool.aclose()
         stop_gateway(own)
