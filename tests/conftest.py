@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -23,18 +24,41 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# Seconds per test file from a recent run (tests/update_file_durations.py writes it).
+_DURATIONS = Path(__file__).resolve().parent / "file_durations.json"
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _file_seconds() -> dict[str, float]:
+    try:
+        data = json.loads(_DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no figures: the order below falls back to test counts
+    return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, hand out the files with the most tests first.
+    """Under pytest-xdist, hand out the longest files first.
 
     `.ci/run` distributes whole files (`--dist loadfile`) in collection order; a long file that
-    comes last runs alone on one worker while the other idles. The test count is a rough,
-    self-maintaining proxy for a file's length. Within a file the order is kept, and serial runs
-    keep the usual order.
+    comes last runs alone on one worker while the others idle. A file's length is its measured
+    seconds (tests/file_durations.json); a file not measured yet counts 0.5 s per test. Within a file
+    the order is kept, and serial runs keep the usual order.
     """
     if not hasattr(config, "workerinput"):
         return
+    measured = _file_seconds()
     counts = Counter(item.path for item in items)
-    items.sort(key=lambda item: -counts[item.path])  # stable: a file's tests stay in their order
+
+    def length(path: Path) -> float:
+        try:
+            key = path.relative_to(_ROOT).as_posix()
+        except ValueError:
+            key = path.as_posix()
+        return measured.get(key, 0.5 * counts[path])
+
+    lengths = {path: length(path) for path in counts}
+    items.sort(key=lambda item: -lengths[item.path])  # stable: a file's tests stay in their order
 
 
 @pytest.fixture(scope="session", autouse=True)
