@@ -125,7 +125,7 @@ def _install_subagent_cards(server: Any) -> None:
 
 def _install_quiescence_file(server: Any) -> None:
     """`sessions/<id>/quiescence.json` for panels in other processes (issue 17)."""
-    from acp_server.quiescence_file import install
+    from acp_server.quiescence_publisher import install
 
     install(server)
 

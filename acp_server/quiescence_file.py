@@ -16,7 +16,8 @@ the server keeps this file current for it:
 * it names the writing server (`pid`, and on Linux that process's start time, so a reused pid is
   not mistaken for the writer).
 
-`read_quiescence` is the reader's one defined outcome for any file: `settled` or `busy` from a live
+The server side (which events rewrite it) is `quiescence_publisher.py`; this module is the file's
+format, its writer and its reader. `read_quiescence` is the reader's one defined outcome for any file: `settled` or `busy` from a live
 writer that still holds the session; `not running` when the session is closed, the file says it
 ended, or its writer has exited (a dead server is never "busy"); `unknown`, with the reason, for a
 missing, unreadable, oversized, malformed or hostile file. It never raises.
@@ -24,7 +25,6 @@ missing, unreadable, oversized, malformed or hostile file. It never raises.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -33,11 +33,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from acp_server.methods import AcpServer
-    from acp_server.open_session import OpenSession
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -47,34 +43,11 @@ MAX_BYTES = 64 * 1024  # a real file is a few hundred bytes; anything bigger is 
 MAX_BACKGROUND = 100  # items of the background list a reader keeps
 MAX_TEXT = 200  # characters of one background item's field a reader keeps
 ITEM_FIELDS = ("type", "id", "title", "sessionId", "name", "state", "parentSessionId")
-REFRESH_SECONDS = 0.25  # while busy: how often the counters are re-read (they move between events)
 PID_MAX = 2**22  # Linux's ceiling (pid_max); a larger number is not a pid
 
 SETTLED, BUSY, NOT_RUNNING, UNKNOWN = "settled", "busy", "not running", "unknown"
 # POSIX-only open flags (Windows has none of them).
 _CLOEXEC, _NONBLOCK, _NOFOLLOW = (getattr(os, n, 0) for n in ("O_CLOEXEC", "O_NONBLOCK", "O_NOFOLLOW"))
-
-
-# ------------------------------------------------------------------ the state
-
-
-def snapshot(opened: OpenSession) -> dict[str, Any]:
-    """`{quiescent, pending, in_flight, background}` of one open session, now (on its server loop).
-
-    The coordinator's counters, not `status()`: that also counts reviews on disk, and the panel
-    reads this several times a second (it counts reviews itself). Settled means no refinement work
-    and no child the user still waits on (ACP.md)."""
-    from acp_server.background import background_items
-    from acp_server.subagent_cards import background_entries
-
-    jobs = opened.harness.coordinator
-    children = background_entries(opened.session)
-    return {
-        "quiescent": jobs.quiescent and not children,
-        "pending": jobs.pending,
-        "in_flight": jobs.in_flight,
-        "background": [*background_items(jobs.pending, jobs.in_flight), *children],
-    }
 
 
 def process_start(pid: int) -> int | None:
@@ -160,109 +133,6 @@ def write_quiescence(
         except OSError:
             pass
         raise
-
-
-class QuiescencePublisher:
-    """Keeps one open session's quiescence file current (rewritten only when the snapshot changes).
-
-    The events say when the session turns busy or settled and when a child changes state; while
-    it is busy the counters also move without an event (a queued job starts running), so the
-    snapshot is re-read every `REFRESH_SECONDS` until it settles (the in-server panel's pace)."""
-
-    def __init__(self, opened: OpenSession) -> None:
-        self.opened = opened
-        self.session_id = opened.session.id
-        self.directory = Path(opened.session.session_dir)
-        self._last: dict[str, Any] | None = None
-        self._ended = False
-        self._refresher: asyncio.Task[None] | None = None
-
-    def _write(self, state: Mapping[str, Any], *, ended: bool) -> None:
-        try:
-            write_quiescence(self.directory, self.session_id, state, ended=ended)
-        except OSError as exc:  # a deleted session directory, a full disk: readers say unknown
-            log.warning("cannot write the quiescence file of %s: %s", self.session_id, exc)
-
-    def update(self) -> None:
-        """Write the session's snapshot if it differs from the last one written."""
-        if self._ended:
-            return
-        try:
-            state = snapshot(self.opened)
-        except Exception:
-            log.exception("cannot read the quiescence of %s", self.session_id)
-            return
-        if state != self._last:
-            self._last = state
-            self._write(state, ended=False)
-        if not state["quiescent"]:
-            self._keep_fresh()
-
-    def _keep_fresh(self) -> None:
-        if self._refresher is not None and not self._refresher.done():
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not on the server loop (a test calling update directly)
-            return
-        self._refresher = loop.create_task(self._refresh(), name=f"quiescence-file-{self.session_id}")
-
-    async def _refresh(self) -> None:
-        while not self._ended:
-            await asyncio.sleep(REFRESH_SECONDS)
-            self.update()
-            if self._last is None or self._last["quiescent"]:
-                return
-
-    def end(self) -> None:
-        """The session closed: the file says so (idempotent; nothing when its directory is gone)."""
-        if self._ended:
-            return
-        self._ended = True
-        if self._refresher is not None:
-            self._refresher.cancel()
-        if self.directory.is_dir():
-            self._write({"quiescent": True, "pending": 0, "in_flight": 0, "background": []}, ended=True)
-
-
-def watch(opened: OpenSession) -> QuiescencePublisher:
-    """Publish `opened`'s quiescence until the session is unbound (then mark the file ended)."""
-    publisher = QuiescencePublisher(opened)
-    publisher.update()
-
-    async def on_harness_event(_event: Any) -> None:
-        publisher.update()
-
-    unsubscribe = opened.harness.subscribe(on_harness_event)
-    hub = getattr(opened.session, "subagents", None)
-
-    async def on_child(event: Any) -> None:
-        if getattr(event.record, "parent_id", None) == publisher.session_id:
-            publisher.update()
-
-    if hub is not None:
-        hub.add_listener(on_child)
-    earlier = opened.unsubscribe
-
-    def unbind() -> None:
-        unsubscribe()
-        if hub is not None:
-            hub.remove_listener(on_child)
-        publisher.end()
-        if earlier is not None:
-            earlier()
-
-    opened.unsubscribe = unbind
-    return publisher
-
-
-def install(server: AcpServer) -> None:
-    """Keep a quiescence file for every session bound to this server."""
-
-    def bind(opened: OpenSession) -> None:
-        watch(opened)
-
-    server.bind_hooks.append(bind)
 
 
 # ------------------------------------------------------------------ the reader
@@ -416,11 +286,7 @@ __all__ = [
     "NOT_RUNNING",
     "SETTLED",
     "UNKNOWN",
-    "QuiescencePublisher",
     "QuiescenceReading",
-    "install",
     "read_quiescence",
-    "snapshot",
-    "watch",
     "write_quiescence",
 ]

@@ -14,7 +14,7 @@ standalone panel does (README: "Open sessions and the standalone panel").
 
 `quiescence()` is the true per-session state, read on the server loop: refinement jobs queued and
 running and the children still queued or running, in the shape of the quiescence mirror's
-background list (acp_server/background.py) — `quiescence_file.snapshot`, the same state the server
+background list (acp_server/background.py) — `quiescence_publisher.snapshot`, the same state the server
 publishes in each session's `quiescence.json` for panels in other processes.
 """
 
@@ -119,7 +119,8 @@ class ServerLink:
         return self._read(self._quiescence_now)
 
     def _quiescence_now(self) -> dict[str, dict[str, Any]]:
-        from acp_server.quiescence_file import BUSY, SETTLED, snapshot
+        from acp_server.quiescence_file import BUSY, SETTLED
+        from acp_server.quiescence_publisher import snapshot
 
         out: dict[str, dict[str, Any]] = {}
         for sid, opened in self._sessions().items():
