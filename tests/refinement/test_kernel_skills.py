@@ -51,6 +51,9 @@ async def kernel(skill_tree: dict[str, Path]) -> AsyncIterator[KernelSession]:
     session = await pool.acquire(cwd=skill_tree["project"], setup_code=setup_code(roots))
     try:
         assert session.setup_error is None, session.setup_error
+        # The module's cells print JSON; each test must work alone (`-k`, a subset), not only after
+        # the one whose cell imported json first.
+        await run_cell(session, "import json")
         yield session
     finally:
         await session.shutdown(final_snapshot=False)
