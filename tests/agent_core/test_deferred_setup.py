@@ -65,3 +65,24 @@ async def test_a_session_closed_before_its_deferred_setup_is_never_set_up(tmp_pa
         assert seen == []
     finally:
         await agent.aclose()
+
+
+async def test_a_kernel_that_starts_before_the_deferred_setup_runs_it_first_so_its_hooks_see_the_kernel(
+    tmp_path: Path,
+) -> None:
+    """The first cell may start the kernel before acp_server calls `finish_setup` (a prompt right after
+    session/new): the seam runs first, so the kernel hooks it adds (host ops) see this kernel."""
+    hooked: list[int | None] = []
+
+    def on_session(session: Session) -> None:
+        session.kernel_hooks.append(lambda kernel: hooked.append(kernel.kernel_pid))
+
+    agent = Agent(config_for(tmp_path, None), on_session=on_session)
+    try:
+        session = await agent.new_session(str(tmp_path), NoEditor(), defer_setup=True)
+        kernel = await session.kernel_handle.get()  # no finish_setup call: the kernel start runs it
+        assert hooked == [kernel.kernel_pid] and kernel.kernel_pid is not None
+        agent.finish_setup(session)  # acp_server's call after the answer: nothing runs twice
+        assert len(hooked) == 1
+    finally:
+        await agent.aclose()
