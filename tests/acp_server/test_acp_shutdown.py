@@ -58,7 +58,8 @@ def _start_long_cell(client: AcpClient, model: ScriptedModelServer, cwd: Path) -
 def test_eof_during_a_running_cell_answers_cancelled_stops_the_kernel_and_exits_zero(
     spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    client = spawn(model.base_url, CONTINUAL_ACP_KERNEL_POOL="1")  # the product default: a warm pool too
+    # The product defaults: a warm pool, and the kernel started at session/new.
+    client = spawn(model.base_url, CONTINUAL_ACP_KERNEL_POOL="1", CONTINUAL_ACP_EAGER_KERNEL="1")
     _, rid = _start_long_cell(client, model, tmp_path)
     kernels = _children(client.proc.pid)
     assert kernels, "expected a kernel child process"
@@ -70,7 +71,8 @@ def test_eof_during_a_running_cell_answers_cancelled_stops_the_kernel_and_exits_
 def test_sigterm_gets_the_same_orderly_shutdown(
     spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
 ) -> None:
-    client = spawn(model.base_url, CONTINUAL_ACP_KERNEL_POOL="1")  # the product default: a warm pool too
+    # The product defaults: a warm pool, and the kernel started at session/new.
+    client = spawn(model.base_url, CONTINUAL_ACP_KERNEL_POOL="1", CONTINUAL_ACP_EAGER_KERNEL="1")
     _start_long_cell(client, model, tmp_path)
     kernels = _children(client.proc.pid)
     client.proc.send_signal(signal.SIGTERM)
