@@ -21,22 +21,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kernel_bridge.process_identity import start_time
+
 log = logging.getLogger(__name__)
-
-
-def _start_time(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return ""
-    return stat.rsplit(")", 1)[-1].split()[19]
 
 
 def owner_tag(pid: int | None = None) -> str:
     """This server's identity: `host:pid:start`."""
     pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+    return f"{socket.gethostname()}:{pid}:{start_time(pid) or ''}"
 
 
 def owner_alive(tag: str) -> bool:
@@ -52,7 +45,7 @@ def owner_alive(tag: str) -> bool:
         return False
     except PermissionError:
         return True
-    return not start or _start_time(pid) == start
+    return not start or start_time(pid) == start
 
 
 class KernelLedger:

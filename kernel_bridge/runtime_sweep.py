@@ -15,20 +15,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from kernel_bridge.process_identity import start_time
+
 log = logging.getLogger(__name__)
 
 PREFIX = "cacp-"
 OWNER_FILE = "owner"
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (Linux /proc), or None where it cannot be read."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
 
 
 def claim(runtime: Path) -> None:
@@ -37,7 +29,7 @@ def claim(runtime: Path) -> None:
     path = runtime / OWNER_FILE
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(f"{pid} {_start_time(pid) or '-'}\n")
+        handle.write(f"{pid} {start_time(pid) or '-'}\n")
 
 
 def _owner_alive(text: str) -> bool:
@@ -53,7 +45,7 @@ def _owner_alive(text: str) -> bool:
     except PermissionError:
         return True  # someone else's process with that pid: alive, and not ours anyway
     recorded = parts[1] if len(parts) > 1 else "-"
-    current = _start_time(pid)
+    current = start_time(pid)
     # A pid reused by a later process has another start time.
     return recorded == "-" or current is None or current == recorded
 

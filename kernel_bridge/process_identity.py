@@ -1,0 +1,24 @@
+"""Which process a pid is: its start time, so a recorded owner is not confused with a reused pid.
+
+A pid alone is not an identity: after a crash the number can be given to an unrelated process. The
+owner files of runtime dirs and the kernel ledger therefore record the owner's start time too, and a
+reader compares both (Linux `/proc`; elsewhere the start time is unknown and only the pid counts).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["start_time"]
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (field 22 of `/proc/<pid>/stat`), as
+    text, or None where it cannot be read (no such process, not Linux, an unexpected format)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may hold spaces: count after the last ")".
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
