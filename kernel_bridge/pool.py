@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
@@ -143,10 +142,10 @@ class KernelPool:
                 self._runtime = private_dir(self._runtime_arg)
             else:
                 # Short path under the temp dir: Unix socket paths are limited to ~100 bytes.
-                self._runtime = Path(tempfile.mkdtemp(prefix=runtime_sweep.PREFIX))
+                # Made with ourselves named as its owner, then the dirs of servers that were killed
+                # are cleared.
+                self._runtime = runtime_sweep.create_runtime_dir()
                 reaper.remove_on_exit(self._runtime)
-                # Name ourselves the owner, then clear the dirs of servers that were killed.
-                runtime_sweep.claim(self._runtime)
                 runtime_sweep.sweep_dead(self._runtime.parent, keep=self._runtime)
         return self._runtime
 

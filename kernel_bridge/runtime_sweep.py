@@ -23,6 +23,21 @@ PREFIX = "cacp-"
 OWNER_FILE = "owner"
 
 
+def create_runtime_dir(parent: Path | None = None) -> Path:
+    """A new private `cacp-*` dir that already holds this process's complete owner file.
+
+    The dir is made and claimed under a name the sweep ignores, then renamed into place (rename is
+    atomic): a server killed while creating it can never leave a `cacp-*` dir whose owner file is
+    missing or half-written, which a sweep must leave alone (it cannot tell whose it is).
+    """
+    base = Path(parent) if parent is not None else Path(tempfile.gettempdir())
+    staging = Path(tempfile.mkdtemp(prefix=f".{PREFIX}new-", dir=base))
+    claim(staging)
+    final = base / (PREFIX + staging.name[len(f".{PREFIX}new-") :])
+    os.rename(staging, final)
+    return final
+
+
 def claim(runtime: Path) -> None:
     """Record this process as the owner of `runtime`."""
     pid = os.getpid()

@@ -55,3 +55,14 @@ def test_a_runtime_dir_whose_pid_was_reused_by_another_process_is_swept(tmp_path
     # This process's pid, but a start time it never had: the owner died and the pid was reused.
     (stale / runtime_sweep.OWNER_FILE).write_text(f"{os.getpid()} 1\n", encoding="ascii")
     assert runtime_sweep.sweep_dead(tmp_path) == [stale]
+
+
+def test_a_runtime_dir_appears_only_with_its_complete_owner_file(tmp_path: Path) -> None:
+    """Made under a name the sweep ignores and renamed into place: a server killed while making it
+    cannot leave a `cacp-*` dir with an empty owner file (which no sweep could ever judge)."""
+    made = runtime_sweep.create_runtime_dir(tmp_path)
+    assert made.name.startswith(runtime_sweep.PREFIX) and made.stat().st_mode & 0o777 == 0o700
+    pid, start = (made / runtime_sweep.OWNER_FILE).read_text(encoding="ascii").split()
+    assert int(pid) == os.getpid() and start != ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == [made.name]  # no staging dir left behind
+    assert runtime_sweep.sweep_dead(tmp_path) == []  # its owner (this process) is alive
