@@ -117,7 +117,10 @@ class AcpServer:
         background work (`start_background`) waits for the first session answer."""
         await self._warm.wait()
         try:
-            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent, self._agent_prepare)
+            # Abandoned on cancel: an end of input during the import must not wait for it (shutdown).
+            agent_cls, load_config = await anyio.to_thread.run_sync(
+                _import_agent, self._agent_prepare, abandon_on_cancel=True
+            )
             config = load_config()
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
@@ -168,6 +171,10 @@ class AcpServer:
 
     async def shutdown(self) -> None:
         """EOF, step 2: final snapshots and kernels down (agent.aclose)."""
+        if not self._agent_ready.is_set() and not self.sessions:
+            # The input ended before anything needed the agent (a launcher probing the command,
+            # stdin at /dev/null): there is nothing to close, so exit without waiting for its import.
+            return
         with anyio.move_on_after(SHUTDOWN_TIMEOUT_SECONDS) as scope:
             await self._agent_ready.wait()
             if self._agent is not None:
