@@ -1,4 +1,4 @@
-"""Every package imports only what ARCHITECTURE.md allows (arrows point one way)."""
+"""Every package imports only what docs/architecture.md allows (arrows point one way)."""
 
 from __future__ import annotations
 
