@@ -393,7 +393,7 @@ class AcpServer:
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
-        # The whole transcript goes out before the response (PROTOCOL.md §5).
+        # The whole transcript goes out before the response: a client shows the history as soon as load answers.
         opened.presenter.attach(None, replay=True)
         for event in events:
             await opened.presenter.present(event)
@@ -501,7 +501,7 @@ class AcpServer:
             raise _in_use_error(exc) from None
         if notice is None:
             return frames.empty_response()
-        # trust (issue 15): the reply lists the local entries deleted with the session and how to keep them.
+        # trust: the reply lists the local entries deleted with the session and how to keep them.
         return {
             "_meta": {
                 "continual-acp": {
