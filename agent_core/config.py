@@ -55,6 +55,9 @@ class AgentConfig:
     # Start a session's kernel as soon as the session exists (so the first cell does not wait for it);
     # False defers it to the first cell (scripts and tests that may never run one).
     eager_kernel: bool = True
+    # A session's kernel idle this long is snapshotted and stopped (hibernation.py); its next cell
+    # revives it. 0 = never on idle (a `max_kernels` cap still hibernates the coldest one).
+    kernel_idle_minutes: float = 30.0
     context_window: int = 128_000
     # Output budget. A turn request sends `max_tokens` only when the user configured it
     # (`send_max_tokens`): otherwise the server's own limit for the model applies, because a fixed

@@ -233,7 +233,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "max_kernels",
         "int",
-        "live kernels per server (sessions past it wait)",
+        "live kernels per server (past it the coldest kernel hibernates; sessions wait only when none may)",
         default=0,
         env="CONTINUAL_ACP_MAX_KERNELS",
         at_least=0,
@@ -246,6 +246,15 @@ OPTIONS: tuple[Option, ...] = (
         "start a session's kernel at `session/new` (else at its first cell)",
         default=True,
         env="CONTINUAL_ACP_EAGER_KERNEL",
+    ),
+    Option(
+        "kernel_idle_minutes",
+        "float",
+        "a kernel idle this long is snapshotted and stopped; its next cell revives it",
+        default=30.0,
+        env="CONTINUAL_ACP_KERNEL_IDLE_MINUTES",
+        at_least=0,
+        allowed_text="a number of minutes >= 0 (0 = never hibernate an idle kernel)",
     ),
     Option(
         "cell_timeout",
