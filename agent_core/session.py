@@ -111,6 +111,9 @@ class Session:
         self._refinement: RefinementHook | None = None
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._sandbox_warned = False
+        # Whether and when this session's live kernel hibernates (set by the agent's Hibernator).
+        self.hibernation_line: Callable[[], str] | None = None
+        self.kernel_wait_reason: str | None = None  # why its kernel waits for a slot (max_kernels)
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
@@ -556,9 +559,20 @@ class Session:
 
     async def kernel_status(self) -> str:
         """The `/kernel status` text (while the kernel waits for a slot under `max_kernels`, why)."""
-        status = await self.kernel_handle.status(self.cwd)
-        waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
+        line = self.hibernation_line() if self.hibernation_line is not None else None
+        status = await self.kernel_handle.status(self.cwd, line)
+        waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
         return str(waiting) if status == "starting" and waiting else status
+
+    def keep_kernel(self, keep: bool = True) -> str:
+        """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""
+        handle = self.kernel_handle
+        handle.pinned = keep
+        if not keep:
+            return "Kernel unpinned: it may hibernate again when idle or to make room under max_kernels."
+        if handle.hibernation is not None:
+            return "Kernel pinned: it is hibernated now, revives with the next cell and then stays live."
+        return "Kernel pinned: it stays live (never hibernated) until `/kernel keep off`."
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""
