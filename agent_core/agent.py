@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -329,14 +329,14 @@ class Agent:
 
     async def _open_saved(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
         existing = self._sessions.get(session_id)
         if existing is not None:
             # Already open here (the editor reopened the thread): keep the live kernel, whose state
             # is richer than its snapshot, and bind the session to the asking editor connection.
             existing.editor = editor
             configure_mcp(existing, mcp_servers, start=False)
-            return existing, self.store.load(session_id).events
+            return existing, self.store.iter_events(session_id)
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
         if cwd and not Path(resolve_cwd(cwd)).is_dir():
@@ -344,7 +344,7 @@ class Agent:
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
         try:
-            loaded = self.store.load(session_id)
+            loaded = self.store.load(session_id, events=False)  # the replay streams them (iter_events)
         except TranscriptDamaged:
             raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
@@ -363,12 +363,13 @@ class Agent:
             last_prompt_tokens=loaded.last_prompt_tokens,
         )
         session.repair_after_load()
-        return session, loaded.events
+        return session, self.store.iter_events(session_id, loaded.lines)
 
     async def load_session(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
-        """Reopen a saved session; returns the events to replay (in order). The kernel snapshot is restored."""
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
+        """Reopen a saved session; returns the events to replay, in order, read from the transcript as
+        they are taken (never all in memory at once). The kernel snapshot is restored."""
         session, events = await self._open_saved(session_id, cwd, editor, mcp_servers)
         await self._await_kernel(session)
         return session, events

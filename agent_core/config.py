@@ -93,6 +93,23 @@ class AgentConfig:
     def model_configured(self) -> bool:
         return bool(self.model)
 
+    @property
+    def model_setup_complete(self) -> bool:
+        """A model id and a way to reach it: a key, or an endpoint of its own (a local llama.cpp or
+        Ollama server needs no key; api.openai.com, the default endpoint, does)."""
+        return bool(self.model) and bool(self.api_key or self.base_url)
+
+    def adopt_model_settings(self, fresh: AgentConfig) -> None:
+        """Take the model settings `fresh` has (a config read again after `continual-acp setup`
+        wrote the file); the ones it lacks stay as they are (the server's environment no longer
+        holds the key it started with, see kernel_bridge.environment)."""
+        for key in ("model", "base_url", "api_key", "refine_model"):
+            value = getattr(fresh, key)
+            if value:
+                setattr(self, key, value)
+        if fresh.models:
+            self.models = fresh.models
+
 
 def default_home(env: Mapping[str, str]) -> Path:
     if env.get("CONTINUAL_ACP_HOME"):

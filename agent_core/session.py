@@ -39,7 +39,7 @@ from agent_core.turn import TurnOutcome, run_turn_body
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
     from agent_core.ownership import SessionOwnerLock
-    from harness_store import HarnessStore
+    from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class Session:
         self.store = store
         self._writer = writer
         self._global_store = global_store
-        self._project_store: Any = None
+        self._project_store: ProjectStore | None = None
         self._project_checked = False
         self._local_store: HarnessStore | None = None
         self.skills = skills
@@ -202,7 +202,7 @@ class Session:
         return self._local_store
 
     @property
-    def project_store(self) -> Any:
+    def project_store(self) -> ProjectStore | None:
         """The `ProjectStore` of the git repository around the cwd, or None outside one."""
         if not self._project_checked:
             from agent_core.project_scope import session_project_store
@@ -211,15 +211,17 @@ class Session:
             self._project_checked = True
         return self._project_store
 
+    @property
+    def scopes(self) -> Scopes:
+        """The session's stores: local, global and the project's (None outside a git repository)."""
+        from harness_store import Scopes
+
+        return Scopes(self.local_store, self.global_store, self.project_store)
+
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
-        from harness_store.scopes import merge_scopes
 
-        project = self.project_store
-        merged = merge_scopes(
-            self.global_store.load(), self.local_store.load(), project.load() if project is not None else None
-        )
-        return str(render_overview(merged, query=query))
+        return str(render_overview(self.scopes.states().prompt_view(), query=query))
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None

@@ -43,9 +43,8 @@ def test_a_wrong_kernel_python_is_refused_at_start_naming_the_setting(
         client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     error = caught.value
     assert error.code == CONFIG_INVALID, error
-    assert str(error.message).startswith(
-        f"the configuration is not valid: setting kernel_python = '{missing}'"
-    )
+    assert str(error.message).startswith("the configuration is not valid: setting kernel_python = "), error
+    assert f"kernel interpreter not found: {missing} (no such file)" in str(error.message), error
     assert isinstance(error.data, dict) and error.data["setting"] == "kernel_python"
 
 
