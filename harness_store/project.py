@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_store import write_listeners
 from harness_store.core import (
     _SOURCE_BY_TRIGGER,
     ApplyOptions,
@@ -142,6 +143,7 @@ class ProjectStore:
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
         self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
         self._history = ProjectHistory(self.history_path)
+        self._written: list[Path] = []  # the files the current locked write touched (write_listeners)
 
     @property
     def default_scope(self) -> str:
@@ -261,10 +263,12 @@ class ProjectStore:
                 if isinstance(item, HarnessEntry):
                     entries[item.kind][item.id] = item
                     if repair:
+                        self._written.append(self.view_path(item.kind, item.id))
                         write_text_atomic(self.view_path(item.kind, item.id), render_entry(item))
                 else:
                     entries[item[0]].pop(item[1], None)
                     if repair:
+                        self._written.append(self.view_path(*item))
                         with contextlib.suppress(FileNotFoundError):
                             self.view_path(*item).unlink()
         for key, (first, second) in self._history.forks().items():
@@ -393,7 +397,13 @@ class ProjectStore:
         except OSError as exc:
             raise HarnessStoreError(f"cannot create the project harness {self.root}: {exc.strerror}") from exc
         with StoreLock(self.lock_path, self.lock_timeout):
-            yield
+            self._written = [self.root / ".gitattributes", self.root / ".gitignore"]
+            try:
+                yield
+            finally:
+                # Still under the lock: a guard checking under it sees the write whole or not at all.
+                written, self._written = self._written, []
+                write_listeners.notify(self.root, written)
 
     def _commit(self, state: HarnessState, result: RefinementResult, tombstones_changed: bool) -> None:
         """History first (with each written entry's parent record), then the entry files."""
@@ -404,11 +414,13 @@ class ProjectStore:
             if e.applied and e.id is not None
         }
         try:
+            self._written += [self.history_path, self.tombstones_path]
             self._history.append(result, parents)
             for edit in result.applied_edits:
                 if not edit.applied or edit.id is None:
                     continue
                 path = self.view_path(edit.kind, edit.id)
+                self._written.append(path)
                 if edit.after is not None:
                     write_text_atomic(path, render_entry(edit.after))
                     # What we just wrote needs no re-parse by our next read.
@@ -586,6 +598,7 @@ class ProjectStore:
             return lifted
 
     def _write_tombstones(self, stones: list[Tombstone]) -> None:
+        self._written.append(self.tombstones_path)
         write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in stones))
 
     def resolve_conflict(
