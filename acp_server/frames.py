@@ -156,6 +156,12 @@ def data_dir_error(message: str, home: str, why: str) -> Frame:
     return rpc_error(INTERNAL_ERROR, message, {"home": home, "error": why})
 
 
+def auth_required_error(message: str, method_id: str, config_file: str) -> Frame:
+    """-32000: no model is set up yet; `message` names `continual-acp setup`, `data` the auth method
+    that fixes it and the config file it writes."""
+    return rpc_error(AUTH_REQUIRED, message, {"authMethodId": method_id, "configFile": config_file})
+
+
 def kernel_backend_error(message: str, backend: str) -> Frame:
     """-32011: session/new, load or resume found the kernel backend unable to start kernels
     (`message` names the backend and the fix; `data.backend` is the configured kind)."""
@@ -754,12 +760,13 @@ def initialize_response(
     extension_version: int,
     extension_methods: Sequence[str],
     extension_notifications: Sequence[str],
+    auth_methods: Sequence[Frame] = (),
 ) -> Frame:
     """The `initialize` result: only what works is advertised; our extension under `_meta`."""
     return {
         "protocolVersion": protocol_version,
         "agentInfo": {"name": name, "title": title, "version": version},
-        "authMethods": [],
+        "authMethods": list(auth_methods),
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
@@ -775,6 +782,25 @@ def initialize_response(
             },
         },
     }
+
+
+def terminal_auth_method(method_id: str, name: str, description: str, args: Sequence[str]) -> Frame:
+    """An `authMethods` entry of type `terminal`: the client runs the agent's own launch line plus
+    `args` in a terminal and waits for exit 0 (only for a client with `auth.terminal: true`)."""
+    return {"id": method_id, "name": name, "description": description, "type": "terminal", "args": list(args)}
+
+
+def agent_auth_method(
+    method_id: str, name: str, description: str, terminal_command: Sequence[str] | None = None
+) -> Frame:
+    """An `authMethods` entry the client completes with `authenticate {methodId}`; with
+    `terminal_command`, also the `_meta["terminal-auth"]` launch line clients that predate the
+    `terminal` type run in a terminal (`{command, args, label}`)."""
+    method: Frame = {"id": method_id, "name": name, "description": description}
+    if terminal_command:
+        command, *args = terminal_command
+        method["_meta"] = {"terminal-auth": {"command": command, "args": args, "label": name}}
+    return method
 
 
 def kernel_guarantees(
@@ -913,7 +939,7 @@ def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
     return {"sessionId": session_id, "path": path, "content": content}
 
 
-# ---------------------------------------------------------------- subagents (issue 12)
+# ---------------------------------------------------------------- subagents
 
 # A child's state -> the status of its card in the parent's thread.
 SUBAGENT_CARD_STATUS = {

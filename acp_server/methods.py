@@ -24,8 +24,16 @@ from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
 from acp_server.harness import events as harness_events
+from acp_server.initialize import SETUP_METHOD_ID
 from acp_server.open_session import OpenSession
-from acp_server.params import InitializeParams, NewSessionParams, read_initialize, read_new_session
+from acp_server.params import (
+    AuthenticateParams,
+    InitializeParams,
+    NewSessionParams,
+    read_authenticate,
+    read_initialize,
+    read_new_session,
+)
 from acp_server.presenter import TurnPresenter
 from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
@@ -117,7 +125,10 @@ class AcpServer:
         background work (`start_background`) waits for the first session answer."""
         await self._warm.wait()
         try:
-            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent, self._agent_prepare)
+            # Abandoned on cancel: an end of input during the import must not wait for it (shutdown).
+            agent_cls, load_config = await anyio.to_thread.run_sync(
+                _import_agent, self._agent_prepare, abandon_on_cancel=True
+            )
             config = load_config()
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
@@ -168,6 +179,10 @@ class AcpServer:
 
     async def shutdown(self) -> None:
         """EOF, step 2: final snapshots and kernels down (agent.aclose)."""
+        if not self._agent_ready.is_set() and not self.sessions:
+            # The input ended before anything needed the agent (a launcher probing the command,
+            # stdin at /dev/null): there is nothing to close, so exit without waiting for its import.
+            return
         with anyio.move_on_after(SHUTDOWN_TIMEOUT_SECONDS) as scope:
             await self._agent_ready.wait()
             if self._agent is not None:
@@ -299,6 +314,7 @@ class AcpServer:
         # Read by hand (params.py): initialize and session/new race the background import of the
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
+        r.request("authenticate", reader=read_authenticate)(self.authenticate)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
@@ -317,7 +333,7 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        return initialize_result(*self.advertised())
+        return initialize_result(*self.advertised(), req.client_capabilities)
 
     def initialized_early(self, params: JsonObject) -> None:
         """The first `initialize` was answered before this server existed (early_initialize.py):
@@ -326,6 +342,55 @@ class AcpServer:
 
         self.client = ClientCapabilities.from_initialize(initialize_params(params))
         self.warm_up()
+
+    async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """The setup method: `{}` once a model is set up (at once when the environment or the config
+        file already gave one), else -32000 naming `continual-acp setup`."""
+        if req.method_id != SETUP_METHOD_ID:
+            raise AcpError.invalid_params(
+                f"authenticate: unknown methodId {req.method_id!r}; this agent offers {SETUP_METHOD_ID!r}",
+                {
+                    "errors": [
+                        frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")
+                    ]
+                },
+            )
+        await self._require_model_setup(await self.agent())
+        return {}
+
+    async def _require_model_setup(self, agent: Agent) -> None:
+        """Sessions need a model: when the agent has none complete, the config is read again (the
+        user may have run `continual-acp setup` since this server started) and adopted, or -32000."""
+        if agent.config.model_setup_complete:
+            return
+        from agent_core import load_config
+        from agent_core.config import config_path
+
+        path = str(config_path(os.environ))
+        try:
+            fresh = await anyio.to_thread.run_sync(load_config)
+        except ValueError as exc:
+            raise AcpError.from_error(
+                frames.auth_required_error(
+                    f"Authentication required: the config is not valid ({exc}). Run `continual-acp setup` "
+                    "in a terminal to write a working one.",
+                    SETUP_METHOD_ID,
+                    path,
+                )
+            ) from None
+        agent.config.adopt_model_settings(fresh)
+        if agent.config.model_setup_complete:
+            log.info("model settings taken from %s", path)
+            return
+        raise AcpError.from_error(
+            frames.auth_required_error(
+                "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal "
+                f"(it asks for the endpoint, key and model and writes {path}), or pass CONTINUAL_ACP_MODEL "
+                "and OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) in the editor's env for this agent.",
+                SETUP_METHOD_ID,
+                path,
+            )
+        )
 
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
@@ -338,6 +403,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/new", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         editor = self._new_editor()
         started = time.monotonic()
         try:
@@ -373,6 +439,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
         try:
@@ -386,7 +453,7 @@ class AcpServer:
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
-        # The whole transcript goes out before the response (PROTOCOL.md §5).
+        # The whole transcript goes out before the response: a client shows the history as soon as load answers.
         opened.presenter.attach(None, replay=True)
         for event in events:
             await opened.presenter.present(event)
@@ -424,6 +491,7 @@ class AcpServer:
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
             from agent_core.mcp import configure_mcp
@@ -494,7 +562,7 @@ class AcpServer:
             raise _in_use_error(exc) from None
         if notice is None:
             return frames.empty_response()
-        # trust (issue 15): the reply lists the local entries deleted with the session and how to keep them.
+        # trust: the reply lists the local entries deleted with the session and how to keep them.
         return {
             "_meta": {
                 "continual-acp": {

@@ -1,6 +1,6 @@
 """Agent settings: environment first, then `config.toml`, then defaults.
 
-The environment names are a public contract (ARCHITECTURE.md). The TOML file uses the same settings
+The environment names are a public contract (editor configs and users set them; docs/architecture.md lists them). The TOML file uses the same settings
 in snake_case (`model`, `base_url`, `api_key`, `refine_model`, `home`, `kernel_pool_size`, ...).
 """
 
@@ -31,6 +31,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "CONTINUAL_ACP_KERNEL_POOL": ("kernel_pool_size", int),
     "CONTINUAL_ACP_MAX_KERNELS": ("max_kernels", int),
     "CONTINUAL_ACP_EAGER_KERNEL": ("eager_kernel", bool),
+    "CONTINUAL_ACP_KERNEL_IDLE_MINUTES": ("kernel_idle_minutes", float),
     "CONTINUAL_ACP_CONTEXT_WINDOW": ("context_window", int),
     "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": ("max_output_tokens", int),
     "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),
@@ -56,6 +57,9 @@ class AgentConfig:
     # Start a session's kernel as soon as the session exists (so the first cell does not wait for it);
     # False defers it to the first cell (scripts and tests that may never run one).
     eager_kernel: bool = True
+    # A session's kernel idle this long is snapshotted and stopped (hibernation.py); its next cell
+    # revives it. 0 = never on idle (a `max_kernels` cap still hibernates the coldest one).
+    kernel_idle_minutes: float = 30.0
     context_window: int = 128_000
     # Output budget. A turn request sends `max_tokens` only when the user configured it
     # (`send_max_tokens`): otherwise the server's own limit for the model applies, because a fixed
@@ -85,6 +89,23 @@ class AgentConfig:
     @property
     def model_configured(self) -> bool:
         return bool(self.model)
+
+    @property
+    def model_setup_complete(self) -> bool:
+        """A model id and a way to reach it: a key, or an endpoint of its own (a local llama.cpp or
+        Ollama server needs no key; api.openai.com, the default endpoint, does)."""
+        return bool(self.model) and bool(self.api_key or self.base_url)
+
+    def adopt_model_settings(self, fresh: AgentConfig) -> None:
+        """Take the model settings `fresh` has (a config read again after `continual-acp setup`
+        wrote the file); the ones it lacks stay as they are (the server's environment no longer
+        holds the key it started with, see kernel_bridge.environment)."""
+        for key in ("model", "base_url", "api_key", "refine_model"):
+            value = getattr(fresh, key)
+            if value:
+                setattr(self, key, value)
+        if fresh.models:
+            self.models = fresh.models
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -143,6 +164,12 @@ _RULES: dict[str, tuple[str, float | None, float | None, str]] = {
     "kernel_pool_size": ("int", 0, None, "a whole number >= 0"),
     "max_kernels": ("int", 0, None, "a whole number >= 0 (0 = no cap)"),
     "eager_kernel": ("bool", None, None, "true or false"),
+    "kernel_idle_minutes": (
+        "float",
+        None,
+        None,
+        "a number of minutes >= 0 (0 = never hibernate an idle kernel)",
+    ),
     "context_window": ("int", 1, None, "a whole number of tokens >= 1"),
     "max_output_tokens": ("int", 1, None, "a whole number of tokens >= 1"),
     "send_max_tokens": ("bool", None, None, "true or false"),
@@ -214,6 +241,8 @@ def validate_setting(key: str, value: Any, source: str) -> Any:
         raise ConfigError(key, value, source, allowed)
     if kind == "float":
         value = float(value)
+        if key == "kernel_idle_minutes" and value < 0:  # 0 is allowed here: it switches idle hibernation off
+            raise ConfigError(key, value, source, allowed)
         if (low is not None and value <= low) or (high is not None and value > high):
             raise ConfigError(key, value, source, allowed)
     elif (low is not None and value < low) or (high is not None and value > high):

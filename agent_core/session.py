@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from agent_core.control_plane.guard import ControlPlaneGuard
     from agent_core.control_plane.held import HeldChange
     from agent_core.ownership import SessionOwnerLock
-    from harness_store import HarnessStore
+    from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class Session:
         self.store = store
         self._writer = writer
         self._global_store = global_store
-        self._project_store: Any = None
+        self._project_store: ProjectStore | None = None
         self._project_checked = False
         self._local_store: HarnessStore | None = None
         self.skills = skills
@@ -117,6 +117,9 @@ class Session:
         self.control_plane: ControlPlaneGuard | None = None
         # Where a held control-plane change goes (refinement sets it: a pending review).
         self.control_plane_hold: Callable[[HeldChange], Awaitable[str | None]] | None = None
+        # Whether and when this session's live kernel hibernates (set by the agent's Hibernator).
+        self.hibernation_line: Callable[[], str] | None = None
+        self.kernel_wait_reason: str | None = None  # why its kernel waits for a slot (max_kernels)
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
@@ -205,8 +208,8 @@ class Session:
         return self._local_store
 
     @property
-    def project_store(self) -> Any:
-        """The `ProjectStore` of the git repository around the cwd (issue 15), or None outside one."""
+    def project_store(self) -> ProjectStore | None:
+        """The `ProjectStore` of the git repository around the cwd, or None outside one."""
         if not self._project_checked:
             from agent_core.project_scope import session_project_store
 
@@ -214,15 +217,17 @@ class Session:
             self._project_checked = True
         return self._project_store
 
+    @property
+    def scopes(self) -> Scopes:
+        """The session's stores: local, global and the project's (None outside a git repository)."""
+        from harness_store import Scopes
+
+        return Scopes(self.local_store, self.global_store, self.project_store)
+
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
-        from harness_store.scopes import merge_scopes
 
-        project = self.project_store
-        merged = merge_scopes(
-            self.global_store.load(), self.local_store.load(), project.load() if project is not None else None
-        )
-        return str(render_overview(merged, query=query))
+        return str(render_overview(self.scopes.states().prompt_view(), query=query))
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None
@@ -602,9 +607,20 @@ class Session:
 
     async def kernel_status(self) -> str:
         """The `/kernel status` text (while the kernel waits for a slot under `max_kernels`, why)."""
-        status = await self.kernel_handle.status(self.cwd)
-        waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
+        line = self.hibernation_line() if self.hibernation_line is not None else None
+        status = await self.kernel_handle.status(self.cwd, line)
+        waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
         return str(waiting) if status == "starting" and waiting else status
+
+    def keep_kernel(self, keep: bool = True) -> str:
+        """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""
+        handle = self.kernel_handle
+        handle.pinned = keep
+        if not keep:
+            return "Kernel unpinned: it may hibernate again when idle or to make room under max_kernels."
+        if handle.hibernation is not None:
+            return "Kernel pinned: it is hibernated now, revives with the next cell and then stays live."
+        return "Kernel pinned: it stays live (never hibernated) until `/kernel keep off`."
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""

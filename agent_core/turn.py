@@ -351,6 +351,10 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     handle = session.kernel_handle
     handle.current_cell = cell_id
     handle.cells_run += 1
+    handle.touch()
+    revived = handle.take_revived()
+    if revived:
+        emit(ev.CellOutput(cell_id, "stdout", revived + "\n"))  # once, on the cell that woke it
     try:
         run = kernel.execute(code, timeout=session.agent_config.cell_timeout)
         try:
@@ -372,12 +376,15 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
             raise
     finally:
         handle.current_cell = None
+        handle.touch()
     # Unconfined backends: what the cell wrote under .continual-acp/ is restored and held for review.
     held_note = await control_plane.after_cell(session, cell_id, code, emit)
 
     output = result.output
     if result.report:
         output = f"{result.report}\n{output}" if output else result.report
+    if revived:
+        output = f"{revived}\n{output}" if output else revived
     if result.status == "ok":
         emit(ev.CellFinished(cell_id, "completed", output=output, duration=result.duration))
     elif result.status == "died":

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
@@ -55,14 +55,15 @@ from agent_core.refinement.records import (
     new_job_id,
 )
 from agent_core.refinement.reporting import report_failure, report_rejection, report_result
-from agent_core.refinement.scopes import locate, merged_state
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
 from harness_store import (
     HarnessState,
     HarnessStore,
-    HarnessStoreError,
+    ProjectStore,
     Proposal,
     RefinementResult,
+    Scopes,
+    Store,
     render_overview,
 )
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
@@ -108,13 +109,14 @@ class RefinementCoordinator:
         auto_every: int = DEFAULT_AUTO_EVERY,
         cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
-        project_store: Any = None,
+        project_store: ProjectStore | None = None,
     ) -> None:
         self.session_id = session_id
         self.local_store = local_store
         self.global_store = global_store
         # trust (issue 15): the repository's ProjectStore when the session's cwd is in one.
         self.project_store = project_store
+        self.scopes = Scopes(local_store, global_store, project_store)
         self.planner = planner
         self._trajectory = trajectory
         self._policy = policy
@@ -343,14 +345,8 @@ class RefinementCoordinator:
     def _save_pending(self, pending: PendingReview) -> None:
         pending.saved = self._pending_files[pending.scope].save(pending, self.session_id)
 
-    def _store(self, scope: Scope) -> HarnessStore:
-        if scope == "project":
-            if self.project_store is None:
-                raise HarnessStoreError(
-                    "this session has no project harness (its cwd is not in a git repository)"
-                )
-            return cast("HarnessStore", self.project_store)
-        return self.global_store if scope == "global" else self.local_store
+    def _store(self, scope: Scope) -> Store:
+        return self.scopes.store(scope)
 
     async def _run(self, job: _Job) -> RefinementOutcome:
         try:
@@ -391,8 +387,9 @@ class RefinementCoordinator:
         store = self._store(scope)
         # The planning baseline: what the planner saw. Apply refuses an entry that moved since.
         baseline: HarnessState = await anyio.to_thread.run_sync(store.load)
-        local_state, global_state, project_state = await anyio.to_thread.run_sync(self._states)
-        overview = render_overview(merged_state(local_state, global_state, project_state))
+        states = await anyio.to_thread.run_sync(self.scopes.states)
+        project_state = states.project
+        overview = render_overview(states.merged())
         history = [
             f"{r.id} ({r.scope}, {r.trigger}): {r.summary}"
             for r in await anyio.to_thread.run_sync(partial(store.history, limit=HISTORY_LINES))
@@ -482,11 +479,7 @@ class RefinementCoordinator:
 
     def locate(self, refinement_id: str) -> tuple[Scope, RefinementResult] | None:
         """The scope whose history holds `refinement_id`, and the record (blocking; scopes.py)."""
-        return locate(self.local_store, self.global_store, refinement_id, project=self.project_store)
-
-    def _states(self) -> tuple[HarnessState, HarnessState, HarnessState | None]:
-        project = self.project_store.load() if self.project_store is not None else None
-        return self.local_store.load(), self.global_store.load(), project
+        return self.scopes.locate(refinement_id)
 
     async def submit(
         self,

@@ -75,6 +75,9 @@ UNCONFINED = f.kernel_guarantees(
     approval_required=True,
     notes=["sandbox unavailable: bubblewrap is not installed (apt-get install bubblewrap)"],
 )
+SETUP_TERMINAL = f.terminal_auth_method(
+    "continual-acp-setup", "Set up a model", "Asks for the endpoint, key and model", ["setup"]
+)
 MODEL_OPTION = f.select_config_option(
     "model", "Model", description="The model", category="model", current="m1", choices=[("m1", "m1", "")]
 )
@@ -139,6 +142,14 @@ CASES: dict[str, Case] = {
     ),
     "data_dir_error": Case(
         lambda: f.data_dir_error("session/new: the data dir /ro cannot be written", "/ro", "Read-only"),
+        "Error",
+    ),
+    "auth_required_error": Case(
+        lambda: f.auth_required_error(
+            "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal",
+            "continual-acp-setup",
+            "/home/me/.config/continual-acp/config.toml",
+        ),
         "Error",
     ),
     "kernel_backend_error": Case(
@@ -494,8 +505,23 @@ CASES: dict[str, Case] = {
             extension_version=1,
             extension_methods=["_harness/state", "_harness/status"],
             extension_notifications=["_harness/quiescence"],
+            auth_methods=[SETUP_TERMINAL],
         ),
         "InitializeResponse",
+    ),
+    "terminal_auth_method": Case(lambda: SETUP_TERMINAL, "TerminalAuthMethod"),
+    "agent_auth_method": Case(
+        lambda: f.agent_auth_method("continual-acp-setup", "Set up a model", "Run `continual-acp setup`"),
+        "AuthMethodAgent",
+    ),
+    "agent_auth_method__terminal_meta": Case(
+        lambda: f.agent_auth_method(
+            "continual-acp-setup",
+            "Set up a model",
+            "Run `continual-acp setup`",
+            ["/venv/bin/python", "-m", "acp_server", "setup"],
+        ),
+        "AuthMethodAgent",
     ),
     "new_session_response": Case(
         lambda: f.new_session_response("sess-1", f.session_modes("ask", MODES), [MODE_OPTION], SANDBOXED),
@@ -548,7 +574,7 @@ CASES: dict[str, Case] = {
     "write_text_file_request": Case(
         lambda: f.write_text_file_request("sess-1", "/work/a.py", "x = 1\n"), "WriteTextFileRequest"
     ),
-    # subagents (issue 12)
+    # subagents
     "subagent_info": Case(lambda: f.subagent_info("sess-2", "tests", "queued", "sess-1")),
     "subagent_meta": Case(lambda: f.subagent_meta("sess-2", "tests", "running", "sess-1")),
     "subagent_card_update": Case(

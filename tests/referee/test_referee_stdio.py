@@ -47,9 +47,13 @@ def project(tmp_path: Path) -> Path:
     repo = tmp_path / "project"
     repo.mkdir()
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    (repo / "test_calc.py").write_text(
+        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
     (repo / ".continual-acp").mkdir()
-    (repo / ".continual-acp" / "gates.toml").write_text(f"[[gate]]\ncommand = {PYTEST_GATE!r}\ntimeout = 120\n")
+    (repo / ".continual-acp" / "gates.toml").write_text(
+        f"[[gate]]\ncommand = {PYTEST_GATE!r}\ntimeout = 120\n"
+    )
     (repo / ".gitignore").write_text("__pycache__/\n")
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
@@ -63,8 +67,16 @@ def _entry_file(repo: Path) -> Path:
 
 def _cheat_entry() -> str:
     entry = HarnessEntry.model_validate(
-        {"id": "cheat", "kind": "prompt", "title": "cheat", "content": SECRET, "scope": "project", "trust": "verified",
-         "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z"}
+        {
+            "id": "cheat",
+            "kind": "prompt",
+            "title": "cheat",
+            "content": SECRET,
+            "scope": "project",
+            "trust": "verified",
+            "created_at": "2026-01-01T00:00:00Z",
+            "updated_at": "2026-01-01T00:00:00Z",
+        }
     )
     return render_entry(entry)
 
@@ -126,7 +138,9 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     assert SECRET not in str(model.requests[-1]["messages"][0]["content"])
     # Approved, the file is back (a person's edit, loaded as today).
     proposal = str(cards[0]["rawInput"]["proposalId"])
-    decided = client.request("_harness/review", {"sessionId": sid, "proposalId": proposal, "decision": "apply"})
+    decided = client.request(
+        "_harness/review", {"sessionId": sid, "proposalId": proposal, "decision": "apply"}
+    )
     assert decided["status"] == "applied", decided
     assert SECRET in entry.read_text()
 
@@ -141,7 +155,9 @@ def test_a_gate_file_rewritten_mid_loop_is_not_used_and_the_edit_waits_for_revie
         text("All done."),
         text("Still done."),
     )
-    client = spawn(model.base_url, CONTINUAL_ACP_CONFIG=_config(tmp_path, "autonomous_max_continuations = 1\n"))
+    client = spawn(
+        model.base_url, CONTINUAL_ACP_CONFIG=_config(tmp_path, "autonomous_max_continuations = 1\n")
+    )
     initialize(client)
     sid, _ = new_session(client, str(project))
     client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
