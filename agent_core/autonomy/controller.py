@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent_core import config_table
 from agent_core import events as ev
 from agent_core.autonomy.gates import (
     DetectedGate,
@@ -62,20 +63,19 @@ class AutonomySettings:
     def from_extra(cls, extra: Mapping[str, Any]) -> AutonomySettings:
         errors: list[str] = []
 
-        def number(key: str, default: float | None, kind: type, minimum: float) -> Any:
-            raw = extra.get(key, default)
-            if raw is None:
-                return None
-            if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < minimum:
-                errors.append(f"{key} = {raw!r} is not a number >= {minimum}; using {default!r}")
-                return default
-            return kind(raw)
+        def number(key: str) -> Any:
+            # `load_config` refused a bad value at start; a mapping from elsewhere reports it here.
+            try:
+                return config_table.value(extra, key)
+            except config_table.ConfigError as exc:
+                errors.append(f"{exc}; using {config_table.BY_KEY[key].default!r}")
+                return config_table.BY_KEY[key].default
 
         limits = LoopLimits(
-            max_continuations=number("autonomous_max_continuations", 20, int, 1),
-            max_tokens=number("autonomous_max_tokens", None, int, 1),
-            max_seconds=number("autonomous_max_seconds", None, float, 1),
-            checkpoint_every=number("autonomous_checkpoint_every", 5, int, 0),
+            max_continuations=number("autonomous_max_continuations"),
+            max_tokens=number("autonomous_max_tokens"),
+            max_seconds=number("autonomous_max_seconds"),
+            checkpoint_every=number("autonomous_checkpoint_every"),
         )
         try:
             gates = parse_gates(extra.get("gates"), source="user", where="config.toml")

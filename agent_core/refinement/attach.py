@@ -45,13 +45,10 @@ _Number = TypeVar("_Number", int, float)
 
 
 def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:
-    raw = config.extra.get(name, default)
-    try:
-        value = kind(raw)
-    except (TypeError, ValueError):
-        log.warning("ignoring %s=%r: not a %s", name, raw, kind.__name__)
-        return kind(default)
-    return value if value >= 0 else kind(default)
+    """`name` as checked by `config_table` (`load_config` refused a bad value at start)."""
+    from agent_core.config_table import value
+
+    return kind(value(config.extra, name))
 
 
 class SessionRefinement:
