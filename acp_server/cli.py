@@ -38,6 +38,12 @@ def _build_parser() -> argparse.ArgumentParser:
     harness.add_argument(
         "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones|ui ..."
     )
+    evaluation = sub.add_parser(
+        "eval", help="measure the harness: a task suite over sessions, learning vs frozen"
+    )
+    evaluation.add_argument(
+        "eval_argv", nargs=argparse.REMAINDER, help="[SUITE] [--scripted] ... | report DIR ..."
+    )
     return parser
 
 
@@ -152,6 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_server.sessions_cli import main as sessions_main
 
         return sessions_main(argv_list[2 if argv_list[0] == "harness" else 1 :])
+    if argv_list[:1] == ["eval"]:  # the eval drives this server as a client; it owns its argv
+        from continual_eval.cli import main as eval_main
+
+        return eval_main(argv_list[1:])
     if argv_list[:1] == ["harness"]:
         from agent_core.skill_check import cli_verifier_factory  # trust: imports are checked
         from harness_store.cli import main as harness_main

@@ -37,6 +37,8 @@ RESOURCE_NOT_FOUND = -32002
 ROLLBACK_REFUSED = -32010
 # Application error: the configured kernel backend cannot start kernels (data names the backend).
 KERNEL_BACKEND_UNAVAILABLE = -32011
+# Application error: the server's configuration is not valid (data names the setting or the file).
+CONFIG_INVALID = -32012
 
 PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Allow once", "allow_once"),
@@ -166,6 +168,15 @@ def kernel_backend_error(message: str, backend: str) -> Frame:
     """-32011: session/new, load or resume found the kernel backend unable to start kernels
     (`message` names the backend and the fix; `data.backend` is the configured kind)."""
     return rpc_error(KERNEL_BACKEND_UNAVAILABLE, message, {"backend": backend})
+
+
+def config_error(message: str, setting: str, source: str, line: int | None) -> Frame:
+    """-32012: session/new, load or resume cannot run because a setting or `config.toml` is not
+    valid (`message` names the key or the file and line; nothing falls back to defaults)."""
+    data: dict[str, object] = {"setting": setting, "source": source}
+    if line is not None:
+        data["line"] = line
+    return rpc_error(CONFIG_INVALID, message, data)
 
 
 def rollback_refused_error(

@@ -123,7 +123,15 @@ class Agent:
                 from kernel_bridge.environment import check_ipykernel, resolve_interpreter
 
                 if not self._local_interpreter_checked:
-                    await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    try:
+                        await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    except KernelStartError as exc:
+                        if self.config.kernel_python is None:
+                            raise
+                        # Name the setting to fix, not only the interpreter it points at.
+                        raise KernelStartError(
+                            f"setting kernel_python = {self.config.kernel_python!r}: {exc}"
+                        ) from exc
                     self._local_interpreter_checked = True
                 return
             await (await self._kernel_pool()).check_backend()

@@ -38,6 +38,8 @@ from agent_core.turn import TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
+    from agent_core.control_plane.guard import ControlPlaneGuard
+    from agent_core.control_plane.held import HeldChange
     from agent_core.ownership import SessionOwnerLock
     from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
@@ -111,6 +113,10 @@ class Session:
         self._refinement: RefinementHook | None = None
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._sandbox_warned = False
+        # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
+        self.control_plane: ControlPlaneGuard | None = None
+        # Where a held control-plane change goes (refinement sets it: a pending review).
+        self.control_plane_hold: Callable[[HeldChange], Awaitable[str | None]] | None = None
         # Whether and when this session's live kernel hibernates (set by the agent's Hibernator).
         self.hibernation_line: Callable[[], str] | None = None
         self.kernel_wait_reason: str | None = None  # why its kernel waits for a slot (max_kernels)
@@ -350,9 +356,14 @@ class Session:
 
             async def drive() -> TurnOutcome:
                 try:
+                    if self.control_plane is not None:
+                        self.control_plane.refresh()  # between prompts: a person's changes, accepted
                     if self.mode == "autonomous" and self.autonomy is not None:
-                        return await self._autonomous_body(parts, emit)
-                    return await run_turn_body(self, parts, emit)
+                        outcome = await self._autonomous_body(parts, emit)
+                    else:
+                        outcome = await run_turn_body(self, parts, emit)
+                    await self._check_control_plane_at_end(emit)
+                    return outcome
                 finally:
                     queue.put_nowait(None)
 
@@ -513,10 +524,47 @@ class Session:
             return True  # the start failed: the cell will fail too, but never without consent
         return bool(kernel.guarantees.approval_required)
 
+    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
+        running) is the agent's too."""
+        if self.control_plane is None:
+            return
+        held = self.control_plane.check("", "", when="after the prompt's last cell")
+        if held is not None:
+            from agent_core.control_plane.cells import hold
+
+            await hold(self, held, emit)
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None:
+        """Keep a change a cell made to .continual-acp/ as a pending review; its id."""
+        if self.control_plane_hold is None:
+            return None
+        return await self.control_plane_hold(held)
+
+    def _guard_control_plane(self, kernel: KernelSession) -> None:
+        if self.control_plane is not None or kernel.guarantees.confined:
+            return  # the sandbox tiers mount .continual-acp read-only: nothing to detect
+        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
+        from agent_core.project_scope import find_repo
+
+        repo = find_repo(self.cwd)
+        roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
+        lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
+        self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
+        self.close_hooks.append(self._close_control_plane)
+
+    async def _close_control_plane(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.close()
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
         guarantees = kernel.guarantees
+        try:
+            self._guard_control_plane(kernel)
+        except Exception:
+            log.exception("no control-plane guard for session %s", self.id)
         if guarantees.approval_required and not self._sandbox_warned:
             # Said once per session: the user asked for a sandbox and must know it is not in force.
             self._sandbox_warned = True

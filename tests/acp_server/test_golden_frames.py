@@ -159,6 +159,16 @@ CASES: dict[str, Case] = {
         ),
         "Error",
     ),
+    "config_error": Case(
+        lambda: f.config_error(
+            "the configuration is not valid: config file /home/u/.config/continual-acp/config.toml is not "
+            "usable: not valid TOML: Invalid value (at line 2, column 9)",
+            "",
+            "/home/u/.config/continual-acp/config.toml",
+            2,
+        ),
+        "Error",
+    ),
     "rollback_refused_error": Case(
         lambda: f.rollback_refused_error(
             "r-2", ["note n-1 was edited since"], {"id": "r-3", "applied": False}, force=False
