@@ -302,6 +302,116 @@ def harness_curves(sizes: Sequence[int], runs: int) -> dict[str, Any]:
     return out
 
 
+# Planted entries: a topic a user asks about in their own words (two of its three key words, in a
+# sentence with words of no entry), among 10,000 others sharing the common words.
+TOPICS = [
+    ("terraform", "statefile", "locking"),
+    ("celery", "broker", "retries"),
+    ("postgres", "vacuum", "bloat"),
+    ("webpack", "sourcemaps", "chunks"),
+    ("grpc", "deadline", "metadata"),
+    ("redis", "eviction", "maxmemory"),
+    ("sphinx", "autodoc", "napoleon"),
+    ("asyncpg", "pool", "timeouts"),
+    ("kafka", "offsets", "rebalance"),
+    ("numba", "nopython", "signature"),
+    ("ansible", "inventory", "vault"),
+    ("nginx", "upstream", "keepalive"),
+    ("polars", "lazyframe", "collect"),
+    ("sqlite", "wal", "checkpoint"),
+    ("mypy", "protocol", "overload"),
+    ("fastapi", "dependency", "lifespan"),
+    ("pyarrow", "parquet", "rowgroup"),
+    ("selenium", "webdriver", "waits"),
+    ("airflow", "sensor", "backfill"),
+    ("jinja", "autoescape", "filters"),
+]
+FILLER = "could you help me with the {a} thing where {b} keeps acting up again today please"
+
+
+def relevance(entries: int, trust: str) -> dict[str, Any]:
+    """For each planted entry (trust `trust`), does a prompt needing it get it into the harness section?"""
+    from bench_harness import make_state
+
+    from harness_store import HarnessEntry, HarnessState, render_overview
+
+    base = make_state(entries, None)
+    planted: dict[str, dict[str, HarnessEntry]] = {kind: dict(items) for kind, items in base.entries.items()}
+    for i, words in enumerate(TOPICS):
+        kind = ("memory", "prompt", "skill", "subagent")[i % 4]
+        planted[kind][f"planted{i}"] = HarnessEntry(
+            id=f"planted{i}",
+            kind=kind,
+            title=f"{words[0]} {words[1]} notes",
+            content=f"When working with {' and '.join(words)}: check the {words[2]} settings first.",
+            path="general",
+            scope="global",
+            reference={"type": "python", "import": "skills.x", "callable": "run"} if kind == "skill" else {},
+            trust=trust,
+            created_at="2026-01-01T00:00:00.000Z",
+            updated_at="2020-01-01T00:00:00.000Z",  # older than every other entry: recency never helps it
+        )
+    state = HarnessState.build(planted, head=None)
+    hits, total = 0, 0
+    for i, words in enumerate(TOPICS):
+        for a, b in ((words[0], words[1]), (words[1], words[2]), (words[0], words[2])):
+            total += 1
+            if f"planted{i}" in render_overview(state, query=FILLER.format(a=a, b=b)):
+                hits += 1
+    return {"entries": entries, "trust": trust, "queries": total, "hits": hits}
+
+
+def harness_through_server(env: dict[str, str], entries: int, runs: int) -> dict[str, Any]:
+    """A global harness of `entries` entries beside an empty one, two servers, interleaved:
+    `_harness/state` (merged), `/harness`, and a text-only prompt round trip (the system prompt with
+    its harness section is built for every model request)."""
+    from bench_harness import make_store
+
+    from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+    out: dict[str, Any] = {"entries": entries}
+    with tempfile.TemporaryDirectory() as scratch, ScriptedModelServer([], fallback=text("ok")) as model:
+        wires, sids = [], []
+        for label, size in (("big", entries), ("empty", 0)):
+            home = Path(scratch) / label
+            if size:
+                make_store(home / "harness", size, 0)
+            wire = server(
+                env,
+                scratch,
+                CONTINUAL_ACP_HOME=str(home),
+                OPENAI_BASE_URL=model.base_url,
+                CONTINUAL_ACP_EAGER_KERNEL="0",
+            )
+            wires.append(wire)
+            sids.append(wire.call("session/new", {"cwd": scratch, "mcpServers": []})["sessionId"])
+        try:
+            timings: dict[str, list[list[float]]] = {
+                "state": [[], []],
+                "command": [[], []],
+                "prompt": [[], []],
+            }
+            for i in range(runs + 2):  # the first two warm caches and imports
+                for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
+                    t0 = time.perf_counter()
+                    wire.call("_harness/state", {"sessionId": sid, "scope": "merged"})
+                    t1 = time.perf_counter()
+                    command(wire, sid, "/harness")
+                    t2 = time.perf_counter()
+                    prompt(wire, sid, f"pandas plot csv question {i}")
+                    t3 = time.perf_counter()
+                    if i >= 2:
+                        timings["state"][which].append((t1 - t0) * 1000)
+                        timings["command"][which].append((t2 - t1) * 1000)
+                        timings["prompt"][which].append((t3 - t2) * 1000)
+            for key, (big, empty) in timings.items():
+                out[key] = {"big": big, "empty": empty}
+        finally:
+            for wire in wires:
+                wire.close()
+    return out
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -420,6 +530,25 @@ def table(figures: dict[str, Any]) -> str:
         lines.append(
             f"| harness apply (5 edits), {size} entries (in-process) | {med(values):.1f} ({spread(values)}) |"
         )
+    through = figures.get("harness_server")
+    if through:
+        n = through["entries"]
+        names = {
+            "state": "`_harness/state` (merged)",
+            "command": "`/harness`",
+            "prompt": "text-only prompt round trip",
+        }
+        for key, label in names.items():
+            big, empty = through[key]["big"], through[key]["empty"]
+            lines.append(
+                f"| {label}, {n} global entries vs none, through the server | {med(big):.1f} vs {med(empty):.1f} "
+                f"({spread(big)} / {spread(empty)}) |"
+            )
+    for rel in figures.get("relevance", []):
+        lines.append(
+            f"| planted {rel['trust']} entry in the prompt, {rel['entries']} entries, {rel['queries']} queries needing it "
+            f"| **{rel['hits'] / rel['queries']:.0%}** ({rel['hits']}/{rel['queries']}) |"
+        )
     peak = figures["list_load"].get("server_peak_rss_mib_after_loads")
     if peak:
         lines.append("")
@@ -444,6 +573,18 @@ def write_results(figures: dict[str, Any], svg: str) -> None:
     results.write_text(text, encoding="utf-8")
 
 
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        OPENAI_API_KEY="bench",
+        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
+        CONTINUAL_ACP_MODEL="scripted-model",
+        CONTINUAL_ACP_MODE="auto",
+        XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="bench-config-"),
+    )
+    return env
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -457,23 +598,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write-results", action="store_true")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--from-json", type=Path, help="only render the table and chart of a saved run")
+    parser.add_argument(
+        "--harness-server",
+        type=int,
+        metavar="ENTRIES",
+        help="only the through-the-server harness figures, added to --from-json",
+    )
+    parser.add_argument(
+        "--relevance",
+        type=int,
+        metavar="ENTRIES",
+        help="only the planted-entry figures, added to --from-json",
+    )
     args = parser.parse_args(argv)
     if args.from_json:
-        return report(json.loads(args.from_json.read_text()), args.write_results)
+        saved = json.loads(args.from_json.read_text())
+        if args.relevance:
+            saved["relevance"] = [relevance(args.relevance, trust) for trust in ("verified", "candidate")]
+            args.from_json.write_text(json.dumps(saved, indent=1))
+        if args.harness_server:
+            saved["harness_server"] = harness_through_server(_env(), args.harness_server, 15)
+            saved["harness_server_load"] = os.getloadavg()[0]
+            args.from_json.write_text(json.dumps(saved, indent=1))
+        return report(saved, args.write_results)
 
     counts = [int(c) for c in args.sessions.split(",")]
     list_counts, lengths, sizes, runs = (10, 100, 1000), (100, 1000, 5000), (100, 1000, 10_000), 15
     if args.quick:
         list_counts, lengths, sizes, runs = (10, 100), (100, 1000), (100, 1000), 5
     compiled = compile_our_packages()
-    env = dict(os.environ)
-    env.update(
-        OPENAI_API_KEY="bench",
-        OPENAI_BASE_URL="http://127.0.0.1:9/v1",
-        CONTINUAL_ACP_MODEL="scripted-model",
-        CONTINUAL_ACP_MODE="auto",
-        XDG_CONFIG_HOME=tempfile.mkdtemp(prefix="bench-config-"),
-    )
+    env = _env()
     figures: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "nproc": os.cpu_count(),
@@ -509,6 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps(figures["revive"]), flush=True)
     figures["list_load"] = list_and_load(env, list_counts, lengths, runs)
     figures["harness"] = harness_curves(sizes, runs)
+    figures["relevance"] = [relevance(sizes[-1], trust) for trust in ("verified", "candidate")]
     figures["load_after"] = os.getloadavg()[0]
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
