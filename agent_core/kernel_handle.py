@@ -32,6 +32,9 @@ class KernelHandle:
         self._released = False  # stopped by `release`; the next cell starts a new one
         self.current_cell: str | None = None  # the cell running now (for status, interrupt, FileEdited)
         self.cells_run = 0  # cells started in this process (for `/kernel status`)
+        # Awaited once, with the kernel, right before the next cell runs (the prompt's checkpoint);
+        # the turn loop clears it before calling it.
+        self.before_cell: Callable[[KernelSession], Awaitable[None]] | None = None
 
     def start(self) -> asyncio.Task[KernelSession]:
         """Start the kernel unless it is starting or running (call from a running event loop)."""
