@@ -97,7 +97,7 @@ def _build_agent(config: Any) -> Any:
     from agent_core.subagents import SubagentHub
 
     agent = Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
-    SubagentHub.install(agent)  # issue 12: children spawned from cells (`agents.*`), /agents
+    SubagentHub.install(agent)  # children spawned from cells (`agents.*`), /agents
     return agent
 
 
@@ -117,14 +117,14 @@ def _install_harness_methods(server: Any) -> None:
 
 
 def _install_subagent_cards(server: Any) -> None:
-    """Subagent cards and `/agents` (issue 12)."""
+    """Subagent cards and `/agents`."""
     from acp_server.subagent_cards import install
 
     install(server)
 
 
 def _install_quiescence_file(server: Any) -> None:
-    """`sessions/<id>/quiescence.json` for panels in other processes (issue 17)."""
+    """`sessions/<id>/quiescence.json` for panels in other processes."""
     from acp_server.quiescence_publisher import install
 
     install(server)
@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return sessions_main(argv_list[2 if argv_list[0] == "harness" else 1 :])
     if argv_list[:1] == ["harness"]:
-        from agent_core.skill_check import cli_verifier_factory  # trust (issue 15): imports are checked
+        from agent_core.skill_check import cli_verifier_factory  # trust: imports are checked
         from harness_store.cli import main as harness_main
 
         return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())

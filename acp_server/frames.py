@@ -928,7 +928,7 @@ def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
     return {"sessionId": session_id, "path": path, "content": content}
 
 
-# ---------------------------------------------------------------- subagents (issue 12)
+# ---------------------------------------------------------------- subagents
 
 # A child's state -> the status of its card in the parent's thread.
 SUBAGENT_CARD_STATUS = {

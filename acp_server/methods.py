@@ -117,7 +117,10 @@ class AcpServer:
         background work (`start_background`) waits for the first session answer."""
         await self._warm.wait()
         try:
-            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent, self._agent_prepare)
+            # Abandoned on cancel: an end of input during the import must not wait for it (shutdown).
+            agent_cls, load_config = await anyio.to_thread.run_sync(
+                _import_agent, self._agent_prepare, abandon_on_cancel=True
+            )
             config = load_config()
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
@@ -168,6 +171,10 @@ class AcpServer:
 
     async def shutdown(self) -> None:
         """EOF, step 2: final snapshots and kernels down (agent.aclose)."""
+        if not self._agent_ready.is_set() and not self.sessions:
+            # The input ended before anything needed the agent (a launcher probing the command,
+            # stdin at /dev/null): there is nothing to close, so exit without waiting for its import.
+            return
         with anyio.move_on_after(SHUTDOWN_TIMEOUT_SECONDS) as scope:
             await self._agent_ready.wait()
             if self._agent is not None:
@@ -386,7 +393,7 @@ class AcpServer:
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
-        # The whole transcript goes out before the response (PROTOCOL.md §5).
+        # The whole transcript goes out before the response: a client shows the history as soon as load answers.
         opened.presenter.attach(None, replay=True)
         for event in events:
             await opened.presenter.present(event)
@@ -494,7 +501,7 @@ class AcpServer:
             raise _in_use_error(exc) from None
         if notice is None:
             return frames.empty_response()
-        # trust (issue 15): the reply lists the local entries deleted with the session and how to keep them.
+        # trust: the reply lists the local entries deleted with the session and how to keep them.
         return {
             "_meta": {
                 "continual-acp": {

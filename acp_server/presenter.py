@@ -1,7 +1,7 @@
 """Turn events (agent_core records) -> ACP `session/update`s.
 
 Output is coalesced: the first chunk after a quiet period goes out at once, later chunks are merged
-and flushed at most every `COALESCE_SECONDS` (ACP.md: ~50 ms), and `close()` flushes everything, so
+and flushed at most every `COALESCE_SECONDS` (~50 ms: fast enough to look live, few enough frames for a slow client), and `close()` flushes everything, so
 every update of a turn is written before the prompt response.
 """
 
@@ -357,7 +357,7 @@ class TurnPresenter:
                 described = " ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k))
                 content.append(frames.tool_text(described or str(dict(edit))))
             check = edit.get("check")
-            if isinstance(check, str) and check:  # trust (issue 15): what the skill check said
+            if isinstance(check, str) and check:  # trust: what the skill check said
                 content.append(frames.tool_text(f"**Skill check ({edit.get('id')}):** {check}"))
         if event.error:
             content.append(frames.tool_text(f"Error: {event.error}"))  # plain: shown literally by some

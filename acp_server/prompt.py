@@ -68,7 +68,7 @@ def register_prompt(server: PromptHost) -> None:
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
         generation = opened.cancel_generation
         early = parse_command(blocks)
-        if early is not None and early[0] in ("kernel", "agents"):  # issue 12: /agents too
+        if early is not None and early[0] in ("kernel", "agents"):  # /agents too
             # `/kernel` (status, interrupt, restart) answers now: waiting behind the running turn
             # would make `/kernel interrupt` useless and `/kernel status` stale.
             await _command_runner(server, req.session_id, opened, req.prompt).run(*early)

@@ -33,7 +33,7 @@ def snapshot(opened: OpenSession) -> dict[str, Any]:
 
     The coordinator's counters, not `status()`: that also counts reviews on disk, and the panel
     reads this several times a second (it counts reviews itself). Settled means no refinement work
-    and no child the user still waits on (ACP.md)."""
+    and no child the user still waits on."""
     from acp_server.background import background_items
     from acp_server.subagent_cards import background_entries
 

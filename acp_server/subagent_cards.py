@@ -97,7 +97,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         await background_work()
 
     async def background_work() -> None:
-        # The mirror every client gets (ACP.md): which background children the user still waits on,
+        # The mirror every client gets: which background children the user still waits on,
         # in the same quiescence mirror the harness sends (one shape, refinement state included).
         status = opened.harness.status()
         children = background_entries(opened.session)

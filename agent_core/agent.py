@@ -54,7 +54,7 @@ class Agent:
         self._sessions: dict[str, Session] = {}
         self._global_store: HarnessStore | None = None
         # Run first by `aclose`, before sessions close (the subagent hub stops admitting there).
-        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []  # issue 12
+        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self.subagents: Any = None  # agent_core.subagents.SubagentHub, set by SubagentHub.install
         # When set, every session's kernel start waits for it (acp_server opens it right after its
         # first session response is written: a kernel starting beside session/new slows the answer).
@@ -136,7 +136,7 @@ class Agent:
         self._setup_pending.clear()  # a closing agent sets up no session
         if self.kernel_gate is not None:
             self.kernel_gate.set()  # held kernel starts give up (a session's close waits for its start)
-        for hook in list(self.shutdown_hooks):  # issue 12: subagents stop before their sessions close
+        for hook in list(self.shutdown_hooks):  # subagents stop before their sessions close
             try:
                 await hook()
             except Exception:
@@ -375,7 +375,7 @@ class Agent:
         saved under `<home>/harness/deleted-sessions/` for `harness import`), or None if it had none.
         """
         from agent_core.ownership import SessionOwnerLock
-        from agent_core.promotion import deletion_notice  # trust (issue 15)
+        from agent_core.promotion import deletion_notice  # trust
 
         await self.close_session(session_id)
         try:
@@ -387,7 +387,7 @@ class Agent:
         owner = SessionOwnerLock.acquire(directory, session_id)  # refuses a session open elsewhere
         notice = None
         try:
-            # trust (issue 15): the local entries go with the session; list and save them first.
+            # trust: the local entries go with the session; list and save them first.
             from harness_store import HarnessStore, local_root
 
             local = local_root(self.config.home, session_id)

@@ -1,6 +1,6 @@
 """Agent settings: environment first, then `config.toml`, then defaults.
 
-The environment names are a public contract (ARCHITECTURE.md). The TOML file uses the same settings
+The environment names are a public contract (editor configs and users set them; docs/architecture.md lists them). The TOML file uses the same settings
 in snake_case (`model`, `base_url`, `api_key`, `refine_model`, `home`, `kernel_pool_size`, ...).
 """
 

@@ -154,7 +154,7 @@ class RefinementReported:
 
     refinement_id: str
     summary: str
-    scope: Literal["local", "global", "project"]  # trust (issue 15): + project
+    scope: Literal["local", "global", "project"]  # trust: + project
     edits: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     applied: bool = True
     error: str | None = None

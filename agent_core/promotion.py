@@ -8,7 +8,7 @@ target create first, then the local delete), and each can also be rolled back on
 
 `promote` and `undo_promotion` work on stores directly, without review: they are the building
 blocks. The `/promote` command goes through `HarnessSurface.promote`, which reports both halves and
-holds a project promotion for review like every project edit (issue 15). `deletion_notice` is what
+holds a project promotion for review like every project edit. `deletion_notice` is what
 the reply to deleting a session says about the local entries that go with it (and it saves them as
 a proposal file that `continual-acp harness import` can bring back into another scope).
 """

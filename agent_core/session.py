@@ -207,7 +207,7 @@ class Session:
 
     @property
     def project_store(self) -> Any:
-        """The `ProjectStore` of the git repository around the cwd (issue 15), or None outside one."""
+        """The `ProjectStore` of the git repository around the cwd, or None outside one."""
         if not self._project_checked:
             from agent_core.project_scope import session_project_store
 

@@ -1,4 +1,4 @@
-"""`/why` for one session: the stores it sees and the replies (issue 15).
+"""`/why` for one session: the stores it sees and the replies.
 
 The command layer (acp_server) calls these with a `Session`; they assemble the session's stores —
 local, the project store of the repository around its cwd (when there is one), global — and the

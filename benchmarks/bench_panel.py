@@ -1,4 +1,4 @@
-"""Review panel benchmarks (issue 17 targets: first paint <= 1 s, SSE update <= 1 s end to end).
+"""Review panel benchmarks (targets: first paint <= 1 s, SSE update <= 1 s end to end).
 
     .venv/bin/python benchmarks/bench_panel.py [--runs N]
 

@@ -1,4 +1,4 @@
-"""The `_harness/*` extension methods (ACP.md "Harness extension methods"), camelCase JSON.
+"""The `_harness/*` extension methods (docs/architecture.md lists them), camelCase JSON.
 
 `_harness/state|history|show|rollback|review|why|status|await_quiescence`, each taking `sessionId`, plus
 the `_harness/quiescence` notification (sent by events.py). Each handler receives its params as its
@@ -183,7 +183,7 @@ def install(server: HarnessHost) -> None:
         quiescent = await opened.harness.wait_quiescent(timeout)
         hub = hub_of(opened.session)
         if quiescent and hub is not None:
-            # Background children are work the user waits on too (ACP.md): settled = both.
+            # Background children are work the user waits on too: settled means both are idle.
             left = max(0.0, deadline - anyio.current_time())
             quiescent = await hub.wait_settled(opened.session.id, left) and opened.harness.status().quiescent
         return await_quiescence_answer(quiescent, opened.harness.status().last_refinement_id)

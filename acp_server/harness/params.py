@@ -1,4 +1,4 @@
-"""Typed params of the `_harness/*` extension methods (ACP.md), which `acp.schema` has no models for.
+"""Typed params of the `_harness/*` extension methods, which `acp.schema` has no models for.
 
 One pydantic model per method, each with the `sessionId` every method takes; `read` validates a
 request's params into its method's model, answering -32602 with the message that names the field

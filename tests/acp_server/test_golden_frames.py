@@ -548,7 +548,7 @@ CASES: dict[str, Case] = {
     "write_text_file_request": Case(
         lambda: f.write_text_file_request("sess-1", "/work/a.py", "x = 1\n"), "WriteTextFileRequest"
     ),
-    # subagents (issue 12)
+    # subagents
     "subagent_info": Case(lambda: f.subagent_info("sess-2", "tests", "queued", "sess-1")),
     "subagent_meta": Case(lambda: f.subagent_meta("sess-2", "tests", "running", "sess-1")),
     "subagent_card_update": Case(

@@ -1,5 +1,5 @@
 """A cap on live kernels: with max_kernels=1 a second session waits, says why, and runs once the
-first closes (issue 10, defect 7). Real server over stdio, real kernels."""
+first closes. Real server over stdio, real kernels."""
 
 from __future__ import annotations
 

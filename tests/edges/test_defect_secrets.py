@@ -1,6 +1,6 @@
 """From a real cell in a real session: the server's secrets and protocol pipes are out of reach.
 
-Issue 10, defect 4. As root, CAP_SYS_PTRACE would let any process read any /proc entry, so the
+As root, CAP_SYS_PTRACE would let any process read any /proc entry, so the
 server (and with it the kernel) is started with every capability dropped (`setpriv`): the same
 position as an ordinary user's server.
 """
