@@ -543,7 +543,9 @@ def review_card(
     )
 
 
-def confirm_card(card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other") -> Frame:
+def confirm_card(
+    card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
+) -> Frame:
     """A question the server asks before it acts (a rewind's file revert, its refinements): the
     `toolCall` of its permission request, showing what would change."""
     return tool_call_fields(card_id, title, kind=kind, status="pending", content=content)

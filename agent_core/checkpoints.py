@@ -22,8 +22,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_core.project_scope import git_repo
-
 if TYPE_CHECKING:
     from kernel_bridge import KernelSession
 
@@ -94,7 +92,9 @@ class CheckpointIndex:
             return cls(path)
         except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             aside = path.with_name(f"{INDEX}.damaged-{int(time.time())}")
-            log.warning("checkpoint index %s is damaged (%s); kept as %s, starting a new one", path, exc, aside)
+            log.warning(
+                "checkpoint index %s is damaged (%s); kept as %s, starting a new one", path, exc, aside
+            )
             try:
                 os.replace(path, aside)
             except OSError:
@@ -158,12 +158,22 @@ def kernel_state_at(entries: list[Checkpoint], turn: int) -> tuple[str | None, s
 
 def workspace_state(cwd: str) -> tuple[str | None, str | None]:
     """(commit, repository root) for the workspace's tracked files now, or (None, None) outside git."""
+    from agent_core.project_scope import git_repo  # imports harness_store: not on the session/new path
+
     repo = git_repo(cwd)
     if repo is None:
         return None, None
     try:
-        created = _git(repo, "-c", "user.name=continual-acp", "-c", "user.email=continual-acp@localhost",
-                       "stash", "create", "continual-acp checkpoint")
+        created = _git(
+            repo,
+            "-c",
+            "user.name=continual-acp",
+            "-c",
+            "user.email=continual-acp@localhost",
+            "stash",
+            "create",
+            "continual-acp checkpoint",
+        )
         commit = created.strip() or _git(repo, "rev-parse", "--verify", "-q", "HEAD").strip()
     except (OSError, subprocess.SubprocessError) as exc:
         log.info("no workspace checkpoint in %s: %s", repo, exc)

@@ -36,7 +36,6 @@ _ENV: dict[str, tuple[str, type]] = {
     "CONTINUAL_ACP_MAX_TURN_REQUESTS": ("max_turn_requests", int),
     "CONTINUAL_ACP_MODE": ("mode", str),
     "CONTINUAL_ACP_ACTION_FORMAT": ("action_format", str),  # text_actions.py (clients)
-    "CONTINUAL_ACP_WHILE_BUSY": ("while_busy", str),
 }
 
 
@@ -79,9 +78,6 @@ class AgentConfig:
     # variables their store may hold; the oldest go first.
     checkpoint_max_count: int = 100
     checkpoint_max_bytes: int = 1024 * 1024 * 1024
-    # A `session/prompt` that arrives while a turn runs: `queue` (waits its turn) or `steer` (joins
-    # the running turn at its next model request).
-    while_busy: str = "queue"
     config_file: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel_backend.py
@@ -168,15 +164,10 @@ _RULES: dict[str, tuple[str, float | None, float | None, str]] = {
     "cell_timeout": ("float", 0, None, "a number of seconds > 0 (or leave it unset for no timeout)"),
     "checkpoint_max_count": ("int", 1, None, "a whole number >= 1"),
     "checkpoint_max_bytes": ("int", 0, None, "a whole number of bytes >= 0"),
-    "while_busy": ("choice", None, None, "'queue' or 'steer'"),
     "mode": ("choice", None, None, " or ".join(repr(m) for m in MODES)),
     "refine_review": ("choice", None, None, " or ".join(repr(m) for m in REFINE_REVIEW)),
 }
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "mode": MODES,
-    "refine_review": REFINE_REVIEW,
-    "while_busy": ("queue", "steer"),
-}
+_CHOICES: dict[str, tuple[str, ...]] = {"mode": MODES, "refine_review": REFINE_REVIEW}
 
 
 def _parse_text(kind: str, raw: str) -> Any:

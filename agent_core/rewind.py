@@ -71,7 +71,9 @@ def plan_rewind(session: Session, *, turns: int | None = None, message_id: str |
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise RewindError(f"turns must be a whole number >= 1, not {turns!r}")
         if not entries:
-            raise RewindError("nothing to rewind: this session has no checkpoints yet (no prompt since they started)")
+            raise RewindError(
+                "nothing to rewind: this session has no checkpoints yet (no prompt since they started)"
+            )
         if n > len(entries):
             raise RewindError(
                 f"cannot go back {n} prompts: {len(entries)} checkpoint(s) kept "
@@ -144,10 +146,7 @@ def _is_command_record(line: bytes) -> bool:
     except ValueError:
         return False
     event = record.get("event") if isinstance(record, dict) else None
-    return (
-        isinstance(event, dict)
-        and str(event.get("message_id", "")).startswith(COMMAND_PREFIX)
-    )
+    return isinstance(event, dict) and str(event.get("message_id", "")).startswith(COMMAND_PREFIX)
 
 
 @dataclass(frozen=True)

@@ -576,7 +576,8 @@ class Session:
         """The `/kernel status` text (while the kernel waits for a slot under `max_kernels`, why)."""
         status = await self.kernel_handle.status(self.cwd)
         waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
-        return str(waiting) if status == "starting" and waiting else status
+        text = str(waiting) if status == "starting" and waiting else status
+        return f"{text}\n- {self.checkpoints.status_line()}"
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""

@@ -40,7 +40,9 @@ _id = _builtins.id
 FORMAT = 1
 BLOBS = "blobs"
 # Magics whose cells cannot rebind or mutate the user's Python values.
-_INERT_MAGICS = frozenset({"bash", "sh", "script", "writefile", "time", "timeit", "html", "markdown", "latex"})
+_INERT_MAGICS = frozenset(
+    {"bash", "sh", "script", "writefile", "time", "timeit", "html", "markdown", "latex"}
+)
 _MAGIC_CALL = _re.compile(r"run_(?:line|cell)_magic\(\s*['\"](\w+)['\"]")
 _OPAQUE_CALLS = frozenset({"exec", "eval", "globals", "vars", "locals", "get_ipython", "__import__"})
 
@@ -82,7 +84,7 @@ def _after_cell(result: Any = None) -> None:
     try:
         info = _getattr(result, "info", None)
         raw = _getattr(info, "raw_cell", None)
-        names = _mentioned(raw) if _isinstance(raw, _str) else None
+        names = _mentioned(raw) if _isinstance(raw, _str) else None  # type: ignore[arg-type]
     except _Exception:
         names = None
     if names is None:
@@ -106,6 +108,7 @@ def _mentioned(raw: str) -> set[str] | None:
     except SyntaxError:
         return set()  # it did not run
     names: set[str] = set()
+    node: Any
     for node in _ast.walk(tree):
         if _isinstance(node, _ast.Name):
             if node.id in _OPAQUE_CALLS and not _MAGIC_CALL.search(code):
@@ -185,7 +188,7 @@ def _load_manifests(directory: str) -> list[dict[str, Any]]:
             if name.startswith("ckpt-") and name.endswith(".json"):
                 try:
                     data = _json.loads(_private_regular(_os.path.join(directory, name)))
-                except (_Exception,):
+                except _Exception:
                     continue
                 if _isinstance(data, dict) and "label" in data:
                     found.append(data)
@@ -399,5 +402,11 @@ def restore_checkpoint(directory: str, label: str) -> str:
     _all_dirty = False
     base._last_names = None  # the host hears the new names after the next cell
     return _json.dumps(
-        {"restored": restored, "unchanged": unchanged, "removed": removed, "failed": failed, "skipped": skipped}
+        {
+            "restored": restored,
+            "unchanged": unchanged,
+            "removed": removed,
+            "failed": failed,
+            "skipped": skipped,
+        }
     )

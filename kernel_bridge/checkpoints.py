@@ -79,7 +79,9 @@ def checkpoint_code(
 
 def restore_checkpoint_code(directory: Path, label: str, *, load: bool = True) -> str:
     """Internal cell code making the user's variables those of checkpoint `label`."""
-    return (_load_code() if load else _BOUND) + f"_cak_.last_result = _cck_.restore_checkpoint({str(directory)!r}, {label!r})\n"
+    return (
+        _load_code() if load else _BOUND
+    ) + f"_cak_.last_result = _cck_.restore_checkpoint({str(directory)!r}, {label!r})\n"
 
 
 def manifest_path(directory: Path, label: str) -> Path:
@@ -124,8 +126,16 @@ def export_snapshot(directory: Path, label: str, target: SnapshotPaths) -> list[
     }
     target.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     _write_private(target.state, pickle.dumps(container, pickle.HIGHEST_PROTOCOL))
-    saved = {name: {"bytes": len(blob), "type": manifest["saved"][name].get("type")} for name, blob in values.items()}
-    summary = {"format": 1, "created": manifest.get("created"), "saved": saved, "skipped": container["skipped"]}
+    saved = {
+        name: {"bytes": len(blob), "type": manifest["saved"][name].get("type")}
+        for name, blob in values.items()
+    }
+    summary = {
+        "format": 1,
+        "created": manifest.get("created"),
+        "saved": saved,
+        "skipped": container["skipped"],
+    }
     _write_private(target.manifest, json.dumps(summary, indent=1, sort_keys=True).encode("utf-8"))
     return sorted(values)
 
