@@ -41,7 +41,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("rollback", "Roll back a harness refinement by id", "<refinement-id> [--force]"),
     SlashCommand("undo", "Roll back the most recent harness refinement"),
-    SlashCommand("kernel", "Kernel status, interrupt or restart", "status | interrupt | restart"),
+    SlashCommand(
+        "kernel",
+        "Kernel status, interrupt, restart, or keep (never hibernate)",
+        "status | interrupt | restart | keep [off]",
+    ),
     SlashCommand(
         "compact", "Summarize older turns to free context (kernel variables survive)", "instructions"
     ),
@@ -187,9 +191,16 @@ async def kernel(ctx: CommandContext, argument: str) -> None:
         if not report.lower().startswith("the kernel was restarted"):
             report = f"Kernel restarted. {report}".strip()
         await ctx.reply(report)
+    elif action == "keep":
+        rest = argument.split()[1:]
+        if rest not in ([], ["off"]):
+            await ctx.reply("Usage: `/kernel keep` (never hibernate this kernel) or `/kernel keep off`.")
+            return
+        await ctx.reply(session.keep_kernel(keep=not rest))
     else:
         await ctx.reply(
-            f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt` or `/kernel restart`."
+            f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt`, "
+            "`/kernel restart` or `/kernel keep`."
         )
 
 

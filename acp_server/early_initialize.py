@@ -99,7 +99,10 @@ def answer_first_initialize(
     if request is None:
         return EarlyStart(None, data)
     ident, params = request
-    answer = frames.result_message(ident, initialize_result(extension_methods, extension_notifications))
+    answer = frames.result_message(
+        ident,
+        initialize_result(extension_methods, extension_notifications, params.get("clientCapabilities")),
+    )
     line = json.dumps(answer, separators=(",", ":")) + "\n"  # ASCII: an id may hold lone surrogates
     try:
         _write_all(write_fd, line.encode("ascii"))

@@ -37,6 +37,8 @@ RESOURCE_NOT_FOUND = -32002
 ROLLBACK_REFUSED = -32010
 # Application error: the configured kernel backend cannot start kernels (data names the backend).
 KERNEL_BACKEND_UNAVAILABLE = -32011
+# Application error: the server's configuration is not valid (data names the setting or the file).
+CONFIG_INVALID = -32012
 
 PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Allow once", "allow_once"),
@@ -165,10 +167,25 @@ def data_dir_error(message: str, home: str, why: str) -> Frame:
     return rpc_error(INTERNAL_ERROR, message, {"home": home, "error": why})
 
 
+def auth_required_error(message: str, method_id: str, config_file: str) -> Frame:
+    """-32000: no model is set up yet; `message` names `continual-acp setup`, `data` the auth method
+    that fixes it and the config file it writes."""
+    return rpc_error(AUTH_REQUIRED, message, {"authMethodId": method_id, "configFile": config_file})
+
+
 def kernel_backend_error(message: str, backend: str) -> Frame:
     """-32011: session/new, load or resume found the kernel backend unable to start kernels
     (`message` names the backend and the fix; `data.backend` is the configured kind)."""
     return rpc_error(KERNEL_BACKEND_UNAVAILABLE, message, {"backend": backend})
+
+
+def config_error(message: str, setting: str, source: str, line: int | None) -> Frame:
+    """-32012: session/new, load or resume cannot run because a setting or `config.toml` is not
+    valid (`message` names the key or the file and line; nothing falls back to defaults)."""
+    data: dict[str, object] = {"setting": setting, "source": source}
+    if line is not None:
+        data["line"] = line
+    return rpc_error(CONFIG_INVALID, message, data)
 
 
 def rollback_refused_error(
@@ -771,12 +788,13 @@ def initialize_response(
     extension_version: int,
     extension_methods: Sequence[str],
     extension_notifications: Sequence[str],
+    auth_methods: Sequence[Frame] = (),
 ) -> Frame:
     """The `initialize` result: only what works is advertised; our extension under `_meta`."""
     return {
         "protocolVersion": protocol_version,
         "agentInfo": {"name": name, "title": title, "version": version},
-        "authMethods": [],
+        "authMethods": list(auth_methods),
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
@@ -792,6 +810,25 @@ def initialize_response(
             },
         },
     }
+
+
+def terminal_auth_method(method_id: str, name: str, description: str, args: Sequence[str]) -> Frame:
+    """An `authMethods` entry of type `terminal`: the client runs the agent's own launch line plus
+    `args` in a terminal and waits for exit 0 (only for a client with `auth.terminal: true`)."""
+    return {"id": method_id, "name": name, "description": description, "type": "terminal", "args": list(args)}
+
+
+def agent_auth_method(
+    method_id: str, name: str, description: str, terminal_command: Sequence[str] | None = None
+) -> Frame:
+    """An `authMethods` entry the client completes with `authenticate {methodId}`; with
+    `terminal_command`, also the `_meta["terminal-auth"]` launch line clients that predate the
+    `terminal` type run in a terminal (`{command, args, label}`)."""
+    method: Frame = {"id": method_id, "name": name, "description": description}
+    if terminal_command:
+        command, *args = terminal_command
+        method["_meta"] = {"terminal-auth": {"command": command, "args": args, "label": name}}
+    return method
 
 
 def kernel_guarantees(

@@ -24,8 +24,16 @@ from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
 from acp_server.harness import events as harness_events
+from acp_server.initialize import SETUP_METHOD_ID
 from acp_server.open_session import OpenSession
-from acp_server.params import InitializeParams, NewSessionParams, read_initialize, read_new_session
+from acp_server.params import (
+    AuthenticateParams,
+    InitializeParams,
+    NewSessionParams,
+    read_authenticate,
+    read_initialize,
+    read_new_session,
+)
 from acp_server.presenter import TurnPresenter
 from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
@@ -82,6 +90,7 @@ class AcpServer:
         self.sessions: dict[str, OpenSession] = {}
         self._agent: Agent | None = None
         self._agent_error: str | None = None
+        self._config_error: frames.Frame | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self._background = anyio.Event()
@@ -121,13 +130,20 @@ class AcpServer:
             agent_cls, load_config = await anyio.to_thread.run_sync(
                 _import_agent, self._agent_prepare, abandon_on_cancel=True
             )
-            config = load_config()
+            try:
+                config = load_config()
+            except ValueError as exc:  # ConfigError, ConfigFileError, a backend combination: the user's
+                self._config_error = _config_error(exc)
+                raise
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
             self._agent.kernel_gate = asyncio.Event()
             log.info("agent ready %.0f ms after spawn", _since_spawn_ms())
         except Exception as exc:
-            log.exception("the agent failed to start")
+            if self._config_error is not None:
+                log.error("%s", self._config_error["message"])
+            else:
+                log.exception("the agent failed to start")
             self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
         finally:
             self._agent_ready.set()
@@ -159,6 +175,8 @@ class AcpServer:
 
     async def agent(self) -> Agent:
         await self._agent_ready.wait()
+        if self._agent is None and self._config_error is not None:
+            raise AcpError.from_error(self._config_error)
         if self._agent is None:
             raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
         return self._agent
@@ -306,6 +324,7 @@ class AcpServer:
         # Read by hand (params.py): initialize and session/new race the background import of the
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
+        r.request("authenticate", reader=read_authenticate)(self.authenticate)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
@@ -324,7 +343,7 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        return initialize_result(*self.advertised())
+        return initialize_result(*self.advertised(), req.client_capabilities)
 
     def initialized_early(self, params: JsonObject) -> None:
         """The first `initialize` was answered before this server existed (early_initialize.py):
@@ -333,6 +352,55 @@ class AcpServer:
 
         self.client = ClientCapabilities.from_initialize(initialize_params(params))
         self.warm_up()
+
+    async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """The setup method: `{}` once a model is set up (at once when the environment or the config
+        file already gave one), else -32000 naming `continual-acp setup`."""
+        if req.method_id != SETUP_METHOD_ID:
+            raise AcpError.invalid_params(
+                f"authenticate: unknown methodId {req.method_id!r}; this agent offers {SETUP_METHOD_ID!r}",
+                {
+                    "errors": [
+                        frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")
+                    ]
+                },
+            )
+        await self._require_model_setup(await self.agent())
+        return {}
+
+    async def _require_model_setup(self, agent: Agent) -> None:
+        """Sessions need a model: when the agent has none complete, the config is read again (the
+        user may have run `continual-acp setup` since this server started) and adopted, or -32000."""
+        if agent.config.model_setup_complete:
+            return
+        from agent_core import load_config
+        from agent_core.config import config_path
+
+        path = str(config_path(os.environ))
+        try:
+            fresh = await anyio.to_thread.run_sync(load_config)
+        except ValueError as exc:
+            raise AcpError.from_error(
+                frames.auth_required_error(
+                    f"Authentication required: the config is not valid ({exc}). Run `continual-acp setup` "
+                    "in a terminal to write a working one.",
+                    SETUP_METHOD_ID,
+                    path,
+                )
+            ) from None
+        agent.config.adopt_model_settings(fresh)
+        if agent.config.model_setup_complete:
+            log.info("model settings taken from %s", path)
+            return
+        raise AcpError.from_error(
+            frames.auth_required_error(
+                "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal "
+                f"(it asks for the endpoint, key and model and writes {path}), or pass CONTINUAL_ACP_MODEL "
+                "and OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) in the editor's env for this agent.",
+                SETUP_METHOD_ID,
+                path,
+            )
+        )
 
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
@@ -345,6 +413,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/new", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         editor = self._new_editor()
         started = time.monotonic()
         try:
@@ -380,6 +449,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
         try:
@@ -431,6 +501,7 @@ class AcpServer:
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
             from agent_core.mcp import configure_mcp
@@ -633,6 +704,16 @@ def _few_sessions(agent: Agent) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def _config_error(exc: ValueError) -> frames.Frame:
+    """The answer to every session request while the configuration is not valid (never defaults)."""
+    return frames.config_error(
+        f"the configuration is not valid: {exc}",
+        str(getattr(exc, "key", "") or ""),
+        str(getattr(exc, "source", "") or ""),
+        getattr(exc, "line", None),
+    )
 
 
 def _import_agent(

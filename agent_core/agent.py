@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core.config import AgentConfig
 from agent_core.errors import KernelBackendUnavailable, SessionNotFound
+from agent_core.hibernation import Hibernator, revive_text
 from agent_core.kernel_backend import pool_options
 from agent_core.mcp import ServerConfig, attach_mcp, configure_mcp
 from agent_core.model import ModelClient
@@ -62,6 +63,18 @@ class Agent:
         self._closing = False
         # Sessions made with `new_session(defer_setup=True)` whose `on_session` has not run yet.
         self._setup_pending: set[str] = set()
+        self._room_tasks: set[asyncio.Task[bool]] = set()
+        revive = self._kernel_factory(restore=True, revive=True)
+        self.hibernator = Hibernator(
+            lambda: list(self._sessions.values()),
+            idle_seconds=config.kernel_idle_minutes * 60,
+            revive=lambda session: lambda: revive(session),
+            running_children=self._running_children,
+        )
+
+    def _running_children(self, session_id: str) -> int:
+        hub = self.subagents
+        return int(hub.running_children(session_id)) if hub is not None else 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -75,6 +88,7 @@ class Agent:
             await self._kernel_pool()
         except Exception as exc:
             log.error("the kernel pool could not start: %s", exc)
+        self.hibernator.start()
 
     async def _kernel_pool(self) -> KernelPool:
         async with self._pool_lock:
@@ -109,7 +123,15 @@ class Agent:
                 from kernel_bridge.environment import check_ipykernel, resolve_interpreter
 
                 if not self._local_interpreter_checked:
-                    await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    try:
+                        await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    except KernelStartError as exc:
+                        if self.config.kernel_python is None:
+                            raise
+                        # Name the setting to fix, not only the interpreter it points at.
+                        raise KernelStartError(
+                            f"setting kernel_python = {self.config.kernel_python!r}: {exc}"
+                        ) from exc
                     self._local_interpreter_checked = True
                 return
             await (await self._kernel_pool()).check_backend()
@@ -133,6 +155,7 @@ class Agent:
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
         self._closing = True
+        await self.hibernator.aclose()
         self._setup_pending.clear()  # a closing agent sets up no session
         if self.kernel_gate is not None:
             self.kernel_gate.set()  # held kernel starts give up (a session's close waits for its start)
@@ -162,7 +185,9 @@ class Agent:
 
     # ------------------------------------------------------------ sessions
 
-    def _kernel_factory(self, *, restore: bool) -> Callable[[Session], Coroutine[Any, Any, KernelSession]]:
+    def _kernel_factory(
+        self, *, restore: bool, revive: bool = False
+    ) -> Callable[[Session], Coroutine[Any, Any, KernelSession]]:
         async def start(session: Session) -> KernelSession:
             if self.kernel_gate is not None:
                 await self.kernel_gate.wait()
@@ -174,6 +199,17 @@ class Agent:
                 setup = _hide_setup_names(self.skills.setup_code(session.cwd))
             except Exception:
                 log.exception("building the skills setup code failed; the kernel starts without skills")
+            if pool.max_kernels is not None and pool.in_use >= pool.max_kernels:
+                # Past the cap the coldest kernel hibernates rather than this session waiting.
+                await self.hibernator.make_room(pool, session)
+
+            def on_wait(reason: str | None) -> None:
+                session.kernel_wait_reason = reason  # `/kernel status` says why it waits
+                if reason is not None:  # a slot went elsewhere meanwhile: make room again
+                    task = asyncio.get_running_loop().create_task(self.hibernator.make_room(pool, session))
+                    self._room_tasks.add(task)
+                    task.add_done_callback(self._room_tasks.discard)
+
             # Each cell's full output stays on disk with the session (0700) for the model to page;
             # the truncated text it receives names the file.
             kernel = await pool.acquire(
@@ -181,12 +217,15 @@ class Agent:
                 setup_code=setup,
                 snapshot_path=session.session_dir,
                 output_dir=session.session_dir / "cells",
-                # Past `max_kernels` the session waits; `/kernel status` says why.
-                on_wait=lambda reason: setattr(session, "kernel_wait_reason", reason),
+                # Past `max_kernels` with no kernel that may hibernate, the session waits.
+                on_wait=on_wait,
             )
             self.finish_setup(session)  # a deferred setup's kernel hooks (host ops) before they run
             session.kernel_ready(kernel)
-            if restore:
+            if revive:
+                # The cell that woke it says what came back (its output reaches the model too).
+                session.kernel_handle.revived(revive_text(await kernel.restore()))
+            elif restore:
                 report = await kernel.restore()
                 if report.snapshot_found and (report.restored or report.failed or report.skipped):
                     session.set_kernel_note(_restore_note(report))
@@ -232,6 +271,9 @@ class Agent:
             **state,  # type: ignore[arg-type]
         )
         session.owner_lock = owner
+        session.kernel_handle.clock = lambda: self.hibernator.clock()  # a test may swap the clock
+        session.kernel_handle.touch()
+        session.hibernation_line = lambda: self.hibernator.status_line(session)
         self._sessions[session_id] = session
         # Before the kernel is ready (its hook registers `mcp.*`); servers start on `session.mcp.start()`
         # (acp_server: after its response) or at their first use.
@@ -287,14 +329,14 @@ class Agent:
 
     async def _open_saved(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
         existing = self._sessions.get(session_id)
         if existing is not None:
             # Already open here (the editor reopened the thread): keep the live kernel, whose state
             # is richer than its snapshot, and bind the session to the asking editor connection.
             existing.editor = editor
             configure_mcp(existing, mcp_servers, start=False)
-            return existing, self.store.load(session_id).events
+            return existing, self.store.iter_events(session_id)
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
         if cwd and not Path(resolve_cwd(cwd)).is_dir():
@@ -302,7 +344,7 @@ class Agent:
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
         try:
-            loaded = self.store.load(session_id)
+            loaded = self.store.load(session_id, events=False)  # the replay streams them (iter_events)
         except TranscriptDamaged:
             raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
@@ -321,12 +363,13 @@ class Agent:
             last_prompt_tokens=loaded.last_prompt_tokens,
         )
         session.repair_after_load()
-        return session, loaded.events
+        return session, self.store.iter_events(session_id, loaded.lines)
 
     async def load_session(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
-        """Reopen a saved session; returns the events to replay (in order). The kernel snapshot is restored."""
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
+        """Reopen a saved session; returns the events to replay, in order, read from the transcript as
+        they are taken (never all in memory at once). The kernel snapshot is restored."""
         session, events = await self._open_saved(session_id, cwd, editor, mcp_servers)
         await self._await_kernel(session)
         return session, events

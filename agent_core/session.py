@@ -39,8 +39,10 @@ from agent_core.turn import TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
+    from agent_core.control_plane.guard import ControlPlaneGuard
+    from agent_core.control_plane.held import HeldChange
     from agent_core.ownership import SessionOwnerLock
-    from harness_store import HarnessStore
+    from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -80,7 +82,7 @@ class Session:
         self.store = store
         self._writer = writer
         self._global_store = global_store
-        self._project_store: Any = None
+        self._project_store: ProjectStore | None = None
         self._project_checked = False
         self._local_store: HarnessStore | None = None
         self.skills = skills
@@ -112,6 +114,13 @@ class Session:
         self._refinement: RefinementHook | None = None
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._sandbox_warned = False
+        # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
+        self.control_plane: ControlPlaneGuard | None = None
+        # Where a held control-plane change goes (refinement sets it: a pending review).
+        self.control_plane_hold: Callable[[HeldChange], Awaitable[str | None]] | None = None
+        # Whether and when this session's live kernel hibernates (set by the agent's Hibernator).
+        self.hibernation_line: Callable[[], str] | None = None
+        self.kernel_wait_reason: str | None = None  # why its kernel waits for a slot (max_kernels)
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
@@ -206,7 +215,7 @@ class Session:
         return self._local_store
 
     @property
-    def project_store(self) -> Any:
+    def project_store(self) -> ProjectStore | None:
         """The `ProjectStore` of the git repository around the cwd, or None outside one."""
         if not self._project_checked:
             from agent_core.project_scope import session_project_store
@@ -215,15 +224,17 @@ class Session:
             self._project_checked = True
         return self._project_store
 
+    @property
+    def scopes(self) -> Scopes:
+        """The session's stores: local, global and the project's (None outside a git repository)."""
+        from harness_store import Scopes
+
+        return Scopes(self.local_store, self.global_store, self.project_store)
+
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
-        from harness_store.scopes import merge_scopes
 
-        project = self.project_store
-        merged = merge_scopes(
-            self.global_store.load(), self.local_store.load(), project.load() if project is not None else None
-        )
-        return str(render_overview(merged, query=query))
+        return str(render_overview(self.scopes.states().prompt_view(), query=query))
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None
@@ -359,9 +370,14 @@ class Session:
 
             async def drive() -> TurnOutcome:
                 try:
+                    if self.control_plane is not None:
+                        self.control_plane.refresh()  # between prompts: a person's changes, accepted
                     if self.mode == "autonomous" and self.autonomy is not None:
-                        return await self._autonomous_body(parts, emit)
-                    return await run_turn_body(self, parts, emit)
+                        outcome = await self._autonomous_body(parts, emit)
+                    else:
+                        outcome = await run_turn_body(self, parts, emit)
+                    await self._check_control_plane_at_end(emit)
+                    return outcome
                 finally:
                     queue.put_nowait(None)
 
@@ -528,10 +544,47 @@ class Session:
             return True  # the start failed: the cell will fail too, but never without consent
         return bool(kernel.guarantees.approval_required)
 
+    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
+        running) is the agent's too."""
+        if self.control_plane is None:
+            return
+        held = self.control_plane.check("", "", when="after the prompt's last cell")
+        if held is not None:
+            from agent_core.control_plane.cells import hold
+
+            await hold(self, held, emit)
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None:
+        """Keep a change a cell made to .continual-acp/ as a pending review; its id."""
+        if self.control_plane_hold is None:
+            return None
+        return await self.control_plane_hold(held)
+
+    def _guard_control_plane(self, kernel: KernelSession) -> None:
+        if self.control_plane is not None or kernel.guarantees.confined:
+            return  # the sandbox tiers mount .continual-acp read-only: nothing to detect
+        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
+        from agent_core.project_scope import find_repo
+
+        repo = find_repo(self.cwd)
+        roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
+        lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
+        self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
+        self.close_hooks.append(self._close_control_plane)
+
+    async def _close_control_plane(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.close()
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
         guarantees = kernel.guarantees
+        try:
+            self._guard_control_plane(kernel)
+        except Exception:
+            log.exception("no control-plane guard for session %s", self.id)
         if guarantees.approval_required and not self._sandbox_warned:
             # Said once per session: the user asked for a sandbox and must know it is not in force.
             self._sandbox_warned = True
@@ -574,10 +627,21 @@ class Session:
 
     async def kernel_status(self) -> str:
         """The `/kernel status` text (while the kernel waits for a slot under `max_kernels`, why)."""
-        status = await self.kernel_handle.status(self.cwd)
-        waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
+        line = self.hibernation_line() if self.hibernation_line is not None else None
+        status = await self.kernel_handle.status(self.cwd, line)
+        waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
         text = str(waiting) if status == "starting" and waiting else status
         return f"{text}\n- {self.checkpoints.status_line()}"
+
+    def keep_kernel(self, keep: bool = True) -> str:
+        """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""
+        handle = self.kernel_handle
+        handle.pinned = keep
+        if not keep:
+            return "Kernel unpinned: it may hibernate again when idle or to make room under max_kernels."
+        if handle.hibernation is not None:
+            return "Kernel pinned: it is hibernated now, revives with the next cell and then stays live."
+        return "Kernel pinned: it stays live (never hibernated) until `/kernel keep off`."
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""

@@ -391,11 +391,11 @@ def refusing_verifier(reason: str) -> PreApplyVerifier:
 
 def verify_enabled(extra: Mapping[str, Any], scope: str) -> bool:
     """`verify_skills` from config.toml: a bool for every store, or a table by scope (default on)."""
-    value = extra.get("verify_skills", True)
+    from agent_core.config_table import value as setting
+
+    value = setting(extra, "verify_skills")
     if isinstance(value, Mapping):
         value = value.get(scope, True)
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "0", "no", "off")
     return bool(value)
 
 
@@ -426,9 +426,9 @@ def verifier_for(
     """The verifier a store of `scope` gets: the shared service's, or the "off" note per config."""
     if not verify_enabled(extra, scope):
         return disabled_verifier()
-    timeout = extra.get("skill_check_timeout", DEFAULT_TIMEOUT)
-    if not isinstance(timeout, int | float) or timeout <= 0:
-        timeout = DEFAULT_TIMEOUT
+    from agent_core.config_table import value as setting
+
+    timeout = setting(extra, "skill_check_timeout")
     return shared_service(python, float(timeout)).verifier(cwd, sys_path)
 
 

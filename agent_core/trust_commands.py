@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.project_scope import project_store
 from agent_core.why import WhyAnswer, render_why, why
+from harness_store import Scopes, Store
 
 
-def session_stores(session: Any) -> list[tuple[str, Any]]:
+def session_stores(session: Any) -> list[tuple[str, Store]]:
     """(scope, store) a session sees, narrowest first: local, project (if any), global."""
-    stores: list[tuple[str, Any]] = [("local", session.local_store)]
-    project = session.project_store if hasattr(session, "project_store") else project_store(session.cwd)
-    if project is not None:
-        stores.append(("project", project))
-    stores.append(("global", session.global_store))
-    return stores
+    scopes: Scopes = session.scopes
+    return list(scopes.each())
 
 
 def why_answer(session: Any, entry_id: str, *, kind: str | None = None) -> WhyAnswer:

@@ -107,7 +107,7 @@ def _panel_svg(
 ) -> list[str]:
     out: list[str] = []
     plot_l, plot_r = left + 64, left + width - 14
-    plot_t, plot_b = top + 30, top + height - 64
+    plot_t, plot_b = top + 30, top + height - 64 - 13 * len(panel.notes)
     out.append(_text((plot_l + plot_r) / 2, top + 18, panel.title, size=14, extra=" font-weight='bold'"))
     points = [p for s in panel.series for p in s.points]
     if not points:

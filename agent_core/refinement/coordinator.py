@@ -26,10 +26,11 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
+from agent_core.control_plane.held import HeldChange
 from agent_core.errors import ModelError
 from agent_core.refinement.extract import ReplyParseError
 from agent_core.refinement.outbox import CoordinatorEvent, Listener, Outbox
@@ -54,14 +55,15 @@ from agent_core.refinement.records import (
     new_job_id,
 )
 from agent_core.refinement.reporting import report_failure, report_rejection, report_result
-from agent_core.refinement.scopes import locate, merged_state
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
 from harness_store import (
     HarnessState,
     HarnessStore,
-    HarnessStoreError,
+    ProjectStore,
     Proposal,
     RefinementResult,
+    Scopes,
+    Store,
     render_overview,
 )
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
@@ -107,13 +109,14 @@ class RefinementCoordinator:
         auto_every: int = DEFAULT_AUTO_EVERY,
         cooldown_seconds: float = DEFAULT_COOLDOWN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
-        project_store: Any = None,
+        project_store: ProjectStore | None = None,
     ) -> None:
         self.session_id = session_id
         self.local_store = local_store
         self.global_store = global_store
         # trust (issue 15): the repository's ProjectStore when the session's cwd is in one.
         self.project_store = project_store
+        self.scopes = Scopes(local_store, global_store, project_store)
         self.planner = planner
         self._trajectory = trajectory
         self._policy = policy
@@ -342,14 +345,8 @@ class RefinementCoordinator:
     def _save_pending(self, pending: PendingReview) -> None:
         pending.saved = self._pending_files[pending.scope].save(pending, self.session_id)
 
-    def _store(self, scope: Scope) -> HarnessStore:
-        if scope == "project":
-            if self.project_store is None:
-                raise HarnessStoreError(
-                    "this session has no project harness (its cwd is not in a git repository)"
-                )
-            return cast("HarnessStore", self.project_store)
-        return self.global_store if scope == "global" else self.local_store
+    def _store(self, scope: Scope) -> Store:
+        return self.scopes.store(scope)
 
     async def _run(self, job: _Job) -> RefinementOutcome:
         try:
@@ -390,8 +387,9 @@ class RefinementCoordinator:
         store = self._store(scope)
         # The planning baseline: what the planner saw. Apply refuses an entry that moved since.
         baseline: HarnessState = await anyio.to_thread.run_sync(store.load)
-        local_state, global_state, project_state = await anyio.to_thread.run_sync(self._states)
-        overview = render_overview(merged_state(local_state, global_state, project_state))
+        states = await anyio.to_thread.run_sync(self.scopes.states)
+        project_state = states.project
+        overview = render_overview(states.merged())
         history = [
             f"{r.id} ({r.scope}, {r.trigger}): {r.summary}"
             for r in await anyio.to_thread.run_sync(partial(store.history, limit=HISTORY_LINES))
@@ -481,11 +479,7 @@ class RefinementCoordinator:
 
     def locate(self, refinement_id: str) -> tuple[Scope, RefinementResult] | None:
         """The scope whose history holds `refinement_id`, and the record (blocking; scopes.py)."""
-        return locate(self.local_store, self.global_store, refinement_id, project=self.project_store)
-
-    def _states(self) -> tuple[HarnessState, HarnessState, HarnessState | None]:
-        project = self.project_store.load() if self.project_store is not None else None
-        return self.local_store.load(), self.global_store.load(), project
+        return self.scopes.locate(refinement_id)
 
     async def submit(
         self,
@@ -655,6 +649,8 @@ class RefinementCoordinator:
     async def _decide_pending(
         self, pending: PendingReview, choice: ReviewChoice, edit_ids: Sequence[str] | None
     ) -> RefinementOutcome:
+        if pending.held is not None:
+            return await self._decide_held(pending, choice)
         proposal = _select(pending.proposal, edit_ids)
         store = self._store(pending.scope)
         if choice in ("reject", "reject_forever"):
@@ -735,6 +731,52 @@ class RefinementCoordinator:
         await anyio.to_thread.run_sync(self._save_pending, pending)
         self._emit(ReviewRequested(pending))
         return pending
+
+    async def hold_change(self, held: HeldChange) -> PendingReview:
+        """A cell changed `.continual-acp/` (already restored): hold it as a pending review, in
+        the project's per-user pending dir (else the session's). Never asked at once: the turn
+        goes on and the card waits for `/review` or a panel."""
+        scope: Scope = "project" if "project" in self._pending_files else "local"
+        pending = PendingReview(
+            proposal_id=new_job_id("p"),
+            proposal=Proposal(
+                summary=held.summary(),
+                rationale=f"cell {held.cell_id or '(none)'} wrote the control plane {held.when}",
+            ),
+            scope=scope,
+            trigger="model",
+            baseline=HarnessState(),
+            source="agent",
+            held=held,
+        )
+        self._pending_reviews[pending.proposal_id] = pending
+        await anyio.to_thread.run_sync(self._save_pending, pending)
+        self._emit(ReviewRequested(pending))
+        return pending
+
+    async def _decide_held(self, pending: PendingReview, choice: ReviewChoice) -> RefinementOutcome:
+        held = pending.held
+        assert held is not None
+        if choice in ("reject", "reject_forever"):
+            return RefinementOutcome(
+                pending.proposal_id,
+                pending.trigger,
+                pending.scope,
+                "rejected",
+                proposal_id=pending.proposal_id,
+                summary=pending.proposal.summary,
+                error="rejected in review: the files stay as they were before the cell",
+            )
+        problems = await anyio.to_thread.run_sync(held.write_back)
+        return RefinementOutcome(
+            pending.proposal_id,
+            pending.trigger,
+            pending.scope,
+            "refused" if problems else "applied",
+            proposal_id=pending.proposal_id,
+            summary=pending.proposal.summary,
+            error="; ".join(problems) or None,
+        )
 
     async def _remove_promoted(self, pending: PendingReview, created_id: str) -> None:
         from agent_core.promotion import removal_proposal_for

@@ -45,7 +45,6 @@ from agent_core.refinement.records import (
     UnknownRefinement,
 )
 from agent_core.refinement.reporting import preview_edits
-from agent_core.refinement.scopes import merged_state
 from harness_store import (
     KINDS,
     HarnessEntry,
@@ -62,7 +61,8 @@ from harness_store.neutralize import neutralized
 
 if TYPE_CHECKING:
     from agent_core.refinement.coordinator import RefinementCoordinator
-    from harness_store import HarnessStore
+    from harness_store import Store
+    from harness_store.project import ProjectConflict
 
 log = logging.getLogger(__name__)
 
@@ -158,16 +158,11 @@ class HarnessSurface:
     def session_id(self) -> str:
         return self.coordinator.session_id
 
-    def _store(self, scope: Scope) -> HarnessStore:
-        return self.coordinator._store(scope)
+    def _store(self, scope: Scope) -> Store:
+        return self.coordinator.scopes.store(scope)
 
-    def _stores(self) -> tuple[tuple[Scope, HarnessStore], ...]:
-        c = self.coordinator
-        stores: list[tuple[Scope, HarnessStore]] = [("local", c.local_store)]
-        if c.project_store is not None:
-            stores.append(("project", c.project_store))
-        stores.append(("global", c.global_store))
-        return tuple(stores)
+    def _stores(self) -> tuple[tuple[Scope, Store], ...]:
+        return tuple(self.coordinator.scopes.each())
 
     @property
     def has_project(self) -> bool:
@@ -255,18 +250,9 @@ class HarnessSurface:
             found = self._find_sync(as_of)
             state = self._store(found.scope).state_as_of(as_of)
             return HarnessState.build(state.entries, [], head=state.head)
-        if scope == "local":
-            return self.coordinator.local_store.load()
-        if scope == "global":
-            return self.coordinator.global_store.load()
-        if scope == "project":
-            return self._store("project").load()
-        project = self.coordinator.project_store
-        return merged_state(
-            self.coordinator.local_store.load(),
-            self.coordinator.global_store.load(),
-            project.load() if project is not None else None,
-        )
+        if scope == "merged":
+            return self.coordinator.scopes.merged()
+        return self._store(scope).load()
 
     async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
         """The harness of one scope, or both merged; `as_of` a refinement id: the entries right
@@ -311,12 +297,22 @@ class HarnessSurface:
 
     def preview(self, pending: PendingReview) -> tuple[dict[str, Any], ...]:
         """The proposal's edits as diffs against its store as it is now (blocking: call in a thread)."""
+        if pending.held is not None:  # a cell's change to .continual-acp/: its files, before -> after
+            return tuple(
+                {
+                    "path": f.path,
+                    "before": None if f.before is None else f.before.decode("utf-8", "replace"),
+                    "after": f.diff() if f.too_large else (f.after or b"").decode("utf-8", "replace"),
+                    "action": f.action,
+                }
+                for f in pending.held.files
+            )
         state = self._store(pending.scope).load()
         return preview_edits(pending, state, view_path=self.coordinator.view_path)
 
     # ------------------------------------------------------------ changing (all through the coordinator)
 
-    def conflicts(self) -> list[Any]:
+    def conflicts(self) -> list[ProjectConflict]:
         """The project store's git-merge conflicts (`ProjectConflict`s; none without a project).
         Blocking: call it in a worker thread."""
         project = self.coordinator.project_store

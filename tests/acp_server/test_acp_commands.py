@@ -40,6 +40,7 @@ READ_ONLY_REPLIES = [
     ("/undo", "Nothing to undo: no applied harness refinement"),
     ("/review", "Nothing is waiting for review."),
     ("/kernel explode", "Unknown /kernel action 'explode'. Use `/kernel status`, `/kernel interrupt`"),
+    ("/kernel keep forever", "Usage: `/kernel keep` (never hibernate this kernel) or `/kernel keep off`."),
 ]
 
 

@@ -22,7 +22,8 @@ def test_initialize_advertises_exactly_the_documented_capabilities(spawn: Client
     client = spawn()
     result = initialize(client)
     assert result["protocolVersion"] == 1
-    assert result["authMethods"] == []
+    # A client without `auth.terminal` gets the setup method as an `agent` method (see test_acp_setup.py).
+    assert [(m["id"], m.get("type")) for m in result["authMethods"]] == [("continual-acp-setup", None)]  # type: ignore[union-attr,index]
     assert result["agentInfo"]["name"] == "continual-acp"  # type: ignore[index]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True  # type: ignore[index]
@@ -61,7 +62,7 @@ def test_batches_and_non_objects_answer_invalid_request(spawn: ClientFactory) ->
 
 def test_unknown_methods_and_session_set_model_answer_method_not_found(spawn: ClientFactory) -> None:
     client = spawn()
-    for method in ("session/set_model", "no/such/method", "_harness/unknown", "authenticate"):
+    for method in ("session/set_model", "no/such/method", "_harness/unknown", "logout"):
         with pytest.raises(RpcError) as info:
             client.request(method, {"sessionId": "x", "modelId": "y"})
         assert info.value.code == -32601, method

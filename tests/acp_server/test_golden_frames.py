@@ -75,6 +75,9 @@ UNCONFINED = f.kernel_guarantees(
     approval_required=True,
     notes=["sandbox unavailable: bubblewrap is not installed (apt-get install bubblewrap)"],
 )
+SETUP_TERMINAL = f.terminal_auth_method(
+    "continual-acp-setup", "Set up a model", "Asks for the endpoint, key and model", ["setup"]
+)
 MODEL_OPTION = f.select_config_option(
     "model", "Model", description="The model", category="model", current="m1", choices=[("m1", "m1", "")]
 )
@@ -141,10 +144,28 @@ CASES: dict[str, Case] = {
         lambda: f.data_dir_error("session/new: the data dir /ro cannot be written", "/ro", "Read-only"),
         "Error",
     ),
+    "auth_required_error": Case(
+        lambda: f.auth_required_error(
+            "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal",
+            "continual-acp-setup",
+            "/home/me/.config/continual-acp/config.toml",
+        ),
+        "Error",
+    ),
     "kernel_backend_error": Case(
         lambda: f.kernel_backend_error(
             "kernel backend 'sandbox': sandbox_tier = 'bubblewrap' is configured but bubblewrap is not installed",
             "sandbox",
+        ),
+        "Error",
+    ),
+    "config_error": Case(
+        lambda: f.config_error(
+            "the configuration is not valid: config file /home/u/.config/continual-acp/config.toml is not "
+            "usable: not valid TOML: Invalid value (at line 2, column 9)",
+            "",
+            "/home/u/.config/continual-acp/config.toml",
+            2,
         ),
         "Error",
     ),
@@ -508,8 +529,23 @@ CASES: dict[str, Case] = {
             extension_version=1,
             extension_methods=["_harness/state", "_harness/status"],
             extension_notifications=["_harness/quiescence"],
+            auth_methods=[SETUP_TERMINAL],
         ),
         "InitializeResponse",
+    ),
+    "terminal_auth_method": Case(lambda: SETUP_TERMINAL, "TerminalAuthMethod"),
+    "agent_auth_method": Case(
+        lambda: f.agent_auth_method("continual-acp-setup", "Set up a model", "Run `continual-acp setup`"),
+        "AuthMethodAgent",
+    ),
+    "agent_auth_method__terminal_meta": Case(
+        lambda: f.agent_auth_method(
+            "continual-acp-setup",
+            "Set up a model",
+            "Run `continual-acp setup`",
+            ["/venv/bin/python", "-m", "acp_server", "setup"],
+        ),
+        "AuthMethodAgent",
     ),
     "new_session_response": Case(
         lambda: f.new_session_response("sess-1", f.session_modes("ask", MODES), [MODE_OPTION], SANDBOXED),
