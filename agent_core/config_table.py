@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_core import settings
+from agent_core.control_plane.settings import DEFAULT_TEST_PATTERNS
 
 Kind = Literal["str", "int", "float", "bool", "choice", "strings", "custom"]
 _MISSING: Any = object()
@@ -374,6 +375,23 @@ OPTIONS: tuple[Option, ...] = (
         check=_gates,
         allowed_text='a list of commands (`["pytest -q", ...]`) or {command, timeout} tables',
         default_text="none",
+    ),
+    # the referee (agent_core/control_plane)
+    Option(
+        "protected_paths",
+        "strings",
+        "paths a cell must not change: read-only in the sandbox tiers, elsewhere a change stops an autonomous loop",
+        default=(),
+        allowed_text="a list of paths (relative to the workspace, or absolute)",
+        default_text="none",
+    ),
+    Option(
+        "test_patterns",
+        "strings",
+        "what counts as a test or CI file for a gate pass's tamper evidence",
+        default=DEFAULT_TEST_PATTERNS,
+        allowed_text="a list of glob patterns over workspace paths",
+        default_text="`tests/**`, `test_*.py`, `*_test.*`, `*.spec.*`, `conftest.py`, CI config",
     ),
     # subagents and MCP
     Option("subagents_max_running", "int", "subagents running at once", default=3, at_least=1),
