@@ -50,6 +50,15 @@ GATE_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Use these gates", "allow_once"),
     ("reject", "Do not use them", "reject_once"),
 )
+# A rewind's questions: undo the workspace diff first; roll back the refinements made since.
+REWIND_FILES_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("revert", "Rewind and revert these files", "allow_once"),
+    ("keep", "Do not rewind", "reject_once"),
+)
+REWIND_REFINEMENTS_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("rollback", "Roll them back too", "allow_once"),
+    ("keep", "Keep them", "reject_once"),
+)
 REVIEW_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("apply", "Apply", "allow_once"),
     ("apply_always", "Apply, and trust this kind of edit for the session", "allow_always"),
@@ -549,6 +558,14 @@ def review_card(
         content=content,
         raw_input=raw_input,
     )
+
+
+def confirm_card(
+    card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
+) -> Frame:
+    """A question the server asks before it acts (a rewind's file revert, its refinements): the
+    `toolCall` of its permission request, showing what would change."""
+    return tool_call_fields(card_id, title, kind=kind, status="pending", content=content)
 
 
 def review_settled_update(proposal_id: str, *, applied: bool) -> Frame:

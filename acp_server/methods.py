@@ -69,7 +69,7 @@ SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 # Without a session answer this long after the agent is built, the background work starts anyway.
 BACKGROUND_DELAY = 1.0
-EXTENSION_PREFIX = "_harness/"
+EXTENSION_PREFIXES = ("_harness/", "_session/")
 
 
 class AcpServer:
@@ -404,7 +404,7 @@ class AcpServer:
 
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
-        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIXES)]
         return methods, list(self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:

@@ -76,6 +76,10 @@ class AgentConfig:
     mode: str = "auto"
     refine_review: str = "global_only"
     cell_timeout: float | None = None
+    # Per-prompt checkpoints (rewind, fork): how many a session keeps and how many bytes of pickled
+    # variables their store may hold; the oldest go first.
+    checkpoint_max_count: int = 100
+    checkpoint_max_bytes: int = 1024 * 1024 * 1024
     config_file: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel_backend.py

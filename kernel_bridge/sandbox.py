@@ -386,12 +386,14 @@ class SandboxLauncher:
         runtime = private_dir(spec.runtime_dir).resolve()
         own_dir = private_dir(runtime / f"sbx-{secrets.token_hex(4)}")
         own_spec = replace(spec, runtime_dir=own_dir)
+        # A relative protected path (`protected_paths = ["tests"]`) is one of this workspace's.
+        protected = tuple(p if p.is_absolute() else spec.cwd / p for p in self.protected)
         if probe.tier == "landlock":
-            prefix = landlock_argv(spec, network=self.network, protected=self.protected, own_dir=own_dir)
+            prefix = landlock_argv(spec, network=self.network, protected=protected, own_dir=own_dir)
             kernel = await start_local_kernel(own_spec, argv_prefix=prefix)
         else:
             prefix = bubblewrap_argv(
-                spec, network=self.network, protected=self.protected, own_dir=own_dir, runtime=runtime
+                spec, network=self.network, protected=protected, own_dir=own_dir, runtime=runtime
             )
             kernel = await start_local_kernel(own_spec, argv_prefix=prefix, interrupt_mode="message")
         kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot staging

@@ -42,19 +42,18 @@ class RefereeSettings:
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any]) -> RefereeSettings:
+        """From `AgentConfig.extra` (checked by `load_config`; a bad value here is an error entry)."""
+        from agent_core.config_table import value
+
         errors: list[str] = []
-
-        def strings(key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-            raw = extra.get(key)
-            if raw is None:
-                return default
-            if not isinstance(raw, list) or not all(isinstance(i, str) and i.strip() for i in raw):
-                errors.append(f"{key} must be a list of non-empty strings, got {raw!r}; using the default")
-                return default
-            return tuple(i.strip() for i in raw)
-
+        found: dict[str, tuple[str, ...]] = {}
+        for key in ("protected_paths", "test_patterns"):
+            try:
+                found[key] = tuple(value(extra, key))
+            except ValueError as exc:
+                errors.append(str(exc))
         return cls(
-            protected_paths=strings("protected_paths", ()),
-            test_patterns=strings("test_patterns", DEFAULT_TEST_PATTERNS),
+            protected_paths=found.get("protected_paths", ()),
+            test_patterns=found.get("test_patterns", DEFAULT_TEST_PATTERNS),
             errors=tuple(errors),
         )

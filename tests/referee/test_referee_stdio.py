@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_client import AcpClient
+from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
@@ -193,22 +193,51 @@ def test_a_test_weakened_during_the_loop_is_listed_with_its_diff_stat_when_the_g
     assert any("test_calc.py | +1 -1" in str(p["entries"]) for p in plans), plans
 
 
+def test_a_protected_path_changed_during_the_loop_stops_it_and_asks_instead_of_accepting_the_pass(
+    spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
+) -> None:
+    weakened = "from calc import add\n\n\ndef test_add():\n    pass\n"
+    model.push(tool_call(_write_cell(project / "test_calc.py", weakened), title="weaken"), text("Fixed."))
+    client = spawn(
+        model.base_url, CONTINUAL_ACP_CONFIG=_config(tmp_path, 'protected_paths = ["test_calc.py"]\n')
+    )
+    client.permission_policy = select("reject_once")
+    initialize(client)
+    sid, _ = new_session(client, str(project))
+    client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
+    stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
+    assert stop == "end_turn"
+    said = _agent_text(client, sid)
+    assert "All gates passed" not in said
+    assert "Stopped: the gates passed, but protected paths changed during the loop (test_calc.py)" in said
+    asked = [f for f in client.frames if f.message.get("method") == "session/request_permission"]
+    assert any("protected paths changed" in str(f.message["params"]["toolCall"]) for f in asked), asked
+
+
 def _sandbox_attack(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path, tier: str, **env: str
 ) -> None:
     gates = project / ".continual-acp" / "gates.toml"
     original = gates.read_text()
     entry = _entry_file(project)
-    cell = _write_cell(gates, '[[gate]]\ncommand = "true"\n') + _write_cell(entry, _cheat_entry())
+    tests = project / "test_calc.py"
+    cell = (
+        _write_cell(gates, '[[gate]]\ncommand = "true"\n')
+        + _write_cell(entry, _cheat_entry())
+        + _write_cell(tests, "def test_add():\n    pass\n")
+    )
     model.push(tool_call(cell, title="cheat"), text("done"))
-    config = _config(tmp_path, f'kernel = "sandbox"\nsandbox_tier = "{tier}"\n')
+    config = _config(
+        tmp_path, f'kernel = "sandbox"\nsandbox_tier = "{tier}"\nprotected_paths = ["test_calc.py"]\n'
+    )
     client = spawn(model.base_url, CONTINUAL_ACP_CONFIG=config, **env)
     initialize(client)
     sid, _ = new_session(client, str(project))
     prompt(client, sid, "work", timeout=120)
     told = _tool_result_of_last_request(model)
-    assert told.count("REFUSED") == 2 and "WROTE" not in told, told
+    assert told.count("REFUSED") == 3 and "WROTE" not in told, told
     assert gates.read_text() == original and not entry.exists()
+    assert "assert add(2, 3) == 5" in tests.read_text()
 
 
 @pytest.mark.skipif(not probe_landlock().ok, reason="landlock tier unavailable")
