@@ -37,6 +37,8 @@ RESOURCE_NOT_FOUND = -32002
 ROLLBACK_REFUSED = -32010
 # Application error: the configured kernel backend cannot start kernels (data names the backend).
 KERNEL_BACKEND_UNAVAILABLE = -32011
+# Application error: the server's configuration is not valid (data names the setting or the file).
+CONFIG_INVALID = -32012
 
 PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Allow once", "allow_once"),
@@ -47,6 +49,15 @@ PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
 GATE_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Use these gates", "allow_once"),
     ("reject", "Do not use them", "reject_once"),
+)
+# A rewind's questions: undo the workspace diff first; roll back the refinements made since.
+REWIND_FILES_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("revert", "Rewind and revert these files", "allow_once"),
+    ("keep", "Do not rewind", "reject_once"),
+)
+REWIND_REFINEMENTS_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("rollback", "Roll them back too", "allow_once"),
+    ("keep", "Keep them", "reject_once"),
 )
 REVIEW_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("apply", "Apply", "allow_once"),
@@ -166,6 +177,15 @@ def kernel_backend_error(message: str, backend: str) -> Frame:
     """-32011: session/new, load or resume found the kernel backend unable to start kernels
     (`message` names the backend and the fix; `data.backend` is the configured kind)."""
     return rpc_error(KERNEL_BACKEND_UNAVAILABLE, message, {"backend": backend})
+
+
+def config_error(message: str, setting: str, source: str, line: int | None) -> Frame:
+    """-32012: session/new, load or resume cannot run because a setting or `config.toml` is not
+    valid (`message` names the key or the file and line; nothing falls back to defaults)."""
+    data: dict[str, object] = {"setting": setting, "source": source}
+    if line is not None:
+        data["line"] = line
+    return rpc_error(CONFIG_INVALID, message, data)
 
 
 def rollback_refused_error(
@@ -538,6 +558,14 @@ def review_card(
         content=content,
         raw_input=raw_input,
     )
+
+
+def confirm_card(
+    card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
+) -> Frame:
+    """A question the server asks before it acts (a rewind's file revert, its refinements): the
+    `toolCall` of its permission request, showing what would change."""
+    return tool_call_fields(card_id, title, kind=kind, status="pending", content=content)
 
 
 def review_settled_update(proposal_id: str, *, applied: bool) -> Frame:

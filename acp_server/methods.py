@@ -69,7 +69,7 @@ SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 # Without a session answer this long after the agent is built, the background work starts anyway.
 BACKGROUND_DELAY = 1.0
-EXTENSION_PREFIX = "_harness/"
+EXTENSION_PREFIXES = ("_harness/", "_session/")
 
 
 class AcpServer:
@@ -90,6 +90,7 @@ class AcpServer:
         self.sessions: dict[str, OpenSession] = {}
         self._agent: Agent | None = None
         self._agent_error: str | None = None
+        self._config_error: frames.Frame | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self._background = anyio.Event()
@@ -129,13 +130,20 @@ class AcpServer:
             agent_cls, load_config = await anyio.to_thread.run_sync(
                 _import_agent, self._agent_prepare, abandon_on_cancel=True
             )
-            config = load_config()
+            try:
+                config = load_config()
+            except ValueError as exc:  # ConfigError, ConfigFileError, a backend combination: the user's
+                self._config_error = _config_error(exc)
+                raise
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
             self._agent.kernel_gate = asyncio.Event()
             log.info("agent ready %.0f ms after spawn", _since_spawn_ms())
         except Exception as exc:
-            log.exception("the agent failed to start")
+            if self._config_error is not None:
+                log.error("%s", self._config_error["message"])
+            else:
+                log.exception("the agent failed to start")
             self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
         finally:
             self._agent_ready.set()
@@ -167,6 +175,8 @@ class AcpServer:
 
     async def agent(self) -> Agent:
         await self._agent_ready.wait()
+        if self._agent is None and self._config_error is not None:
+            raise AcpError.from_error(self._config_error)
         if self._agent is None:
             raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
         return self._agent
@@ -394,7 +404,7 @@ class AcpServer:
 
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
-        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIXES)]
         return methods, list(self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
@@ -694,6 +704,16 @@ def _few_sessions(agent: Agent) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def _config_error(exc: ValueError) -> frames.Frame:
+    """The answer to every session request while the configuration is not valid (never defaults)."""
+    return frames.config_error(
+        f"the configuration is not valid: {exc}",
+        str(getattr(exc, "key", "") or ""),
+        str(getattr(exc, "source", "") or ""),
+        getattr(exc, "line", None),
+    )
 
 
 def _import_agent(

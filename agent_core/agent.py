@@ -93,9 +93,15 @@ class Agent:
     async def _kernel_pool(self) -> KernelPool:
         async with self._pool_lock:
             if self._pool is None:
+                from agent_core.control_plane.settings import RefereeSettings
                 from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
 
-                options = pool_options(self.config.kernel_backend, home=self.config.home)
+                protected = RefereeSettings.from_extra(self.config.extra).protected_paths
+                options = pool_options(
+                    self.config.kernel_backend,
+                    home=self.config.home,
+                    protected=tuple(Path(p).expanduser() for p in protected),
+                )
                 self._pool = KernelPool(
                     self.config.kernel_pool_size,
                     python=self.config.kernel_python,
@@ -123,7 +129,15 @@ class Agent:
                 from kernel_bridge.environment import check_ipykernel, resolve_interpreter
 
                 if not self._local_interpreter_checked:
-                    await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    try:
+                        await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    except KernelStartError as exc:
+                        if self.config.kernel_python is None:
+                            raise
+                        # Name the setting to fix, not only the interpreter it points at.
+                        raise KernelStartError(
+                            f"setting kernel_python = {self.config.kernel_python!r}: {exc}"
+                        ) from exc
                     self._local_interpreter_checked = True
                 return
             await (await self._kernel_pool()).check_backend()

@@ -159,6 +159,16 @@ CASES: dict[str, Case] = {
         ),
         "Error",
     ),
+    "config_error": Case(
+        lambda: f.config_error(
+            "the configuration is not valid: config file /home/u/.config/continual-acp/config.toml is not "
+            "usable: not valid TOML: Invalid value (at line 2, column 9)",
+            "",
+            "/home/u/.config/continual-acp/config.toml",
+            2,
+        ),
+        "Error",
+    ),
     "rollback_refused_error": Case(
         lambda: f.rollback_refused_error(
             "r-2", ["note n-1 was edited since"], {"id": "r-3", "applied": False}, force=False
@@ -390,6 +400,20 @@ CASES: dict[str, Case] = {
     ),
     "review_card": Case(lambda: f.review_card("p-1", "tidy notes", [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_card__no_summary": Case(lambda: f.review_card("p-1", None, [DIFF], REVIEW_RAW), "ToolCallUpdate"),
+    "confirm_card": Case(
+        lambda: f.confirm_card(
+            "rewind-files-1", "Revert these file changes?", [f.tool_text("```diff\n-a\n+b\n```")]
+        ),
+        "ToolCallUpdate",
+    ),
+    "permission_request__rewind_refinements": Case(
+        lambda: f.permission_request(
+            "sess-1",
+            f.confirm_card("rewind-refinements-1", "Also roll back?", [f.tool_text("- `r-1` (local): x")]),
+            f.permission_options(f.REWIND_REFINEMENTS_OPTIONS),
+        ),
+        "RequestPermissionRequest",
+    ),
     "review_settled_update__applied": Case(
         lambda: f.review_settled_update("p-1", applied=True), "ToolCallProgress"
     ),
