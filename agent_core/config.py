@@ -237,7 +237,8 @@ _NOT_SETTINGS = frozenset({"home", "extra", "config_file", "kernel_backend", "wa
 
 
 NO_MODEL_MESSAGE = (
-    "No model is configured, so I cannot answer yet. Set CONTINUAL_ACP_MODEL to a model id "
+    "No model is configured, so I cannot answer yet. Run `continual-acp setup` in a terminal (it asks "
+    "for the endpoint, key and model), or set CONTINUAL_ACP_MODEL to a model id "
     "(for example `gpt-4.1`), OPENAI_BASE_URL to an OpenAI-compatible endpoint if you do not use "
     "api.openai.com (for example `http://localhost:11434/v1` for Ollama), and OPENAI_API_KEY if the "
     "endpoint needs a key - in the environment of the editor that launches continual-acp, or as "
