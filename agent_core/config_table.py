@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_core import settings
+from agent_core.control_plane.settings import DEFAULT_TEST_PATTERNS
 
 Kind = Literal["str", "int", "float", "bool", "choice", "strings", "custom"]
 _MISSING: Any = object()
@@ -264,6 +265,22 @@ OPTIONS: tuple[Option, ...] = (
         allowed_text="a number of seconds > 0 (or leave it unset for no timeout)",
         default_text="none",
     ),
+    # per-prompt checkpoints (rewind, fork; agent_core/checkpoints.py)
+    Option(
+        "checkpoint_max_count",
+        "int",
+        "per-prompt checkpoints a session keeps (oldest dropped first; `/kernel status` shows it)",
+        default=100,
+        at_least=1,
+    ),
+    Option(
+        "checkpoint_max_bytes",
+        "int",
+        "bytes of pickled variables a session's checkpoints may hold (oldest dropped first)",
+        default=1024 * 1024 * 1024,
+        at_least=0,
+        default_text="1 GiB",
+    ),
     # kernel backends (agent_core/kernel_backend.py checks how they combine)
     Option(
         "kernel",
@@ -358,6 +375,23 @@ OPTIONS: tuple[Option, ...] = (
         check=_gates,
         allowed_text='a list of commands (`["pytest -q", ...]`) or {command, timeout} tables',
         default_text="none",
+    ),
+    # the referee (agent_core/control_plane)
+    Option(
+        "protected_paths",
+        "strings",
+        "paths a cell must not change: read-only in the sandbox tiers, elsewhere a change stops an autonomous loop",
+        default=(),
+        allowed_text="a list of paths (relative to the workspace, or absolute)",
+        default_text="none",
+    ),
+    Option(
+        "test_patterns",
+        "strings",
+        "what counts as a test or CI file for a gate pass's tamper evidence",
+        default=DEFAULT_TEST_PATTERNS,
+        allowed_text="a list of glob patterns over workspace paths",
+        default_text="`tests/**`, `test_*.py`, `*_test.*`, `*.spec.*`, `conftest.py`, CI config",
     ),
     # subagents and MCP
     Option("subagents_max_running", "int", "subagents running at once", default=3, at_least=1),

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core import settings
+from agent_core.checkpoints import SessionCheckpoints
 from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
@@ -38,6 +39,8 @@ from agent_core.turn import TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
+    from agent_core.control_plane.guard import ControlPlaneGuard
+    from agent_core.control_plane.held import HeldChange
     from agent_core.ownership import SessionOwnerLock
     from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
@@ -111,6 +114,10 @@ class Session:
         self._refinement: RefinementHook | None = None
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._sandbox_warned = False
+        # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
+        self.control_plane: ControlPlaneGuard | None = None
+        # Where a held control-plane change goes (refinement sets it: a pending review).
+        self.control_plane_hold: Callable[[HeldChange], Awaitable[str | None]] | None = None
         # Whether and when this session's live kernel hibernates (set by the agent's Hibernator).
         self.hibernation_line: Callable[[], str] | None = None
         self.kernel_wait_reason: str | None = None  # why its kernel waits for a slot (max_kernels)
@@ -121,6 +128,12 @@ class Session:
         self._closed = False
         self.editor_ops = EditorOps(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
+        self.checkpoints = SessionCheckpoints(
+            store.session_dir(session_id),
+            cwd,
+            max_count=agent_config.checkpoint_max_count,
+            max_bytes=agent_config.checkpoint_max_bytes,
+        )
         if agent_config.eager_kernel:
             self.kernel_handle.start()
 
@@ -342,17 +355,29 @@ class Session:
                 yield ended
                 return
             queue: asyncio.Queue[ev.TurnEvent | None] = asyncio.Queue()  # None: the turn task ended
+            # The prompt's checkpoint: where the transcript stands now; its kernel state is taken
+            # right before the prompt's first cell (the kernel handle's one-shot hook).
+            checkpoints = self.checkpoints
+            checkpoints.begin(self._writer.size())
+            self.kernel_handle.before_cell = checkpoints.before_cell
 
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
-                if not isinstance(event, ev.UserMessage):  # the editor already shows the prompt; replays only
+                if isinstance(event, ev.UserMessage):
+                    checkpoints.note_message(event.message_id)
+                else:  # the editor already shows the prompt; replays only
                     queue.put_nowait(event)
 
             async def drive() -> TurnOutcome:
                 try:
+                    if self.control_plane is not None:
+                        self.control_plane.refresh()  # between prompts: a person's changes, accepted
                     if self.mode == "autonomous" and self.autonomy is not None:
-                        return await self._autonomous_body(parts, emit)
-                    return await run_turn_body(self, parts, emit)
+                        outcome = await self._autonomous_body(parts, emit)
+                    else:
+                        outcome = await run_turn_body(self, parts, emit)
+                    await self._check_control_plane_at_end(emit)
+                    return outcome
                 finally:
                     queue.put_nowait(None)
 
@@ -388,6 +413,8 @@ class Session:
                     await asyncio.wait({task}, timeout=2)
                 self._turn_task = None
                 self._emit = None
+                self.kernel_handle.before_cell = None
+                checkpoints.end()
                 recorder.flush()
                 self._touch()
 
@@ -473,6 +500,10 @@ class Session:
         self._emit(event)
         return True
 
+    def append_raw_records(self, lines: bytes) -> None:
+        """Append already-encoded transcript records (a rewind keeps its own command's records)."""
+        self._writer.append_raw(lines)
+
     def repair_after_load(self) -> None:
         """A transcript cut off mid-cell (the server died) ends in an unanswered tool call; answer it."""
         self.context.answer_dangling_tool_calls(SERVER_STOPPED_ANSWER)
@@ -513,10 +544,47 @@ class Session:
             return True  # the start failed: the cell will fail too, but never without consent
         return bool(kernel.guarantees.approval_required)
 
+    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
+        running) is the agent's too."""
+        if self.control_plane is None:
+            return
+        held = self.control_plane.check("", "", when="after the prompt's last cell")
+        if held is not None:
+            from agent_core.control_plane.cells import hold
+
+            await hold(self, held, emit)
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None:
+        """Keep a change a cell made to .continual-acp/ as a pending review; its id."""
+        if self.control_plane_hold is None:
+            return None
+        return await self.control_plane_hold(held)
+
+    def _guard_control_plane(self, kernel: KernelSession) -> None:
+        if self.control_plane is not None or kernel.guarantees.confined:
+            return  # the sandbox tiers mount .continual-acp read-only: nothing to detect
+        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
+        from agent_core.project_scope import find_repo
+
+        repo = find_repo(self.cwd)
+        roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
+        lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
+        self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
+        self.close_hooks.append(self._close_control_plane)
+
+    async def _close_control_plane(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.close()
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
         guarantees = kernel.guarantees
+        try:
+            self._guard_control_plane(kernel)
+        except Exception:
+            log.exception("no control-plane guard for session %s", self.id)
         if guarantees.approval_required and not self._sandbox_warned:
             # Said once per session: the user asked for a sandbox and must know it is not in force.
             self._sandbox_warned = True
@@ -562,7 +630,8 @@ class Session:
         line = self.hibernation_line() if self.hibernation_line is not None else None
         status = await self.kernel_handle.status(self.cwd, line)
         waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
-        return str(waiting) if status == "starting" and waiting else status
+        text = str(waiting) if status == "starting" and waiting else status
+        return f"{text}\n- {self.checkpoints.status_line()}"
 
     def keep_kernel(self, keep: bool = True) -> str:
         """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""

@@ -21,6 +21,7 @@ from agent_core import text_actions as ta
 from agent_core.aio import shielded
 from agent_core.config import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.content import to_model_content
+from agent_core.control_plane import cells as control_plane
 from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.kernel_handle import KernelHandle
 from agent_core.model import IPYTHON_TOOL, ModelClient, ModelDone, ReasoningDelta, TextDelta, ToolCall, Usage
@@ -346,7 +347,11 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
         error = f"the kernel could not start: {exc}"
         emit(ev.CellFinished(cell_id, "failed", error=error))
         return _ToolResult(f"Error: {error}. The cell was not run.")
+    control_plane.before_cell(session)
     handle = session.kernel_handle
+    checkpoint, handle.before_cell = handle.before_cell, None
+    if checkpoint is not None:
+        await checkpoint(kernel)  # the prompt's checkpoint, before its first cell changes anything
     handle.current_cell = cell_id
     handle.cells_run += 1
     handle.touch()
@@ -370,10 +375,13 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
             # Cancel: stop the cell now; kernel_bridge restarts the kernel itself if it will not stop.
             await shielded(kernel.interrupt(), CANCEL_CELL_GRACE)
             emit(ev.CellFinished(cell_id, "cancelled", error="cancelled by the user"))
+            await control_plane.after_cell(session, cell_id, code, emit, cancelled=True)
             raise
     finally:
         handle.current_cell = None
         handle.touch()
+    # Unconfined backends: what the cell wrote under .continual-acp/ is restored and held for review.
+    held_note = await control_plane.after_cell(session, cell_id, code, emit)
 
     output = result.output
     if result.report:
@@ -405,4 +413,6 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     else:
         error = f"{result.error.ename}: {result.error.evalue}" if result.error else "the cell failed"
         emit(ev.CellFinished(cell_id, "failed", error=error, output=output, duration=result.duration))
+    if held_note:
+        output = f"{output}\n{held_note}" if output else held_note
     return _ToolResult(output or "(no output)")

@@ -33,6 +33,7 @@ from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_eve
 
 if TYPE_CHECKING:
     from agent_core.config import AgentConfig
+    from agent_core.control_plane.held import HeldChange
     from agent_core.hooks import RefinementHook
     from agent_core.session import Session
     from agent_core.turn import TurnOutcome
@@ -106,6 +107,11 @@ class SessionRefinement:
         session.kernel_hooks.append(refinement.on_kernel)
         session.compaction_hooks.append(refinement.compacted)
         session.close_hooks.append(refinement.aclose)
+
+        async def hold_change(held: HeldChange) -> str | None:
+            return (await coordinator.hold_change(held)).proposal_id
+
+        session.control_plane_hold = hold_change  # a cell's change to .continual-acp/ waits for review
         refinement.start()
         return refinement
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import anyio
 
+from agent_core.control_plane.held import HeldChange
 from agent_core.errors import ModelError
 from agent_core.refinement.extract import ReplyParseError
 from agent_core.refinement.outbox import CoordinatorEvent, Listener, Outbox
@@ -648,6 +649,8 @@ class RefinementCoordinator:
     async def _decide_pending(
         self, pending: PendingReview, choice: ReviewChoice, edit_ids: Sequence[str] | None
     ) -> RefinementOutcome:
+        if pending.held is not None:
+            return await self._decide_held(pending, choice)
         proposal = _select(pending.proposal, edit_ids)
         store = self._store(pending.scope)
         if choice in ("reject", "reject_forever"):
@@ -728,6 +731,52 @@ class RefinementCoordinator:
         await anyio.to_thread.run_sync(self._save_pending, pending)
         self._emit(ReviewRequested(pending))
         return pending
+
+    async def hold_change(self, held: HeldChange) -> PendingReview:
+        """A cell changed `.continual-acp/` (already restored): hold it as a pending review, in
+        the project's per-user pending dir (else the session's). Never asked at once: the turn
+        goes on and the card waits for `/review` or a panel."""
+        scope: Scope = "project" if "project" in self._pending_files else "local"
+        pending = PendingReview(
+            proposal_id=new_job_id("p"),
+            proposal=Proposal(
+                summary=held.summary(),
+                rationale=f"cell {held.cell_id or '(none)'} wrote the control plane {held.when}",
+            ),
+            scope=scope,
+            trigger="model",
+            baseline=HarnessState(),
+            source="agent",
+            held=held,
+        )
+        self._pending_reviews[pending.proposal_id] = pending
+        await anyio.to_thread.run_sync(self._save_pending, pending)
+        self._emit(ReviewRequested(pending))
+        return pending
+
+    async def _decide_held(self, pending: PendingReview, choice: ReviewChoice) -> RefinementOutcome:
+        held = pending.held
+        assert held is not None
+        if choice in ("reject", "reject_forever"):
+            return RefinementOutcome(
+                pending.proposal_id,
+                pending.trigger,
+                pending.scope,
+                "rejected",
+                proposal_id=pending.proposal_id,
+                summary=pending.proposal.summary,
+                error="rejected in review: the files stay as they were before the cell",
+            )
+        problems = await anyio.to_thread.run_sync(held.write_back)
+        return RefinementOutcome(
+            pending.proposal_id,
+            pending.trigger,
+            pending.scope,
+            "refused" if problems else "applied",
+            proposal_id=pending.proposal_id,
+            summary=pending.proposal.summary,
+            error="; ".join(problems) or None,
+        )
 
     async def _remove_promoted(self, pending: PendingReview, created_id: str) -> None:
         from agent_core.promotion import removal_proposal_for
