@@ -63,8 +63,14 @@ def test_the_bubblewrap_sandbox_tests_pass_from_a_clone_and_a_venv_under_tmp() -
             timeout=300,
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
-        assert str(python.parent.parent) in subprocess.run(
-            [str(python), "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True, check=True
-        ).stdout
+        assert (
+            str(python.parent.parent)
+            in subprocess.run(
+                [str(python), "-c", "import sys; print(sys.prefix)"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
         assert "3 passed" in done.stdout and "skipped" not in done.stdout, done.stdout[-2000:]

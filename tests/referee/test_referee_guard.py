@@ -106,7 +106,9 @@ def test_a_held_change_survives_a_restart_as_a_pending_review_file(tmp_path: Pat
     held = guard.check("call_1", "code")
     assert held is not None
     files = PendingFiles(tmp_path / "pending")
-    pending = PendingReview("p-1", Proposal(summary=held.summary()), "project", "model", HarnessState(), held=held)
+    pending = PendingReview(
+        "p-1", Proposal(summary=held.summary()), "project", "model", HarnessState(), held=held
+    )
     assert files.save(pending, "s1")
     loaded = files.load("p-1")
     assert loaded is not None and loaded.held is not None
