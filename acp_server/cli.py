@@ -128,6 +128,13 @@ def _install_harness_methods(server: Any) -> None:
     install(server)
 
 
+def _install_session_methods(server: Any) -> None:
+    """The `_session/*` extension methods (rewind)."""
+    from acp_server.session_methods import install
+
+    install(server)
+
+
 def _install_subagent_cards(server: Any) -> None:
     """Subagent cards and `/agents`."""
     from acp_server.subagent_cards import install
@@ -178,12 +185,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Light imports only: the first `initialize` is answered before the rest is imported.
         from acp_server.harness.names import HARNESS_METHODS, HARNESS_NOTIFICATIONS
         from acp_server.server import serve_stdio
+        from acp_server.session_methods import SESSION_METHODS
 
         return serve_stdio(
             agent_factory=_build_agent,
             agent_prepare=_preload,
-            extensions=[_install_harness_methods, _install_subagent_cards, _install_quiescence_file],
-            advertised=(HARNESS_METHODS, HARNESS_NOTIFICATIONS),
+            extensions=[
+                _install_harness_methods,
+                _install_session_methods,
+                _install_subagent_cards,
+                _install_quiescence_file,
+            ],
+            advertised=((*HARNESS_METHODS, *SESSION_METHODS), HARNESS_NOTIFICATIONS),
             harden=_harden,
         )
     if command == "demo":

@@ -50,6 +50,15 @@ GATE_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Use these gates", "allow_once"),
     ("reject", "Do not use them", "reject_once"),
 )
+# A rewind's questions: undo the workspace diff first; roll back the refinements made since.
+REWIND_FILES_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("revert", "Rewind and revert these files", "allow_once"),
+    ("keep", "Do not rewind", "reject_once"),
+)
+REWIND_REFINEMENTS_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("rollback", "Roll them back too", "allow_once"),
+    ("keep", "Keep them", "reject_once"),
+)
 REVIEW_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("apply", "Apply", "allow_once"),
     ("apply_always", "Apply, and trust this kind of edit for the session", "allow_always"),
@@ -551,6 +560,14 @@ def review_card(
     )
 
 
+def confirm_card(
+    card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
+) -> Frame:
+    """A question the server asks before it acts (a rewind's file revert, its refinements): the
+    `toolCall` of its permission request, showing what would change."""
+    return tool_call_fields(card_id, title, kind=kind, status="pending", content=content)
+
+
 def review_settled_update(proposal_id: str, *, applied: bool) -> Frame:
     """`tool_call_update` closing a review card once its proposal is decided."""
     return {
@@ -783,7 +800,7 @@ def initialize_response(
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             # stdio always; both HTTP transports through the MCP SDK (agent_core/mcp), tested.
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
             "_meta": {
                 META_KEY: {
                     "version": extension_version,
@@ -857,6 +874,27 @@ def new_session_response(
 ) -> Frame:
     """The session/new result: the id, then the session setup."""
     return {"sessionId": session_id, **session_setup_response(modes, config_options, kernel)}
+
+
+def fork_session_response(
+    session_id: str,
+    modes: Mapping[str, object],
+    config_options: Sequence[Mapping[str, object]],
+    *,
+    forked_from: str,
+    before_prompt: int | None,
+    kernel_note: str,
+) -> Frame:
+    """The session/fork result: the new id and its setup; under `_meta` where it came from and which
+    kernel state it got."""
+    return {
+        "sessionId": session_id,
+        "modes": dict(modes),
+        "configOptions": [dict(o) for o in config_options],
+        "_meta": {
+            META_KEY: {"forkedFrom": forked_from, "beforePrompt": before_prompt, "kernel": kernel_note}
+        },
+    }
 
 
 def session_list_entry(

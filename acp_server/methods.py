@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         CancelNotification,
         CloseSessionRequest,
         DeleteSessionRequest,
+        ForkSessionRequest,
         ListSessionsRequest,
         LoadSessionRequest,
         ResumeSessionRequest,
@@ -69,7 +70,7 @@ SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 # Without a session answer this long after the agent is built, the background work starts anyway.
 BACKGROUND_DELAY = 1.0
-EXTENSION_PREFIX = "_harness/"
+EXTENSION_PREFIXES = ("_harness/", "_session/")
 
 
 class AcpServer:
@@ -329,6 +330,7 @@ class AcpServer:
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
         r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
+        r.request("session/fork", params_model="ForkSessionRequest")(self.fork_session)
         r.request("session/close", params_model="CloseSessionRequest")(self.close_session)
         r.request("session/delete", params_model="DeleteSessionRequest")(self.delete_session)
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
@@ -404,7 +406,7 @@ class AcpServer:
 
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
-        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIXES)]
         return methods, list(self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
@@ -514,6 +516,56 @@ class AcpServer:
         ctx.after_response.append(_start_mcp(opened.session))
         ctx.after_response.append(self.start_background)
         return session_setup(opened.session, _kernel_meta(agent))
+
+    async def fork_into(
+        self,
+        source: OpenSession,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        servers: list[ServerConfig] | None = None,
+    ) -> tuple[OpenSession, str]:
+        """Fork `source` (now, or before its `turns`-th last prompt) into a new session bound to this
+        connection; the new session and which kernel state it got. AcpError -32602 when it cannot be."""
+        from agent_core import KernelBackendUnavailable, SessionInUse
+
+        agent = await self.agent()
+        editor = self._new_editor()
+        try:
+            session, note = await agent.fork_session(
+                source.session, editor, turns=turns, cwd=cwd, mcp_servers=servers or ()
+            )
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
+        except ValueError as exc:  # ForkError, RewindError, a cwd that is not a directory
+            raise AcpError.invalid_params(f"session/fork: {exc}") from None
+        return self._bind(session, editor), note
+
+    async def fork_session(self, ctx: RequestContext, req: ForkSessionRequest) -> JsonObject:
+        cwd = _absolute_cwd(req.cwd)
+        servers = _mcp_servers("session/fork", req.mcp_servers)
+        agent = await self.agent()
+        await self._require_model_setup(agent)
+        source = await self.open_session(req.session_id)
+        meta = req.field_meta.get(frames.META_KEY) if isinstance(req.field_meta, dict) else None
+        turns = meta.get("beforePrompt") if isinstance(meta, dict) else None
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+            raise AcpError.invalid_params(
+                f"session/fork: _meta.{frames.META_KEY}.beforePrompt: must be an integer >= 1 (n-th last prompt)"
+            )
+        opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        self._advertise_commands(ctx, opened.session.id)
+        ctx.after_response.append(_start_mcp(opened.session))
+        return frames.fork_session_response(
+            opened.session.id,
+            modes_state(opened.session),
+            config_options(opened.session),
+            forked_from=source.session.id,
+            before_prompt=turns,
+            kernel_note=note,
+        )
 
     async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()

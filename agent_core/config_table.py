@@ -265,6 +265,22 @@ OPTIONS: tuple[Option, ...] = (
         allowed_text="a number of seconds > 0 (or leave it unset for no timeout)",
         default_text="none",
     ),
+    # per-prompt checkpoints (rewind, fork; agent_core/checkpoints.py)
+    Option(
+        "checkpoint_max_count",
+        "int",
+        "per-prompt checkpoints a session keeps (oldest dropped first; `/kernel status` shows it)",
+        default=100,
+        at_least=1,
+    ),
+    Option(
+        "checkpoint_max_bytes",
+        "int",
+        "bytes of pickled variables a session's checkpoints may hold (oldest dropped first)",
+        default=1024 * 1024 * 1024,
+        at_least=0,
+        default_text="1 GiB",
+    ),
     # kernel backends (agent_core/kernel_backend.py checks how they combine)
     Option(
         "kernel",

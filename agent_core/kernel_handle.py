@@ -48,6 +48,9 @@ class KernelHandle:
         self._released = False  # stopped by `release`; the next cell starts a new one
         self.current_cell: str | None = None  # the cell running now (for status, interrupt, FileEdited)
         self.cells_run = 0  # cells started in this process (for `/kernel status`)
+        # Awaited once, with the kernel, right before the next cell runs (the prompt's checkpoint);
+        # the turn loop clears it before calling it.
+        self.before_cell: Callable[[KernelSession], Awaitable[None]] | None = None
         self.clock: Callable[[], float] = time.monotonic  # the agent's hibernation clock (injectable)
         self.last_used = self.clock()  # the last cell's start or end, or the kernel's start
         self.pinned = False  # `/kernel keep`: never hibernated

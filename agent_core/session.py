@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core import settings
+from agent_core.checkpoints import SessionCheckpoints
 from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
@@ -127,6 +128,12 @@ class Session:
         self._closed = False
         self.editor_ops = EditorOps(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
+        self.checkpoints = SessionCheckpoints(
+            store.session_dir(session_id),
+            cwd,
+            max_count=agent_config.checkpoint_max_count,
+            max_bytes=agent_config.checkpoint_max_bytes,
+        )
         if agent_config.eager_kernel:
             self.kernel_handle.start()
 
@@ -348,10 +355,17 @@ class Session:
                 yield ended
                 return
             queue: asyncio.Queue[ev.TurnEvent | None] = asyncio.Queue()  # None: the turn task ended
+            # The prompt's checkpoint: where the transcript stands now; its kernel state is taken
+            # right before the prompt's first cell (the kernel handle's one-shot hook).
+            checkpoints = self.checkpoints
+            checkpoints.begin(self._writer.size())
+            self.kernel_handle.before_cell = checkpoints.before_cell
 
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
-                if not isinstance(event, ev.UserMessage):  # the editor already shows the prompt; replays only
+                if isinstance(event, ev.UserMessage):
+                    checkpoints.note_message(event.message_id)
+                else:  # the editor already shows the prompt; replays only
                     queue.put_nowait(event)
 
             async def drive() -> TurnOutcome:
@@ -399,6 +413,8 @@ class Session:
                     await asyncio.wait({task}, timeout=2)
                 self._turn_task = None
                 self._emit = None
+                self.kernel_handle.before_cell = None
+                checkpoints.end()
                 recorder.flush()
                 self._touch()
 
@@ -483,6 +499,10 @@ class Session:
             return False
         self._emit(event)
         return True
+
+    def append_raw_records(self, lines: bytes) -> None:
+        """Append already-encoded transcript records (a rewind keeps its own command's records)."""
+        self._writer.append_raw(lines)
 
     def repair_after_load(self) -> None:
         """A transcript cut off mid-cell (the server died) ends in an unanswered tool call; answer it."""
@@ -610,7 +630,8 @@ class Session:
         line = self.hibernation_line() if self.hibernation_line is not None else None
         status = await self.kernel_handle.status(self.cwd, line)
         waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
-        return str(waiting) if status == "starting" and waiting else status
+        text = str(waiting) if status == "starting" and waiting else status
+        return f"{text}\n- {self.checkpoints.status_line()}"
 
     def keep_kernel(self, keep: bool = True) -> str:
         """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""

@@ -171,6 +171,20 @@ class TranscriptWriter:
     def event(self, event: ev.TurnEvent) -> None:
         self.append({"type": "event", "event": event_to_json(event)})
 
+    def size(self) -> int:
+        """The transcript's size in bytes (every record written so far is flushed)."""
+        if self._fh is None:
+            raise ValueError(f"transcript {self.path} is closed")
+        return os.fstat(self._fh.fileno()).st_size
+
+    def append_raw(self, lines: bytes) -> None:
+        """Append whole records already encoded (lines a rewind keeps after its cut)."""
+        if self._fh is None:
+            raise ValueError(f"transcript {self.path} is closed")
+        if lines:
+            self._fh.write(lines.decode("utf-8", errors="replace"))
+            self._fh.flush()
+
     def message(self, message: Mapping[str, Any]) -> None:
         self.append({"type": "message", "message": dict(message)})
 

@@ -349,6 +349,9 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
         return _ToolResult(f"Error: {error}. The cell was not run.")
     control_plane.before_cell(session)
     handle = session.kernel_handle
+    checkpoint, handle.before_cell = handle.before_cell, None
+    if checkpoint is not None:
+        await checkpoint(kernel)  # the prompt's checkpoint, before its first cell changes anything
     handle.current_cell = cell_id
     handle.cells_run += 1
     handle.touch()

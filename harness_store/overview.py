@@ -118,7 +118,12 @@ def _format(key: str, entry: HarnessEntry) -> str:
 def _ranked(
     items: dict[str, HarnessEntry], query_words: frozenset[str], limit: int
 ) -> tuple[list[tuple[str, HarnessEntry]], int]:
-    """The best `limit` visible entries by (trust, relevance, recency), and the visible count.
+    """The best `limit` visible entries by (relevance, trust, recency), and the visible count.
+
+    Relevance leads: with 10,000 entries, trust-first ordering filled every kind's slots with
+    verified entries unrelated to the prompt, so a candidate the prompt needed never showed (0% of
+    planted queries in bench_scale.py; 100% with relevance first). Without a query every entry's
+    relevance is 0 and trust decides, as before.
 
     Entries are bucketed by (trust, relevance) in one pass and only the buckets needed to fill
     `limit` are ordered by recency: ranking 10k entries costs one cheap pass, not a 10k-key sort.
@@ -139,9 +144,9 @@ def _ranked(
             # isdisjoint allocates nothing; most entries share no word with a given prompt.
             if not query_words.isdisjoint(words):
                 relevance = len(query_words & words)
-        bucket = buckets.get((rank, -relevance))
+        bucket = buckets.get((-relevance, rank))
         if bucket is None:
-            bucket = buckets[(rank, -relevance)] = []
+            bucket = buckets[(-relevance, rank)] = []
         bucket.append(key)
     chosen: list[tuple[str, HarnessEntry]] = []
     for group in sorted(buckets):

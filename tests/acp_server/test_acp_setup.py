@@ -148,8 +148,17 @@ def test_setup_in_a_terminal_is_the_auth_method_doctor_and_a_running_server_then
         client.close()
 
 
-def test_a_model_from_the_environment_needs_no_setup_and_authenticate_answers_at_once(tmp_path: Path) -> None:
-    client = AcpClient(server_env(tmp_path / "home"), cwd=str(tmp_path))
+@pytest.mark.parametrize("source", ["environment", "config-file"])
+def test_a_model_already_given_needs_no_setup_and_authenticate_answers_at_once(
+    tmp_path: Path, source: str
+) -> None:
+    env = server_env(tmp_path / "home")
+    if source == "config-file":
+        env = _unconfigured_env(tmp_path)
+        config = tmp_path / "config" / "continual-acp" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text('model = "m"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    client = AcpClient(env, cwd=str(tmp_path))
     try:
         answer = initialize(client, auth={"terminal": True})
         assert [m["id"] for m in answer["authMethods"]] == [SETUP_ID]  # type: ignore[union-attr,index]
@@ -157,6 +166,8 @@ def test_a_model_from_the_environment_needs_no_setup_and_authenticate_answers_at
         with pytest.raises(RpcError) as unknown:
             client.request("authenticate", {"methodId": "oauth"})
         assert unknown.value.code == -32602 and SETUP_ID in unknown.value.message
+        sid, _ = new_session(client, tmp_path)
+        assert sid
     finally:
         client.close()
 

@@ -225,10 +225,14 @@ def test_the_demo_runs_from_the_fresh_venv_outside_the_repository(installed: Ins
     assert str(ROOT) not in done.stdout + done.stderr
 
 
-def test_serve_answers_initialize_with_the_terminal_setup_and_asks_for_it(installed: Installed) -> None:
-    client = AcpClient(
-        dict(installed.env), argv=[installed.bin("continual-acp"), "serve"], cwd=str(installed.run_dir)
-    )
+def test_the_registry_launch_line_answers_initialize_with_the_terminal_setup(installed: Installed) -> None:
+    # What `uvx <package> <args>` runs once the package is installed: the console script named like
+    # the package, with the registry entry's args.
+    uvx = json.loads((ROOT / "registry" / "continual-acp" / "agent.json").read_text())["distribution"]["uvx"]
+    package, pinned = uvx["package"].split("==")
+    assert pinned == __version__
+    argv = [installed.bin(package), *uvx["args"]]
+    client = AcpClient(dict(installed.env), argv=argv, cwd=str(installed.run_dir))
     try:
         answer = client.request(
             "initialize",
