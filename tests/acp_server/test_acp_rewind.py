@@ -183,3 +183,58 @@ def test_rewind_with_files_shows_the_diff_asks_and_reverts_tracked_files_in_git(
         client.permission_policy = select("allow_once")
     assert "Reverted 1 file(s)" in reply, reply
     assert notes.read_text(encoding="utf-8") == "before\n"
+
+
+def replayed_prompts(client: AcpClient, sid: str, cwd: Path) -> list[str]:
+    seen = len(client.frames)
+    client.request("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": []})
+    return [
+        f.message["params"]["update"]["content"]["text"]
+        for f in client.frames[seen:]
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["sessionId"] == sid
+        and f.message["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+
+
+def test_session_fork_before_a_prompt_gets_that_state_works_at_once_and_is_independent(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    source = three_prompts(client, model, tmp_path)
+    answer = client.request(
+        "session/fork",
+        {
+            "sessionId": source,
+            "cwd": str(tmp_path),
+            "mcpServers": [],
+            "_meta": {"continual-acp": {"beforePrompt": 1}},
+        },
+    )
+    fork = answer["sessionId"]
+    assert fork != source and answer["_meta"]["continual-acp"]["forkedFrom"] == source
+    assert answer["_meta"]["continual-acp"]["kernel"] == "kernel variables from before that prompt: x, y"
+    assert "['x', 'y']" in probe(client, model, fork)  # the returned id takes a prompt at once
+    assert user_texts(model.requests[-1]["messages"])[:3] == [
+        "first: set x",
+        "second: set y",
+        "which names are there?",
+    ]
+    run_cell_prompt(client, model, fork, "change y in the fork", "y = 100")
+    model.push(tool_call("print('y is', y)"), text("read"))
+    assert prompt(client, source, "read y").stop_reason == "end_turn"
+    assert "y is 2" in str(model.requests[-1]["messages"][-1]["content"])
+    assert replayed_prompts(client, fork, tmp_path)[:2] == ["first: set x", "second: set y"]
+
+
+def test_fork_command_now_carries_every_variable_and_the_fork_can_be_rewound(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    source = three_prompts(client, model, tmp_path)
+    reply = run_command(client, source, "/fork")
+    assert reply.startswith("Forked this session as it is now into `sess_"), reply
+    fork = reply.split("`")[1]
+    assert "kernel variables as they are now: x, y, z" in reply, reply
+    assert "['x', 'y', 'z']" in probe(client, model, fork)
+    rewound = client.request("_session/rewind", {"sessionId": fork, "turns": 2})
+    assert rewound["turn"] == 3 and "z" in rewound["kernel"]["removed"], rewound
+    assert "['x', 'y']" in probe(client, model, fork)
