@@ -21,7 +21,25 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_core import settings
-from agent_core.control_plane.settings import DEFAULT_TEST_PATTERNS
+
+# What looks like a test or CI config to the tamper evidence of a gates' pass (agent_core.autonomy).
+DEFAULT_TEST_PATTERNS = (
+    "tests/**",
+    "test/**",
+    "test_*.py",
+    "*_test.*",
+    "*.spec.*",
+    "conftest.py",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".ci/**",
+    "tox.ini",
+    "noxfile.py",
+    "pytest.ini",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+)
 
 Kind = Literal["str", "int", "float", "bool", "choice", "strings", "custom"]
 _MISSING: Any = object()

@@ -251,6 +251,23 @@ def test_the_registry_launch_line_answers_initialize_with_the_terminal_setup(ins
         assert client.close() == 0, client.stderr()
 
 
+def test_doctor_passes_every_check_in_the_fresh_venv(installed: Installed) -> None:
+    from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+    with ScriptedModelServer([], fallback=text("ok")) as model:
+        env = {**installed.env, "OPENAI_BASE_URL": model.base_url, "CONTINUAL_ACP_MODEL": "scripted-model"}
+        done = subprocess.run(
+            [installed.bin("continual-acp"), "doctor"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=installed.run_dir,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "all checks passed" in done.stdout and "an IPython kernel started" in done.stdout
+
+
 def test_the_review_panel_serves_its_static_files_from_the_wheel(installed: Installed) -> None:
     proc = subprocess.Popen(
         [installed.bin("continual-acp"), "harness", "ui", "--no-open"],
