@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from acp_server import frames
 from acp_server.harness import commands as harness_commands
 from acp_server.rewind import command as rewind_command
+from acp_server.rewind import fork_command
 
 if TYPE_CHECKING:
     from acp_server.context import CommandContext
@@ -77,6 +78,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "rewind",
         "Go back to before your n-th last prompt: conversation and kernel variables (files with --files)",
         "[n] [--files] | list",
+    ),
+    SlashCommand(
+        "fork",
+        "Start a new session from this one (conversation, local harness, kernel variables), now or before your n-th last prompt",
+        "[n]",
     ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
@@ -153,6 +159,7 @@ class CommandRunner:
             "mcp": mcp,
             "agents": agents,
             "rewind": rewind_command,
+            "fork": fork_command,
         }
 
     async def run(self, name: str, argument: str) -> None:

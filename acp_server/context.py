@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acp_server.capabilities import ClientCapabilities
@@ -33,6 +33,19 @@ class ServerPort(Protocol):
     async def notify(self, method: str, params: JsonObject) -> None: ...
 
     async def open_session(self, session_id: str) -> OpenSession: ...
+
+
+class ForkHost(ServerPort, Protocol):
+    """The server a `/fork` asks for a new session bound to the same connection."""
+
+    async def fork_into(
+        self,
+        source: OpenSession,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        servers: list[Any] | None = None,
+    ) -> tuple[OpenSession, str]: ...
 
 
 class HarnessHost(ServerPort, Protocol):

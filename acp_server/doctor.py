@@ -147,7 +147,8 @@ async def check_model(config: AgentConfig) -> CheckResult:
             name,
             False,
             f"no model configured (endpoint {endpoint})",
-            'set CONTINUAL_ACP_MODEL to a model id (e.g. `gpt-4.1`), or `model = "..."` in '
+            "run `continual-acp setup` (asks for the endpoint, key and model and checks them), or set "
+            'CONTINUAL_ACP_MODEL to a model id (e.g. `gpt-4.1`), or `model = "..."` in '
             "~/.config/continual-acp/config.toml",
         )
     # One try with short timeouts: the doctor should answer in seconds, not back off for a minute.

@@ -800,7 +800,7 @@ def initialize_response(
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             # stdio always; both HTTP transports through the MCP SDK (agent_core/mcp), tested.
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
             "_meta": {
                 META_KEY: {
                     "version": extension_version,
@@ -874,6 +874,27 @@ def new_session_response(
 ) -> Frame:
     """The session/new result: the id, then the session setup."""
     return {"sessionId": session_id, **session_setup_response(modes, config_options, kernel)}
+
+
+def fork_session_response(
+    session_id: str,
+    modes: Mapping[str, object],
+    config_options: Sequence[Mapping[str, object]],
+    *,
+    forked_from: str,
+    before_prompt: int | None,
+    kernel_note: str,
+) -> Frame:
+    """The session/fork result: the new id and its setup; under `_meta` where it came from and which
+    kernel state it got."""
+    return {
+        "sessionId": session_id,
+        "modes": dict(modes),
+        "configOptions": [dict(o) for o in config_options],
+        "_meta": {
+            META_KEY: {"forkedFrom": forked_from, "beforePrompt": before_prompt, "kernel": kernel_note}
+        },
+    }
 
 
 def session_list_entry(

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         CancelNotification,
         CloseSessionRequest,
         DeleteSessionRequest,
+        ForkSessionRequest,
         ListSessionsRequest,
         LoadSessionRequest,
         ResumeSessionRequest,
@@ -294,6 +295,7 @@ class AcpServer:
             opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
         agent = await self.agent()
+        _check_session_id(agent, session_id)
         if not agent.session_exists(session_id):
             raise AcpError.session_not_found(session_id)
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
@@ -329,6 +331,7 @@ class AcpServer:
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
         r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
+        r.request("session/fork", params_model="ForkSessionRequest")(self.fork_session)
         r.request("session/close", params_model="CloseSessionRequest")(self.close_session)
         r.request("session/delete", params_model="DeleteSessionRequest")(self.delete_session)
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
@@ -449,6 +452,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
+        _check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
@@ -501,6 +505,7 @@ class AcpServer:
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
+        _check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
@@ -514,6 +519,56 @@ class AcpServer:
         ctx.after_response.append(_start_mcp(opened.session))
         ctx.after_response.append(self.start_background)
         return session_setup(opened.session, _kernel_meta(agent))
+
+    async def fork_into(
+        self,
+        source: OpenSession,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        servers: list[ServerConfig] | None = None,
+    ) -> tuple[OpenSession, str]:
+        """Fork `source` (now, or before its `turns`-th last prompt) into a new session bound to this
+        connection; the new session and which kernel state it got. AcpError -32602 when it cannot be."""
+        from agent_core import KernelBackendUnavailable, SessionInUse
+
+        agent = await self.agent()
+        editor = self._new_editor()
+        try:
+            session, note = await agent.fork_session(
+                source.session, editor, turns=turns, cwd=cwd, mcp_servers=servers or ()
+            )
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
+        except ValueError as exc:  # ForkError, RewindError, a cwd that is not a directory
+            raise AcpError.invalid_params(f"session/fork: {exc}") from None
+        return self._bind(session, editor), note
+
+    async def fork_session(self, ctx: RequestContext, req: ForkSessionRequest) -> JsonObject:
+        cwd = _absolute_cwd(req.cwd)
+        servers = _mcp_servers("session/fork", req.mcp_servers)
+        agent = await self.agent()
+        await self._require_model_setup(agent)
+        source = await self.open_session(req.session_id)
+        meta = req.field_meta.get(frames.META_KEY) if isinstance(req.field_meta, dict) else None
+        turns = meta.get("beforePrompt") if isinstance(meta, dict) else None
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+            raise AcpError.invalid_params(
+                f"session/fork: _meta.{frames.META_KEY}.beforePrompt: must be an integer >= 1 (n-th last prompt)"
+            )
+        opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        self._advertise_commands(ctx, opened.session.id)
+        ctx.after_response.append(_start_mcp(opened.session))
+        return frames.fork_session_response(
+            opened.session.id,
+            modes_state(opened.session),
+            config_options(opened.session),
+            forked_from=source.session.id,
+            before_prompt=turns,
+            kernel_note=note,
+        )
 
     async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()
@@ -554,6 +609,7 @@ class AcpServer:
 
     async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
+        _check_session_id(agent, req.session_id)
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
@@ -565,6 +621,7 @@ class AcpServer:
         agent = await self.agent()
         from agent_core import SessionInUse
 
+        _check_session_id(agent, req.session_id)
         await self._forget(req.session_id)
         try:
             notice = await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
@@ -704,6 +761,26 @@ def _few_sessions(agent: Agent) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def _check_session_id(agent: Agent, session_id: str) -> None:
+    """-32602 naming the id when its directory is unsafe (a symbolic link, a file in its place):
+    client input, so never an internal error, and refused before anything follows the path. An id
+    that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
+    an unknown session (-32002 naming it), and deleting one is a no-op."""
+    from agent_core.transcript import UnsafeSessionPath
+
+    shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
+    try:
+        directory = agent.store.session_dir(session_id)
+    except UnsafeSessionPath as exc:
+        raise AcpError.invalid_params(f"sessionId {shown!r} is refused: {exc}") from None
+    except ValueError:
+        return
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise AcpError.invalid_params(
+            f"sessionId {shown!r} is refused: {directory} is not a directory (move the file away)"
+        )
 
 
 def _config_error(exc: ValueError) -> frames.Frame:

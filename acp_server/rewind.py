@@ -1,4 +1,4 @@
-"""Rewind in the editor: `/rewind [n] [--files]`, `/rewind list` and `_session/rewind`.
+"""Rewind and fork in the editor: `/rewind [n] [--files]`, `/rewind list`, `_session/rewind`, `/fork [n]`.
 
 agent_core does the rewind (agent_core/rewind.py); this module asks what must be asked: before a
 file revert, the diff it would undo; after the rewind, whether the refinements made since that
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from acp_server import frames
 
 if TYPE_CHECKING:
-    from acp_server.context import CommandContext
+    from acp_server.context import CommandContext, ForkHost
     from acp_server.open_session import OpenSession
     from agent_core import RefinementResult
     from agent_core.rewind import RewindPlan
@@ -243,3 +243,29 @@ async def command(ctx: CommandContext, argument: str) -> None:
         await ctx.reply(f"Not rewound: {exc}.")
         return
     await ctx.reply(report.text())
+
+
+async def fork_command(ctx: CommandContext, argument: str) -> None:
+    """`/fork [n]`: a new session as this one is now, or as it was before your n-th last prompt."""
+    from typing import cast
+
+    from acp_server.errors import AcpError
+
+    words = argument.split()
+    if len(words) > 1 or (words and not (words[0].isdigit() and int(words[0]) >= 1)):
+        await ctx.reply(
+            "Usage: `/fork` (this session as it is now) or `/fork n` (as it was before your n-th last prompt)."
+        )
+        return
+    turns = int(words[0]) if words else None
+    host = cast("ForkHost", ctx.server)
+    try:
+        opened, note = await host.fork_into(ctx.opened, turns=turns)
+    except AcpError as exc:
+        await ctx.reply(f"Not forked: {exc.message.removeprefix('session/fork: ')}.")
+        return
+    when = "as it is now" if turns is None else f"as it was before your {turns}. last prompt"
+    await ctx.reply(
+        f"Forked this session {when} into `{opened.session.id}` ({note}). The two are independent from "
+        "here on; open the fork from the session list (or `session/load` it)."
+    )

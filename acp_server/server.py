@@ -76,6 +76,10 @@ def serve_stdio(
         from acp_server.early_initialize import answer_first_initialize
 
         early = answer_first_initialize(reserved.read_fd, reserved.write_fd, *advertised)
+        if early.ended:
+            # No request came at all (stdin at /dev/null, as launch checks start agents): nothing to
+            # answer or close, so exit now rather than start the loop and the agent to shut them down.
+            return 0
     if harden is not None:
         harden()
     _configure_logging()

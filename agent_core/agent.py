@@ -387,6 +387,31 @@ class Agent:
         session, _ = await self._open_saved(session_id, cwd, editor, mcp_servers)
         return session
 
+    async def fork_session(
+        self,
+        source: Session,
+        editor: EditorPort,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
+    ) -> tuple[Session, str]:
+        """A new session from `source` as it is now, or as it was before its `turns`-th last prompt:
+        transcript, local harness, goal and kernel state (agent_core/fork.py); opened like a loaded
+        session. Returns it and a line saying which kernel state it got. `ForkError` / `RewindError`
+        (ValueErrors) when it cannot be made."""
+        from agent_core.fork import fork_point, prepare_fork
+
+        where = resolve_cwd(cwd or source.cwd)
+        if not Path(where).is_dir():
+            raise ValueError(f"session cwd {where!r} is not an existing directory")
+        await self.check_kernel_backend()
+        point = fork_point(source, turns)
+        new_id = f"sess_{uuid.uuid4().hex}"
+        note = await prepare_fork(source, new_id, where, point)
+        session, _ = await self._open_saved(new_id, where, editor, mcp_servers)
+        return session, note
+
     async def _await_kernel(self, session: Session) -> None:
         try:
             await session.kernel()

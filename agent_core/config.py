@@ -80,6 +80,9 @@ class AgentConfig:
     # variables their store may hold; the oldest go first.
     checkpoint_max_count: int = 100
     checkpoint_max_bytes: int = 1024 * 1024 * 1024
+    # A `session/prompt` that arrives while a turn runs: `queue` (waits its turn) or `steer` (joins the
+    # running turn at its next model request).
+    while_busy: str = "queue"
     config_file: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel_backend.py
@@ -237,7 +240,8 @@ _NOT_SETTINGS = frozenset({"home", "extra", "config_file", "kernel_backend", "wa
 
 
 NO_MODEL_MESSAGE = (
-    "No model is configured, so I cannot answer yet. Set CONTINUAL_ACP_MODEL to a model id "
+    "No model is configured, so I cannot answer yet. Run `continual-acp setup` in a terminal (it asks "
+    "for the endpoint, key and model), or set CONTINUAL_ACP_MODEL to a model id "
     "(for example `gpt-4.1`), OPENAI_BASE_URL to an OpenAI-compatible endpoint if you do not use "
     "api.openai.com (for example `http://localhost:11434/v1` for Ollama), and OPENAI_API_KEY if the "
     "endpoint needs a key - in the environment of the editor that launches continual-acp, or as "

@@ -149,6 +149,7 @@ class KernelHandle:
             names,
             f"- kernel pid: {kernel.kernel_pid or 'unknown'}",
             f"- {kernel.guarantees.describe()}",
+            f"- {control_plane_line(kernel.guarantees)}",
         ]
         if hibernation_line:
             lines.append(f"- {hibernation_line}")
@@ -276,3 +277,17 @@ def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
 
     paths = getattr(getattr(kernel, "options", None), "snapshot", None)
     return read_manifest(paths) if paths is not None else None
+
+
+def control_plane_line(guarantees: Any) -> str:
+    """How `.continual-acp/` (gates, the project harness) is kept from cells on this backend."""
+    if getattr(guarantees, "confined", False):
+        return (
+            f"control plane (.continual-acp/: gates, project harness): read-only to cells "
+            f"(confined by {guarantees.tier})"
+        )
+    return (
+        "control plane (.continual-acp/: gates, project harness): writable by cells on this backend; "
+        "detected, not prevented: after every cell the server restores what the cell changed there "
+        "and holds it for review"
+    )

@@ -114,7 +114,7 @@ class AcpStdioClient:
         self, method: str, params: Mapping[str, Any], *, timeout: float = 120.0
     ) -> dict[str, Any]:
         if self._closed:
-            raise ClientError("the server closed its stdout")
+            raise ClientError(f"{method} failed: the server closed its stdout")
         self._next_id += 1
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[self._next_id] = future
@@ -123,10 +123,16 @@ class AcpStdioClient:
             answer = await asyncio.wait_for(future, timeout)
         except TimeoutError:
             raise ClientError(f"{method} got no answer within {timeout:g} s") from None
+        except ClientError as exc:
+            raise ClientError(f"{method} failed: {exc}") from None
         if "error" in answer:
             raise ClientError(f"{method} failed: {json.dumps(answer['error'])[:2000]}")
         result: dict[str, Any] = answer.get("result") or {}
         return result
+
+    async def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        if not self._closed:
+            await self._send({"jsonrpc": "2.0", "method": method, "params": dict(params)})
 
     async def close(self) -> int:
         """End of input (how an editor quits), then wait for the exit; a hung server is killed."""

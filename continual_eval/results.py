@@ -85,7 +85,7 @@ def chart(results: Sequence[SessionResult], *, title: str, subtitle: str, notes:
     return render_svg(
         [
             Panel("Checker passes", f"tasks passed (of {tasks})", passes, y_min=0, y_max=tasks, notes=notes),
-            Panel("Tokens (input + output)", "tokens, all tasks", tokens, y_min=0),
+            Panel("Tokens (input + output)", "tokens, all tasks (refinement included)", tokens, y_min=0),
             Panel("Model requests of the agent", "requests, all tasks", requests, y_min=0),
         ],
         title=title,
@@ -108,6 +108,35 @@ def table(results: Sequence[SessionResult]) -> str:
         for r in results
     ]
     return head + "\n".join(rows) + "\n"
+
+
+def pass_matrix(results: Sequence[SessionResult]) -> str:
+    """Task x arm: pass/fail per session as a string of marks (P = pass, F = fail)."""
+    arms = list(dict.fromkeys(r.arm for r in results))
+    tasks = list(dict.fromkeys(r.task for r in results))
+    marks: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for r in results:
+        marks.setdefault((r.task, r.arm), []).append((r.session, "P" if r.passed else "F"))
+    lines = ["| task | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
+    for task in tasks:
+        cells = ["".join(m for _, m in sorted(marks.get((task, arm), []))) or "-" for arm in arms]
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def reading(results: Sequence[SessionResult]) -> str:
+    """One sentence per arm: passes and tokens at the first and the last session."""
+    parts = []
+    for arm, sessions in summary(results).items():
+        first, last = min(sessions), max(sessions)
+        a, b = sessions[first], sessions[last]
+        parts.append(
+            f"{arm}: {int(a['passed'])}/{int(a['tasks'])} passed in session {first}, "
+            f"{int(b['passed'])}/{int(b['tasks'])} in session {last} "
+            f"({int(a['tokens'])} -> {int(b['tokens'])} tokens, {int(a['agent_requests'])} -> "
+            f"{int(b['agent_requests'])} agent requests)"
+        )
+    return "; ".join(parts) + "."
 
 
 def totals_table(results: Sequence[SessionResult]) -> str:
@@ -159,7 +188,10 @@ def write_run(out: Path, results: Sequence[SessionResult], meta: Mapping[str, An
         "![learning curve](learning-curve.svg)",
         "",
     ]
-    md += ["## Totals per arm and session", "", totals_table(results), "## Every session", "", table(results)]
+    md += [reading(results), ""]
+    md += ["## Totals per arm and session", "", totals_table(results)]
+    md += ["## Pass (P) or fail (F) per session", "", pass_matrix(results)]
+    md += ["## Every session", "", table(results)]
     md += ["## Regressions", ""]
     if regressions:
         md += [

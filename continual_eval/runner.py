@@ -183,11 +183,18 @@ async def _session(
     meta["session_id"] = session_id
     prompt = task.prompt_for(session)
     started = time.monotonic()
-    answer = await client.request(
-        "session/prompt",
-        {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]},
-        timeout=task.prompt_timeout,
-    )
+    try:
+        answer = await client.request(
+            "session/prompt",
+            {"sessionId": session_id, "prompt": [{"type": "text", "text": prompt}]},
+            timeout=task.prompt_timeout,
+        )
+    except ClientError:
+        meta["wall_seconds"] = time.monotonic() - started
+        meta["task_updates"] = len(client.updates)
+        # A prompt past its limit is cancelled as an editor would, so the server can exit cleanly.
+        await client.notify("session/cancel", {"sessionId": session_id})
+        raise
     meta["wall_seconds"] = time.monotonic() - started
     meta["stop_reason"] = answer.get("stopReason")
     meta["task_updates"] = len(client.updates)

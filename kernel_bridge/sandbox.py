@@ -190,8 +190,9 @@ def bubblewrap_argv(
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     # The private /tmp hides an interpreter (a venv, a clone) that lives under /tmp: bind its
     # prefixes back, read-only, on top of it.
+    # (/tmp itself never: that would undo the private /tmp.)
     for prefix in interpreter_paths():
-        if prefix == Path("/tmp") or Path("/tmp") in prefix.parents:
+        if Path("/tmp") in prefix.parents:
             argv += ["--ro-bind", str(prefix), str(prefix)]
     # The pool's runtime dir read-only (the host bridge's socket is there: connecting needs no
     # write access), the kernel's own directory in it writable.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.control_plane.held import MAX_HELD_BYTES, HeldChange, HeldFile, write_bytes_atomic
-from agent_core.control_plane.scan import FileStat, Scan, moved, scan
+from agent_core.control_plane.scan import Scan, file_stat, moved, scan
 from harness_store import write_listeners
 
 __all__ = ["CONTROL_DIR", "MODEL_NOTE", "ControlPlaneGuard"]
@@ -120,7 +120,7 @@ class ControlPlaneGuard:
             files.pop(rel, None)
             self._content.pop(str(absolute), None)
         else:
-            files[rel] = FileStat(info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+            files[rel] = file_stat(info)
             self._content[str(absolute)] = _read(absolute)
             parent = absolute.parent
             while parent != root and root in parent.parents:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FileStat", "Scan", "moved", "scan"]
+__all__ = ["FileStat", "Scan", "file_stat", "moved", "scan"]
 
 # Written and removed by the store while it holds its lock, never read as content: a cell writing
 # one changes nothing anybody uses.
@@ -18,12 +18,8 @@ IGNORED_NAMES = frozenset({".lock"})
 IGNORED_SUFFIX = ".tmp"
 
 
-@dataclass(frozen=True, slots=True)
-class FileStat:
-    size: int
-    mtime_ns: int
-    inode: int
-    mode: int
+# (size, mtime_ns, inode, mode): a plain tuple, because a check builds one per file per cell.
+FileStat = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,17 +30,18 @@ class Scan:
     dirs: frozenset[str]
 
 
-def _ignored(name: str) -> bool:
-    return name in IGNORED_NAMES or (name.startswith(".") and name.endswith(IGNORED_SUFFIX))
+def file_stat(info: os.stat_result) -> FileStat:
+    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
 
 
 def scan(root: Path) -> Scan:
     """Walk `root` (symlinks are entries, never followed); an absent root is an empty scan."""
     files: dict[str, FileStat] = {}
-    dirs: set[str] = set()
+    dirs: list[str] = []
     base = str(root)
     cut = len(base) + 1
     stack = [base]
+    ignored = IGNORED_NAMES
     while stack:
         current = stack.pop()
         try:
@@ -55,15 +52,17 @@ def scan(root: Path) -> Scan:
             for entry in it:
                 try:
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                        dirs.add(entry.path[cut:])
+                        path = entry.path
+                        stack.append(path)
+                        dirs.append(path[cut:])
                         continue
-                    if _ignored(entry.name):
+                    name = entry.name
+                    if name in ignored or (name[0] == "." and name.endswith(IGNORED_SUFFIX)):
                         continue
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                files[entry.path[cut:]] = FileStat(info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+                files[entry.path[cut:]] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
     return Scan(files, frozenset(dirs))
 
 

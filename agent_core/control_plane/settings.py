@@ -13,25 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_TEST_PATTERNS", "RefereeSettings"]
+from agent_core.config_table import DEFAULT_TEST_PATTERNS
 
-DEFAULT_TEST_PATTERNS = (
-    "tests/**",
-    "test/**",
-    "test_*.py",
-    "*_test.*",
-    "*.spec.*",
-    "conftest.py",
-    ".github/workflows/**",
-    ".gitlab-ci.yml",
-    ".circleci/**",
-    ".ci/**",
-    "tox.ini",
-    "noxfile.py",
-    "pytest.ini",
-    "Jenkinsfile",
-    "azure-pipelines.yml",
-)
+__all__ = ["DEFAULT_TEST_PATTERNS", "RefereeSettings"]
 
 
 @dataclass(frozen=True)

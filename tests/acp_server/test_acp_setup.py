@@ -148,8 +148,17 @@ def test_setup_in_a_terminal_is_the_auth_method_doctor_and_a_running_server_then
         client.close()
 
 
-def test_a_model_from_the_environment_needs_no_setup_and_authenticate_answers_at_once(tmp_path: Path) -> None:
-    client = AcpClient(server_env(tmp_path / "home"), cwd=str(tmp_path))
+@pytest.mark.parametrize("source", ["environment", "config-file"])
+def test_a_model_already_given_needs_no_setup_and_authenticate_answers_at_once(
+    tmp_path: Path, source: str
+) -> None:
+    env = server_env(tmp_path / "home")
+    if source == "config-file":
+        env = _unconfigured_env(tmp_path)
+        config = tmp_path / "config" / "continual-acp" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text('model = "m"\nbase_url = "http://127.0.0.1:9/v1"\n')
+    client = AcpClient(env, cwd=str(tmp_path))
     try:
         answer = initialize(client, auth={"terminal": True})
         assert [m["id"] for m in answer["authMethods"]] == [SETUP_ID]  # type: ignore[union-attr,index]
@@ -157,6 +166,8 @@ def test_a_model_from_the_environment_needs_no_setup_and_authenticate_answers_at
         with pytest.raises(RpcError) as unknown:
             client.request("authenticate", {"methodId": "oauth"})
         assert unknown.value.code == -32602 and SETUP_ID in unknown.value.message
+        sid, _ = new_session(client, tmp_path)
+        assert sid
     finally:
         client.close()
 
@@ -230,3 +241,13 @@ def test_a_value_that_would_not_read_back_is_refused_and_the_old_file_kept(tmp_p
         write_config(path, {"model": "bad\ud800", "base_url": None, "api_key": None})
     assert path.read_text() == 'model = "old"\n'
     assert merged_config_text("", {"model": "m", "api_key": None}).splitlines()[1:] == ['model = "m"']
+
+
+def test_a_config_file_that_is_not_toml_is_kept_aside_and_a_fresh_one_written(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("model = gpt-4.1 without quotes\n")
+    write_config(path, {"model": "m", "base_url": "http://h/v1", "api_key": None})
+    assert tomllib.loads(path.read_text()) == {"model": "m", "base_url": "http://h/v1"}
+    (aside,) = tmp_path.glob("config.toml.invalid-*")
+    assert aside.read_text() == "model = gpt-4.1 without quotes\n"
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o600

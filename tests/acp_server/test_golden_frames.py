@@ -400,6 +400,17 @@ CASES: dict[str, Case] = {
     ),
     "review_card": Case(lambda: f.review_card("p-1", "tidy notes", [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_card__no_summary": Case(lambda: f.review_card("p-1", None, [DIFF], REVIEW_RAW), "ToolCallUpdate"),
+    "fork_session_response": Case(
+        lambda: f.fork_session_response(
+            "sess-2",
+            f.session_modes("ask", MODES),
+            [MODE_OPTION],
+            forked_from="sess-1",
+            before_prompt=2,
+            kernel_note="kernel variables from before that prompt: x",
+        ),
+        "ForkSessionResponse",
+    ),
     "confirm_card": Case(
         lambda: f.confirm_card(
             "rewind-files-1", "Revert these file changes?", [f.tool_text("```diff\n-a\n+b\n```")]

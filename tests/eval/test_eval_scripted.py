@@ -94,7 +94,9 @@ def test_every_figure_is_recomputed_from_the_trace_files(run: tuple[Path, dict[s
 def test_results_are_labelled_a_pipeline_test_and_the_chart_is_svg(run: tuple[Path, dict[str, Any]]) -> None:
     out, document = run
     assert document["label"].startswith("PIPELINE TEST")
-    assert "PIPELINE TEST" in (out / "results.md").read_text()
+    markdown = (out / "results.md").read_text()
+    assert "PIPELINE TEST" in markdown
+    assert "| readme-test-command | PP | PP |" in markdown
     root = ET.fromstring((out / "learning-curve.svg").read_text())
     assert len(root.findall("{http://www.w3.org/2000/svg}polyline")) == 6  # 3 panels x 2 arms
 

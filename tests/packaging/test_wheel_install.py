@@ -225,10 +225,14 @@ def test_the_demo_runs_from_the_fresh_venv_outside_the_repository(installed: Ins
     assert str(ROOT) not in done.stdout + done.stderr
 
 
-def test_serve_answers_initialize_with_the_terminal_setup_and_asks_for_it(installed: Installed) -> None:
-    client = AcpClient(
-        dict(installed.env), argv=[installed.bin("continual-acp"), "serve"], cwd=str(installed.run_dir)
-    )
+def test_the_registry_launch_line_answers_initialize_with_the_terminal_setup(installed: Installed) -> None:
+    # What `uvx <package> <args>` runs once the package is installed: the console script named like
+    # the package, with the registry entry's args.
+    uvx = json.loads((ROOT / "registry" / "continual-acp" / "agent.json").read_text())["distribution"]["uvx"]
+    package, pinned = uvx["package"].split("==")
+    assert pinned == __version__
+    argv = [installed.bin(package), *uvx["args"]]
+    client = AcpClient(dict(installed.env), argv=argv, cwd=str(installed.run_dir))
     try:
         answer = client.request(
             "initialize",
@@ -245,6 +249,23 @@ def test_serve_answers_initialize_with_the_terminal_setup_and_asks_for_it(instal
         assert info.value.code == -32000 and "continual-acp setup" in info.value.message
     finally:
         assert client.close() == 0, client.stderr()
+
+
+def test_doctor_passes_every_check_in_the_fresh_venv(installed: Installed) -> None:
+    from agent_core.testing.scripted_model import ScriptedModelServer, text
+
+    with ScriptedModelServer([], fallback=text("ok")) as model:
+        env = {**installed.env, "OPENAI_BASE_URL": model.base_url, "CONTINUAL_ACP_MODEL": "scripted-model"}
+        done = subprocess.run(
+            [installed.bin("continual-acp"), "doctor"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env=env,
+            cwd=installed.run_dir,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "all checks passed" in done.stdout and "an IPython kernel started" in done.stdout
 
 
 def test_the_review_panel_serves_its_static_files_from_the_wheel(installed: Installed) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from acp_client import AcpClient, select
-from acp_helpers import ClientFactory, initialize, new_session, prompt
+from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 from harness_store import HarnessEntry
@@ -143,6 +143,8 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     )
     assert decided["status"] == "applied", decided
     assert SECRET in entry.read_text()
+    status_text = run_command(client, sid, "/kernel status")
+    assert "writable by cells on this backend; detected, not prevented" in status_text, status_text
 
 
 def test_a_gate_file_rewritten_mid_loop_is_not_used_and_the_edit_waits_for_review(
@@ -238,6 +240,11 @@ def _sandbox_attack(
     assert told.count("REFUSED") == 3 and "WROTE" not in told, told
     assert gates.read_text() == original and not entry.exists()
     assert "assert add(2, 3) == 5" in tests.read_text()
+    status_text = run_command(client, sid, "/kernel status")
+    assert (
+        f"control plane (.continual-acp/: gates, project harness): read-only to cells (confined by {tier})"
+        in (status_text)
+    ), status_text
 
 
 @pytest.mark.skipif(not probe_landlock().ok, reason="landlock tier unavailable")
