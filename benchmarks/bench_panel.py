@@ -189,6 +189,8 @@ async def main(runs: int, entries: int = 1_000) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--entries", type=int, default=1_000, help="entries in the store (10,000: the large harness)")
+    parser.add_argument(
+        "--entries", type=int, default=1_000, help="entries in the store (10,000: the large harness)"
+    )
     args = parser.parse_args()
     asyncio.run(main(args.runs, args.entries))
