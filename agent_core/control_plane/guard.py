@@ -74,13 +74,12 @@ class ControlPlaneGuard:
         self._content: dict[str, _Content] = {}
         self._listening: list[Path] = []
         for root in self.roots:
-            harness = root / "harness"
-            write_listeners.register(harness, self._server_wrote)
-            self._listening.append(harness)
+            write_listeners.register(root, self._server_wrote)
+            self._listening.append(root)
 
     def close(self) -> None:
-        for harness in self._listening:
-            write_listeners.unregister(harness, self._server_wrote)
+        for root in self._listening:
+            write_listeners.unregister(root, self._server_wrote)
         self._listening.clear()
 
     # ------------------------------------------------------------ baseline
