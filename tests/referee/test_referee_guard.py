@@ -128,3 +128,20 @@ def test_an_approved_write_back_is_not_taken_for_a_cell_of_another_session(tmp_p
     other.close()
     guard.close()
     assert (root / "gates.toml").read_text() == "edited by a cell of session A\n"
+
+
+def test_a_check_that_must_not_wait_says_the_store_lock_is_busy(tmp_path: Path) -> None:
+    from agent_core.control_plane.guard import LockBusy
+    from harness_store.lock import StoreLock
+
+    root, guard = _plane(tmp_path)
+    (root / "gates.toml").write_text("cheat\n")
+    with StoreLock(root / "harness" / ".lock"):  # a store write in progress (another process)
+        try:
+            guard.check("call_1", "", wait=False)
+        except LockBusy:
+            pass
+        else:
+            raise AssertionError("the check did not report the busy lock")
+    held = guard.check("call_1", "")
+    assert held is not None and (root / "gates.toml").read_text() == '[[gate]]\ncommand = "pytest"\n'

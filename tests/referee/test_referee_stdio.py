@@ -228,15 +228,19 @@ def _sandbox_attack(
         + _write_cell(entry, _cheat_entry())
         + _write_cell(tests, "def test_add():\n    pass\n")
     )
-    model.push(tool_call(cell, title="cheat"), text("done"))
+    model.push(tool_call(cell, title="cheat"), text("All done."), text("Still done."))
     config = _config(
-        tmp_path, f'kernel = "sandbox"\nsandbox_tier = "{tier}"\nprotected_paths = ["test_calc.py"]\n'
+        tmp_path,
+        f'kernel = "sandbox"\nsandbox_tier = "{tier}"\nprotected_paths = ["test_calc.py"]\n'
+        "autonomous_max_continuations = 1\n",
     )
     client = spawn(model.base_url, CONTINUAL_ACP_CONFIG=config, **env)
     initialize(client)
     sid, _ = new_session(client, str(project))
-    prompt(client, sid, "work", timeout=120)
-    told = _tool_result_of_last_request(model)
+    client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
+    stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
+    assert stop == "max_turn_requests" and "All gates passed" not in _agent_text(client, sid)
+    told = "\n".join(str(m.get("content")) for m in model.requests[1]["messages"] if m.get("role") == "tool")
     assert told.count("REFUSED") == 3 and "WROTE" not in told, told
     assert gates.read_text() == original and not entry.exists()
     assert "assert add(2, 3) == 5" in tests.read_text()
@@ -248,14 +252,14 @@ def _sandbox_attack(
 
 
 @pytest.mark.skipif(not probe_landlock().ok, reason="landlock tier unavailable")
-def test_landlock_cells_cannot_write_the_gate_file_or_a_harness_entry(
+def test_landlock_cells_cannot_rewrite_the_gate_file_mid_loop_a_harness_entry_or_a_protected_test(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
     _sandbox_attack(spawn, model, project, tmp_path, "landlock")
 
 
 @pytest.mark.skipif(not probe_bubblewrap().ok, reason="bubblewrap tier unavailable")
-def test_bubblewrap_cells_cannot_write_the_gate_file_or_a_harness_entry(
+def test_bubblewrap_cells_cannot_rewrite_the_gate_file_mid_loop_a_harness_entry_or_a_protected_test(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
     path = os.pathsep.join([os.path.dirname(shutil.which("bwrap") or ""), os.environ.get("PATH", "")])
