@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 import tomllib
 import urllib.request
 from collections.abc import Callable
@@ -190,13 +191,22 @@ def merged_config_text(existing: str, values: dict[str, str | None]) -> str:
 
 def write_config(path: Path, values: dict[str, str | None]) -> None:
     """Write the merged file atomically (0600, its directory 0700); raises ValueError when the result
-    would not read back as these values (the old file is left untouched then)."""
+    would not read back as these values (the old file is left untouched then). A file that is not
+    valid TOML is kept beside it as `config.toml.invalid-<time>`."""
     try:
         existing = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         existing = ""
     if existing.startswith("# model settings written by `continual-acp setup`\n"):
         existing = existing.split("\n", 1)[1]
+    try:
+        tomllib.loads(existing)
+    except tomllib.TOMLDecodeError:
+        # The server ignores a file it cannot parse; keep it for the user and start a fresh one.
+        aside = path.with_name(f"{path.name}.invalid-{time.strftime('%Y%m%d-%H%M%S')}")
+        os.replace(path, aside)
+        aside.chmod(0o600)  # it may hold a key
+        existing = ""
     text = merged_config_text(existing, values)
     parsed = tomllib.loads(text)  # raises tomllib.TOMLDecodeError (a ValueError)
     for key, value in values.items():
@@ -277,6 +287,6 @@ def run_setup() -> int:
     term = Terminal(sys.stdout, input, getpass.getpass)
     try:
         return setup(term)
-    except SetupCancelled:
+    except (SetupCancelled, KeyboardInterrupt):
         term.say("\nSetup cancelled; nothing was written.")
         return 1

@@ -16,7 +16,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
@@ -86,20 +85,50 @@ class RecordingProxy:
         self._lock = threading.Lock()
         self._log: IO[str] | None = None
         self._tag: dict[str, Any] = {}
+        # Exchanges still waiting for their reply: written as unfinished when the log changes, so a
+        # request the session cancelled (a stalled model) is in the traces too.
+        self._inflight: dict[int, tuple[dict[str, Any], list[bytes]]] = {}
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def set_log(self, log: IO[str] | None, **tag: Any) -> None:
-        """Where the next exchanges are written, and fields added to each (task, arm, session)."""
+        """Where the next exchanges are written, and fields added to each (task, arm, session).
+
+        Exchanges still in flight are written to the old log first, marked unfinished."""
         with self._lock:
+            for entry, received in self._inflight.values():
+                self._write(
+                    {
+                        **entry,
+                        "status": None,
+                        "ended": time.time(),
+                        "error": "no complete reply before the session ended",
+                        "response": b"".join(received).decode("utf-8", "replace"),
+                        "usage": {
+                            "input_tokens": 0,
+                            "output_tokens": 0,
+                            "cache_read_tokens": 0,
+                            "reported": False,
+                        },
+                    }
+                )
+            self._inflight.clear()
             self._log = log
             self._tag = dict(tag)
 
+    def _write(self, entry: dict[str, Any]) -> None:
+        if self._log is not None:
+            self._log.write(json.dumps({**self._tag, **entry}) + "\n")
+            self._log.flush()
+
+    def _begin(self, entry: dict[str, Any], received: list[bytes]) -> None:
+        with self._lock:
+            self._inflight[id(entry)] = (entry, received)
+
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
-            if self._log is not None:
-                self._log.write(json.dumps({**self._tag, **entry}) + "\n")
-                self._log.flush()
+            if self._inflight.pop(id(entry), None) is not None:
+                self._write(entry)
 
     @property
     def base_url(self) -> str:
@@ -161,6 +190,8 @@ class _Handler(BaseHTTPRequestHandler):
             entry["request"] = json.loads(body) if body else None
         except json.JSONDecodeError:
             entry["request"] = body.decode("utf-8", "replace")
+        received: list[bytes] = []
+        self.owner._begin(entry, received)
         conn = self.owner.connect()
         try:
             # The proxy's base URL has the endpoint's path prefix, so the path is forwarded as it is.
@@ -172,7 +203,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner._record(entry)
             conn.close()
             return
-        received: list[bytes] = []
+        finished = False
         try:
             self.send_response(upstream.status)
             for key, value in upstream.getheaders():
@@ -184,6 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
                 received.append(piece)
                 self.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
                 self.wfile.flush()
+            # Recorded before the last chunk: once the caller has the whole reply, its record exists.
+            self._finish(entry, upstream, received)
+            finished = True
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError) as exc:
@@ -194,6 +228,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         finally:
             conn.close()
+        if not finished:
+            self._finish(entry, upstream, received)
+
+    def _finish(
+        self, entry: dict[str, Any], upstream: http.client.HTTPResponse, received: list[bytes]
+    ) -> None:
         text = b"".join(received).decode("utf-8", "replace")
         chunks = sse_chunks(text) if "text/event-stream" in (upstream.getheader("Content-Type") or "") else []
         if not chunks:
@@ -231,16 +271,3 @@ def _pieces(response: http.client.HTTPResponse) -> Iterator[bytes]:
         if not piece:
             return
         yield piece
-
-
-def read_exchanges(path: Path) -> list[dict[str, Any]]:
-    """The exchanges a proxy log holds (a torn last line is skipped)."""
-    if not path.is_file():
-        return []
-    out: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out

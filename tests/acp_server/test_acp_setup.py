@@ -241,3 +241,13 @@ def test_a_value_that_would_not_read_back_is_refused_and_the_old_file_kept(tmp_p
         write_config(path, {"model": "bad\ud800", "base_url": None, "api_key": None})
     assert path.read_text() == 'model = "old"\n'
     assert merged_config_text("", {"model": "m", "api_key": None}).splitlines()[1:] == ['model = "m"']
+
+
+def test_a_config_file_that_is_not_toml_is_kept_aside_and_a_fresh_one_written(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("model = gpt-4.1 without quotes\n")
+    write_config(path, {"model": "m", "base_url": "http://h/v1", "api_key": None})
+    assert tomllib.loads(path.read_text()) == {"model": "m", "base_url": "http://h/v1"}
+    (aside,) = tmp_path.glob("config.toml.invalid-*")
+    assert aside.read_text() == "model = gpt-4.1 without quotes\n"
+    assert stat.S_IMODE(aside.stat().st_mode) == 0o600
