@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from system_deps import requires
 
 HERE = Path(__file__).resolve().parent
 NODE = shutil.which("node")
@@ -26,7 +27,7 @@ sys.path.insert(0, str(HERE.parent / "mcp"))
 
 from mcp_helpers import SERVER_SCRIPT, serve_http  # noqa: E402
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+pytestmark = requires(NODE is not None, "node is not installed")
 
 
 def _node(
