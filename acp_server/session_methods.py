@@ -1,4 +1,4 @@
-"""The `_session/*` extension methods: `_session/rewind` (and what shares its reading of params).
+"""The `_session/*` extension methods: `_session/rewind` and `_session/steer`.
 
 Advertised under `agentCapabilities._meta["continual-acp"].methods` with the `_harness/*` ones.
 Params are checked by hand (a small surface): a wrong one is -32602 naming the field.
@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING
 from acp_server.errors import AcpError
 
 if TYPE_CHECKING:
+    from acp.schema import PromptRequest
+
     from acp_server.context import HarnessHost
     from acp_server.registry import RequestContext
 
 JsonObject = dict[str, object]
 
-SESSION_METHODS: tuple[str, ...] = ("_session/rewind",)
+SESSION_METHODS: tuple[str, ...] = ("_session/rewind", "_session/steer")
 
 
 class RewindParams:
@@ -90,3 +92,19 @@ def install(server: HarnessHost) -> None:
         return report.to_wire()
 
     server.registry.request("_session/rewind", reader=read_rewind)(rewind)
+
+    async def steer(ctx: RequestContext, request: PromptRequest) -> JsonObject:
+        # Same params as session/prompt ({sessionId, prompt}): read with its schema model.
+        from acp_server.prompt import steer_into
+
+        opened = await server.open_session(request.session_id)
+        if not opened.session.busy:
+            raise AcpError.invalid_params(
+                f"_session/steer: no turn is running in session {request.session_id}; send it with session/prompt"
+            )
+        entered = await steer_into(opened, request.prompt)
+        if entered:
+            return {"entered": True}
+        return {"entered": False, "reason": "the turn ended before its next model request; nothing was sent"}
+
+    server.registry.request("_session/steer", params_model="PromptRequest")(steer)

@@ -80,6 +80,9 @@ class AgentConfig:
     # variables their store may hold; the oldest go first.
     checkpoint_max_count: int = 100
     checkpoint_max_bytes: int = 1024 * 1024 * 1024
+    # A `session/prompt` that arrives while a turn runs: `queue` (waits its turn) or `steer` (joins the
+    # running turn at its next model request).
+    while_busy: str = "queue"
     config_file: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel_backend.py

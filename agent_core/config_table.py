@@ -283,6 +283,15 @@ OPTIONS: tuple[Option, ...] = (
         allowed_text="a number of seconds > 0 (or leave it unset for no timeout)",
         default_text="none",
     ),
+    # a prompt sent while a turn runs (agent_core/session.py `steer`)
+    Option(
+        "while_busy",
+        "choice",
+        "a prompt sent while a turn runs: `queue` waits for it to end, `steer` joins it at its next model request",
+        default="queue",
+        env="CONTINUAL_ACP_WHILE_BUSY",
+        choices=("queue", "steer"),
+    ),
     # per-prompt checkpoints (rewind, fork; agent_core/checkpoints.py)
     Option(
         "checkpoint_max_count",

@@ -36,7 +36,7 @@ from agent_core.ports import EditorPort, SkillsPort
 from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
 from agent_core.recorder import TurnRecorder
 from agent_core.transcript import SessionStore, TranscriptWriter, now_iso
-from agent_core.turn import TurnOutcome, run_turn_body
+from agent_core.turn import STEER_PREFIX, TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
@@ -127,6 +127,9 @@ class Session:
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
         self._emit: Callable[[ev.TurnEvent], None] | None = None
+        # Messages sent into the running turn (`steer`), each with the future its sender awaits:
+        # True once the turn took it at a model request, False when the turn ended first.
+        self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
         self._closed = False
         self.editor_ops = EditorOps(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
@@ -371,9 +374,9 @@ class Session:
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
                 usage.note(event)
-                if isinstance(event, ev.UserMessage):
-                    checkpoints.note_message(event.message_id)
-                else:  # the editor already shows the prompt; replays only
+                if isinstance(event, ev.UserMessage) and not event.message_id.startswith(STEER_PREFIX):
+                    checkpoints.note_message(event.message_id)  # the editor shows the prompt; replays only
+                else:  # a steering message is shown where it entered the turn
                     queue.put_nowait(event)
 
             async def drive() -> TurnOutcome:
@@ -426,6 +429,7 @@ class Session:
                 self._emit = None
                 self.kernel_handle.before_cell = None
                 checkpoints.end()
+                self._drop_steering()
                 recorder.flush()
                 self._touch()
 
@@ -442,6 +446,34 @@ class Session:
 
         result = await self.autonomy.run(parts, emit, model_turn)
         return TurnOutcome(result.stop_reason, result.message)
+
+    def steer(self, parts: Sequence[ev.PromptPart]) -> asyncio.Future[bool]:
+        """Send a message into the running turn: it joins at the turn's next model request (the turn
+        does not end before it). The future is True once it entered, False if the turn ended first.
+        Raises `RuntimeError` when no turn is running."""
+        if not self.busy:
+            raise RuntimeError("no turn is running")
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._steering.append((list(parts), future))
+        log.info("session %s: a steering message waits for the next model request", self.id)
+        return future
+
+    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+        taken, self._steering = self._steering, []
+        for _, future in taken:
+            if not future.done():
+                future.set_result(True)
+        return [parts for parts, _ in taken]
+
+    @property
+    def steering_waiting(self) -> bool:
+        return bool(self._steering)
+
+    def _drop_steering(self) -> None:
+        dropped, self._steering = self._steering, []
+        for _, future in dropped:
+            if not future.done():
+                future.set_result(False)
 
     def turn_context(self) -> str | None:
         """Short per-turn context for the model (the goal block), or None."""

@@ -103,6 +103,18 @@ class TurnContext(Protocol):
         """Short per-turn context for the model (the goal block), or None."""
         ...
 
+    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+        """Messages sent into the running turn since the last request (steering), oldest first."""
+        ...
+
+    @property
+    def steering_waiting(self) -> bool:
+        """A steering message waits for the next request (the turn must not end before it)."""
+        ...
+
+
+STEER_PREFIX = "steer"  # the message id prefix of a steering message (shown live, replayed in place)
+
 
 def new_id(prefix: str) -> str:
     """A fresh id for a message, thought or cell (`msg_0123...`)."""
@@ -141,6 +153,12 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
     formats = _Formats(session)
     limit = session.max_turn_requests
     for _request in range(limit):
+        # Steering joins here, at the next request: after the tool results it follows, in order.
+        for steered in session.take_steering():
+            emit(ev.UserMessage(parts=tuple(steered), message_id=new_id(STEER_PREFIX)))
+            session.append_message(
+                {"role": "user", "content": to_model_content(steered, images=session.model_accepts_images)}
+            )
         # Before every request, not only at the start: one long turn of cells can fill the window.
         await session.maybe_compact()
         text_mode = formats.current() == "text"
@@ -200,6 +218,8 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
                 return TurnOutcome("cancelled")
             continue
         if not done.tool_calls:
+            if session.steering_waiting:
+                continue  # a message arrived during this answer: the model hears it before the turn ends
             return TurnOutcome("end_turn")
         for index, call in enumerate(done.tool_calls):
             result = await _run_tool_call(session, call, emit)

@@ -1,22 +1,26 @@
-"""Rewind through a real server: `/rewind`, `/rewind list`, `_session/rewind`, the kernel's variables,
-the refinements made since (offered, never rolled back silently) and workspace files in git.
+"""Rewind, fork and steer through a real server: `/rewind`, `/rewind list`, `_session/rewind`, the
+kernel's variables, the refinements made since (offered, never rolled back silently), workspace files
+in git; `session/fork` and `/fork`; `_session/steer` and `while_busy = "steer"`.
 
-One server and one scripted endpoint for the module; each test opens its own session.
+One server (configured with `while_busy = "steer"`) and one scripted endpoint for the module; each
+test opens its own session.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp_client import AcpClient, RpcError, close_and_check, select, server_env
-from acp_helpers import initialize, new_session, prompt, run_command
+from acp_helpers import initialize, new_session, prompt, run_command, send_prompt
 
-from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+from agent_core.testing.scripted_model import ScriptedModelServer, response, text, tool_call
 
 PROBE = "print(sorted(n for n in ('x', 'y', 'z') if n in globals()))"
 
@@ -31,7 +35,7 @@ def model() -> Iterator[ScriptedModelServer]:
 def client(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer) -> Iterator[AcpClient]:
     home = tmp_path_factory.mktemp("rewind-home")
     config = home / "config.toml"
-    config.write_text("auto_refine_every = 0\n", encoding="utf-8")
+    config.write_text('auto_refine_every = 0\nwhile_busy = "steer"\n', encoding="utf-8")
     started = AcpClient(server_env(home, model.base_url, CONTINUAL_ACP_CONFIG=str(config)), cwd=str(home))
     initialize(started)
     yield started
@@ -238,3 +242,76 @@ def test_fork_command_now_carries_every_variable_and_the_fork_can_be_rewound(
     rewound = client.request("_session/rewind", {"sessionId": fork, "turns": 2})
     assert rewound["turn"] == 3 and "z" in rewound["kernel"]["removed"], rewound
     assert "['x', 'y']" in probe(client, model, fork)
+
+
+def wait_for_log(client: AcpClient, line: str, count: int, timeout: float = 30.0) -> None:
+    """Until the server's log (stderr) holds `line` `count` times: the server took the request."""
+    deadline = time.monotonic() + timeout
+    while client.stderr().count(line) < count:
+        assert time.monotonic() < deadline, f"not logged within {timeout} s: {line}"
+        threading.Event().wait(0.02)
+
+
+def held_answer(name: str) -> object:
+    """A text answer that stops halfway until the test releases `name` (the turn is running then)."""
+    return response([{"content": "thinking "}, {"hold": name}, {"content": "done"}])
+
+
+def steering_updates(client: AcpClient, sid: str) -> list[int]:
+    return [
+        f.seq
+        for f in client.frames
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["sessionId"] == sid
+        and f.message["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+        and str(f.message["params"]["update"].get("messageId", "")).startswith("steer_")
+    ]
+
+
+def test_session_steer_joins_the_running_turn_at_its_next_request_and_a_reload_replays_it_in_order(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid, _ = new_session(client, tmp_path)
+    model.push(held_answer("steer-method"), text("heard you"))
+    before = len(model.requests)
+    turn = send_prompt(client, sid, "write a long answer")
+    model.wait_for_requests(before + 1)
+    steer = client.start_request(
+        "_session/steer", {"sessionId": sid, "prompt": [{"type": "text", "text": "also mention the tests"}]}
+    )
+    wait_for_log(client, f"session {sid}: a steering message waits for the next model request", 1)
+    model.release("steer-method")
+    assert client.result(steer) == {"entered": True}
+    ended = client.response_frame(turn)
+    assert ended.message["result"]["stopReason"] == "end_turn"
+    assert len(model.requests) == before + 2  # the answer that ended, then one more with the steering
+    messages = model.requests[-1]["messages"]
+    assert [m["role"] for m in messages[-3:]] == ["user", "assistant", "user"]
+    assert messages[-1]["content"] == "also mention the tests"
+    shown = steering_updates(client, sid)
+    assert len(shown) == 1 and shown[0] < ended.seq  # shown where it entered, inside the turn
+    assert replayed_prompts(client, sid, tmp_path) == ["write a long answer", "also mention the tests"]
+
+
+def test_a_prompt_sent_during_a_turn_steers_it_with_while_busy_steer(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid, _ = new_session(client, tmp_path)
+    model.push(held_answer("steer-prompt"), text("both answered"))
+    before = len(model.requests)
+    first = send_prompt(client, sid, "start something")
+    model.wait_for_requests(before + 1)
+    second = send_prompt(client, sid, "and one more thing")
+    wait_for_log(client, f"session {sid}: a steering message waits for the next model request", 1)
+    model.release("steer-prompt")
+    assert client.result(first)["stopReason"] == "end_turn"
+    assert client.result(second)["stopReason"] == "end_turn"
+    assert len(model.requests) == before + 2  # one turn: no third request for the second prompt
+    assert model.requests[-1]["messages"][-1]["content"] == "and one more thing"
+
+
+def test_session_steer_without_a_running_turn_is_refused(client: AcpClient, tmp_path: Path) -> None:
+    sid, _ = new_session(client, tmp_path)
+    with pytest.raises(RpcError) as caught:
+        client.request("_session/steer", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+    assert caught.value.code == -32602 and "no turn is running" in str(caught.value.message)

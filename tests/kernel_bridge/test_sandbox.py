@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from kernel_bridge_support import wait_until
+from system_deps import missing, requires
 
 from kernel_bridge import KernelPool, KernelSession, KernelStartError, sandbox
 from kernel_bridge.launcher import LaunchSpec
@@ -28,9 +29,9 @@ from kernel_bridge.sandbox import (
 pytestmark = pytest.mark.anyio
 
 _BWRAP = probe_bubblewrap()
-needs_bwrap = pytest.mark.skipif(not _BWRAP.ok, reason=f"bubblewrap tier unavailable: {_BWRAP.reason}")
+needs_bwrap = requires(_BWRAP.ok, f"bubblewrap tier unavailable: {_BWRAP.reason}")
 _LANDLOCK = probe_landlock()
-needs_landlock = pytest.mark.skipif(not _LANDLOCK.ok, reason=f"landlock tier unavailable: {_LANDLOCK.reason}")
+needs_landlock = requires(_LANDLOCK.ok, f"landlock tier unavailable: {_LANDLOCK.reason}")
 
 
 @dataclass
@@ -61,7 +62,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
 @pytest.fixture(scope="module")
 async def sandboxed(layout: Layout) -> AsyncIterator[KernelSession]:
     if not _BWRAP.ok:
-        pytest.skip(f"bubblewrap tier unavailable: {_BWRAP.reason}")
+        missing(f"bubblewrap tier unavailable: {_BWRAP.reason}")
     pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)), interrupt_grace=3.0)
     s = await pool.acquire(cwd=layout.workspace, snapshot_path=layout.home / "sessions" / "s1")
     yield s
@@ -338,7 +339,7 @@ def ll_layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
 @pytest.fixture(scope="module")
 async def landlocked(ll_layout: Layout) -> AsyncIterator[KernelSession]:
     if not _LANDLOCK.ok:
-        pytest.skip(f"landlock tier unavailable: {_LANDLOCK.reason}")
+        missing(f"landlock tier unavailable: {_LANDLOCK.reason}")
     launcher = SandboxLauncher(protected=(ll_layout.home,), tier="landlock")
     pool = KernelPool(0, launcher=launcher, interrupt_grace=3.0)
     s = await pool.acquire(cwd=ll_layout.workspace, snapshot_path=ll_layout.home / "sessions" / "s1")

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pytest
+from system_deps import requires
 
 from kernel_bridge.sandbox import probe_bubblewrap
 
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _BWRAP = probe_bubblewrap()
 
 
-@pytest.mark.skipif(not _BWRAP.ok, reason=f"bubblewrap tier unavailable: {_BWRAP.reason}")
+@requires(_BWRAP.ok, f"bubblewrap tier unavailable: {_BWRAP.reason}")
 def test_the_bubblewrap_sandbox_tests_pass_from_a_clone_and_a_venv_under_tmp() -> None:
     with tempfile.TemporaryDirectory(prefix="cacp-clone-", dir="/tmp") as raw:
         clone = Path(raw) / "repo"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
+from system_deps import requires
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 from harness_store import HarnessEntry
@@ -247,14 +248,14 @@ def _sandbox_attack(
     ), status_text
 
 
-@pytest.mark.skipif(not probe_landlock().ok, reason="landlock tier unavailable")
+@requires(probe_landlock().ok, "landlock tier unavailable")
 def test_landlock_cells_cannot_write_the_gate_file_or_a_harness_entry(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
     _sandbox_attack(spawn, model, project, tmp_path, "landlock")
 
 
-@pytest.mark.skipif(not probe_bubblewrap().ok, reason="bubblewrap tier unavailable")
+@requires(probe_bubblewrap().ok, "bubblewrap tier unavailable")
 def test_bubblewrap_cells_cannot_write_the_gate_file_or_a_harness_entry(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
