@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from acp_server.capabilities import ClientCapabilities
     from acp_server.open_session import OpenSession
     from acp_server.registry import MethodRegistry
+    from agent_core.agent import Agent
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
 
@@ -52,6 +53,8 @@ class HarnessHost(ServerPort, Protocol):
     """The server an extension (`harness.methods.install`) extends: its method table too."""
 
     registry: MethodRegistry
+
+    async def agent(self) -> Agent: ...
 
 
 class PromptHost(HarnessHost, Protocol):

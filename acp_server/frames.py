@@ -800,7 +800,13 @@ def initialize_response(
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             # stdio always; both HTTP transports through the MCP SDK (agent_core/mcp), tested.
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {},
+                "fork": {},
+            },
             "_meta": {
                 META_KEY: {
                     "version": extension_version,
@@ -874,6 +880,11 @@ def new_session_response(
 ) -> Frame:
     """The session/new result: the id, then the session setup."""
     return {"sessionId": session_id, **session_setup_response(modes, config_options, kernel)}
+
+
+def session_status_response(status: str) -> Frame:
+    """The session/status result: `open` (in memory here) or `saved` (on disk, loadable)."""
+    return {"status": status}
 
 
 def fork_session_response(

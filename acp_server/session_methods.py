@@ -66,8 +66,60 @@ async def read_rewind(params: JsonObject, method: str) -> RewindParams:
     return RewindParams(session_id, turns, message_id, files, rollback)
 
 
+class StatusParams:
+    __slots__ = ("session_id",)
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+
+class TitleParams:
+    __slots__ = ("session_id", "title")
+
+    def __init__(self, session_id: str, title: str) -> None:
+        self.session_id = session_id
+        self.title = title
+
+
+async def read_status(params: JsonObject, method: str) -> StatusParams:
+    if not isinstance(params, dict):
+        raise AcpError.invalid_params(f"{method}: params must be an object")
+    return StatusParams(_session_id(params, method))
+
+
+async def read_title(params: JsonObject, method: str) -> TitleParams:
+    if not isinstance(params, dict):
+        raise AcpError.invalid_params(f"{method}: params must be an object")
+    title = params.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise AcpError.invalid_params(f"Invalid params for {method}: title: must be a non-empty string")
+    return TitleParams(_session_id(params, method), title)
+
+
 def install(server: HarnessHost) -> None:
-    """Register the `_session/*` methods on `server`."""
+    """Register the `_session/*` methods, and the unstable `session/status` and `session/set_title`
+    (advertised as `sessionCapabilities.status` / `.title`: only a client that knows them calls them)."""
+
+    async def status(ctx: RequestContext, request: StatusParams) -> JsonObject:
+        from acp_server import frames
+
+        agent = await server.agent()
+        if agent.get_session(request.session_id) is not None:
+            return frames.session_status_response("open")
+        if agent.session_exists(request.session_id):
+            return frames.session_status_response("saved")
+        raise AcpError.session_not_found(request.session_id)
+
+    async def set_title(ctx: RequestContext, request: TitleParams) -> JsonObject:
+        from acp_server import frames
+
+        opened = await server.open_session(request.session_id)
+        title = opened.session.set_title(request.title)
+        await server.send_update(request.session_id, frames.session_title_update(title))
+        return {}
+
+    server.registry.request("session/status", reader=read_status)(status)
+    server.registry.request("session/set_title", reader=read_title)(set_title)
 
     async def rewind(ctx: RequestContext, request: RewindParams) -> JsonObject:
         from acp_server import rewind as rewinding

@@ -447,6 +447,17 @@ class Session:
         result = await self.autonomy.run(parts, emit, model_turn)
         return TurnOutcome(result.stop_reason, result.message)
 
+    def set_title(self, title: str) -> str:
+        """The user's title for the session (kept over the derived one); returns it as stored:
+        whitespace collapsed, at most 200 characters. Raises ValueError for an empty title."""
+        cleaned = " ".join(title.split())[:200]
+        if not cleaned:
+            raise ValueError("title must not be empty")
+        self.title = cleaned
+        self._writer.append({"type": "title", "title": cleaned})
+        self._touch()
+        return cleaned
+
     def steer(self, parts: Sequence[ev.PromptPart]) -> asyncio.Future[bool]:
         """Send a message into the running turn: it joins at the turn's next model request (the turn
         does not end before it). The future is True once it entered, False if the turn ended first.

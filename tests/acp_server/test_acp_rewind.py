@@ -315,3 +315,29 @@ def test_session_steer_without_a_running_turn_is_refused(client: AcpClient, tmp_
     with pytest.raises(RpcError) as caught:
         client.request("_session/steer", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
     assert caught.value.code == -32602 and "no turn is running" in str(caught.value.message)
+
+
+def test_session_status_says_open_or_saved_and_set_title_renames_the_session(
+    client: AcpClient, tmp_path: Path
+) -> None:
+    sid, _ = new_session(client, tmp_path)
+    assert client.request("session/status", {"sessionId": sid}) == {"status": "open"}
+    seen = len(client.frames)
+    assert client.request("session/set_title", {"sessionId": sid, "title": "  Rewind   notes "}) == {}
+    titles = [
+        f.message["params"]["update"].get("title")
+        for f in client.frames[seen:]
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["update"]["sessionUpdate"] == "session_info_update"
+    ]
+    assert titles == ["Rewind notes"]
+    listed = client.request("session/list", {"cwd": str(tmp_path)})["sessions"]
+    assert [s["title"] for s in listed if s["sessionId"] == sid] == ["Rewind notes"]
+    client.request("session/close", {"sessionId": sid})
+    assert client.request("session/status", {"sessionId": sid}) == {"status": "saved"}
+    with pytest.raises(RpcError) as unknown:
+        client.request("session/status", {"sessionId": "sess_nothing_here"})
+    assert unknown.value.code == -32002
+    with pytest.raises(RpcError) as empty:
+        client.request("session/set_title", {"sessionId": sid, "title": " "})
+    assert empty.value.code == -32602

@@ -400,6 +400,7 @@ CASES: dict[str, Case] = {
     ),
     "review_card": Case(lambda: f.review_card("p-1", "tidy notes", [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_card__no_summary": Case(lambda: f.review_card("p-1", None, [DIFF], REVIEW_RAW), "ToolCallUpdate"),
+    "session_status_response": Case(lambda: f.session_status_response("saved")),
     "fork_session_response": Case(
         lambda: f.fork_session_response(
             "sess-2",
