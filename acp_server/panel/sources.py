@@ -433,6 +433,11 @@ class PanelData:
                 ]
                 for shown, edit in zip(edits, waiting.proposal.edits, strict=False):
                     shown["evidence"] = self.evidence.quotes(proposer, list(edit.evidence or []))
+                if waiting.held is not None:  # a cell's change to .continual-acp/, held: its files
+                    edits = [
+                        {"action": f.action, "kind": "file", "id": f.path, "path": f.path, "diff": f.diff()}
+                        for f in waiting.held.files
+                    ]
                 out.append(
                     {
                         "proposal_id": waiting.proposal_id,

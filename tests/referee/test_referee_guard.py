@@ -145,3 +145,28 @@ def test_a_check_that_must_not_wait_says_the_store_lock_is_busy(tmp_path: Path) 
             raise AssertionError("the check did not report the busy lock")
     held = guard.check("call_1", "")
     assert held is not None and (root / "gates.toml").read_text() == '[[gate]]\ncommand = "pytest"\n'
+
+
+def test_the_panel_lists_a_held_change_with_its_diff_and_approving_it_writes_it_back(tmp_path: Path) -> None:
+    from acp_server.panel.actions import PanelActions
+    from acp_server.panel.sources import PanelData
+
+    root, guard = _plane(tmp_path / "repo")
+    (root / "gates.toml").write_text('[[gate]]\ncommand = "true"\n')
+    held = guard.check("call_1", "open('gates.toml', 'w')")
+    guard.close()
+    assert held is not None
+    home = tmp_path / "home"
+    files = PendingFiles(home / "sessions" / "s1" / "harness" / "pending")
+    pending = PendingReview(
+        "p-held", Proposal(summary=held.summary()), "local", "model", HarnessState(), held=held
+    )
+    assert files.save(pending, "s1")
+    data = PanelData(home)
+    [shown] = [p for p in data.pending() if p["proposal_id"] == "p-held"]
+    assert shown["edits"][0]["path"] == str(root / "gates.toml")
+    assert '+command = "true"' in shown["edits"][0]["diff"]
+    result = PanelActions(data).review("p-held", "apply", store_key="s1")
+    assert result.ok, result
+    assert (root / "gates.toml").read_text() == '[[gate]]\ncommand = "true"\n'
+    assert files.load("p-held") is None
