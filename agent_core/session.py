@@ -26,6 +26,7 @@ from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.editor_ops import EditorOps
+from agent_core.entry_usage import TurnUsage, UsageLedger
 from agent_core.errors import ModelError
 from agent_core.hooks import RefinementHook, TurnFailedHook
 from agent_core.kernel_handle import KernelHandle
@@ -112,6 +113,7 @@ class Session:
         # Events that happen outside a turn (`notify_user`, `/compact`): acp_server presents them.
         self.event_listeners: list[Callable[[ev.TurnEvent], Awaitable[None]]] = []
         self._refinement: RefinementHook | None = None
+        self._turn_usage: TurnUsage | None = None  # the running turn's entries and outcome
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._sandbox_warned = False
         # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
@@ -237,7 +239,10 @@ class Session:
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
 
-        return str(render_overview(self.scopes.states().prompt_view(), query=query))
+        overview = str(render_overview(self.scopes.states().prompt_view(), query=query))
+        if self._turn_usage is not None:
+            self._turn_usage.saw(overview)  # which entries this turn's prompt showed (entry_usage.py)
+        return overview
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None
@@ -364,8 +369,11 @@ class Session:
             checkpoints.begin(self._writer.size())
             self.kernel_handle.before_cell = checkpoints.before_cell
 
+            usage = self._turn_usage = TurnUsage()
+
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
+                usage.note(event)
                 if isinstance(event, ev.UserMessage) and not event.message_id.startswith(STEER_PREFIX):
                     checkpoints.note_message(event.message_id)  # the editor shows the prompt; replays only
                 else:  # a steering message is shown where it entered the turn
@@ -401,6 +409,7 @@ class Session:
                         recorder.flush()
                         self.context.answer_dangling_tool_calls()
                         self._turn_failed()
+                        self._record_usage(usage, "error")
                         raise error
                     outcome = task.result()
                 self.context.answer_dangling_tool_calls()
@@ -409,8 +418,10 @@ class Session:
                     yield event
                 ended = ev.TurnEnded(outcome.stop_reason, outcome.message)
                 recorder.record(ended)
+                self._record_usage(usage, outcome.stop_reason)
                 yield ended
             finally:
+                self._turn_usage = None
                 if not task.done():
                     task.cancel()
                     await asyncio.wait({task}, timeout=2)
@@ -491,6 +502,13 @@ class Session:
             except Exception:
                 log.exception("after-turn hook %r failed in session %s", hook, self.id)
         return events
+
+    def _record_usage(self, usage: TurnUsage, stop_reason: str) -> None:
+        """One line in the entry-usage ledger; a failure to write it never fails the turn."""
+        try:
+            UsageLedger(self.agent_config.home).append(usage.record(self.id, stop_reason))
+        except OSError as exc:
+            log.warning("could not record harness entry usage for session %s: %s", self.id, exc)
 
     def _turn_failed(self) -> None:
         # No after-turn hook runs on this path; hooks (refinement) must still let go of what the

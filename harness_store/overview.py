@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from harness_store.models import KINDS, HarnessEntry, HarnessState
+from harness_store.rank_index import index_for, ranked_from_index
 
 _WORD = re.compile(r"[a-z0-9]{3,}")
 _TRUST_RANK = {"verified": 0, "candidate": 1}
@@ -67,6 +68,10 @@ def _words(text: str) -> frozenset[str]:
 @lru_cache(maxsize=65536)
 def _text_words(title: str, content: str, path: str) -> frozenset[str]:
     return _words(title) | _words(content) | _words(path)
+
+
+def _entry_words(entry: HarnessEntry) -> frozenset[str]:
+    return _text_words(entry.title, entry.content, entry.path)
 
 
 def _visible(char: str) -> str:
@@ -130,6 +135,9 @@ def _ranked(
     Buckets hold the existing key strings, not new tuples: keeping 10k fresh container objects alive
     per call made the cyclic GC walk every entry of the state (measured: 2.4 ms -> 15 ms).
     """
+    index = index_for(items, _TRUST_RANK, _entry_words)
+    if index is not None:  # the same dict ranked before: read only what shares the prompt's words
+        return ranked_from_index(items, index, query_words, limit), len(index.ranks)
     buckets: dict[tuple[int, int], list[str]] = {}
     visible = 0
     for key, entry in items.items():

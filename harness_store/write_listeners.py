@@ -29,7 +29,7 @@ def _key(root: Path) -> str:
 
 
 def register(root: Path, listener: Listener) -> None:
-    """Call `listener(paths)` after each write of the project harness at `root`."""
+    """Call `listener(paths)` after each write beneath `root` (the harness dir or an ancestor)."""
     with _lock:
         _listeners.setdefault(_key(root), []).append(listener)
 
@@ -47,8 +47,14 @@ def notify(root: Path, paths: Sequence[Path]) -> None:
     """Tell the listeners of `root` which files were just written (a listener's error is logged)."""
     if not paths:
         return
+    key = _key(root)
     with _lock:
-        found = list(_listeners.get(_key(root), ()))
+        found = [
+            listener
+            for registered, listeners in _listeners.items()
+            if key == registered or key.startswith(registered.rstrip("/") + "/")
+            for listener in listeners
+        ]
     for listener in found:
         try:
             listener(paths)

@@ -279,6 +279,13 @@ class PanelActions:
         # Removing the file is the claim (as in the coordinator): decided once, by one route.
         if not files.remove(proposal_id):
             return ActionResult(False, f"Proposal {proposal_id} was already decided elsewhere.")
+        if pending.held is not None:  # a cell's change to .continual-acp/: files, not a refinement
+            if decision in ("reject", "reject_forever"):
+                return ActionResult(True, f"Rejected proposal {proposal_id}: the files stay as they were.")
+            problems = pending.held.write_back()
+            if problems:
+                return ActionResult(False, f"Proposal {proposal_id} was not fully applied.", None, problems)
+            return ActionResult(True, f"Applied proposal {proposal_id}: the cell's change is written back.")
         view = self.data.view(store_key)
         store = view.store
         if decision in ("reject", "reject_forever"):

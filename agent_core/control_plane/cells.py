@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from agent_core import events as ev
-from agent_core.control_plane.guard import MODEL_NOTE, ControlPlaneGuard
+from agent_core.control_plane.guard import MODEL_NOTE, ControlPlaneGuard, LockBusy
 from agent_core.control_plane.held import HeldChange
 
 __all__ = ["after_cell", "before_cell", "guard_of", "hold"]
@@ -77,7 +77,10 @@ async def after_cell(
     if guard is None:
         return None
     try:
-        held = guard.check(cell_id, code)
+        try:
+            held = guard.check(cell_id, code, wait=False)
+        except LockBusy:  # a store write is in progress: wait for it in a thread
+            held = await asyncio.to_thread(guard.check, cell_id, code)
     except Exception:
         log.exception("the control-plane check failed after cell %s", cell_id)
         return None

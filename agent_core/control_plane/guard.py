@@ -30,7 +30,7 @@ from agent_core.control_plane.held import MAX_HELD_BYTES, HeldChange, HeldFile, 
 from agent_core.control_plane.scan import Scan, file_stat, moved, scan
 from harness_store import write_listeners
 
-__all__ = ["CONTROL_DIR", "MODEL_NOTE", "ControlPlaneGuard"]
+__all__ = ["CONTROL_DIR", "MODEL_NOTE", "ControlPlaneGuard", "LockBusy"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,10 @@ try:
     import fcntl
 except ImportError:  # Windows: the in-process lock only
     fcntl = None  # type: ignore[assignment]
+
+
+class LockBusy(Exception):
+    """The store lock is held (a write in progress): check again off the event loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +68,7 @@ class ControlPlaneGuard:
     def __init__(self, roots: Sequence[Path], *, lock_path: Path | None = None) -> None:
         seen: list[Path] = []
         for root in roots:
-            path = Path(os.path.abspath(root))
+            path = Path(os.path.realpath(root))  # the store reports resolved paths
             if path not in seen:
                 seen.append(path)
         self.roots = tuple(seen)
@@ -74,13 +78,12 @@ class ControlPlaneGuard:
         self._content: dict[str, _Content] = {}
         self._listening: list[Path] = []
         for root in self.roots:
-            harness = root / "harness"
-            write_listeners.register(harness, self._server_wrote)
-            self._listening.append(harness)
+            write_listeners.register(root, self._server_wrote)
+            self._listening.append(root)
 
     def close(self) -> None:
-        for harness in self._listening:
-            write_listeners.unregister(harness, self._server_wrote)
+        for root in self._listening:
+            write_listeners.unregister(root, self._server_wrote)
         self._listening.clear()
 
     # ------------------------------------------------------------ baseline
@@ -105,7 +108,7 @@ class ControlPlaneGuard:
         """The store wrote `paths` (called under its lock): they are the new baseline."""
         with self._mutex:
             for path in paths:
-                absolute = Path(os.path.abspath(path))
+                absolute = Path(os.path.realpath(Path(path).parent)) / Path(path).name
                 for root in self.roots:
                     if root in absolute.parents and root in self._scans:
                         self._rebase(root, absolute)
@@ -130,11 +133,14 @@ class ControlPlaneGuard:
 
     # ------------------------------------------------------------ the check
 
-    def check(self, cell_id: str, code: str, *, when: str = "while the cell ran") -> HeldChange | None:
+    def check(
+        self, cell_id: str, code: str, *, when: str = "while the cell ran", wait: bool = True
+    ) -> HeldChange | None:
         """Compare with the baseline; restore and return what changed (None: nothing did).
 
-        Before the first `refresh` the first check only takes the baseline."""
-        with self._locked():
+        Before the first `refresh` the first check only takes the baseline. `wait=False` raises
+        `LockBusy` instead of waiting for the store lock (the event loop must not block on it)."""
+        with self._locked(wait=wait):
             if not self._scans:
                 for root in self.roots:
                     self._scans[root] = now = scan(root)
@@ -198,13 +204,16 @@ class ControlPlaneGuard:
         return HeldFile(str(path), None, None, too_large=True)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, wait: bool = True) -> Iterator[None]:
         """The store's lock (other processes), then the in-process mutex (the store's listener)."""
         fd = None
         if fcntl is not None and self.lock_path is not None and self.lock_path.parent.is_dir():
             try:
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)  # type: ignore[arg-type]
+                raise LockBusy(str(self.lock_path)) from None
             except OSError as exc:
                 log.debug("control-plane guard without the store lock: %s", exc)
                 if fd is not None:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import difflib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness_store import write_listeners
 
 __all__ = ["MAX_HELD_BYTES", "HeldChange", "HeldFile"]
 
@@ -146,13 +149,32 @@ class HeldChange:
         )
 
     def write_back(self) -> list[str]:
-        """Approve: put each file's `after` in place; the reasons for files left as they are."""
+        """Approve: put each file's `after` in place; the reasons for files left as they are.
+
+        A server write like the store's: under the store lock and reported to the guards
+        (harness_store.write_listeners), so no session's guard takes it for its cell's."""
         problems: list[str] = []
         for held in self.files:
-            problem = _write_back(held)
+            with _store_lock(Path(held.path)):
+                problem = _write_back(held)
+                write_listeners.notify(Path(held.path).parent, [Path(held.path)])
             if problem:
                 problems.append(problem)
         return problems
+
+
+@contextlib.contextmanager
+def _store_lock(path: Path) -> Iterator[None]:
+    """The project store's lock of the `.continual-acp/` holding `path`, when it has a harness."""
+    control = next((p for p in path.parents if p.name == ".continual-acp"), None)
+    lock = control / "harness" / ".lock" if control is not None else None
+    if lock is None or not lock.parent.is_dir():
+        yield
+        return
+    from harness_store.lock import StoreLock
+
+    with StoreLock(lock):
+        yield
 
 
 def _short(path: str) -> str:

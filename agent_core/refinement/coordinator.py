@@ -733,10 +733,10 @@ class RefinementCoordinator:
         return pending
 
     async def hold_change(self, held: HeldChange) -> PendingReview:
-        """A cell changed `.continual-acp/` (already restored): hold it as a pending review, in
-        the project's per-user pending dir (else the session's). Never asked at once: the turn
-        goes on and the card waits for `/review` or a panel."""
-        scope: Scope = "project" if "project" in self._pending_files else "local"
+        """A cell changed `.continual-acp/` (already restored): hold it as a pending review of the
+        session (its pending dir: `/review`, `_harness/review` and the panel list it). Never asked
+        at once: the turn goes on and the card waits."""
+        scope: Scope = "local"
         pending = PendingReview(
             proposal_id=new_job_id("p"),
             proposal=Proposal(

@@ -79,6 +79,9 @@ def test_traces_show_the_lesson_written_then_carried_in_the_next_prompt(
     requests = [json.loads(line) for line in (arm / "session-2" / "model.jsonl").read_text().splitlines()]
     system = requests[0]["request"]["messages"][0]["content"]
     assert json.dumps(lesson)[1:-1] in harness_section(system)
+    # The product's own per-entry usage ledger saw the lesson in session 2's prompt.
+    usage = [json.loads(line) for line in (arm / "harness" / "entry-usage.jsonl").read_text().splitlines()]
+    assert [record["entries"] for record in usage] == [[diff[0]["applied_edits"][0]["id"]]]
     frames = (arm / "session-2" / "frames.jsonl").read_text()
     assert '"session/prompt"' in frames and '"/refine --global' in frames
 

@@ -114,3 +114,59 @@ def test_a_held_change_survives_a_restart_as_a_pending_review_file(tmp_path: Pat
     assert loaded is not None and loaded.held is not None
     assert loaded.held.files[0].after == b"\xff\xfe binary\n"
     assert loaded.to_json()["held"]["cellId"] == "call_1"
+
+
+def test_an_approved_write_back_is_not_taken_for_a_cell_of_another_session(tmp_path: Path) -> None:
+    root, guard = _plane(tmp_path)
+    (root / "gates.toml").write_text("edited by a cell of session A\n")
+    held = guard.check("call_1", "")
+    assert held is not None
+    other = ControlPlaneGuard([root], lock_path=root / "harness" / ".lock")  # session B, mid-cell
+    other.refresh()
+    assert held.write_back() == []  # approved from a panel while B's cell runs
+    assert other.check("call_9", "") is None
+    other.close()
+    guard.close()
+    assert (root / "gates.toml").read_text() == "edited by a cell of session A\n"
+
+
+def test_a_check_that_must_not_wait_says_the_store_lock_is_busy(tmp_path: Path) -> None:
+    from agent_core.control_plane.guard import LockBusy
+    from harness_store.lock import StoreLock
+
+    root, guard = _plane(tmp_path)
+    (root / "gates.toml").write_text("cheat\n")
+    with StoreLock(root / "harness" / ".lock"):  # a store write in progress (another process)
+        try:
+            guard.check("call_1", "", wait=False)
+        except LockBusy:
+            pass
+        else:
+            raise AssertionError("the check did not report the busy lock")
+    held = guard.check("call_1", "")
+    assert held is not None and (root / "gates.toml").read_text() == '[[gate]]\ncommand = "pytest"\n'
+
+
+def test_the_panel_lists_a_held_change_with_its_diff_and_approving_it_writes_it_back(tmp_path: Path) -> None:
+    from acp_server.panel.actions import PanelActions
+    from acp_server.panel.sources import PanelData
+
+    root, guard = _plane(tmp_path / "repo")
+    (root / "gates.toml").write_text('[[gate]]\ncommand = "true"\n')
+    held = guard.check("call_1", "open('gates.toml', 'w')")
+    guard.close()
+    assert held is not None
+    home = tmp_path / "home"
+    files = PendingFiles(home / "sessions" / "s1" / "harness" / "pending")
+    pending = PendingReview(
+        "p-held", Proposal(summary=held.summary()), "local", "model", HarnessState(), held=held
+    )
+    assert files.save(pending, "s1")
+    data = PanelData(home)
+    [shown] = [p for p in data.pending() if p["proposal_id"] == "p-held"]
+    assert shown["edits"][0]["path"] == str(root / "gates.toml")
+    assert '+command = "true"' in shown["edits"][0]["diff"]
+    result = PanelActions(data).review("p-held", "apply", store_key="s1")
+    assert result.ok, result
+    assert (root / "gates.toml").read_text() == '[[gate]]\ncommand = "true"\n'
+    assert files.load("p-held") is None

@@ -148,46 +148,31 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     assert "writable by cells on this backend; detected, not prevented" in status_text, status_text
 
 
-def test_a_gate_file_rewritten_mid_loop_is_not_used_and_the_edit_waits_for_review(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
-) -> None:
-    gates = project / ".continual-acp" / "gates.toml"
-    original = gates.read_text()
-    model.push(
-        tool_call(_write_cell(gates, '[[gate]]\ncommand = "true"\n'), title="cheat"),
-        text("All done."),
-        text("Still done."),
-    )
-    client = spawn(
-        model.base_url, CONTINUAL_ACP_CONFIG=_config(tmp_path, "autonomous_max_continuations = 1\n")
-    )
-    initialize(client)
-    sid, _ = new_session(client, str(project))
-    client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
-    stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
-    said = _agent_text(client, sid)
-    assert "All gates passed" not in said, said
-    assert stop == "max_turn_requests"
-    assert gates.read_text() == original
-    starts = [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("gate_")]
-    titles = {u.get("title") for u in starts if u.get("title")}
-    assert titles and all("pytest" in t for t in titles), titles
-    assert "from the project's .continual-acp/gates.toml, pinned when the loop started" in str(starts[0])
-    status = client.request("_harness/status", {"sessionId": sid})
-    assert status["awaitingReview"] == 1, status
-
-
-def test_a_test_weakened_during_the_loop_is_listed_with_its_diff_stat_when_the_gates_pass(
+def test_a_loop_keeps_its_gate_when_a_cell_rewrites_the_gate_file_and_lists_the_test_it_weakened(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path
 ) -> None:
+    """The cheat in one cell: the gate set to `true` and the test gutted. The loop judges by the
+    pytest gate it started with (which passes only because of the weakened test), the gate file is
+    restored and its edit waits for review, and the pass names the test that changed."""
+    gates = project / ".continual-acp" / "gates.toml"
+    original = gates.read_text()
     weakened = "from calc import add\n\n\ndef test_add():\n    pass\n"
-    model.push(tool_call(_write_cell(project / "test_calc.py", weakened), title="weaken"), text("Fixed."))
+    cell = _write_cell(gates, '[[gate]]\ncommand = "true"\n') + _write_cell(
+        project / "test_calc.py", weakened
+    )
+    model.push(tool_call(cell, title="cheat"), text("Fixed."))
     client = spawn(model.base_url)
     initialize(client)
     sid, _ = new_session(client, str(project))
     client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
     stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
     assert stop == "end_turn"
+    assert gates.read_text() == original
+    starts = [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("gate_")]
+    titles = {u.get("title") for u in starts if u.get("title")}
+    assert titles and all(t.startswith("Gate: ") and "-m pytest" in t for t in titles), titles
+    assert "from the project's .continual-acp/gates.toml, pinned when the loop started" in str(starts[0])
+    assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1
     said = _agent_text(client, sid)
     assert "All gates passed" in said
     assert "Tests changed while the loop ran — review before trusting this pass" in said
@@ -229,15 +214,19 @@ def _sandbox_attack(
         + _write_cell(entry, _cheat_entry())
         + _write_cell(tests, "def test_add():\n    pass\n")
     )
-    model.push(tool_call(cell, title="cheat"), text("done"))
+    model.push(tool_call(cell, title="cheat"), text("All done."), text("Still done."))
     config = _config(
-        tmp_path, f'kernel = "sandbox"\nsandbox_tier = "{tier}"\nprotected_paths = ["test_calc.py"]\n'
+        tmp_path,
+        f'kernel = "sandbox"\nsandbox_tier = "{tier}"\nprotected_paths = ["test_calc.py"]\n'
+        "autonomous_max_continuations = 1\n",
     )
     client = spawn(model.base_url, CONTINUAL_ACP_CONFIG=config, **env)
     initialize(client)
     sid, _ = new_session(client, str(project))
-    prompt(client, sid, "work", timeout=120)
-    told = _tool_result_of_last_request(model)
+    client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
+    stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
+    assert stop == "max_turn_requests" and "All gates passed" not in _agent_text(client, sid)
+    told = "\n".join(str(m.get("content")) for m in model.requests[1]["messages"] if m.get("role") == "tool")
     assert told.count("REFUSED") == 3 and "WROTE" not in told, told
     assert gates.read_text() == original and not entry.exists()
     assert "assert add(2, 3) == 5" in tests.read_text()
@@ -249,14 +238,14 @@ def _sandbox_attack(
 
 
 @requires(probe_landlock().ok, "landlock tier unavailable")
-def test_landlock_cells_cannot_write_the_gate_file_or_a_harness_entry(
+def test_landlock_cells_cannot_rewrite_the_gate_file_mid_loop_a_harness_entry_or_a_protected_test(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
     _sandbox_attack(spawn, model, project, tmp_path, "landlock")
 
 
 @requires(probe_bubblewrap().ok, "bubblewrap tier unavailable")
-def test_bubblewrap_cells_cannot_write_the_gate_file_or_a_harness_entry(
+def test_bubblewrap_cells_cannot_rewrite_the_gate_file_mid_loop_a_harness_entry_or_a_protected_test(
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
     path = os.pathsep.join([os.path.dirname(shutil.which("bwrap") or ""), os.environ.get("PATH", "")])
