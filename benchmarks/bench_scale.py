@@ -553,6 +553,10 @@ def table(figures: dict[str, Any]) -> str:
     if peak:
         lines.append("")
         lines.append(f"Server peak RSS over all the loads above: {peak:.0f} MiB.")
+    notes = figures.get("notes", [])
+    if notes:  # measured separately (commands named), kept with the run they belong to
+        lines.append("")
+        lines += [f"* {note}" for note in notes]
     return "\n".join(lines)
 
 
