@@ -74,5 +74,5 @@ async def read_new_session(params: JsonObject, method: str) -> NewSessionParams:
     if problems or not isinstance(cwd, str) or not isinstance(servers, list):
         field, msg, _ = problems[0]
         errors = [frames.param_error([f], m, t) for f, m, t in problems]
-        raise AcpError.invalid_params(f"Invalid params for {method}: {field}: {msg}", {"errors": errors})
+        raise AcpError.invalid_params(f"Invalid params for {method}: {field}: {msg}", errors)
     return NewSessionParams(cwd, tuple(item for item in servers if isinstance(item, dict)), dirs)
