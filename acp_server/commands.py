@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.harness import commands as harness_commands
+from acp_server.rewind import command as rewind_command
+from acp_server.rewind import fork_command
 
 if TYPE_CHECKING:
     from acp_server.context import CommandContext
@@ -72,6 +74,16 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("why", "Why the harness holds an entry: its writers and their evidence", "<entry-id>"),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
     SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
+    SlashCommand(
+        "rewind",
+        "Go back to before your n-th last prompt: conversation and kernel variables (files with --files)",
+        "[n] [--files] | list",
+    ),
+    SlashCommand(
+        "fork",
+        "Start a new session from this one (conversation, local harness, kernel variables), now or before your n-th last prompt",
+        "[n]",
+    ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -146,6 +158,8 @@ class CommandRunner:
             "goal": goal,
             "mcp": mcp,
             "agents": agents,
+            "rewind": rewind_command,
+            "fork": fork_command,
         }
 
     async def run(self, name: str, argument: str) -> None:

@@ -24,8 +24,16 @@ from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.harness import events as harness_events
+from acp_server.initialize import SETUP_METHOD_ID
 from acp_server.open_session import OpenSession
-from acp_server.params import InitializeParams, NewSessionParams, read_initialize, read_new_session
+from acp_server.params import (
+    AuthenticateParams,
+    InitializeParams,
+    NewSessionParams,
+    read_authenticate,
+    read_initialize,
+    read_new_session,
+)
 from acp_server.presenter import TurnPresenter
 from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
         CancelNotification,
         CloseSessionRequest,
         DeleteSessionRequest,
+        ForkSessionRequest,
         ListSessionsRequest,
         LoadSessionRequest,
         ResumeSessionRequest,
@@ -61,7 +70,7 @@ SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 # Without a session answer this long after the agent is built, the background work starts anyway.
 BACKGROUND_DELAY = 1.0
-EXTENSION_PREFIX = "_harness/"
+EXTENSION_PREFIXES = ("_harness/", "_session/")
 
 
 class AcpServer:
@@ -82,6 +91,7 @@ class AcpServer:
         self.sessions: dict[str, OpenSession] = {}
         self._agent: Agent | None = None
         self._agent_error: str | None = None
+        self._config_error: frames.Frame | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self._background = anyio.Event()
@@ -121,13 +131,20 @@ class AcpServer:
             agent_cls, load_config = await anyio.to_thread.run_sync(
                 _import_agent, self._agent_prepare, abandon_on_cancel=True
             )
-            config = load_config()
+            try:
+                config = load_config()
+            except ValueError as exc:  # ConfigError, ConfigFileError, a backend combination: the user's
+                self._config_error = _config_error(exc)
+                raise
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
             self._agent.kernel_gate = asyncio.Event()
             log.info("agent ready %.0f ms after spawn", _since_spawn_ms())
         except Exception as exc:
-            log.exception("the agent failed to start")
+            if self._config_error is not None:
+                log.error("%s", self._config_error["message"])
+            else:
+                log.exception("the agent failed to start")
             self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
         finally:
             self._agent_ready.set()
@@ -159,6 +176,8 @@ class AcpServer:
 
     async def agent(self) -> Agent:
         await self._agent_ready.wait()
+        if self._agent is None and self._config_error is not None:
+            raise AcpError.from_error(self._config_error)
         if self._agent is None:
             raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
         return self._agent
@@ -276,6 +295,7 @@ class AcpServer:
             opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
         agent = await self.agent()
+        _check_session_id(agent, session_id)
         if not agent.session_exists(session_id):
             raise AcpError.session_not_found(session_id)
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
@@ -306,10 +326,12 @@ class AcpServer:
         # Read by hand (params.py): initialize and session/new race the background import of the
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
+        r.request("authenticate", reader=read_authenticate)(self.authenticate)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
         r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
+        r.request("session/fork", params_model="ForkSessionRequest")(self.fork_session)
         r.request("session/close", params_model="CloseSessionRequest")(self.close_session)
         r.request("session/delete", params_model="DeleteSessionRequest")(self.delete_session)
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
@@ -324,7 +346,7 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        return initialize_result(*self.advertised())
+        return initialize_result(*self.advertised(), req.client_capabilities)
 
     def initialized_early(self, params: JsonObject) -> None:
         """The first `initialize` was answered before this server existed (early_initialize.py):
@@ -334,9 +356,54 @@ class AcpServer:
         self.client = ClientCapabilities.from_initialize(initialize_params(params))
         self.warm_up()
 
+    async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """The setup method: `{}` once a model is set up (at once when the environment or the config
+        file already gave one), else -32000 naming `continual-acp setup`."""
+        if req.method_id != SETUP_METHOD_ID:
+            raise AcpError.invalid_params(
+                f"authenticate: unknown methodId {req.method_id!r}; this agent offers {SETUP_METHOD_ID!r}",
+                [frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")],
+            )
+        await self._require_model_setup(await self.agent())
+        return {}
+
+    async def _require_model_setup(self, agent: Agent) -> None:
+        """Sessions need a model: when the agent has none complete, the config is read again (the
+        user may have run `continual-acp setup` since this server started) and adopted, or -32000."""
+        if agent.config.model_setup_complete:
+            return
+        from agent_core import load_config
+        from agent_core.config import config_path
+
+        path = str(config_path(os.environ))
+        try:
+            fresh = await anyio.to_thread.run_sync(load_config)
+        except ValueError as exc:
+            raise AcpError.from_error(
+                frames.auth_required_error(
+                    f"Authentication required: the config is not valid ({exc}). Run `continual-acp setup` "
+                    "in a terminal to write a working one.",
+                    SETUP_METHOD_ID,
+                    path,
+                )
+            ) from None
+        agent.config.adopt_model_settings(fresh)
+        if agent.config.model_setup_complete:
+            log.info("model settings taken from %s", path)
+            return
+        raise AcpError.from_error(
+            frames.auth_required_error(
+                "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal "
+                f"(it asks for the endpoint, key and model and writes {path}), or pass CONTINUAL_ACP_MODEL "
+                "and OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) in the editor's env for this agent.",
+                SETUP_METHOD_ID,
+                path,
+            )
+        )
+
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
-        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIXES)]
         return methods, list(self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
@@ -345,6 +412,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/new", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         editor = self._new_editor()
         started = time.monotonic()
         try:
@@ -380,6 +448,8 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
+        _check_session_id(agent, req.session_id)
+        await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
         try:
@@ -431,6 +501,8 @@ class AcpServer:
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
+        _check_session_id(agent, req.session_id)
+        await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
             from agent_core.mcp import configure_mcp
@@ -443,6 +515,56 @@ class AcpServer:
         ctx.after_response.append(_start_mcp(opened.session))
         ctx.after_response.append(self.start_background)
         return session_setup(opened.session, _kernel_meta(agent))
+
+    async def fork_into(
+        self,
+        source: OpenSession,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        servers: list[ServerConfig] | None = None,
+    ) -> tuple[OpenSession, str]:
+        """Fork `source` (now, or before its `turns`-th last prompt) into a new session bound to this
+        connection; the new session and which kernel state it got. AcpError -32602 when it cannot be."""
+        from agent_core import KernelBackendUnavailable, SessionInUse
+
+        agent = await self.agent()
+        editor = self._new_editor()
+        try:
+            session, note = await agent.fork_session(
+                source.session, editor, turns=turns, cwd=cwd, mcp_servers=servers or ()
+            )
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
+        except ValueError as exc:  # ForkError, RewindError, a cwd that is not a directory
+            raise AcpError.invalid_params(f"session/fork: {exc}") from None
+        return self._bind(session, editor), note
+
+    async def fork_session(self, ctx: RequestContext, req: ForkSessionRequest) -> JsonObject:
+        cwd = _absolute_cwd(req.cwd)
+        servers = _mcp_servers("session/fork", req.mcp_servers)
+        agent = await self.agent()
+        await self._require_model_setup(agent)
+        source = await self.open_session(req.session_id)
+        meta = req.field_meta.get(frames.META_KEY) if isinstance(req.field_meta, dict) else None
+        turns = meta.get("beforePrompt") if isinstance(meta, dict) else None
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+            raise AcpError.invalid_params(
+                f"session/fork: _meta.{frames.META_KEY}.beforePrompt: must be an integer >= 1 (n-th last prompt)"
+            )
+        opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        self._advertise_commands(ctx, opened.session.id)
+        ctx.after_response.append(_start_mcp(opened.session))
+        return frames.fork_session_response(
+            opened.session.id,
+            modes_state(opened.session),
+            config_options(opened.session),
+            forked_from=source.session.id,
+            before_prompt=turns,
+            kernel_note=note,
+        )
 
     async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()
@@ -483,6 +605,7 @@ class AcpServer:
 
     async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
+        _check_session_id(agent, req.session_id)
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
@@ -494,6 +617,7 @@ class AcpServer:
         agent = await self.agent()
         from agent_core import SessionInUse
 
+        _check_session_id(agent, req.session_id)
         await self._forget(req.session_id)
         try:
             notice = await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
@@ -635,6 +759,36 @@ def _few_sessions(agent: Agent) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def _check_session_id(agent: Agent, session_id: str) -> None:
+    """-32602 naming the id when its directory is unsafe (a symbolic link, a file in its place):
+    client input, so never an internal error, and refused before anything follows the path. An id
+    that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
+    an unknown session (-32002 naming it), and deleting one is a no-op."""
+    from agent_core.transcript import UnsafeSessionPath
+
+    shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
+    try:
+        directory = agent.store.session_dir(session_id)
+    except UnsafeSessionPath as exc:
+        raise AcpError.invalid_params(f"sessionId {shown!r} is refused: {exc}") from None
+    except ValueError:
+        return
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise AcpError.invalid_params(
+            f"sessionId {shown!r} is refused: {directory} is not a directory (move the file away)"
+        )
+
+
+def _config_error(exc: ValueError) -> frames.Frame:
+    """The answer to every session request while the configuration is not valid (never defaults)."""
+    return frames.config_error(
+        f"the configuration is not valid: {exc}",
+        str(getattr(exc, "key", "") or ""),
+        str(getattr(exc, "source", "") or ""),
+        getattr(exc, "line", None),
+    )
 
 
 def _import_agent(

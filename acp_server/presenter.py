@@ -273,7 +273,7 @@ class TurnPresenter:
     async def _gate(self, event: GateStarted | GateOutput | GateFinished) -> None:
         """An autonomous-mode gate: a live execute card `Gate: <command>` ending with its verdict."""
         if isinstance(event, GateStarted):
-            card = GateCard(event.gate_id, event.command)
+            card = GateCard(event.gate_id, event.command, source=event.source)
             self._gates[event.gate_id] = card
             await self._send(card.start_update())
         elif isinstance(event, GateOutput):

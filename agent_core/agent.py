@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,9 +93,15 @@ class Agent:
     async def _kernel_pool(self) -> KernelPool:
         async with self._pool_lock:
             if self._pool is None:
+                from agent_core.control_plane.settings import RefereeSettings
                 from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
 
-                options = pool_options(self.config.kernel_backend, home=self.config.home)
+                protected = RefereeSettings.from_extra(self.config.extra).protected_paths
+                options = pool_options(
+                    self.config.kernel_backend,
+                    home=self.config.home,
+                    protected=tuple(Path(p).expanduser() for p in protected),
+                )
                 self._pool = KernelPool(
                     self.config.kernel_pool_size,
                     python=self.config.kernel_python,
@@ -123,7 +129,15 @@ class Agent:
                 from kernel_bridge.environment import check_ipykernel, resolve_interpreter
 
                 if not self._local_interpreter_checked:
-                    await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    try:
+                        await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    except KernelStartError as exc:
+                        if self.config.kernel_python is None:
+                            raise
+                        # Name the setting to fix, not only the interpreter it points at.
+                        raise KernelStartError(
+                            f"setting kernel_python = {self.config.kernel_python!r}: {exc}"
+                        ) from exc
                     self._local_interpreter_checked = True
                 return
             await (await self._kernel_pool()).check_backend()
@@ -321,14 +335,14 @@ class Agent:
 
     async def _open_saved(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
         existing = self._sessions.get(session_id)
         if existing is not None:
             # Already open here (the editor reopened the thread): keep the live kernel, whose state
             # is richer than its snapshot, and bind the session to the asking editor connection.
             existing.editor = editor
             configure_mcp(existing, mcp_servers, start=False)
-            return existing, self.store.load(session_id).events
+            return existing, self.store.iter_events(session_id)
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
         if cwd and not Path(resolve_cwd(cwd)).is_dir():
@@ -336,7 +350,7 @@ class Agent:
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
         try:
-            loaded = self.store.load(session_id)
+            loaded = self.store.load(session_id, events=False)  # the replay streams them (iter_events)
         except TranscriptDamaged:
             raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
@@ -355,12 +369,13 @@ class Agent:
             last_prompt_tokens=loaded.last_prompt_tokens,
         )
         session.repair_after_load()
-        return session, loaded.events
+        return session, self.store.iter_events(session_id, loaded.lines)
 
     async def load_session(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
-        """Reopen a saved session; returns the events to replay (in order). The kernel snapshot is restored."""
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
+        """Reopen a saved session; returns the events to replay, in order, read from the transcript as
+        they are taken (never all in memory at once). The kernel snapshot is restored."""
         session, events = await self._open_saved(session_id, cwd, editor, mcp_servers)
         await self._await_kernel(session)
         return session, events
@@ -371,6 +386,31 @@ class Agent:
         """Reopen a saved session without replay."""
         session, _ = await self._open_saved(session_id, cwd, editor, mcp_servers)
         return session
+
+    async def fork_session(
+        self,
+        source: Session,
+        editor: EditorPort,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
+    ) -> tuple[Session, str]:
+        """A new session from `source` as it is now, or as it was before its `turns`-th last prompt:
+        transcript, local harness, goal and kernel state (agent_core/fork.py); opened like a loaded
+        session. Returns it and a line saying which kernel state it got. `ForkError` / `RewindError`
+        (ValueErrors) when it cannot be made."""
+        from agent_core.fork import fork_point, prepare_fork
+
+        where = resolve_cwd(cwd or source.cwd)
+        if not Path(where).is_dir():
+            raise ValueError(f"session cwd {where!r} is not an existing directory")
+        await self.check_kernel_backend()
+        point = fork_point(source, turns)
+        new_id = f"sess_{uuid.uuid4().hex}"
+        note = await prepare_fork(source, new_id, where, point)
+        session, _ = await self._open_saved(new_id, where, editor, mcp_servers)
+        return session, note
 
     async def _await_kernel(self, session: Session) -> None:
         try:

@@ -169,6 +169,9 @@ class GateStarted:
 
     gate_id: str
     command: str
+    # Where the command came from, for the card ("project .continual-acp/gates.toml, pinned when
+    # the loop started"); empty in records written before it existed.
+    source: str = ""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ class KernelHandle:
         self._released = False  # stopped by `release`; the next cell starts a new one
         self.current_cell: str | None = None  # the cell running now (for status, interrupt, FileEdited)
         self.cells_run = 0  # cells started in this process (for `/kernel status`)
+        # Awaited once, with the kernel, right before the next cell runs (the prompt's checkpoint);
+        # the turn loop clears it before calling it.
+        self.before_cell: Callable[[KernelSession], Awaitable[None]] | None = None
         self.clock: Callable[[], float] = time.monotonic  # the agent's hibernation clock (injectable)
         self.last_used = self.clock()  # the last cell's start or end, or the kernel's start
         self.pinned = False  # `/kernel keep`: never hibernated
@@ -146,6 +149,7 @@ class KernelHandle:
             names,
             f"- kernel pid: {kernel.kernel_pid or 'unknown'}",
             f"- {kernel.guarantees.describe()}",
+            f"- {control_plane_line(kernel.guarantees)}",
         ]
         if hibernation_line:
             lines.append(f"- {hibernation_line}")
@@ -273,3 +277,17 @@ def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
 
     paths = getattr(getattr(kernel, "options", None), "snapshot", None)
     return read_manifest(paths) if paths is not None else None
+
+
+def control_plane_line(guarantees: Any) -> str:
+    """How `.continual-acp/` (gates, the project harness) is kept from cells on this backend."""
+    if getattr(guarantees, "confined", False):
+        return (
+            f"control plane (.continual-acp/: gates, project harness): read-only to cells "
+            f"(confined by {guarantees.tier})"
+        )
+    return (
+        "control plane (.continual-acp/: gates, project harness): writable by cells on this backend; "
+        "detected, not prevented: after every cell the server restores what the cell changed there "
+        "and holds it for review"
+    )

@@ -31,4 +31,16 @@ def why_reply(session: Any, argument: str) -> str:
     if len(words) != 1:
         return "Usage: /why <entry-id>  (e.g. /why test_command, or /why memory/test_command)"
     kind, _, entry_id = words[0].rpartition("/")
-    return render_why(why_answer(session, entry_id, kind=kind or None))
+    answer = why_answer(session, entry_id, kind=kind or None)
+    text = render_why(answer)
+    if not answer.current:
+        return text
+    from agent_core.entry_usage import UsageLedger, describe, usage_by_entry
+
+    usage = usage_by_entry(UsageLedger(session.agent_config.home).read())
+    lines = [
+        f"Use in prompts ({scope} `{entry.id}`): "
+        + describe(usage.get(entry.id) or usage.get(f"{scope}:{entry.id}"), created_at=entry.created_at)
+        for scope, entry in answer.current
+    ]
+    return text + "\n\n" + "\n".join(lines)

@@ -103,11 +103,17 @@ def _text(x: float, y: float, body: str, *, size: int = 12, anchor: str = "middl
 
 
 def _panel_svg(
-    panel: Panel, colors: dict[str, str], left: float, top: float, width: float, height: float, x_label: str
+    panel: Panel,
+    colors: dict[str, str],
+    box: tuple[float, float, float, float],
+    x_label: str,
+    note_rows: int,
 ) -> list[str]:
     out: list[str] = []
+    left, top, width, height = box
     plot_l, plot_r = left + 64, left + width - 14
-    plot_t, plot_b = top + 30, top + height - 64
+    # Every panel reserves the same room for notes, so plots side by side share their baseline.
+    plot_t, plot_b = top + 30, top + height - 64 - 13 * note_rows
     out.append(_text((plot_l + plot_r) / 2, top + 18, panel.title, size=14, extra=" font-weight='bold'"))
     points = [p for s in panel.series for p in s.points]
     if not points:
@@ -182,9 +188,11 @@ def _panel_svg(
         )
         out.append(_text(legend_x + 23, legend_y, series.name, size=11, anchor="start"))
         legend_x += 32 + 7 * len(series.name)
-    for index, note in enumerate(panel.notes):
+    for index, note in enumerate(panel.notes):  # under the legend, so a note never covers a line
         out.append(
-            _text(plot_r, plot_t + 14 + 14 * index, note, size=10, anchor="end", extra=" fill-opacity='0.7'")
+            _text(
+                plot_l, legend_y + 16 + 13 * index, note, size=10, anchor="start", extra=" fill-opacity='0.7'"
+            )
         )
     return out
 
@@ -219,18 +227,10 @@ def render_svg(
         body.append(
             _text(width / 2, 22 + (18 if title else 0), subtitle, size=12, extra=" fill-opacity='0.8'")
         )
+    note_rows = max(len(panel.notes) for panel in panels)
     for index, panel in enumerate(panels):
         row, col = divmod(index, columns)
-        body.extend(
-            _panel_svg(
-                panel,
-                colors,
-                col * panel_width,
-                header + row * panel_height,
-                panel_width,
-                panel_height,
-                x_label,
-            )
-        )
+        box = (col * panel_width, header + row * panel_height, panel_width, panel_height)
+        body.extend(_panel_svg(panel, colors, box, x_label, note_rows))
     body.append("</svg>")
     return "\n".join(body) + "\n"

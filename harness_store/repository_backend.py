@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness_store import write_listeners
 from harness_store.backend import Backend, Snapshot
 from harness_store.core import _SOURCE_BY_TRIGGER
 from harness_store.errors import HarnessStoreError
@@ -119,6 +120,7 @@ class RepositoryBackend(Backend):
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
         self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
         self._history = ProjectHistory(self.history_path)
+        self._written: list[Path] = []  # the files the current locked write touched (write_listeners)
 
     @property
     def default_scope(self) -> str:
@@ -236,10 +238,12 @@ class RepositoryBackend(Backend):
                 if isinstance(item, HarnessEntry):
                     entries[item.kind][item.id] = item
                     if repair:
+                        self._written.append(self.view_path(item.kind, item.id))
                         write_text_atomic(self.view_path(item.kind, item.id), render_entry(item))
                 else:
                     entries[item[0]].pop(item[1], None)
                     if repair:
+                        self._written.append(self.view_path(*item))
                         with contextlib.suppress(FileNotFoundError):
                             self.view_path(*item).unlink()
         for key, (first, second) in self._history.forks().items():
@@ -336,7 +340,13 @@ class RepositoryBackend(Backend):
         except OSError as exc:
             raise HarnessStoreError(f"cannot create the project harness {self.root}: {exc.strerror}") from exc
         with StoreLock(self.lock_path, self.lock_timeout):
-            yield
+            self._written = [self.root / ".gitattributes", self.root / ".gitignore"]
+            try:
+                yield
+            finally:
+                # Still under the lock: a guard checking under it sees the write whole or not at all.
+                written, self._written = self._written, []
+                write_listeners.notify(self.root, written)
 
     def conflicted_snapshot_locked(self) -> tuple[HarnessState, list[ProjectConflict]]:
         """The state a write starts from (files repaired) and the entries in conflict."""
@@ -370,6 +380,7 @@ class RepositoryBackend(Backend):
         self._write_tombstones(tombstones)
 
     def _write_tombstones(self, stones: Sequence[Tombstone]) -> None:
+        self._written.append(self.tombstones_path)
         write_text_atomic(self.tombstones_path, "".join(t.model_dump_json() + "\n" for t in stones))
 
     def commit_locked(self, before: HarnessState, after: HarnessState, result: RefinementResult) -> None:
@@ -384,11 +395,13 @@ class RepositoryBackend(Backend):
             if e.applied and e.id is not None
         }
         try:
+            self._written += [self.history_path, self.tombstones_path]
             self._history.append(result, parents)
             for edit in result.applied_edits:
                 if not edit.applied or edit.id is None:
                     continue
                 path = self.view_path(edit.kind, edit.id)
+                self._written.append(path)
                 if edit.after is not None:
                     write_text_atomic(path, render_entry(edit.after))
                     # What we just wrote needs no re-parse by our next read.

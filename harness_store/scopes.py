@@ -47,6 +47,14 @@ def merge_scopes(
     return HarnessState.build(entries, tombstones)
 
 
+# Recent prompt views by the identity of their source states (which they hold, so ids stay unique).
+_VIEWS: dict[tuple[int, ...], tuple[tuple[HarnessState | None, ...], HarnessState]] = {}
+
+
+def _empty(state: HarnessState | None) -> bool:
+    return state is None or (not state.tombstones and not any(state.entries.values()))
+
+
 @dataclass(frozen=True)
 class ScopeStates:
     """The three scopes' states read at one moment (`Scopes.states`)."""
@@ -67,8 +75,24 @@ class ScopeStates:
         return HarnessState.build(merge_scopes(self.global_, self.local, project).entries, tombstones)
 
     def prompt_view(self) -> HarnessState:
-        """The prompt's view: `merge_scopes(global, local, project)` (tombstones global first)."""
-        return merge_scopes(self.global_, self.local, self.project)
+        """The prompt's view: `merge_scopes(global, local, project)` (tombstones global first).
+
+        The same view object while no store changed (stores hand out their cached state until the
+        file changes), so the overview's word index built for it is reused by the next prompt."""
+        # An empty scope (a session's local store before its first entry) is read afresh each time:
+        # any empty state stands for any other.
+        sources = tuple(
+            None if _empty(state) else state for state in (self.global_, self.local, self.project)
+        )
+        ident = tuple(id(state) for state in sources)
+        hit = _VIEWS.get(ident)
+        if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
+            return hit[1]
+        view = merge_scopes(self.global_, self.local, self.project)
+        if len(_VIEWS) >= 8:
+            _VIEWS.pop(next(iter(_VIEWS)))
+        _VIEWS[ident] = (sources, view)
+        return view
 
 
 @dataclass(frozen=True)

@@ -296,6 +296,14 @@ class PanelActions:
             )
         except (ReviewAlreadyDecided, ReviewNotFound):  # removing the file is the claim
             return ActionResult(False, f"Proposal {proposal_id} was already decided elsewhere.")
+        if pending.held is not None:  # a cell's change to .continual-acp/: files, not a refinement
+            if outcome.status == "rejected":
+                return ActionResult(True, f"Rejected proposal {proposal_id}: the files stay as they were.")
+            if outcome.status != "applied":
+                return ActionResult(
+                    False, f"Proposal {proposal_id} was not fully applied.", None, list(outcome.errors)
+                )
+            return ActionResult(True, f"Applied proposal {proposal_id}: the cell's change is written back.")
         if outcome.status == "rejected":
             ids = list(outcome.tombstones)
             return self._direct(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -35,6 +35,9 @@ from agent_core.refinement.service import HarnessService, Policy
 from agent_core.refinement.trajectory import TrajectoryItem
 from harness_store import HarnessState, HarnessStore, ProjectStore, Proposal, RefinementResult, Scopes
 from harness_store.verify import PreApplyVerifier
+
+if TYPE_CHECKING:
+    from agent_core.control_plane.held import HeldChange
 
 __all__ = [
     "DEFAULT_AUTO_EVERY",
@@ -269,6 +272,10 @@ class RefinementCoordinator:
 
     def reviews_promotion(self, scope: Scope, kinds: set[str]) -> bool:
         return self.service.reviews_promotion(scope, kinds)
+
+    async def hold_change(self, held: HeldChange) -> PendingReview:
+        """Hold a cell's change to `.continual-acp/` as a pending review (`HarnessService.hold_change`)."""
+        return await self.service.hold_change(held)
 
     async def hold_promotion(
         self, proposal: Proposal, *, scope: Scope, entry: tuple[str, str]

@@ -23,6 +23,7 @@ import re
 import shutil
 from pathlib import Path
 
+from agent_core.control_plane.held import HeldChange
 from agent_core.refinement.records import PendingReview
 from harness_store import HarnessState, ProjectStore, Proposal, Store
 from harness_store.private_files import private_dir
@@ -127,6 +128,8 @@ class PendingFiles:
         }
         if pending.promotion_of is not None:
             body["promotion_of"] = list(pending.promotion_of)
+        if pending.held is not None:
+            body["held"] = pending.held.to_json()
         try:
             _private_dir(path.parent)
             write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
@@ -168,6 +171,7 @@ class PendingFiles:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             promotion = raw.get("promotion_of")
+            held = HeldChange.from_json(raw["held"]) if raw.get("held") is not None else None
             return PendingReview(
                 proposal_id=str(raw["proposal_id"]),
                 proposal=Proposal.model_validate(raw["proposal"]),
@@ -180,6 +184,7 @@ class PendingFiles:
                 promotion_of=(str(promotion[0]), str(promotion[1]))
                 if isinstance(promotion, list) and len(promotion) == 2
                 else None,
+                held=held,
             )
         except FileNotFoundError:
             return None  # decided meanwhile

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness_store import RefinementNotFound
 
 if TYPE_CHECKING:
+    from agent_core.control_plane.held import HeldChange
     from harness_store import HarnessState, Proposal, RefinementResult
 
 Scope = Literal["local", "global", "project"]  # trust (issue 15): + project
@@ -56,6 +57,9 @@ class PendingReview:
     # trust (issue 15): (kind, id) of the local entry this proposal promotes (`/promote`): approving
     # it also deletes the local copy, a second refinement that names this one.
     promotion_of: tuple[str, str] | None = None
+    # A change a cell made to `.continual-acp/` (agent_core.control_plane), already restored: the
+    # proposal has no edits; approving writes the held files back, rejecting discards them.
+    held: HeldChange | None = None
 
     @property
     def kinds(self) -> set[str]:
@@ -70,6 +74,20 @@ class PendingReview:
             "rationale": self.proposal.rationale,
             "expectedOutcome": self.proposal.expected_outcome,
             "edits": [edit.model_dump(exclude_none=True) for edit in self.proposal.edits],
+            **(
+                {
+                    "held": {
+                        "cellId": self.held.cell_id,
+                        "code": self.held.code,
+                        "when": self.held.when,
+                        "files": [
+                            {"path": f.path, "action": f.action, "diff": f.diff()} for f in self.held.files
+                        ],
+                    }
+                }
+                if self.held is not None
+                else {}
+            ),
         }
 
 

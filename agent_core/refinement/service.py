@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -58,6 +58,9 @@ from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult
 from harness_store.errors import ReviewNotFound
 from harness_store.validation import resolve_id
 from harness_store.verify import PreApplyVerifier
+
+if TYPE_CHECKING:
+    from agent_core.control_plane.held import HeldChange
 
 log = logging.getLogger(__name__)
 
@@ -468,6 +471,8 @@ class HarnessService:
     async def _decide_pending(
         self, pending: PendingReview, choice: ReviewChoice, edit_ids: Sequence[str] | None
     ) -> RefinementOutcome:
+        if pending.held is not None:
+            return await self._decide_held(pending, choice)
         proposal = _select(pending.proposal, edit_ids)
         store = self.scopes.store(pending.scope)
         if choice in ("reject", "reject_forever"):
@@ -517,6 +522,52 @@ class HarnessService:
             if removed is not None:
                 outcome = replace(outcome, refinement_ids=(result.id, removed.id))
         return outcome
+
+    async def hold_change(self, held: HeldChange) -> PendingReview:
+        """A cell changed `.continual-acp/` (already restored): hold it as a pending review of the
+        session (its pending dir: `/review`, `_harness/review` and the panel list it). Never asked
+        at once: the turn goes on and the card waits."""
+        pending = PendingReview(
+            proposal_id=new_job_id("p"),
+            proposal=Proposal(
+                summary=held.summary(),
+                rationale=f"cell {held.cell_id or '(none)'} wrote the control plane {held.when}",
+            ),
+            scope="local",
+            trigger="model",
+            baseline=HarnessState(),
+            source="agent",
+            held=held,
+        )
+        await self._hold(pending)
+        return pending
+
+    async def _decide_held(self, pending: PendingReview, choice: ReviewChoice) -> RefinementOutcome:
+        """A held control-plane change: approving writes the held files back, rejecting leaves the
+        files as they were before the cell (no refinement either way)."""
+        held = pending.held
+        assert held is not None
+        if choice in ("reject", "reject_forever"):
+            return RefinementOutcome(
+                pending.proposal_id,
+                pending.trigger,
+                pending.scope,
+                "rejected",
+                proposal_id=pending.proposal_id,
+                summary=pending.proposal.summary,
+                error="rejected in review: the files stay as they were before the cell",
+            )
+        problems = await anyio.to_thread.run_sync(held.write_back)
+        return RefinementOutcome(
+            pending.proposal_id,
+            pending.trigger,
+            pending.scope,
+            "refused" if problems else "applied",
+            proposal_id=pending.proposal_id,
+            summary=pending.proposal.summary,
+            error="; ".join(problems) or None,
+            errors=tuple(problems),
+        )
 
     async def _review_applied(
         self, refinement_id: str, choice: ReviewChoice, edit_ids: Sequence[str] | None

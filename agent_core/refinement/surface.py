@@ -279,6 +279,16 @@ class HarnessSurface:
 
     def preview(self, pending: PendingReview) -> tuple[dict[str, Any], ...]:
         """The proposal's edits as diffs against its store as it is now (blocking: call in a thread)."""
+        if pending.held is not None:  # a cell's change to .continual-acp/: its files, before -> after
+            return tuple(
+                {
+                    "path": f.path,
+                    "before": None if f.before is None else f.before.decode("utf-8", "replace"),
+                    "after": f.diff() if f.too_large else (f.after or b"").decode("utf-8", "replace"),
+                    "action": f.action,
+                }
+                for f in pending.held.files
+            )
         state = self._store(pending.scope).load()
         return preview_edits(pending, state, view_path=self.coordinator.view_path)
 

@@ -459,7 +459,9 @@ def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[s
         # No warm pool: each session cold-starts the one kernel it uses. A warm pool would start a
         # kernel for every server (most tests never run a cell) and refill it after each session,
         # doubling the kernels the suite starts. The pooled path is pinned by the shutdown tests
-        # (pool size 1, the product default) and by the kernel_bridge pool tests.
+        # (pool size 1, the product default), by test_acp_product_defaults.py (prompt, cancel, load,
+        # /refine, autonomous mode, subagents and MCP with both defaults on) and by the kernel_bridge
+        # pool tests.
         "CONTINUAL_ACP_KERNEL_POOL": "0",
         # The kernel starts at the first cell, not at session/new: most stdio tests never run one, and
         # a kernel start is ~1 s of CPU (ipykernel's imports, the server's zmq). The product default

@@ -7,6 +7,7 @@ device for a pipe, but epoll refuses it only later, inside the loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from acp_client import server_env
+
+from acp_server.pipes import open_reader
 
 # A hang is the failure this file pins: the bound only keeps a broken server from eating the run.
 EXIT_TIMEOUT_S = 20
@@ -51,11 +54,33 @@ def test_stdin_at_dev_null_exits_zero_without_a_traceback(tmp_path: Path) -> Non
     assert done.stdout == b""
 
 
-def test_stdin_and_stdout_at_dev_null_exit_zero_without_a_traceback(tmp_path: Path) -> None:
-    with open(os.devnull, "rb") as devnull_in, open(os.devnull, "wb") as devnull_out:
-        done = _serve(tmp_path, devnull_in, devnull_out)
+def test_stdout_at_dev_null_still_serves_to_the_end_of_input(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}}) + "\n"
+    )
+    with requests.open("rb") as stdin, open(os.devnull, "wb") as devnull_out:
+        done = _serve(tmp_path, stdin, devnull_out)
     assert done.returncode == 0, done.stderr.decode()
     assert b"Traceback" not in done.stderr, done.stderr.decode()
+
+
+def test_a_reader_over_dev_null_reads_the_end_without_an_event_loop_error() -> None:
+    """The transport's reader itself (serve exits before it when no byte ever comes)."""
+    errors: list[dict[str, object]] = []
+
+    async def read_to_end() -> bytes:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: errors.append(context))
+        fd = os.open(os.devnull, os.O_RDONLY)
+        try:
+            reader = await open_reader(fd)
+            # Before the fallback, asyncio's pipe reader never saw the end (epoll refused the fd).
+            return await asyncio.wait_for(reader.receive(), EXIT_TIMEOUT_S)
+        finally:
+            os.close(fd)
+
+    assert asyncio.run(read_to_end()) == b""
+    assert errors == []
 
 
 def test_stdin_from_a_regular_file_is_answered_then_exits_zero(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from system_deps import requires
 
 from agent_core.testing.scripted_model import ScriptedModelServer, response, text
 from harness_store import HarnessStore
@@ -50,7 +51,7 @@ def _plan() -> str:
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)")
+@requires(chromium_path() is not None, "needs Debian's chromium (apt-get install chromium)")
 async def test_a_refinement_by_a_running_session_appears_on_the_open_page(page: Page, tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ScriptedModelServer() as model, servers(home, model.base_url, config=MANUAL_ONLY) as group:
@@ -420,7 +421,7 @@ def test_the_panel_of_harness_ui_shows_a_running_refinement_as_not_quiescent_liv
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)")
+@requires(chromium_path() is not None, "needs Debian's chromium (apt-get install chromium)")
 async def test_the_sessions_tab_shows_a_session_busy_while_it_refines_without_a_reload(
     page: Page, in_server: InServer
 ) -> None:

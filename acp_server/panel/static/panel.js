@@ -238,7 +238,8 @@ function closeDetail() {
 function entryRow(e) {
   return h("tr", { "data-entry": `${e.store}/${e.kind}/${e.id}` },
     h("td", {}, h("a", { href: `#entry/${encodeURIComponent(e.store)}/${e.kind}/${encodeURIComponent(e.id)}`, text: e.key })),
-    h("td", {}, h("div", { text: e.title }), h("div", { class: "muted preview", text: e.preview })),
+    h("td", {}, h("div", { text: e.title }), h("div", { class: "muted preview", text: e.preview }),
+      e.usage ? h("div", { class: e.usage.review ? "usage review small" : "usage muted small", text: e.usage.text.replace(/\*\*/g, "") }) : null),
     h("td", {}, badge(e.scope, `scope-${e.scope}`), e.session_id ? h("div", { class: "muted small" }, sessionLink(e.session_id)) : null),
     h("td", {}, badge(e.trust, `trust-${e.trust}`)),
     h("td", { class: "num", text: `v${e.version}` }),
