@@ -295,7 +295,7 @@ class AcpServer:
             opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
         agent = await self.agent()
-        _check_session_id(agent, session_id)
+        check_session_id(agent, session_id)
         if not agent.session_exists(session_id):
             raise AcpError.session_not_found(session_id)
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
@@ -448,7 +448,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
@@ -501,7 +501,7 @@ class AcpServer:
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
@@ -605,7 +605,7 @@ class AcpServer:
 
     async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
@@ -617,7 +617,7 @@ class AcpServer:
         agent = await self.agent()
         from agent_core import SessionInUse
 
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         await self._forget(req.session_id)
         try:
             notice = await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
@@ -761,7 +761,7 @@ def _few_sessions(agent: Agent) -> bool:
     return True
 
 
-def _check_session_id(agent: Agent, session_id: str) -> None:
+def check_session_id(agent: Agent, session_id: str) -> None:
     """-32602 naming the id when its directory is unsafe (a symbolic link, a file in its place):
     client input, so never an internal error, and refused before anything follows the path. An id
     that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
