@@ -149,6 +149,16 @@ def _install_quiescence_file(server: Any) -> None:
     install(server)
 
 
+# What `serve` installs on the server before the first message (the method table's extensions); the
+# crafted-session-id sweep reads the same list, so a method added here is swept too.
+EXTENSIONS = (
+    _install_harness_methods,
+    _install_session_methods,
+    _install_subagent_cards,
+    _install_quiescence_file,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     from acp_server.import_costs import skip_unused_heavy_imports
@@ -190,12 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve_stdio(
             agent_factory=_build_agent,
             agent_prepare=_preload,
-            extensions=[
-                _install_harness_methods,
-                _install_session_methods,
-                _install_subagent_cards,
-                _install_quiescence_file,
-            ],
+            extensions=list(EXTENSIONS),
             advertised=((*HARNESS_METHODS, *SESSION_METHODS), HARNESS_NOTIFICATIONS),
             harden=_harden,
         )

@@ -22,7 +22,7 @@ from acp_server.capabilities import ClientCapabilities, initialize_result
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
+from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID
 from acp_server.open_session import OpenSession
@@ -295,7 +295,7 @@ class AcpServer:
             opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
         agent = await self.agent()
-        _check_session_id(agent, session_id)
+        check_session_id(agent, session_id)
         if not agent.session_exists(session_id):
             raise AcpError.session_not_found(session_id)
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
@@ -362,11 +362,7 @@ class AcpServer:
         if req.method_id != SETUP_METHOD_ID:
             raise AcpError.invalid_params(
                 f"authenticate: unknown methodId {req.method_id!r}; this agent offers {SETUP_METHOD_ID!r}",
-                {
-                    "errors": [
-                        frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")
-                    ]
-                },
+                [frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")],
             )
         await self._require_model_setup(await self.agent())
         return {}
@@ -423,7 +419,7 @@ class AcpServer:
             session = await agent.new_session(cwd, editor, servers, defer_setup=True)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
-                f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
+                f"session/new: {exc}", [frames.param_error(["cwd"], str(exc), "value_error")]
             ) from None
         except OSError as exc:
             raise _data_dir_error("session/new", agent, exc) from None
@@ -452,7 +448,7 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
@@ -501,11 +497,11 @@ class AcpServer:
             # Like session/new: a kernel cannot start in a directory that does not exist.
             raise AcpError.invalid_params(
                 f"session/resume: cwd {cwd!r} is not an existing directory",
-                {"errors": [{"loc": ["cwd"], "msg": "not an existing directory", "type": "value_error"}]},
+                [frames.param_error(["cwd"], "not an existing directory", "value_error")],
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
@@ -609,7 +605,7 @@ class AcpServer:
 
     async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
@@ -621,7 +617,7 @@ class AcpServer:
         agent = await self.agent()
         from agent_core import SessionInUse
 
-        _check_session_id(agent, req.session_id)
+        check_session_id(agent, req.session_id)
         await self._forget(req.session_id)
         try:
             notice = await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
@@ -715,7 +711,7 @@ def _kernel_meta(agent: Agent) -> JsonObject | None:
 
 def _in_use_error(exc: SessionInUse) -> AcpError:
     """The session is open in another continual-acp process (it holds the session's owner lock)."""
-    return AcpError(INVALID_REQUEST, str(exc), {"sessionId": exc.session_id, "ownerPid": exc.pid})
+    return AcpError.from_error(frames.session_in_use_error(str(exc), exc.session_id, exc.pid))
 
 
 def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
@@ -724,12 +720,14 @@ def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
     why = exc.strerror or str(exc)
     where = f" ({exc.filename})" if exc.filename and str(exc.filename) != home else ""
     log.error("%s: the data dir %s is not usable: %s%s", method, home, why, where)
-    return AcpError(
-        INTERNAL_ERROR,
-        f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
-        "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
-        "agent settings and restart the agent; `continual-acp doctor` checks it.",
-        {"home": home, "error": why},
+    return AcpError.from_error(
+        frames.data_dir_error(
+            f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
+            "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
+            "agent settings and restart the agent; `continual-acp doctor` checks it.",
+            home,
+            why,
+        )
     )
 
 
@@ -763,7 +761,7 @@ def _few_sessions(agent: Agent) -> bool:
     return True
 
 
-def _check_session_id(agent: Agent, session_id: str) -> None:
+def check_session_id(agent: Agent, session_id: str) -> None:
     """-32602 naming the id when its directory is unsafe (a symbolic link, a file in its place):
     client input, so never an internal error, and refused before anything follows the path. An id
     that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
@@ -823,7 +821,7 @@ def _mcp_servers(method: str, raw: object) -> list[ServerConfig]:
         return list(parse_servers(items))
     except McpConfigError as exc:
         error = {"loc": list(exc.loc), "msg": str(exc), "type": "value_error"}
-        raise AcpError.invalid_params(f"{method}: {exc}", {"errors": [error]}) from None
+        raise AcpError.invalid_params(f"{method}: {exc}", [error]) from None
 
 
 def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
@@ -841,7 +839,7 @@ def _absolute_cwd(cwd: str) -> str:
     if not os.path.isabs(cwd):
         raise AcpError.invalid_params(
             f"cwd must be an absolute path, got {cwd!r}",
-            {"errors": [{"loc": ["cwd"], "msg": "must be an absolute path", "type": "value_error"}]},
+            [frames.param_error(["cwd"], "must be an absolute path", "value_error")],
         )
     return cwd
 

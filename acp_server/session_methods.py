@@ -102,8 +102,10 @@ def install(server: HarnessHost) -> None:
 
     async def status(ctx: RequestContext, request: StatusParams) -> JsonObject:
         from acp_server import frames
+        from acp_server.methods import check_session_id
 
         agent = await server.agent()
+        check_session_id(agent, request.session_id)  # a symlinked or file-blocked dir: -32602 naming it
         if agent.get_session(request.session_id) is not None:
             return frames.session_status_response("open")
         if agent.session_exists(request.session_id):

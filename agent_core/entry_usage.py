@@ -14,7 +14,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +50,7 @@ class TurnUsage:
     cells_failed: int = 0
     gates_passed: int = 0
     gates_failed: int = 0
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def saw(self, overview: str) -> None:
         for key in prompt_entry_keys(overview):
@@ -66,7 +67,8 @@ class TurnUsage:
 
     def record(self, session_id: str, stop_reason: str, at: datetime | None = None) -> dict[str, Any]:
         return {
-            "at": (at or datetime.now(UTC)).isoformat(timespec="seconds"),
+            "started": self.started.isoformat(timespec="milliseconds"),
+            "at": (at or datetime.now(UTC)).isoformat(timespec="milliseconds"),
             "session": session_id,
             "entries": list(self.entries),
             "cells": self.cells,
@@ -122,6 +124,7 @@ class EntryUsage:
     failed_cell_turns: int = 0
     cancelled_turns: int = 0
     failed_gate_turns: int = 0
+    rolled_back_turns: int = 0  # turns whose refinement a user rolled back later
     bad_turns: int = 0  # turns that went badly in any way, each counted once
 
     def review_reason(self, *, created_at: str | None, now: datetime) -> str | None:
@@ -139,12 +142,59 @@ class EntryUsage:
         return None
 
 
-def usage_by_entry(records: Iterable[Mapping[str, Any]]) -> dict[str, EntryUsage]:
+def _when(text: object) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def rolled_back_turns(records: Sequence[Mapping[str, Any]], history: Iterable[Any]) -> set[int]:
+    """Indexes of the ledger `records` whose turn made a refinement that was later rolled back.
+
+    `history`: refinement records (`id`, `session_id`, `created_at`, `rollback_of`) of the stores.
+    A refinement belongs to the turn of its session that was running when it was made (a cell's
+    write), else to the last turn that ended before it (a review after the turn).
+    """
+    made: dict[str, tuple[str, datetime]] = {}
+    undone: list[str] = []
+    for record in history:
+        when = _when(getattr(record, "created_at", ""))
+        session = getattr(record, "session_id", None)
+        if when is not None and session:
+            made[str(record.id)] = (str(session), when)
+        if getattr(record, "rollback_of", None):
+            undone.append(str(record.rollback_of))
+    turns: list[tuple[int, str, datetime | None, datetime | None]] = [
+        (i, str(r.get("session")), _when(r.get("started")), _when(r.get("at"))) for i, r in enumerate(records)
+    ]
+    out: set[int] = set()
+    for refinement_id in undone:
+        if refinement_id not in made:
+            continue
+        session, when = made[refinement_id]
+        mine = [(i, start, end) for i, s, start, end in turns if s == session and end is not None]
+        during = [
+            i for i, start, end in mine if start is not None and end is not None and start <= when <= end
+        ]
+        before = [(end, i) for i, _, end in mine if end is not None and end <= when]
+        if during:
+            out.add(during[0])
+        elif before:
+            out.add(max(before)[1])
+    return out
+
+
+def usage_by_entry(
+    records: Sequence[Mapping[str, Any]], rolled_back: set[int] | None = None
+) -> dict[str, EntryUsage]:
     out: dict[str, EntryUsage] = {}
-    for record in records:
+    for index, record in enumerate(records):
         failed_cells = int(record.get("cells_failed") or 0) > 0
         cancelled = record.get("stop_reason") == "cancelled"
         failed_gates = int(record.get("gates_failed") or 0) > 0
+        undone = rolled_back is not None and index in rolled_back
         for key in record.get("entries") or []:
             usage = out.setdefault(str(key), EntryUsage())
             usage.turns += 1
@@ -154,8 +204,29 @@ def usage_by_entry(records: Iterable[Mapping[str, Any]]) -> dict[str, EntryUsage
             usage.failed_cell_turns += failed_cells
             usage.cancelled_turns += cancelled
             usage.failed_gate_turns += failed_gates
-            usage.bad_turns += failed_cells or cancelled or failed_gates
+            usage.rolled_back_turns += undone
+            usage.bad_turns += failed_cells or cancelled or failed_gates or undone
     return out
+
+
+def home_usage(home: Path) -> dict[str, EntryUsage]:
+    """Every entry's usage from the data dir's ledger, rollbacks of turns' refinements included
+    (the global store's history and the local histories of the sessions in the ledger)."""
+    from harness_store import HarnessStore
+
+    records = UsageLedger(home).read()
+    roots = [home / "harness"] + [
+        home / "sessions" / session / "harness"
+        for session in sorted({str(r.get("session")) for r in records})
+    ]
+    history: list[Any] = []
+    for root in roots:
+        if (root / "refinements.jsonl").is_file():
+            try:
+                history += list(HarnessStore(root).history())
+            except Exception as exc:  # a damaged store must not hide the usage
+                log.warning("cannot read the refinement history in %s: %s", root, exc)
+    return usage_by_entry(records, rolled_back_turns(records, history))
 
 
 def describe(usage: EntryUsage | None, *, created_at: str | None, now: datetime | None = None) -> str:
@@ -173,6 +244,7 @@ def describe(usage: EntryUsage | None, *, created_at: str | None, now: datetime 
                 (usage.failed_cell_turns, "with failed cells"),
                 (usage.cancelled_turns, "cancelled"),
                 (usage.failed_gate_turns, "with failed gates"),
+                (usage.rolled_back_turns, "whose refinement was rolled back"),
             )
             if n
         ]
@@ -193,7 +265,7 @@ def usage_section(
     keys = prompt_entry_keys(overview)
     if not keys:
         return ""
-    usage = usage_by_entry(UsageLedger(home).read())
+    usage = home_usage(home)
     lines = ["### Use in prompts"]
     for key in keys:
         created = getattr(entries.get(key), "created_at", None)

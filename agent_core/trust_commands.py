@@ -35,9 +35,9 @@ def why_reply(session: Any, argument: str) -> str:
     text = render_why(answer)
     if not answer.current:
         return text
-    from agent_core.entry_usage import UsageLedger, describe, usage_by_entry
+    from agent_core.entry_usage import describe, home_usage
 
-    usage = usage_by_entry(UsageLedger(session.agent_config.home).read())
+    usage = home_usage(session.agent_config.home)
     lines = [
         f"Use in prompts ({scope} `{entry.id}`): "
         + describe(usage.get(entry.id) or usage.get(f"{scope}:{entry.id}"), created_at=entry.created_at)

@@ -20,7 +20,7 @@ from typing import Any
 from acp_server.panel.diffs import line_diff
 from acp_server.panel.evidence import EvidenceReader
 from acp_server.panel.sessions import describe_sessions, session_ids
-from agent_core.entry_usage import EntryUsage, UsageLedger, usage_by_entry
+from agent_core.entry_usage import EntryUsage, home_usage
 from agent_core.entry_usage import describe as describe_usage
 
 GLOBAL = "global"
@@ -268,7 +268,7 @@ class PanelData:
         words = (query or "").lower().split()
         rows: list[dict[str, Any]] = []
         counts = {k: 0 for k in KIND_ORDER}
-        usage = usage_by_entry(UsageLedger(self.home).read())
+        usage = home_usage(self.home)
         for view in self.views(scope, session):
             state = view.store.load()
             for entry_kind in KIND_ORDER:
@@ -304,7 +304,7 @@ class PanelData:
             for r in reversed(view.records)
             if any(e.applied and e.kind == kind and e.id == entry_id for e in r.applied_edits)
         ]
-        row = _entry_row(view, current, entry_id, usage_by_entry(UsageLedger(self.home).read()))
+        row = _entry_row(view, current, entry_id, home_usage(self.home))
         row.update(
             content=current.content,
             reference=current.reference,

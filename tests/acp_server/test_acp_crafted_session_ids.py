@@ -22,53 +22,62 @@ NO_SESSION = {"initialize", "authenticate", "session/new", "session/list"}
 
 
 def _table() -> Any:
-    from acp_server.cli import _install_harness_methods, _install_quiescence_file, _install_subagent_cards
+    from acp_server.cli import EXTENSIONS
     from acp_server.methods import AcpServer
     from acp_server.registry import MethodRegistry
 
     table = MethodRegistry()
     server = AcpServer(table)
-    for install in (_install_harness_methods, _install_subagent_cards, _install_quiescence_file):
+    for install in EXTENSIONS:
         install(server)
     return table
 
 
-def _takes_session_id(spec: Any) -> bool | None:
-    """Whether a method's params carry `sessionId` (None: the table does not say)."""
+def _takes_session_id(spec: Any) -> bool:
+    """Whether a method's params carry `sessionId`: its schema model says so, or (a method read by
+    its own reader) reading its other params without one is refused naming `sessionId`."""
+    import asyncio
+
     import acp.schema
 
-    from acp_server.harness.params import MODELS
+    from acp_server.errors import AcpError
+    from acp_server.registry import RequestContext
 
     model = spec.params_model
-    if isinstance(model, str):
-        names = [model]
-    elif model is not None:  # a wire union chosen from the params
-        names = [model({}), model({"type": "boolean"})]
-    elif spec.name in MODELS:
-        return "session_id" in MODELS[spec.name].model_fields
-    else:
-        return None
-    return all("session_id" in getattr(acp.schema, name).model_fields for name in names)
+    if isinstance(model, str) or model is not None:
+        names = [model] if isinstance(model, str) else [model({}), model({"type": "boolean"})]
+        return all("session_id" in getattr(acp.schema, name).model_fields for name in names)
+    ctx = RequestContext(connection=None, method=spec.name, request_id=1, is_notification=False)  # type: ignore[arg-type]
+
+    async def probe() -> bool:
+        try:
+            await spec.call(ctx, dict(EXTRA.get(spec.name, {})))
+        except AcpError as exc:
+            return "sessionId" in exc.message
+        except Exception:
+            return False
+        return False
+
+    return asyncio.run(probe())
 
 
 def _session_methods() -> list[str]:
     table = _table()
     methods = []
     for name in table.names():
-        takes = _takes_session_id(table.get(name))
-        if takes is None or not takes:
+        if not _takes_session_id(table.get(name)):
             assert name in NO_SESSION, f"{name}: classify it (does it take a sessionId?)"
             continue
         methods.append(name)
     return methods
 
 
-SESSION_METHODS = _session_methods()
 # The other params each method needs to reach its session lookup (valid, so only the id is wrong).
 EXTRA: dict[str, dict[str, object]] = {
     "session/prompt": {"prompt": [{"type": "text", "text": "hi"}]},
     "session/load": {"cwd": "/", "mcpServers": []},
     "session/resume": {"cwd": "/"},
+    "session/fork": {"cwd": "/", "mcpServers": []},
     "session/set_mode": {"modeId": "ask"},
     "session/set_config_option": {"configId": "mode", "value": "ask"},
     "_harness/show": {"refinementId": "ref_1"},
@@ -76,7 +85,10 @@ EXTRA: dict[str, dict[str, object]] = {
     "_harness/review": {"proposalId": "prop_1", "decision": "reject"},
     "_harness/why": {"entryId": "entry_1"},
     "_harness/await_quiescence": {"timeoutMs": 0},
+    "_session/steer": {"prompt": [{"type": "text", "text": "hi"}]},
+    "session/set_title": {"title": "a title"},
 }
+SESSION_METHODS = _session_methods()
 CRAFTED = {
     "too_long": "s" * 300,
     "dot_dot": "..",

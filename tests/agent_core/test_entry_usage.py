@@ -11,11 +11,12 @@ from agent_core.entry_usage import (
     TurnUsage,
     UsageLedger,
     describe,
+    home_usage,
     prompt_entry_keys,
     usage_by_entry,
     usage_section,
 )
-from harness_store import HarnessState, render_overview
+from harness_store import HarnessState, HarnessStore, render_overview
 from harness_store.models import HarnessEntry
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -43,7 +44,7 @@ def test_the_keys_of_a_rendered_overview_are_read_back_exactly() -> None:
 
 
 def test_a_turn_counts_its_cells_gates_and_entries() -> None:
-    usage = TurnUsage()
+    usage = TurnUsage(started=NOW - timedelta(seconds=5))
     usage.saw(_overview(_entry("a")))
     usage.saw(_overview(_entry("a"), _entry("b")))  # a later request of the same turn
     usage.note(ev.CellFinished("c1", "completed"))
@@ -52,7 +53,8 @@ def test_a_turn_counts_its_cells_gates_and_entries() -> None:
     usage.note(ev.GateFinished("g2", "pytest", "failed", "not rerun: unchanged", None))
     record = usage.record("sess_1", "end_turn", at=NOW)
     assert record == {
-        "at": "2026-12-01T12:00:00+00:00", "session": "sess_1", "entries": ["a", "b"], "cells": 2,
+        "started": "2026-12-01T11:59:55.000+00:00", "at": "2026-12-01T12:00:00.000+00:00",
+        "session": "sess_1", "entries": ["a", "b"], "cells": 2,
         "cells_failed": 1, "gates_passed": 0, "gates_failed": 1, "stop_reason": "end_turn",
     }  # fmt: skip
 
@@ -81,7 +83,7 @@ def test_usage_per_entry_counts_turns_last_use_and_bad_turns() -> None:
     usage = usage_by_entry(records)
     assert usage["a"] == EntryUsage(
         turns=3, last_used="2026-12-01T10:00:00+00:00", failed_cell_turns=1, cancelled_turns=1,
-        failed_gate_turns=1, bad_turns=2,
+        failed_gate_turns=1, rolled_back_turns=0, bad_turns=2,
     )  # fmt: skip
     assert usage["b"].turns == 1 and usage["b"].bad_turns == 1
 
@@ -112,3 +114,30 @@ def test_the_harness_command_section_lists_each_entry_shown(tmp_path: Path) -> N
     assert section.splitlines()[0] == "### Use in prompts"
     assert "- `a`: in the prompt for 1 turn, last 2026-12-01; no failures" in section
     assert "- `b`: never in a prompt yet — **marked for review**: never in a prompt in 30 days" in section
+
+
+def test_a_turn_whose_refinement_a_user_rolled_back_counts_against_the_entries_it_showed(
+    tmp_path: Path,
+) -> None:
+    from harness_store.models import Proposal
+
+    home = tmp_path / "home"
+    store = HarnessStore(home / "harness")
+    seed = Proposal.model_validate(
+        {"edits": [{"action": "create", "kind": "memory", "title": "Hint", "content": "A hint."}]}
+    )
+    store.apply(seed, scope="global", trigger="user")
+    ledger = UsageLedger(home)
+    # Turn 1 of session s showed the hint and, during it, wrote a refinement that a user rolled back.
+    turn = TurnUsage(entries=["hint"], started=datetime.now(UTC) - timedelta(seconds=30))
+    made = store.apply(
+        Proposal.model_validate({"edits": [{"action": "create", "kind": "memory", "title": "Bad", "content": "x"}]}),
+        scope="global", trigger="model", session_id="s",
+    )  # fmt: skip
+    ledger.append(turn.record("s", "end_turn"))
+    ledger.append(TurnUsage(entries=["hint"]).record("s", "end_turn"))  # turn 2: nothing undone
+    assert home_usage(home)["hint"].rolled_back_turns == 0
+    store.rollback(made.id)
+    usage = home_usage(home)["hint"]
+    assert (usage.turns, usage.rolled_back_turns, usage.bad_turns) == (2, 1, 1)
+    assert "1 whose refinement was rolled back" in describe(usage, created_at=None)

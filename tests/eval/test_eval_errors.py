@@ -10,7 +10,7 @@ import pytest
 
 from continual_eval.cli import main
 from continual_eval.runner import Endpoint, RunOptions, plan_arm, run
-from continual_eval.task import load_task
+from continual_eval.task import TaskError, load_task
 
 TASKS = Path(__file__).parent / "tasks"
 
@@ -70,3 +70,29 @@ def test_a_server_that_dies_at_start_is_a_failed_session_with_its_error_and_the_
     folder = tmp_path / "out" / "traces" / "bad-lesson" / "frozen" / "session-1"
     assert json.loads((folder / "session.json").read_text())["exit_code"] == 3
     assert (folder / "server.log").read_text() == "boom\n"
+
+
+def test_the_seeded_arm_starts_each_session_from_the_tasks_seed_harness(tmp_path: Path) -> None:
+    from continual_eval.runner import _prepare_harness, _server_env
+    from harness_store import HarnessStore
+
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.toml").write_text("prompt = 'x'\n[checker]\ncommand = 'true'\n")
+    seed = {
+        "summary": "notes",
+        "edits": [{"action": "create", "kind": "memory", "title": "Seed", "content": "A."}],
+    }
+    (folder / "seed.json").write_text(json.dumps(seed))
+    task = load_task(folder)
+    assert task.seed == folder / "seed.json"
+    arm = tmp_path / "arm"
+    env = _server_env(arm, Endpoint(scripted=True), "http://127.0.0.1:9/v1")
+    argv = (sys.executable, "-m", "acp_server")
+    store = HarnessStore(arm / "home" / "harness")
+    for _ in range(2):  # re-imported before every session: never two copies, never a learned extra
+        _prepare_harness(plan_arm("seeded"), task, arm, env, argv)
+        assert [e.title for e in store.load().entries["memory"].values()] == ["Seed"]
+    (folder / "seed.json").write_text('{"edits": [{"action": "update", "kind": "memory", "id": "nope"}]}')
+    with pytest.raises(TaskError, match="the harness import failed"):
+        _prepare_harness(plan_arm("seeded"), load_task(folder), arm, env, argv)
