@@ -152,12 +152,12 @@ def session_not_found_error(session_id: str) -> Frame:
     )
 
 
-def session_in_use_error(message: str, session_id: str, owner_pid: int) -> Frame:
+def session_in_use_error(message: str, session_id: str, owner_pid: int | None) -> Frame:
     """-32600: another continual-acp process holds the session's owner lock."""
     return rpc_error(INVALID_REQUEST, message, {"sessionId": session_id, "ownerPid": owner_pid})
 
 
-def model_error(message: str, endpoint: str, status: int | None) -> Frame:
+def model_error(message: str, endpoint: str | None, status: int | None) -> Frame:
     """-32603 answering a prompt whose model call failed for good (which endpoint, which status)."""
     return rpc_error(INTERNAL_ERROR, message, {"endpoint": endpoint, "status": status})
 

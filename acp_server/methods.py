@@ -22,7 +22,7 @@ from acp_server.capabilities import ClientCapabilities, initialize_result
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
+from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID
 from acp_server.open_session import OpenSession
@@ -363,11 +363,7 @@ class AcpServer:
         if req.method_id != SETUP_METHOD_ID:
             raise AcpError.invalid_params(
                 f"authenticate: unknown methodId {req.method_id!r}; this agent offers {SETUP_METHOD_ID!r}",
-                {
-                    "errors": [
-                        frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")
-                    ]
-                },
+                [frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")],
             )
         await self._require_model_setup(await self.agent())
         return {}
@@ -424,7 +420,7 @@ class AcpServer:
             session = await agent.new_session(cwd, editor, servers, defer_setup=True)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
-                f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
+                f"session/new: {exc}", [frames.param_error(["cwd"], str(exc), "value_error")]
             ) from None
         except OSError as exc:
             raise _data_dir_error("session/new", agent, exc) from None
@@ -502,7 +498,7 @@ class AcpServer:
             # Like session/new: a kernel cannot start in a directory that does not exist.
             raise AcpError.invalid_params(
                 f"session/resume: cwd {cwd!r} is not an existing directory",
-                {"errors": [{"loc": ["cwd"], "msg": "not an existing directory", "type": "value_error"}]},
+                [frames.param_error(["cwd"], "not an existing directory", "value_error")],
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
@@ -716,7 +712,7 @@ def _kernel_meta(agent: Agent) -> JsonObject | None:
 
 def _in_use_error(exc: SessionInUse) -> AcpError:
     """The session is open in another continual-acp process (it holds the session's owner lock)."""
-    return AcpError(INVALID_REQUEST, str(exc), {"sessionId": exc.session_id, "ownerPid": exc.pid})
+    return AcpError.from_error(frames.session_in_use_error(str(exc), exc.session_id, exc.pid))
 
 
 def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
@@ -725,12 +721,14 @@ def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
     why = exc.strerror or str(exc)
     where = f" ({exc.filename})" if exc.filename and str(exc.filename) != home else ""
     log.error("%s: the data dir %s is not usable: %s%s", method, home, why, where)
-    return AcpError(
-        INTERNAL_ERROR,
-        f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
-        "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
-        "agent settings and restart the agent; `continual-acp doctor` checks it.",
-        {"home": home, "error": why},
+    return AcpError.from_error(
+        frames.data_dir_error(
+            f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
+            "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
+            "agent settings and restart the agent; `continual-acp doctor` checks it.",
+            home,
+            why,
+        )
     )
 
 
@@ -824,7 +822,7 @@ def _mcp_servers(method: str, raw: object) -> list[ServerConfig]:
         return list(parse_servers(items))
     except McpConfigError as exc:
         error = {"loc": list(exc.loc), "msg": str(exc), "type": "value_error"}
-        raise AcpError.invalid_params(f"{method}: {exc}", {"errors": [error]}) from None
+        raise AcpError.invalid_params(f"{method}: {exc}", [error]) from None
 
 
 def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
@@ -842,7 +840,7 @@ def _absolute_cwd(cwd: str) -> str:
     if not os.path.isabs(cwd):
         raise AcpError.invalid_params(
             f"cwd must be an absolute path, got {cwd!r}",
-            {"errors": [{"loc": ["cwd"], "msg": "must be an absolute path", "type": "value_error"}]},
+            [frames.param_error(["cwd"], "must be an absolute path", "value_error")],
         )
     return cwd
 

@@ -74,7 +74,7 @@ async def read_new_session(params: JsonObject, method: str) -> NewSessionParams:
     if problems or not isinstance(cwd, str) or not isinstance(servers, list):
         field, msg, _ = problems[0]
         errors = [frames.param_error([f], m, t) for f, m, t in problems]
-        raise AcpError.invalid_params(f"Invalid params for {method}: {field}: {msg}", {"errors": errors})
+        raise AcpError.invalid_params(f"Invalid params for {method}: {field}: {msg}", errors)
     return NewSessionParams(cwd, tuple(item for item in servers if isinstance(item, dict)), dirs)
 
 
@@ -92,10 +92,6 @@ async def read_authenticate(params: JsonObject, method: str) -> AuthenticatePara
         msg = "Field required" if method_id is None else "must be a string"
         raise AcpError.invalid_params(
             f"Invalid params for {method}: methodId: {msg}",
-            {
-                "errors": [
-                    frames.param_error(["methodId"], msg, "missing" if method_id is None else "string_type")
-                ]
-            },
+            [frames.param_error(["methodId"], msg, "missing" if method_id is None else "string_type")],
         )
     return AuthenticateParams(method_id)

@@ -18,7 +18,7 @@ from acp_server import frames
 from acp_server.commands import SKILL_PREFIX, CommandRunner, parse_command, skill_prompt
 from acp_server.config_options import config_options
 from acp_server.context import CommandContext
-from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.errors import AcpError
 from acp_server.harness.review import ask_pending_reviews, wait_for_settlement
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: in
             async for event in opened.session.run_turn(parts):
                 await presenter.present(event)
         except ModelError as exc:
-            failure = AcpError(INTERNAL_ERROR, exc.message, {"endpoint": exc.endpoint, "status": exc.status})
+            failure = AcpError.from_error(frames.model_error(exc.message, exc.endpoint, exc.status))
         finally:
             if opened.cancel_generation != generation and presenter.stop_reason is None:
                 presenter.stop_reason = "cancelled"

@@ -16,12 +16,12 @@ a proposal file that `continual-acp harness import` can bring back into another 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness_store import KINDS, HarnessEntry, Proposal, RefinementResult, Store
+from harness_store.private_files import write_atomic
 
 TARGETS = ("project", "global")
 REASON_PREFIX = "promoted to"
@@ -222,11 +222,8 @@ def deletion_notice(local_store: Store, session_id: str, export_dir: Path) -> De
     saved: Path | None = export_dir / f"{session_id}.json"
     try:
         export_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = export_dir / f".{session_id}.json.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(proposal, fh, indent=2, ensure_ascii=False, sort_keys=True)
-        os.replace(tmp, export_dir / f"{session_id}.json")
+        text = json.dumps(proposal, indent=2, ensure_ascii=False, sort_keys=True)
+        write_atomic(export_dir / f"{session_id}.json", text, sync=False)
     except OSError:
         saved = None
     lines = [

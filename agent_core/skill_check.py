@@ -276,16 +276,31 @@ class SkillChecker:
     ) -> SkillCheck:
         """Run the check cell for `entry` in a fresh kernel with `cwd` and `sys_path`; a skill that
         writes `.continual-acp/` (gates, the project harness) or a `protected` path is refused."""
+        from agent_core.autonomy.tamper import TamperWatch, restore
         from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
 
         guard = ControlPlaneGuard([Path(cwd) / CONTROL_DIR])
         guard.ensure_baseline()
+        # The protected paths too, by content: a process the skill starts is not seen by the hook.
+        watch = (
+            await asyncio.to_thread(TamperWatch.start, cwd, patterns=(), gates=(), protected=protected)
+            if protected
+            else None
+        )
         try:
             check = await self._run(entry, cwd=cwd, sys_path=sys_path)
             held = guard.check("skill-check", entry.id, when="during its skill check")
         finally:
             guard.close()
-        return refuse_writes(check, Path(cwd), protected, held.files if held else ())
+        touched: list[str] = []
+        if watch is not None:
+            changed = (await asyncio.to_thread(watch.changes)).protected
+            failed = restore(watch, changed)
+            touched = [
+                f"{c.path}: the protected path {c.path}" + ("" if c.path in failed else " (restored)")
+                for c in changed
+            ]
+        return refuse_writes(check, Path(cwd), protected, held.files if held else (), touched)
 
     async def _run(
         self, entry: HarnessEntry, *, cwd: str | os.PathLike[str], sys_path: Sequence[str] = ()
@@ -317,7 +332,11 @@ class SkillChecker:
 
 
 def refuse_writes(
-    check: SkillCheck, cwd: Path, protected: Sequence[str], control_plane: Sequence[Any] = ()
+    check: SkillCheck,
+    cwd: Path,
+    protected: Sequence[str],
+    control_plane: Sequence[Any] = (),
+    touched: Sequence[str] = (),
 ) -> SkillCheck:
     """`check`, refused when the skill wrote the control plane (`control_plane`: what the
     before/after comparison found and restored) or a path under `.continual-acp/` or `protected`."""
@@ -332,6 +351,7 @@ def refuse_writes(
     bad: list[str] = [
         f"{held.path}: .continual-acp/ (gates, the project harness; restored)" for held in control_plane
     ]
+    bad += touched
     for path in check.written:
         if path.startswith("(process)"):
             continue

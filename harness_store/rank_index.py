@@ -13,6 +13,7 @@ caches hold the dicts they describe, so an id is never reused while cached.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ class RankIndex:
     postings: dict[str, list[str]]  # word -> keys of visible entries holding it
     by_rank: dict[int, list[str]]  # trust rank -> visible keys, newest first
     ranks: dict[str, int]  # key -> trust rank (visible entries only)
+    position: dict[str, int]  # key -> place in newest-first order (recency as one int lookup)
     size: int  # len(items) when built: a dict grown or shrunk since is indexed again
 
 
@@ -65,7 +67,9 @@ def index_for(
             postings.setdefault(word, []).append(key)
     for keys in by_rank.values():
         keys.sort(key=lambda k: (items[k].updated_at, k), reverse=True)
-    index = RankIndex(postings, by_rank, ranks, len(items))
+    newest = sorted(ranks, key=lambda k: (items[k].updated_at, k), reverse=True)
+    position = {key: place for place, key in enumerate(newest)}
+    index = RankIndex(postings, by_rank, ranks, position, len(items))
     _remember(_indexes, ident, (items, index))  # type: ignore[arg-type]
     return index
 
@@ -74,19 +78,19 @@ def ranked_from_index(
     items: dict[str, HarnessEntry], index: RankIndex, query_words: frozenset[str], limit: int
 ) -> list[tuple[str, HarnessEntry]]:
     """The same choice as the plain pass: by (relevance, trust, recency), `limit` at most."""
-    counts: dict[str, int] = {}
+    counts: Counter[str] = Counter()
     for word in query_words:
-        for key in index.postings.get(word, ()):
-            counts[key] = counts.get(key, 0) + 1
+        counts.update(index.postings.get(word, ()))  # counted in C
     buckets: dict[tuple[int, int], list[str]] = {}
+    ranks = index.ranks
     for key, relevance in counts.items():
-        buckets.setdefault((-relevance, index.ranks[key]), []).append(key)
+        buckets.setdefault((-relevance, ranks[key]), []).append(key)
     chosen: list[tuple[str, HarnessEntry]] = []
     for group in sorted(buckets):
         need = limit - len(chosen)
         if need <= 0:
             return chosen
-        newest = heapq.nlargest(need, buckets[group], key=lambda k: (items[k].updated_at, k))
+        newest = heapq.nsmallest(need, buckets[group], key=index.position.__getitem__)
         chosen.extend((k, items[k]) for k in newest)
     for rank in sorted(index.by_rank):  # then the entries sharing no word, trust then recency
         for key in index.by_rank[rank]:

@@ -142,4 +142,4 @@ def read(method: str, params: JsonObject) -> HarnessParams:
             message = f"Invalid params for {method}: {key}: must be a non-empty string"
         else:
             message = f"{method}: {key} {must}"
-        raise AcpError.invalid_params(message, {"errors": errors}) from None
+        raise AcpError.invalid_params(message, errors) from None

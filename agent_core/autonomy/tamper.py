@@ -21,7 +21,7 @@ from pathlib import Path
 from agent_core.autonomy.fingerprint import IGNORED_DIRS, _is_virtualenv
 from agent_core.autonomy.gates import Gate
 
-__all__ = ["Evidence", "TamperWatch", "looks_like_test"]
+__all__ = ["Evidence", "TamperWatch", "looks_like_test", "restore"]
 
 MAX_FILE = 1 << 20  # bigger files are compared by digest only (no line counts)
 MAX_TOTAL = 32 << 20
@@ -144,7 +144,10 @@ class TamperWatch:
         return sorted(deps)
 
     def _watched(self) -> list[str]:
-        return [rel for rel in _workspace_files(self.cwd) if self._why(rel) is not None]
+        found = {rel for rel in _protected_files(self.cwd, self._protected_rel())}
+        if self.patterns or self.gates:
+            found.update(rel for rel in _workspace_files(self.cwd) if self._why(rel) is not None)
+        return sorted(found)
 
     def changes(self) -> Evidence:
         """What changed among the watched files since `start` (blocking)."""
@@ -165,6 +168,24 @@ class TamperWatch:
             added, removed = _line_stat(before, after)
             found.append(Changed(rel, added, removed, why))
         return Evidence(tuple(found))
+
+
+def restore(watch: TamperWatch, changed: Sequence[Changed]) -> list[str]:
+    """Put `changed` files back as `watch` found them (content it kept); the paths it could not."""
+    failed: list[str] = []
+    for item in changed:
+        before = watch._before.get(item.path)
+        path = watch.cwd / item.path
+        try:
+            if before is None:
+                path.unlink(missing_ok=True)
+            elif before.startswith(b"\0digest:"):
+                failed.append(item.path)
+            else:
+                path.write_bytes(before)
+        except OSError:
+            failed.append(item.path)
+    return failed
 
 
 def _digest(data: bytes) -> bytes:
@@ -194,6 +215,23 @@ def _line_stat(before: bytes | None, after: bytes | None) -> tuple[int | None, i
         if tag in ("replace", "insert"):
             added += j2 - j1
     return added, removed
+
+
+def _protected_files(root: Path, protected: Sequence[str]) -> list[str]:
+    """The files of the protected paths themselves (a file, or a folder's files; bounded), so a
+    large workspace whose listing is cut never drops one."""
+    out: list[str] = []
+    for rel in protected:
+        path = root / rel
+        if path.is_file():
+            out.append(Path(rel).as_posix())
+        elif path.is_dir():
+            for folder, dirs, files in os.walk(path):
+                dirs[:] = [d for d in dirs if d not in IGNORED_DIRS]
+                out += [(Path(folder) / f).relative_to(root).as_posix() for f in files]
+                if len(out) > MAX_FILES:
+                    return out[:MAX_FILES]
+    return out
 
 
 def _workspace_files(root: Path) -> Iterable[str]:

@@ -40,6 +40,7 @@ MODEL_NOTE = (
     "(the files were restored): {paths}"
 )
 MAX_CODE = 4_000
+MAX_HELD_FILES = 200  # files kept with their content in one held change (the rest by name)
 
 try:
     import fcntl
@@ -159,6 +160,8 @@ class ControlPlaneGuard:
                 for rel in paths:
                     found = self._restore(root, rel, errors)
                     if found is not None:
+                        if len(held) >= MAX_HELD_FILES:  # restored all the same; kept by name only
+                            found = HeldFile(found.path, None, None, too_large=True)
                         held.append(found)
                 _remove_new_dirs(root, old.dirs, scan(root).dirs)
                 self._scans[root] = _rescan_like(root, old, paths)

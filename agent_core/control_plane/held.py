@@ -124,7 +124,8 @@ class HeldChange:
     def summary(self) -> str:
         names = ", ".join(f"{_short(f.path)} ({f.action})" for f in self.files[:5])
         more = f" and {len(self.files) - 5} more" if len(self.files) > 5 else ""
-        return f"Held for review: a cell wrote the control plane {self.when}: {names}{more}"
+        who = "a cell" if self.when == "while the cell ran" else f"a change made {self.when}"
+        return f"Held for review: {who} wrote .continual-acp/: {names}{more}"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from agent_core import events as ev
@@ -100,6 +101,7 @@ class SessionRefinement:
         from agent_core.skill_check import session_verifiers  # trust (issue 15)
 
         coordinator.skill_verifier = session_verifiers(session)
+        coordinator.service.children = partial(_running_children, session)
         refinement = cls(session, coordinator)
         hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
         session.refinement = hook  # how acp_server finds it: `harness_of(session)`
@@ -152,3 +154,10 @@ def harness_of(session: Session) -> HarnessSurface:
     if not isinstance(refinement, SessionRefinement):
         refinement = SessionRefinement.attach(session)
     return refinement.surface
+
+
+def _running_children(session: Session) -> int:
+    """What the subagent hub (attached later, when the agent has one) reports as still queued or
+    running for this session: background work the user waits on."""
+    hub = getattr(session, "subagents", None)
+    return int(hub.running_children(session.id)) if hub is not None else 0

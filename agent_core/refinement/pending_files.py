@@ -26,7 +26,7 @@ from pathlib import Path
 from agent_core.control_plane.held import HeldChange
 from agent_core.refinement.records import PendingReview
 from harness_store import HarnessState, ProjectStore, Proposal, Store
-from harness_store.paths import ensure_dir
+from harness_store.private_files import private_dir
 from harness_store.statefile import write_atomic
 
 log = logging.getLogger(__name__)
@@ -200,5 +200,4 @@ class PendingFiles:
 
 def _private_dir(path: Path) -> None:
     if not path.is_dir():
-        ensure_dir(path)  # every missing parent 0700 too, not only the last (issue 10, defect 5)
-        os.chmod(path, 0o700)
+        private_dir(path, exact=True)  # every missing parent 0700 too, not only the last

@@ -1,7 +1,8 @@
 """The main flows over real stdio with the defaults a user gets: a warm kernel pool (size 1) and each
 session's kernel started at `session/new`. Most stdio tests turn both off to save CPU; this module
 runs prompt, cancel, load, /refine, autonomous mode, subagents and MCP against one shared server that
-keeps them on, one session per flow.
+keeps them on, one session per flow. Run as root, the kernel (from the warm pool), the gate process
+and the stdio MCP server are each checked to hold no capability.
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def client(model: ScriptedModelServer, root: Path) -> Iterator[AcpClient]:
     assert not client.garbage and not client.violations, (client.garbage, client.violations)
 
 
+ROOT_USER = sys.platform.startswith("linux") and os.geteuid() == 0
+CAPS = "print('CAPS', *(l.split()[1] for l in open('/proc/{pid}/status') if l.startswith(('CapEff', 'CapBnd', 'NoNewPrivs'))))"
+NO_CAPS = "CAPS 0000000000000000 0000000000000000 1"
+
+
 def _workdir(root: Path, name: str) -> Path:
     path = root / name
     path.mkdir()
@@ -72,11 +78,14 @@ def _workdir(root: Path, name: str) -> Path:
 def test_a_prompt_runs_a_cell_in_the_eagerly_started_kernel(
     client: AcpClient, model: ScriptedModelServer, root: Path
 ) -> None:
-    model.push(cell("print(6 * 7)", "compute"), text("It is 42."))
+    model.push(cell("print(6 * 7)\n" + CAPS.format(pid="self"), "compute"), text("It is 42."))
     sid, _ = new_session(client, _workdir(root, "prompt"))
     assert prompt(client, sid, "what is 6 * 7?", timeout=WAIT).stop_reason == "end_turn"
     _start, updates = final_card(client, sid)
-    assert updates[-1]["status"] == "completed" and "42" in texts(updates[-1]["content"])
+    output = texts(updates[-1]["content"])
+    assert updates[-1]["status"] == "completed" and "42" in output
+    if ROOT_USER:  # a root server's kernel (here from the warm pool) holds no capability
+        assert NO_CAPS in output, output
 
 
 def test_a_cancelled_prompt_ends_cancelled_while_its_cell_runs(
@@ -155,7 +164,9 @@ def test_autonomous_mode_fixes_a_failing_test_until_its_gate_passes(
     repo = _workdir(root, "project")
     (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
     (repo / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+        "from calc import add\n\n\ndef test_add():\n"
+        f"    open({str(root / 'gate_status.txt')!r}, 'w').write(open('/proc/self/status').read())\n"
+        "    assert add(2, 3) == 5\n"
     )
     gate = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
     (repo / ".continual-acp").mkdir()
@@ -170,6 +181,9 @@ def test_autonomous_mode_fixes_a_failing_test_until_its_gate_passes(
     assert prompt(client, sid, "make the tests pass", timeout=WAIT).stop_reason == "end_turn"
     gates = [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("gate_")]
     assert gates and gates[-1]["status"] == "completed"
+    if ROOT_USER:  # a root server's gate process holds no capability
+        status = dict(line.split(":\t") for line in (root / "gate_status.txt").read_text().splitlines())
+        assert (status["CapEff"], status["CapBnd"], status["NoNewPrivs"]) == ("0" * 16, "0" * 16, "1")
 
 
 def test_a_subagent_runs_a_cell_in_its_own_kernel_and_answers_its_parent(
@@ -200,10 +214,14 @@ def test_a_subagent_runs_a_cell_in_its_own_kernel_and_answers_its_parent(
 def test_a_cell_calls_a_stdio_mcp_server_given_at_session_new(
     client: AcpClient, model: ScriptedModelServer, root: Path
 ) -> None:
-    model.push(cell("print(await mcp.call('tools', 'add', a=2, b=3))", "add"), text("5"))
+    code = "print(await mcp.call('tools', 'add', a=2, b=3))\npid = await mcp.call('tools', 'pid')\n"
+    model.push(cell(code + CAPS.format(pid="{pid}").replace("open('", "open(f'"), "add"), text("5"))
     server = {"name": "tools", "command": sys.executable, "args": [TOOLS_SERVER], "env": []}
     result = client.request("session/new", {"cwd": str(_workdir(root, "mcp")), "mcpServers": [server]})
     sid = str(result["sessionId"])
     assert prompt(client, sid, "add 2 and 3", timeout=WAIT).stop_reason == "end_turn"
     _start, updates = final_card(client, sid)
-    assert updates[-1]["status"] == "completed" and "5" in texts(updates[-1]["content"])
+    output = texts(updates[-1]["content"])
+    assert updates[-1]["status"] == "completed" and "5" in output
+    if ROOT_USER:  # a root server's stdio MCP server holds no capability
+        assert NO_CAPS in output, output

@@ -21,9 +21,12 @@ from continual_eval.scripted import harness_section
 
 TASKS = Path(__file__).parent / "tasks"
 SUBSET = "readme-test-command"
+# Each run is several server processes with a kernel each, one after another: on a loaded 2-core
+# machine the module's runs take minutes, more than the suite's per-test default.
+pytestmark = pytest.mark.timeout(600)
 
 
-def _eval(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+def _eval(*args: str, timeout: float = 540) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "acp_server", "eval", *args], capture_output=True, text=True, timeout=timeout
     )

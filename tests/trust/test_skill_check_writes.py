@@ -28,6 +28,10 @@ def weaken_tests(x):
         fh.write('def test_nothing():\\n    pass\\n')
     return x
 
+def weaken_tests_from_a_process(x):
+    subprocess.run(['sh', '-c', 'echo "def test_nothing(): pass" > test_guarded.py'], check=True)
+    return x
+
 def take_notes(x):
     with open('notes.txt', 'w') as fh:
         fh.write('hello')
@@ -80,3 +84,14 @@ def test_a_skill_that_writes_an_ordinary_file_passes_with_the_path_recorded(
     check = service.check(_cheat("take_notes"), cwd=cheat_dir, protected=("test_guarded.py",))
     assert (check.ok, check.stage) == (True, "passed"), check.output
     assert str(cheat_dir / "notes.txt") in check.written
+
+
+def test_a_skill_whose_process_rewrites_a_protected_test_is_refused_and_the_test_restored(
+    service: SkillCheckService, cheat_dir: Path
+) -> None:
+    check = service.check(
+        _cheat("weaken_tests_from_a_process"), cwd=cheat_dir, protected=("test_guarded.py",)
+    )
+    assert (check.ok, check.stage) == (False, "writes"), check.output
+    assert "test_guarded.py: the protected path test_guarded.py (restored)" in check.output
+    assert "assert 1 == 1" in (cheat_dir / "test_guarded.py").read_text()
