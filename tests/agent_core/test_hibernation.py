@@ -234,3 +234,34 @@ def test_past_max_kernels_the_coldest_kernel_hibernates_instead_of_the_new_sessi
     assert card_lines(b_events) == "kernel revived: 1 variable restored\nb-value\n"
     assert a_status.startswith("hibernated"), a_status
     assert in_use == 2
+
+
+def test_a_kernel_with_a_process_it_started_still_running_is_not_hibernated(tmp_path: Path) -> None:
+    script = [
+        tool_call("import subprocess\njob = subprocess.Popen(['sleep', '600'])"),
+        text("started"),
+        tool_call("job.kill()\njob.wait()"),
+        text("stopped"),
+    ]
+
+    async def scenario(server: ScriptedModelServer) -> tuple[Any, ...]:
+        agent, clock = make_agent(tmp_path, server)
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            await collect(session, "start a background job")
+            clock.advance(31)
+            held = await agent.hibernator.sweep()
+            status = await session.kernel_status()
+            await collect(session, "stop it")
+            clock.advance(31)
+            released = await agent.hibernator.sweep()
+            return held, status, released, session.id
+        finally:
+            await agent.aclose()
+
+    with ScriptedModelServer(script) as server:
+        held, status, released, sid = asyncio.run(scenario(server))
+    assert held == []
+    assert "not hibernated while a process the kernel started is running" in status and "(sleep)" in status
+    assert released == [sid]

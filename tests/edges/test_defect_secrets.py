@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from defect_support import new_session, prompt, served
+from system_deps import missing
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
@@ -55,7 +56,7 @@ def _argv(mode: str) -> list[str] | None:
         return None
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("setpriv (util-linux) is missing: cannot start the server without capabilities")
+        missing("setpriv (util-linux) is missing: cannot start the server without capabilities")
     return [setpriv, "--bounding-set", "-all", "--inh-caps", "-all", "--", sys.executable, "-m", "acp_server"]
 
 

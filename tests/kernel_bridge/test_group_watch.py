@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from system_deps import missing
 
 from kernel_bridge import group_watch
 from kernel_bridge.launcher import _LAUNCH_CODE
@@ -265,6 +266,6 @@ def test_a_process_without_capabilities_is_left_as_it_is() -> None:
     """An ordinary user's gate may use sudo: nothing is dropped where nothing is held."""
     setpriv = ["setpriv", "--bounding-set", "-all", "--inh-caps", "-all", "--"] if os.geteuid() == 0 else []
     if setpriv and not shutil.which("setpriv"):
-        pytest.skip("setpriv (util-linux) is missing: cannot start a process without capabilities")
+        missing("setpriv (util-linux) is missing: cannot start a process without capabilities")
     lines = _status_lines([*setpriv, *group_watch.watched_argv(STATUS)])
     assert [line for line in lines if line.startswith("NoNewPrivs")] == ["NoNewPrivs:\t0"] * 2
