@@ -23,14 +23,26 @@ def _build_parser() -> argparse.ArgumentParser:
         prog="continual-acp",
         description="ACP agent server: one persistent IPython kernel per session and a continual harness.",
     )
+    from acp_server import __version__
+
+    parser.add_argument("--version", action="version", version=f"continual-acp {__version__}")
     sub = parser.add_subparsers(dest="command")
-    sub.add_parser("serve", help="speak ACP over stdio (the default when no subcommand is given)")
+    serve = sub.add_parser("serve", help="speak ACP over stdio (the default when no subcommand is given)")
+    # An editor's terminal sign-in appends the method's args (`setup`) to the launch line (`serve`).
+    serve.add_argument("then", nargs="?", choices=["setup"], help=argparse.SUPPRESS)
+    sub.add_parser("setup", help="ask for the model endpoint, key and model, check them, write config.toml")
     sub.add_parser("demo", help="run a scripted end-to-end session offline and print the transcript")
     sub.add_parser("doctor", help="check kernel start, data dir and model endpoint")
     sub.add_parser("sessions", help="list saved sessions (the ids for --session)")  # clients
     harness = sub.add_parser("harness", help="inspect and roll back the continual harness")
     harness.add_argument(
         "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones|ui ..."
+    )
+    evaluation = sub.add_parser(
+        "eval", help="measure the harness: a task suite over sessions, learning vs frozen"
+    )
+    evaluation.add_argument(
+        "eval_argv", nargs=argparse.REMAINDER, help="[SUITE] [--scripted] ... | report DIR ..."
     )
     return parser
 
@@ -97,7 +109,7 @@ def _build_agent(config: Any) -> Any:
     from agent_core.subagents import SubagentHub
 
     agent = Agent(config, skills=_KernelSkills(), on_session=_attach_refinement)
-    SubagentHub.install(agent)  # issue 12: children spawned from cells (`agents.*`), /agents
+    SubagentHub.install(agent)  # children spawned from cells (`agents.*`), /agents
     return agent
 
 
@@ -116,18 +128,35 @@ def _install_harness_methods(server: Any) -> None:
     install(server)
 
 
+def _install_session_methods(server: Any) -> None:
+    """The `_session/*` extension methods (rewind)."""
+    from acp_server.session_methods import install
+
+    install(server)
+
+
 def _install_subagent_cards(server: Any) -> None:
-    """Subagent cards and `/agents` (issue 12)."""
+    """Subagent cards and `/agents`."""
     from acp_server.subagent_cards import install
 
     install(server)
 
 
 def _install_quiescence_file(server: Any) -> None:
-    """`sessions/<id>/quiescence.json` for panels in other processes (issue 17)."""
+    """`sessions/<id>/quiescence.json` for panels in other processes."""
     from acp_server.quiescence_publisher import install
 
     install(server)
+
+
+# What `serve` installs on the server before the first message (the method table's extensions); the
+# crafted-session-id sweep reads the same list, so a method added here is swept too.
+EXTENSIONS = (
+    _install_harness_methods,
+    _install_session_methods,
+    _install_subagent_cards,
+    _install_quiescence_file,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,23 +175,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         from acp_server.sessions_cli import main as sessions_main
 
         return sessions_main(argv_list[2 if argv_list[0] == "harness" else 1 :])
+    if argv_list[:1] == ["eval"]:  # the eval drives this server as a client; it owns its argv
+        from continual_eval.cli import main as eval_main
+
+        return eval_main(argv_list[1:])
     if argv_list[:1] == ["harness"]:
-        from agent_core.skill_check import cli_verifier_factory  # trust (issue 15): imports are checked
+        from agent_core.skill_check import cli_verifier_factory  # trust: imports are checked
         from harness_store.cli import main as harness_main
 
         return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())
     # No arguments (how editors launch it): serve without importing argparse (startup path).
-    command = (_build_parser().parse_args(argv_list).command if argv_list else None) or "serve"
+    args = _build_parser().parse_args(argv_list) if argv_list else None
+    command = (args.command if args is not None else None) or "serve"
+    if command == "setup" or (command == "serve" and getattr(args, "then", None) == "setup"):
+        from acp_server.setup import run_setup
+
+        return run_setup()
     if command == "serve":
         # Light imports only: the first `initialize` is answered before the rest is imported.
         from acp_server.harness.names import HARNESS_METHODS, HARNESS_NOTIFICATIONS
         from acp_server.server import serve_stdio
+        from acp_server.session_methods import SESSION_METHODS
 
         return serve_stdio(
             agent_factory=_build_agent,
             agent_prepare=_preload,
-            extensions=[_install_harness_methods, _install_subagent_cards, _install_quiescence_file],
-            advertised=(HARNESS_METHODS, HARNESS_NOTIFICATIONS),
+            extensions=list(EXTENSIONS),
+            advertised=((*HARNESS_METHODS, *SESSION_METHODS), HARNESS_NOTIFICATIONS),
             harden=_harden,
         )
     if command == "demo":

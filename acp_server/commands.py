@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.harness import commands as harness_commands
+from acp_server.rewind import command as rewind_command
+from acp_server.rewind import fork_command
 
 if TYPE_CHECKING:
     from acp_server.context import CommandContext
@@ -40,7 +42,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
     ),
     SlashCommand("rollback", "Roll back a harness refinement by id", "<refinement-id> [--force]"),
     SlashCommand("undo", "Roll back the most recent harness refinement"),
-    SlashCommand("kernel", "Kernel status, interrupt or restart", "status | interrupt | restart"),
+    SlashCommand(
+        "kernel",
+        "Kernel status, interrupt, restart, or keep (never hibernate)",
+        "status | interrupt | restart | keep [off]",
+    ),
     SlashCommand(
         "compact", "Summarize older turns to free context (kernel variables survive)", "instructions"
     ),
@@ -68,6 +74,16 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("why", "Why the harness holds an entry: its writers and their evidence", "<entry-id>"),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
     SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
+    SlashCommand(
+        "rewind",
+        "Go back to before your n-th last prompt: conversation and kernel variables (files with --files)",
+        "[n] [--files] | list",
+    ),
+    SlashCommand(
+        "fork",
+        "Start a new session from this one (conversation, local harness, kernel variables), now or before your n-th last prompt",
+        "[n]",
+    ),
 )
 _BY_NAME = {command.name: command for command in COMMANDS}
 
@@ -142,6 +158,8 @@ class CommandRunner:
             "goal": goal,
             "mcp": mcp,
             "agents": agents,
+            "rewind": rewind_command,
+            "fork": fork_command,
         }
 
     async def run(self, name: str, argument: str) -> None:
@@ -180,9 +198,16 @@ async def kernel(ctx: CommandContext, argument: str) -> None:
         if not report.lower().startswith("the kernel was restarted"):
             report = f"Kernel restarted. {report}".strip()
         await ctx.reply(report)
+    elif action == "keep":
+        rest = argument.split()[1:]
+        if rest not in ([], ["off"]):
+            await ctx.reply("Usage: `/kernel keep` (never hibernate this kernel) or `/kernel keep off`.")
+            return
+        await ctx.reply(session.keep_kernel(keep=not rest))
     else:
         await ctx.reply(
-            f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt` or `/kernel restart`."
+            f"Unknown /kernel action {action!r}. Use `/kernel status`, `/kernel interrupt`, "
+            "`/kernel restart` or `/kernel keep`."
         )
 
 

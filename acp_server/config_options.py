@@ -1,4 +1,4 @@
-"""Session modes and config options (ACP.md "Modes and config options"), from agent_core's settings table.
+"""Session modes and config options from agent_core's settings table.
 
 One definition of each mode and review policy: `agent_core.settings` (its `Setting`s say the id,
 the choices, the words an editor shows). Zed hides `modes` once config options exist, so the mode is

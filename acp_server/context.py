@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from acp_server.capabilities import ClientCapabilities
     from acp_server.open_session import OpenSession
     from acp_server.registry import MethodRegistry
+    from agent_core.agent import Agent
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
 
@@ -35,10 +36,25 @@ class ServerPort(Protocol):
     async def open_session(self, session_id: str) -> OpenSession: ...
 
 
+class ForkHost(ServerPort, Protocol):
+    """The server a `/fork` asks for a new session bound to the same connection."""
+
+    async def fork_into(
+        self,
+        source: OpenSession,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        servers: list[Any] | None = None,
+    ) -> tuple[OpenSession, str]: ...
+
+
 class HarnessHost(ServerPort, Protocol):
     """The server an extension (`harness.methods.install`) extends: its method table too."""
 
     registry: MethodRegistry
+
+    async def agent(self) -> Agent: ...
 
 
 class PromptHost(HarnessHost, Protocol):

@@ -147,7 +147,8 @@ async def check_model(config: AgentConfig) -> CheckResult:
             name,
             False,
             f"no model configured (endpoint {endpoint})",
-            'set CONTINUAL_ACP_MODEL to a model id (e.g. `gpt-4.1`), or `model = "..."` in '
+            "run `continual-acp setup` (asks for the endpoint, key and model and checks them), or set "
+            'CONTINUAL_ACP_MODEL to a model id (e.g. `gpt-4.1`), or `model = "..."` in '
             "~/.config/continual-acp/config.toml",
         )
     # One try with short timeouts: the doctor should answer in seconds, not back off for a minute.
@@ -265,52 +266,31 @@ def _print(result: CheckResult, out: TextIO) -> None:
     out.flush()
 
 
-def _config_file_problem() -> CheckResult | None:
-    """A FAIL for a config.toml that exists but cannot be read or parsed (the server ignores it)."""
-    import tomllib
+def _config_problem(exc: ValueError) -> CheckResult:
+    """The FAIL line for a configuration `load_config` refused (the server refuses it the same way:
+    every session request answers this error until it is fixed)."""
+    from agent_core.config import ConfigFileError
 
-    from agent_core.config import config_path
-
-    path = config_path(os.environ)
-    try:
-        with path.open("rb") as fh:
-            tomllib.load(fh)
-    except FileNotFoundError:
-        return None
-    except tomllib.TOMLDecodeError as exc:
-        return CheckResult(
-            "config",
-            False,
-            f"{path} is not valid TOML: {exc}",
-            f'correct the line named above in {path} (strings need quotes: `model = "gpt-4.1"`), '
-            "or move the file away; until then the server ignores it",
+    if isinstance(exc, ConfigFileError):
+        fix = (
+            f'correct the line named above in {exc.path} (strings need quotes: `model = "gpt-4.1"`), '
+            "or move the file away; until then sessions do not start"
+            if exc.line is not None
+            else f"make {exc.path} readable (`chmod u+r {exc.path}`) or move it away"
         )
-    except OSError as exc:
-        return CheckResult(
-            "config",
-            False,
-            f"{path} cannot be read: {exc.strerror or exc}",
-            f"make {path} readable (`chmod u+r {path}`) or move it away",
-        )
-    return None
+        return CheckResult("config", False, str(exc), fix)
+    return CheckResult(
+        "config", False, str(exc), "correct the environment variable or config.toml named above"
+    )
 
 
 def run_doctor(out: TextIO | None = None) -> int:
     out = out or sys.stdout
     out.write("continual-acp doctor\n")
-    problem = _config_file_problem()
-    if problem is not None:
-        _print(problem, out)
-        return 1
     try:
         config = load_config()
     except ValueError as exc:
-        _print(
-            CheckResult(
-                "config", False, str(exc), "correct the environment variable or config.toml named above"
-            ),
-            out,
-        )
+        _print(_config_problem(exc), out)
         return 1
     where = config.config_file if config.config_file and config.config_file.exists() else "environment only"
     _print(
@@ -319,6 +299,8 @@ def run_doctor(out: TextIO | None = None) -> int:
         ),
         out,
     )
+    for warning in config.warnings:  # unknown keys: the key and the closest valid one
+        out.write(f"  WARN  config: {warning}\n")
     results = asyncio.run(run_checks(config))
     for result in results:
         _print(result, out)

@@ -30,16 +30,19 @@ class EarlyStart:
     """What the early read did: the answered `initialize`'s params (None when it answered nothing)
     and the bytes it read that the transport must see before anything else from the fd."""
 
-    __slots__ = ("params", "unread")
+    __slots__ = ("ended", "params", "unread")
 
-    def __init__(self, params: dict[str, object] | None, unread: bytes) -> None:
+    def __init__(self, params: dict[str, object] | None, unread: bytes, ended: bool = False) -> None:
         self.params = params
         self.unread = unread
+        # The input ended before a single byte came (stdin at /dev/null, an empty file, a closed pipe).
+        self.ended = ended
 
 
-def _read_first_line(fd: int, wait: float) -> bytes:
+def _read_first_line(fd: int, wait: float) -> tuple[bytes, bool]:
     """Bytes from `fd` up to and past the first newline, or whatever came within `wait` seconds
-    (stops early at end of input, at `MAX_FIRST_LINE` bytes, or when the fd cannot be polled)."""
+    (stops early at end of input, at `MAX_FIRST_LINE` bytes, or when the fd cannot be polled), and
+    whether the input ended."""
     deadline = time.monotonic() + wait
     buf = bytearray()
     while b"\n" not in buf and len(buf) < MAX_FIRST_LINE:
@@ -54,9 +57,9 @@ def _read_first_line(fd: int, wait: float) -> bytes:
         except (OSError, ValueError):
             break
         if not chunk:
-            break
+            return bytes(buf), True
         buf += chunk
-    return bytes(buf)
+    return bytes(buf), False
 
 
 def _initialize_request(line: bytes) -> tuple[int | str, dict[str, object]] | None:
@@ -93,13 +96,16 @@ def answer_first_initialize(
     wait: float = WAIT_SECONDS,
 ) -> EarlyStart:
     """Answer the first input line if it is an `initialize` request (see the module docstring)."""
-    data = _read_first_line(read_fd, wait)
+    data, ended = _read_first_line(read_fd, wait)
     newline = data.find(b"\n")
     request = _initialize_request(data[:newline]) if newline >= 0 else None
     if request is None:
-        return EarlyStart(None, data)
+        return EarlyStart(None, data, ended=ended and not data)
     ident, params = request
-    answer = frames.result_message(ident, initialize_result(extension_methods, extension_notifications))
+    answer = frames.result_message(
+        ident,
+        initialize_result(extension_methods, extension_notifications, params.get("clientCapabilities")),
+    )
     line = json.dumps(answer, separators=(",", ":")) + "\n"  # ASCII: an id may hold lone surrogates
     try:
         _write_all(write_fd, line.encode("ascii"))

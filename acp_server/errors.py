@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from acp_server import frames
 from acp_server.frames import (
     AUTH_REQUIRED,
@@ -49,9 +51,9 @@ class AcpError(Exception):
         return cls(code, message, error.get("data"))
 
     @classmethod
-    def invalid_params(cls, message: str, data: object = None) -> AcpError:
-        """-32602 with this message (and the validation details in `data`)."""
-        return cls(INVALID_PARAMS, message, data)
+    def invalid_params(cls, message: str, errors: Sequence[Mapping[str, object]] | None = None) -> AcpError:
+        """-32602 with this message (and, with `errors`, the validation details as `data.errors`)."""
+        return cls.from_error(frames.invalid_params_error(message, errors))
 
     @classmethod
     def session_not_found(cls, session_id: str) -> AcpError:

@@ -37,6 +37,8 @@ RESOURCE_NOT_FOUND = -32002
 ROLLBACK_REFUSED = -32010
 # Application error: the configured kernel backend cannot start kernels (data names the backend).
 KERNEL_BACKEND_UNAVAILABLE = -32011
+# Application error: the server's configuration is not valid (data names the setting or the file).
+CONFIG_INVALID = -32012
 
 PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Allow once", "allow_once"),
@@ -47,6 +49,15 @@ PERMISSION_OPTIONS: tuple[tuple[str, str, str], ...] = (
 GATE_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("allow_once", "Use these gates", "allow_once"),
     ("reject", "Do not use them", "reject_once"),
+)
+# A rewind's questions: undo the workspace diff first; roll back the refinements made since.
+REWIND_FILES_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("revert", "Rewind and revert these files", "allow_once"),
+    ("keep", "Do not rewind", "reject_once"),
+)
+REWIND_REFINEMENTS_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("rollback", "Roll them back too", "allow_once"),
+    ("keep", "Keep them", "reject_once"),
 )
 REVIEW_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("apply", "Apply", "allow_once"),
@@ -141,12 +152,12 @@ def session_not_found_error(session_id: str) -> Frame:
     )
 
 
-def session_in_use_error(message: str, session_id: str, owner_pid: int) -> Frame:
+def session_in_use_error(message: str, session_id: str, owner_pid: int | None) -> Frame:
     """-32600: another continual-acp process holds the session's owner lock."""
     return rpc_error(INVALID_REQUEST, message, {"sessionId": session_id, "ownerPid": owner_pid})
 
 
-def model_error(message: str, endpoint: str, status: int | None) -> Frame:
+def model_error(message: str, endpoint: str | None, status: int | None) -> Frame:
     """-32603 answering a prompt whose model call failed for good (which endpoint, which status)."""
     return rpc_error(INTERNAL_ERROR, message, {"endpoint": endpoint, "status": status})
 
@@ -156,10 +167,25 @@ def data_dir_error(message: str, home: str, why: str) -> Frame:
     return rpc_error(INTERNAL_ERROR, message, {"home": home, "error": why})
 
 
+def auth_required_error(message: str, method_id: str, config_file: str) -> Frame:
+    """-32000: no model is set up yet; `message` names `continual-acp setup`, `data` the auth method
+    that fixes it and the config file it writes."""
+    return rpc_error(AUTH_REQUIRED, message, {"authMethodId": method_id, "configFile": config_file})
+
+
 def kernel_backend_error(message: str, backend: str) -> Frame:
     """-32011: session/new, load or resume found the kernel backend unable to start kernels
     (`message` names the backend and the fix; `data.backend` is the configured kind)."""
     return rpc_error(KERNEL_BACKEND_UNAVAILABLE, message, {"backend": backend})
+
+
+def config_error(message: str, setting: str, source: str, line: int | None) -> Frame:
+    """-32012: session/new, load or resume cannot run because a setting or `config.toml` is not
+    valid (`message` names the key or the file and line; nothing falls back to defaults)."""
+    data: dict[str, object] = {"setting": setting, "source": source}
+    if line is not None:
+        data["line"] = line
+    return rpc_error(CONFIG_INVALID, message, data)
 
 
 def rollback_refused_error(
@@ -534,6 +560,14 @@ def review_card(
     )
 
 
+def confirm_card(
+    card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
+) -> Frame:
+    """A question the server asks before it acts (a rewind's file revert, its refinements): the
+    `toolCall` of its permission request, showing what would change."""
+    return tool_call_fields(card_id, title, kind=kind, status="pending", content=content)
+
+
 def review_settled_update(proposal_id: str, *, applied: bool) -> Frame:
     """`tool_call_update` closing a review card once its proposal is decided."""
     return {
@@ -676,6 +710,22 @@ def plan_update(entries: Iterable[PlanItem]) -> Frame:
     }
 
 
+# The one plan a session has (its goal and gates), as `plan_update` names it.
+SESSION_PLAN_ID = "session"
+
+
+def plan_update_by_id(plan_id: str, entries: Iterable[PlanItem]) -> Frame:
+    """`plan_update` (unstable v1, for clients that advertise `plan`): the whole plan `plan_id`."""
+    return {
+        "sessionUpdate": "plan_update",
+        "plan": {
+            "type": "items",
+            "planId": plan_id,
+            "entries": [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries],
+        },
+    }
+
+
 def usage_update(used: int, size: int) -> Frame:
     """`usage_update`: context tokens used of the window's size."""
     return {"sessionUpdate": "usage_update", "used": used, "size": size}
@@ -754,18 +804,25 @@ def initialize_response(
     extension_version: int,
     extension_methods: Sequence[str],
     extension_notifications: Sequence[str],
+    auth_methods: Sequence[Frame] = (),
 ) -> Frame:
     """The `initialize` result: only what works is advertised; our extension under `_meta`."""
     return {
         "protocolVersion": protocol_version,
         "agentInfo": {"name": name, "title": title, "version": version},
-        "authMethods": [],
+        "authMethods": list(auth_methods),
         "agentCapabilities": {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
             # stdio always; both HTTP transports through the MCP SDK (agent_core/mcp), tested.
             "mcpCapabilities": {"http": True, "sse": True},
-            "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {},
+                "fork": {},
+            },
             "_meta": {
                 META_KEY: {
                     "version": extension_version,
@@ -775,6 +832,25 @@ def initialize_response(
             },
         },
     }
+
+
+def terminal_auth_method(method_id: str, name: str, description: str, args: Sequence[str]) -> Frame:
+    """An `authMethods` entry of type `terminal`: the client runs the agent's own launch line plus
+    `args` in a terminal and waits for exit 0 (only for a client with `auth.terminal: true`)."""
+    return {"id": method_id, "name": name, "description": description, "type": "terminal", "args": list(args)}
+
+
+def agent_auth_method(
+    method_id: str, name: str, description: str, terminal_command: Sequence[str] | None = None
+) -> Frame:
+    """An `authMethods` entry the client completes with `authenticate {methodId}`; with
+    `terminal_command`, also the `_meta["terminal-auth"]` launch line clients that predate the
+    `terminal` type run in a terminal (`{command, args, label}`)."""
+    method: Frame = {"id": method_id, "name": name, "description": description}
+    if terminal_command:
+        command, *args = terminal_command
+        method["_meta"] = {"terminal-auth": {"command": command, "args": args, "label": name}}
+    return method
 
 
 def kernel_guarantees(
@@ -820,6 +896,32 @@ def new_session_response(
 ) -> Frame:
     """The session/new result: the id, then the session setup."""
     return {"sessionId": session_id, **session_setup_response(modes, config_options, kernel)}
+
+
+def session_status_response(status: str) -> Frame:
+    """The session/status result: `open` (in memory here) or `saved` (on disk, loadable)."""
+    return {"status": status}
+
+
+def fork_session_response(
+    session_id: str,
+    modes: Mapping[str, object],
+    config_options: Sequence[Mapping[str, object]],
+    *,
+    forked_from: str,
+    before_prompt: int | None,
+    kernel_note: str,
+) -> Frame:
+    """The session/fork result: the new id and its setup; under `_meta` where it came from and which
+    kernel state it got."""
+    return {
+        "sessionId": session_id,
+        "modes": dict(modes),
+        "configOptions": [dict(o) for o in config_options],
+        "_meta": {
+            META_KEY: {"forkedFrom": forked_from, "beforePrompt": before_prompt, "kernel": kernel_note}
+        },
+    }
 
 
 def session_list_entry(
@@ -913,7 +1015,7 @@ def write_text_file_request(session_id: str, path: str, content: str) -> Frame:
     return {"sessionId": session_id, "path": path, "content": content}
 
 
-# ---------------------------------------------------------------- subagents (issue 12)
+# ---------------------------------------------------------------- subagents
 
 # A child's state -> the status of its card in the parent's thread.
 SUBAGENT_CARD_STATUS = {

@@ -43,6 +43,7 @@ def _fence(text: str, lang: str = "") -> str:
 class GateCard:
     cell_id: str  # the gate run's id (named like a cell's for the presenter's coalescing)
     command: str
+    source: str = ""  # where the command came from (shown under it)
     dirty: bool = False
     started: bool = True
     _output: BoundedText = field(default_factory=lambda: _bounded())
@@ -58,6 +59,8 @@ class GateCard:
 
     def content(self, verdict: str | None = None) -> list[Frame]:
         blocks = [frames.tool_text(_fence(self.command, "sh"))]
+        if self.source:
+            blocks.append(frames.tool_text(f"from {self.source}"))
         output = self.output_text().rstrip("\n")
         if output:
             blocks.append(frames.tool_text(_fence(output)))

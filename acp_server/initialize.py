@@ -6,6 +6,7 @@ Kept apart from capabilities.py (the dataclass of what the client offers) so tha
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from acp_server import __version__, frames
@@ -16,6 +17,16 @@ SERVER_NAME = "continual-acp"
 SERVER_TITLE = "Continual ACP (IPython kernel agent)"
 # Version of our `_meta["continual-acp"]` extension surface (bumped when the methods change shape).
 EXTENSION_VERSION = 1
+
+# The one auth method: a first-run setup in a terminal (endpoint, key, model -> config.toml).
+SETUP_METHOD_ID = "continual-acp-setup"
+SETUP_METHOD_NAME = "Set up a model (continual-acp setup)"
+SETUP_DESCRIPTION = (
+    "Asks in a terminal for the model endpoint (OpenAI, OpenRouter, a local llama.cpp or Ollama "
+    "server, ...), its key and the model, checks them and writes ~/.config/continual-acp/config.toml. "
+    "Run `continual-acp setup` yourself, or let the editor run it; not needed when the editor passes "
+    "CONTINUAL_ACP_MODEL and OPENAI_BASE_URL / OPENAI_API_KEY."
+)
 
 
 def server_version() -> str:
@@ -47,10 +58,43 @@ def check_initialize_params(params: object, method: str = "initialize") -> None:
             )
 
 
+def _flag(container: object, *path: str) -> bool:
+    """Whether `container[path[0]][path[1]]...` is `true` (anything malformed: no)."""
+    for key in path:
+        if not isinstance(container, dict):
+            return False
+        container = container.get(key)
+    return container is True
+
+
+def setup_command() -> list[str]:
+    """How to run `continual-acp setup` with the interpreter serving now (a registry install's
+    private environment has no `continual-acp` on the editor's PATH)."""
+    return [sys.executable, "-m", "acp_server", "setup"]
+
+
+def auth_methods(client_capabilities: object) -> list[frames.Frame]:
+    """The setup method in the one shape this client takes: the `terminal` type for a client with
+    `auth.terminal: true` (the schema allows it only then); else an `agent` method (completed with
+    `authenticate` once setup ran), carrying the `_meta["terminal-auth"]` launch line for a client that
+    asks for that older form (`clientCapabilities._meta["terminal-auth"]: true`)."""
+    if _flag(client_capabilities, "auth", "terminal"):
+        return [frames.terminal_auth_method(SETUP_METHOD_ID, SETUP_METHOD_NAME, SETUP_DESCRIPTION, ["setup"])]
+    legacy = _flag(client_capabilities, "_meta", "terminal-auth")
+    return [
+        frames.agent_auth_method(
+            SETUP_METHOD_ID, SETUP_METHOD_NAME, SETUP_DESCRIPTION, setup_command() if legacy else None
+        )
+    ]
+
+
 def initialize_result(
-    extension_methods: Sequence[str], extension_notifications: Sequence[str]
+    extension_methods: Sequence[str],
+    extension_notifications: Sequence[str],
+    client_capabilities: object = None,
 ) -> frames.Frame:
-    """The `initialize` answer: this server's name and version, what works, our extension surface."""
+    """The `initialize` answer: this server's name and version, what works, our extension surface,
+    the setup auth method as this client can take it."""
     return frames.initialize_response(
         protocol_version=PROTOCOL_VERSION,
         name=SERVER_NAME,
@@ -59,4 +103,5 @@ def initialize_result(
         extension_version=EXTENSION_VERSION,
         extension_methods=sorted(extension_methods),
         extension_notifications=extension_notifications,
+        auth_methods=auth_methods(client_capabilities),
     )

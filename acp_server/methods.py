@@ -22,10 +22,18 @@ from acp_server.capabilities import ClientCapabilities, initialize_result
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, AcpError
+from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.harness import events as harness_events
+from acp_server.initialize import SETUP_METHOD_ID
 from acp_server.open_session import OpenSession
-from acp_server.params import InitializeParams, NewSessionParams, read_initialize, read_new_session
+from acp_server.params import (
+    AuthenticateParams,
+    InitializeParams,
+    NewSessionParams,
+    read_authenticate,
+    read_initialize,
+    read_new_session,
+)
 from acp_server.presenter import TurnPresenter
 from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
         CancelNotification,
         CloseSessionRequest,
         DeleteSessionRequest,
+        ForkSessionRequest,
         ListSessionsRequest,
         LoadSessionRequest,
         ResumeSessionRequest,
@@ -61,7 +70,7 @@ SHUTDOWN_TIMEOUT_SECONDS = 30.0
 WARM_UP_DELAY = 0.15
 # Without a session answer this long after the agent is built, the background work starts anyway.
 BACKGROUND_DELAY = 1.0
-EXTENSION_PREFIX = "_harness/"
+EXTENSION_PREFIXES = ("_harness/", "_session/")
 
 
 class AcpServer:
@@ -82,6 +91,7 @@ class AcpServer:
         self.sessions: dict[str, OpenSession] = {}
         self._agent: Agent | None = None
         self._agent_error: str | None = None
+        self._config_error: frames.Frame | None = None
         self._agent_ready = anyio.Event()
         self._warm = anyio.Event()
         self._background = anyio.Event()
@@ -117,14 +127,24 @@ class AcpServer:
         background work (`start_background`) waits for the first session answer."""
         await self._warm.wait()
         try:
-            agent_cls, load_config = await anyio.to_thread.run_sync(_import_agent, self._agent_prepare)
-            config = load_config()
+            # Abandoned on cancel: an end of input during the import must not wait for it (shutdown).
+            agent_cls, load_config = await anyio.to_thread.run_sync(
+                _import_agent, self._agent_prepare, abandon_on_cancel=True
+            )
+            try:
+                config = load_config()
+            except ValueError as exc:  # ConfigError, ConfigFileError, a backend combination: the user's
+                self._config_error = _config_error(exc)
+                raise
             self._agent = self._agent_factory(config) if self._agent_factory else agent_cls(config)
             # No kernel starts before the first session answer is written (start_background).
             self._agent.kernel_gate = asyncio.Event()
             log.info("agent ready %.0f ms after spawn", _since_spawn_ms())
         except Exception as exc:
-            log.exception("the agent failed to start")
+            if self._config_error is not None:
+                log.error("%s", self._config_error["message"])
+            else:
+                log.exception("the agent failed to start")
             self._agent_error = f"the agent failed to start: {type(exc).__name__}: {exc}"
         finally:
             self._agent_ready.set()
@@ -156,6 +176,8 @@ class AcpServer:
 
     async def agent(self) -> Agent:
         await self._agent_ready.wait()
+        if self._agent is None and self._config_error is not None:
+            raise AcpError.from_error(self._config_error)
         if self._agent is None:
             raise AcpError(INTERNAL_ERROR, self._agent_error or "the agent is not available")
         return self._agent
@@ -168,6 +190,10 @@ class AcpServer:
 
     async def shutdown(self) -> None:
         """EOF, step 2: final snapshots and kernels down (agent.aclose)."""
+        if not self._agent_ready.is_set() and not self.sessions:
+            # The input ended before anything needed the agent (a launcher probing the command,
+            # stdin at /dev/null): there is nothing to close, so exit without waiting for its import.
+            return
         with anyio.move_on_after(SHUTDOWN_TIMEOUT_SECONDS) as scope:
             await self._agent_ready.wait()
             if self._agent is not None:
@@ -211,6 +237,7 @@ class AcpServer:
             terminal_output=self.client.terminal_output,
             notices=self.client.notices,  # clients: ACP v1 notice / compaction updates when advertised
             compaction=self.client.compaction,
+            plan_by_id=self.client.plan,  # unstable `plan_update` only to a client that advertises `plan`
             path_titles=titles_edit_cards_by_path(self.client.client_name),
         )
         editor.session_id = session_id
@@ -269,6 +296,7 @@ class AcpServer:
             opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
         agent = await self.agent()
+        check_session_id(agent, session_id)
         if not agent.session_exists(session_id):
             raise AcpError.session_not_found(session_id)
         cwd = await anyio.to_thread.run_sync(_stored_cwd, agent, session_id)
@@ -299,10 +327,12 @@ class AcpServer:
         # Read by hand (params.py): initialize and session/new race the background import of the
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
+        r.request("authenticate", reader=read_authenticate)(self.authenticate)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
         r.request("session/list", params_model="ListSessionsRequest")(self.list_sessions)
+        r.request("session/fork", params_model="ForkSessionRequest")(self.fork_session)
         r.request("session/close", params_model="CloseSessionRequest")(self.close_session)
         r.request("session/delete", params_model="DeleteSessionRequest")(self.delete_session)
         r.request("session/set_mode", params_model="SetSessionModeRequest")(self.set_mode)
@@ -317,7 +347,7 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        return initialize_result(*self.advertised())
+        return initialize_result(*self.advertised(), req.client_capabilities)
 
     def initialized_early(self, params: JsonObject) -> None:
         """The first `initialize` was answered before this server existed (early_initialize.py):
@@ -327,9 +357,54 @@ class AcpServer:
         self.client = ClientCapabilities.from_initialize(initialize_params(params))
         self.warm_up()
 
+    async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """The setup method: `{}` once a model is set up (at once when the environment or the config
+        file already gave one), else -32000 naming `continual-acp setup`."""
+        if req.method_id != SETUP_METHOD_ID:
+            raise AcpError.invalid_params(
+                f"authenticate: unknown methodId {req.method_id!r}; this agent offers {SETUP_METHOD_ID!r}",
+                [frames.param_error(["methodId"], f"must be {SETUP_METHOD_ID!r}", "literal_error")],
+            )
+        await self._require_model_setup(await self.agent())
+        return {}
+
+    async def _require_model_setup(self, agent: Agent) -> None:
+        """Sessions need a model: when the agent has none complete, the config is read again (the
+        user may have run `continual-acp setup` since this server started) and adopted, or -32000."""
+        if agent.config.model_setup_complete:
+            return
+        from agent_core import load_config
+        from agent_core.config import config_path
+
+        path = str(config_path(os.environ))
+        try:
+            fresh = await anyio.to_thread.run_sync(load_config)
+        except ValueError as exc:
+            raise AcpError.from_error(
+                frames.auth_required_error(
+                    f"Authentication required: the config is not valid ({exc}). Run `continual-acp setup` "
+                    "in a terminal to write a working one.",
+                    SETUP_METHOD_ID,
+                    path,
+                )
+            ) from None
+        agent.config.adopt_model_settings(fresh)
+        if agent.config.model_setup_complete:
+            log.info("model settings taken from %s", path)
+            return
+        raise AcpError.from_error(
+            frames.auth_required_error(
+                "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal "
+                f"(it asks for the endpoint, key and model and writes {path}), or pass CONTINUAL_ACP_MODEL "
+                "and OPENAI_API_KEY (or OPENAI_BASE_URL for a local server) in the editor's env for this agent.",
+                SETUP_METHOD_ID,
+                path,
+            )
+        )
+
     def advertised(self) -> tuple[list[str], list[str]]:
         """The extension `(methods, notifications)` the `initialize` answer lists."""
-        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIX)]
+        methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIXES)]
         return methods, list(self.extension_notifications)
 
     async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
@@ -338,13 +413,14 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/new", req.mcp_servers)
         agent = await self.agent()
+        await self._require_model_setup(agent)
         editor = self._new_editor()
         started = time.monotonic()
         try:
             session = await agent.new_session(cwd, editor, servers, defer_setup=True)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
-                f"session/new: {exc}", {"errors": [{"loc": ["cwd"], "msg": str(exc), "type": "value_error"}]}
+                f"session/new: {exc}", [frames.param_error(["cwd"], str(exc), "value_error")]
             ) from None
         except OSError as exc:
             raise _data_dir_error("session/new", agent, exc) from None
@@ -373,6 +449,8 @@ class AcpServer:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
         agent = await self.agent()
+        check_session_id(agent, req.session_id)
+        await self._require_model_setup(agent)
         await self._forget(req.session_id)
         editor = self._new_editor()
         try:
@@ -386,7 +464,7 @@ class AcpServer:
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
-        # The whole transcript goes out before the response (PROTOCOL.md §5).
+        # The whole transcript goes out before the response: a client shows the history as soon as load answers.
         opened.presenter.attach(None, replay=True)
         for event in events:
             await opened.presenter.present(event)
@@ -420,10 +498,12 @@ class AcpServer:
             # Like session/new: a kernel cannot start in a directory that does not exist.
             raise AcpError.invalid_params(
                 f"session/resume: cwd {cwd!r} is not an existing directory",
-                {"errors": [{"loc": ["cwd"], "msg": "not an existing directory", "type": "value_error"}]},
+                [frames.param_error(["cwd"], "not an existing directory", "value_error")],
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
         agent = await self.agent()
+        check_session_id(agent, req.session_id)
+        await self._require_model_setup(agent)
         opened = self.sessions.get(req.session_id)
         if opened is not None:
             from agent_core.mcp import configure_mcp
@@ -436,6 +516,56 @@ class AcpServer:
         ctx.after_response.append(_start_mcp(opened.session))
         ctx.after_response.append(self.start_background)
         return session_setup(opened.session, _kernel_meta(agent))
+
+    async def fork_into(
+        self,
+        source: OpenSession,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        servers: list[ServerConfig] | None = None,
+    ) -> tuple[OpenSession, str]:
+        """Fork `source` (now, or before its `turns`-th last prompt) into a new session bound to this
+        connection; the new session and which kernel state it got. AcpError -32602 when it cannot be."""
+        from agent_core import KernelBackendUnavailable, SessionInUse
+
+        agent = await self.agent()
+        editor = self._new_editor()
+        try:
+            session, note = await agent.fork_session(
+                source.session, editor, turns=turns, cwd=cwd, mcp_servers=servers or ()
+            )
+        except SessionInUse as exc:
+            raise _in_use_error(exc) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
+        except ValueError as exc:  # ForkError, RewindError, a cwd that is not a directory
+            raise AcpError.invalid_params(f"session/fork: {exc}") from None
+        return self._bind(session, editor), note
+
+    async def fork_session(self, ctx: RequestContext, req: ForkSessionRequest) -> JsonObject:
+        cwd = _absolute_cwd(req.cwd)
+        servers = _mcp_servers("session/fork", req.mcp_servers)
+        agent = await self.agent()
+        await self._require_model_setup(agent)
+        source = await self.open_session(req.session_id)
+        meta = req.field_meta.get(frames.META_KEY) if isinstance(req.field_meta, dict) else None
+        turns = meta.get("beforePrompt") if isinstance(meta, dict) else None
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
+            raise AcpError.invalid_params(
+                f"session/fork: _meta.{frames.META_KEY}.beforePrompt: must be an integer >= 1 (n-th last prompt)"
+            )
+        opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        self._advertise_commands(ctx, opened.session.id)
+        ctx.after_response.append(_start_mcp(opened.session))
+        return frames.fork_session_response(
+            opened.session.id,
+            modes_state(opened.session),
+            config_options(opened.session),
+            forked_from=source.session.id,
+            before_prompt=turns,
+            kernel_note=note,
+        )
 
     async def list_sessions(self, ctx: RequestContext, req: ListSessionsRequest) -> JsonObject:
         agent = await self.agent()
@@ -476,6 +606,7 @@ class AcpServer:
 
     async def close_session(self, ctx: RequestContext, req: CloseSessionRequest) -> JsonObject:
         agent = await self.agent()
+        check_session_id(agent, req.session_id)
         opened = await self._forget(req.session_id)
         if opened is None and not agent.session_exists(req.session_id):
             raise AcpError.session_not_found(req.session_id)
@@ -487,6 +618,7 @@ class AcpServer:
         agent = await self.agent()
         from agent_core import SessionInUse
 
+        check_session_id(agent, req.session_id)
         await self._forget(req.session_id)
         try:
             notice = await agent.delete_session(req.session_id)  # idempotent: unknown ids succeed
@@ -494,7 +626,7 @@ class AcpServer:
             raise _in_use_error(exc) from None
         if notice is None:
             return frames.empty_response()
-        # trust (issue 15): the reply lists the local entries deleted with the session and how to keep them.
+        # trust: the reply lists the local entries deleted with the session and how to keep them.
         return {
             "_meta": {
                 "continual-acp": {
@@ -580,7 +712,7 @@ def _kernel_meta(agent: Agent) -> JsonObject | None:
 
 def _in_use_error(exc: SessionInUse) -> AcpError:
     """The session is open in another continual-acp process (it holds the session's owner lock)."""
-    return AcpError(INVALID_REQUEST, str(exc), {"sessionId": exc.session_id, "ownerPid": exc.pid})
+    return AcpError.from_error(frames.session_in_use_error(str(exc), exc.session_id, exc.pid))
 
 
 def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
@@ -589,12 +721,14 @@ def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
     why = exc.strerror or str(exc)
     where = f" ({exc.filename})" if exc.filename and str(exc.filename) != home else ""
     log.error("%s: the data dir %s is not usable: %s%s", method, home, why, where)
-    return AcpError(
-        INTERNAL_ERROR,
-        f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
-        "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
-        "agent settings and restart the agent; `continual-acp doctor` checks it.",
-        {"home": home, "error": why},
+    return AcpError.from_error(
+        frames.data_dir_error(
+            f"{method}: the data dir {home} (CONTINUAL_ACP_HOME) cannot be created or written: {why}{where}. "
+            "Set CONTINUAL_ACP_HOME (or `home` in config.toml) to a writable directory in the editor's "
+            "agent settings and restart the agent; `continual-acp doctor` checks it.",
+            home,
+            why,
+        )
     )
 
 
@@ -628,6 +762,36 @@ def _few_sessions(agent: Agent) -> bool:
     return True
 
 
+def check_session_id(agent: Agent, session_id: str) -> None:
+    """-32602 naming the id when its directory is unsafe (a symbolic link, a file in its place):
+    client input, so never an internal error, and refused before anything follows the path. An id
+    that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
+    an unknown session (-32002 naming it), and deleting one is a no-op."""
+    from agent_core.transcript import UnsafeSessionPath
+
+    shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
+    try:
+        directory = agent.store.session_dir(session_id)
+    except UnsafeSessionPath as exc:
+        raise AcpError.invalid_params(f"sessionId {shown!r} is refused: {exc}") from None
+    except ValueError:
+        return
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        raise AcpError.invalid_params(
+            f"sessionId {shown!r} is refused: {directory} is not a directory (move the file away)"
+        )
+
+
+def _config_error(exc: ValueError) -> frames.Frame:
+    """The answer to every session request while the configuration is not valid (never defaults)."""
+    return frames.config_error(
+        f"the configuration is not valid: {exc}",
+        str(getattr(exc, "key", "") or ""),
+        str(getattr(exc, "source", "") or ""),
+        getattr(exc, "line", None),
+    )
+
+
 def _import_agent(
     prepare: Callable[[], None] | None,
 ) -> tuple[type[Agent], Callable[[], AgentConfig]]:
@@ -658,7 +822,7 @@ def _mcp_servers(method: str, raw: object) -> list[ServerConfig]:
         return list(parse_servers(items))
     except McpConfigError as exc:
         error = {"loc": list(exc.loc), "msg": str(exc), "type": "value_error"}
-        raise AcpError.invalid_params(f"{method}: {exc}", {"errors": [error]}) from None
+        raise AcpError.invalid_params(f"{method}: {exc}", [error]) from None
 
 
 def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
@@ -676,7 +840,7 @@ def _absolute_cwd(cwd: str) -> str:
     if not os.path.isabs(cwd):
         raise AcpError.invalid_params(
             f"cwd must be an absolute path, got {cwd!r}",
-            {"errors": [{"loc": ["cwd"], "msg": "must be an absolute path", "type": "value_error"}]},
+            [frames.param_error(["cwd"], "must be an absolute path", "value_error")],
         )
     return cwd
 

@@ -41,6 +41,8 @@ class OpenSession:
     # Cancel scopes of the prompt-path work that is not an agent_core turn (a slash command that
     # asks the model: `/refine`'s planner, `/compact`'s summary): session/cancel cancels them.
     cancel_scopes: set[anyio.CancelScope] = field(default_factory=set)
+    # How the last prompt's turn ended: what a prompt that joined it (`while_busy = steer`) answers.
+    last_stop_reason: str | None = None
 
     _harness: HarnessSurface | None = field(default=None, init=False, repr=False)
 

@@ -74,5 +74,24 @@ async def read_new_session(params: JsonObject, method: str) -> NewSessionParams:
     if problems or not isinstance(cwd, str) or not isinstance(servers, list):
         field, msg, _ = problems[0]
         errors = [frames.param_error([f], m, t) for f, m, t in problems]
-        raise AcpError.invalid_params(f"Invalid params for {method}: {field}: {msg}", {"errors": errors})
+        raise AcpError.invalid_params(f"Invalid params for {method}: {field}: {msg}", errors)
     return NewSessionParams(cwd, tuple(item for item in servers if isinstance(item, dict)), dirs)
+
+
+@dataclass(frozen=True)
+class AuthenticateParams:
+    """`authenticate`: the id of one of the advertised auth methods."""
+
+    method_id: str
+
+
+async def read_authenticate(params: JsonObject, method: str) -> AuthenticateParams:
+    """`authenticate` params, or -32602 when `methodId` is not a string."""
+    method_id = params.get("methodId")
+    if not isinstance(method_id, str):
+        msg = "Field required" if method_id is None else "must be a string"
+        raise AcpError.invalid_params(
+            f"Invalid params for {method}: methodId: {msg}",
+            [frames.param_error(["methodId"], msg, "missing" if method_id is None else "string_type")],
+        )
+    return AuthenticateParams(method_id)

@@ -1,14 +1,17 @@
 """Non-blocking byte streams over the two reserved file descriptors.
 
 Pipes, sockets and ttys go through asyncio's pipe transports (no thread hop per read, which keeps a
-trivial request round trip in the tens of microseconds); a regular file (stdin redirected from a
-file) cannot be polled, so it falls back to blocking reads in a worker thread.
+trivial request round trip in the tens of microseconds); what the event loop's selector cannot watch
+falls back to blocking reads and writes in a worker thread: a regular file (stdin redirected from a
+file) and character devices such as `/dev/null`, which asyncio accepts as a pipe but epoll refuses
+(EPERM) only once the transport registers the fd, in a callback no caller can catch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import selectors
 from typing import Protocol
 
 import anyio
@@ -92,7 +95,22 @@ def prefixed(first: bytes, reader: ByteReader) -> ByteReader:
     return _Prefixed(first, reader) if first else reader
 
 
+def _pollable(fd: int, events: int) -> bool:
+    """Whether a selector of the loop's kind accepts `fd` (asked of a throwaway one, so a refusal is
+    an answer here instead of a traceback from inside the loop)."""
+    selector = selectors.DefaultSelector()
+    try:
+        selector.register(fd, events)
+    except (OSError, ValueError):
+        return False
+    finally:
+        selector.close()
+    return True
+
+
 async def open_reader(fd: int) -> ByteReader:
+    if not _pollable(fd, selectors.EVENT_READ):
+        return _ThreadReader(fd)
     loop = asyncio.get_running_loop()
     stream = asyncio.StreamReader(limit=READ_CHUNK, loop=loop)
     try:
@@ -106,6 +124,8 @@ async def open_reader(fd: int) -> ByteReader:
 
 
 async def open_writer(fd: int) -> ByteWriter:
+    if not _pollable(fd, selectors.EVENT_WRITE):
+        return _ThreadWriter(fd)
     loop = asyncio.get_running_loop()
     try:
         transport, protocol = await loop.connect_write_pipe(

@@ -1,7 +1,7 @@
 """Turn events (agent_core records) -> ACP `session/update`s.
 
 Output is coalesced: the first chunk after a quiet period goes out at once, later chunks are merged
-and flushed at most every `COALESCE_SECONDS` (ACP.md: ~50 ms), and `close()` flushes everything, so
+and flushed at most every `COALESCE_SECONDS` (~50 ms: fast enough to look live, few enough frames for a slow client), and `close()` flushes everything, so
 every update of a turn is written before the prompt response.
 """
 
@@ -79,6 +79,7 @@ class TurnPresenter:
         terminal_output: bool,
         notices: bool = False,
         compaction: bool = False,
+        plan_by_id: bool = False,
         path_titles: bool = False,
     ) -> None:
         self._send = send
@@ -86,6 +87,7 @@ class TurnPresenter:
         self._terminal = terminal_output
         self._notices = notices  # the client advertised `session.notices`
         self._compaction = compaction  # the client advertised `session.compaction`
+        self._plan_by_id = plan_by_id  # the client advertised `plan` (unstable): `plan_update` by id
         self._open_compactions: set[str] = set()
         self._path_titles = path_titles  # the client titles edit cards by diff path (client_quirks.py)
         # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join the agent messages
@@ -247,7 +249,10 @@ class TurnPresenter:
         elif isinstance(event, TitleChanged):
             await self._send(frames.session_title_update(event.title))
         elif isinstance(event, PlanChanged):
-            await self._send(frames.plan_update(event.entries))
+            if self._plan_by_id:
+                await self._send(frames.plan_update_by_id(frames.SESSION_PLAN_ID, event.entries))
+            else:
+                await self._send(frames.plan_update(event.entries))
         elif isinstance(event, RefinementReported):
             await self._refinement(event)
         elif isinstance(event, GateStarted | GateOutput | GateFinished):
@@ -273,7 +278,7 @@ class TurnPresenter:
     async def _gate(self, event: GateStarted | GateOutput | GateFinished) -> None:
         """An autonomous-mode gate: a live execute card `Gate: <command>` ending with its verdict."""
         if isinstance(event, GateStarted):
-            card = GateCard(event.gate_id, event.command)
+            card = GateCard(event.gate_id, event.command, source=event.source)
             self._gates[event.gate_id] = card
             await self._send(card.start_update())
         elif isinstance(event, GateOutput):
@@ -357,7 +362,7 @@ class TurnPresenter:
                 described = " ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k))
                 content.append(frames.tool_text(described or str(dict(edit))))
             check = edit.get("check")
-            if isinstance(check, str) and check:  # trust (issue 15): what the skill check said
+            if isinstance(check, str) and check:  # trust: what the skill check said
                 content.append(frames.tool_text(f"**Skill check ({edit.get('id')}):** {check}"))
         if event.error:
             content.append(frames.tool_text(f"Error: {event.error}"))  # plain: shown literally by some

@@ -18,7 +18,7 @@ from acp_server import frames
 from acp_server.commands import SKILL_PREFIX, CommandRunner, parse_command, skill_prompt
 from acp_server.config_options import config_options
 from acp_server.context import CommandContext
-from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.errors import AcpError
 from acp_server.harness.review import ask_pending_reviews, wait_for_settlement
 
 if TYPE_CHECKING:
@@ -68,11 +68,21 @@ def register_prompt(server: PromptHost) -> None:
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
         generation = opened.cancel_generation
         early = parse_command(blocks)
-        if early is not None and early[0] in ("kernel", "agents"):  # issue 12: /agents too
+        if early is not None and early[0] in ("kernel", "agents"):  # /agents too
             # `/kernel` (status, interrupt, restart) answers now: waiting behind the running turn
             # would make `/kernel interrupt` useless and `/kernel status` stale.
             await _command_runner(server, req.session_id, opened, req.prompt).run(*early)
             return frames.prompt_response("end_turn")
+        if early is None and opened.prompt_lock.locked() and _steers(opened.session):
+            # `while_busy = steer`: this prompt joins the running turn at its next model request and
+            # answers when that turn ends, with its stop reason. A turn that ends first leaves it
+            # queued as usual.
+            if await steer_into(opened, req.prompt):
+                async with opened.prompt_lock:
+                    pass  # the joined turn's prompt holds the lock until it has answered
+                if opened.cancel_generation != generation:
+                    return frames.prompt_response("cancelled")
+                return frames.prompt_response(opened.last_stop_reason or "end_turn")
         async with opened.prompt_lock:
             if opened.cancel_generation != generation:
                 return frames.prompt_response("cancelled")  # cancelled while it waited for the running turn
@@ -101,6 +111,7 @@ def register_prompt(server: PromptHost) -> None:
             if not await ask_pending_reviews(opened, generation):
                 return frames.prompt_response("cancelled")
             stop_reason = await _run_turn(opened, parts, generation)
+            opened.last_stop_reason = stop_reason
             if _wants_settlement(opened.session) and stop_reason != "cancelled":
                 with opened.cancellable():
                     await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
@@ -111,6 +122,20 @@ def register_prompt(server: PromptHost) -> None:
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
     )(prompt)
+
+
+def _steers(session: Session) -> bool:
+    return session.busy and session.agent_config.while_busy == "steer"
+
+
+async def steer_into(opened: OpenSession, prompt: Sequence[ContentBlock]) -> bool:
+    """Send `prompt` into the session's running turn; True once it entered at a model request, False
+    when the turn ended first (or none runs)."""
+    try:
+        future = opened.session.steer([_prompt_part(block) for block in prompt])
+    except RuntimeError:
+        return False
+    return await future
 
 
 def _command_runner(
@@ -153,7 +178,7 @@ async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: in
             async for event in opened.session.run_turn(parts):
                 await presenter.present(event)
         except ModelError as exc:
-            failure = AcpError(INTERNAL_ERROR, exc.message, {"endpoint": exc.endpoint, "status": exc.status})
+            failure = AcpError.from_error(frames.model_error(exc.message, exc.endpoint, exc.status))
         finally:
             if opened.cancel_generation != generation and presenter.stop_reason is None:
                 presenter.stop_reason = "cancelled"

@@ -78,20 +78,10 @@ def _own_process() -> tuple[int, int | None]:
 
 
 def pid_alive(pid: int) -> bool:
-    """True when a process `pid` exists (one of another user counts). On Windows `os.kill` would
-    send a console event (signal 0 is CTRL_C_EVENT there), so nothing is sent and True is assumed:
-    the file's own state (and `written_at`) is all a reader has there."""
-    if os.name == "nt":
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except OSError:
-        return False
-    return True
+    """True when a process `pid` exists (`agent_core.processes.pid_exists`, the one check)."""
+    from agent_core.processes import pid_exists
+
+    return pid_exists(pid)
 
 
 # ------------------------------------------------------------------ the writer

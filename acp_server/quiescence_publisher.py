@@ -31,20 +31,13 @@ REFRESH_SECONDS = 0.25  # while busy: how often the counters are re-read (they m
 def snapshot(opened: OpenSession) -> dict[str, Any]:
     """`{quiescent, pending, in_flight, background}` of one open session, now (on its server loop).
 
-    The coordinator's counters, not `status()`: that also counts reviews on disk, and the panel
-    reads this several times a second (it counts reviews itself). Settled means no refinement work
-    and no child the user still waits on (ACP.md)."""
-    from acp_server.background import background_items
+    The harness service's `quiescence()` (settled: no refinement work and no child the user still
+    waits on), not `status()`: that also counts reviews on disk, and the panel reads this several
+    times a second (it counts reviews itself)."""
+    from acp_server.background import snapshot_state
     from acp_server.subagent_cards import background_entries
 
-    jobs = opened.harness.coordinator
-    children = background_entries(opened.session)
-    return {
-        "quiescent": jobs.quiescent and not children,
-        "pending": jobs.pending,
-        "in_flight": jobs.in_flight,
-        "background": [*background_items(jobs.pending, jobs.in_flight), *children],
-    }
+    return snapshot_state(opened.harness.quiescence(), background_entries(opened.session))
 
 
 class QuiescencePublisher:

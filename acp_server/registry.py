@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Answered without jsonrpcserver (transport.py): the startup path. Importing jsonrpcserver costs
+# Answered without jsonrpcserver (transport.py): the startup path (`authenticate` comes right after
+# `initialize` from clients that sign in first). Importing jsonrpcserver costs
 # ~0.1-0.25 s (it imports jsonschema), so it is loaded in the background after `initialize`.
-DIRECT_METHODS = frozenset({"initialize", "session/new"})
+DIRECT_METHODS = frozenset({"initialize", "authenticate", "session/new"})
 
 
 class Peer(Protocol):

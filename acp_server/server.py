@@ -22,12 +22,32 @@ if TYPE_CHECKING:
 def _configure_logging() -> None:
     import logging  # here, not at the top: the early `initialize` answer goes out before logging loads
 
-    level = os.environ.get("CONTINUAL_ACP_LOG_LEVEL", "WARNING").upper()
+    from agent_core.config_table import ConfigError, from_env
+
+    try:
+        level, problem = str(from_env("CONTINUAL_ACP_LOG_LEVEL", os.environ)), None
+    except ConfigError as exc:  # also refused by load_config, so session/new names it too
+        level, problem = "WARNING", exc
     logging.basicConfig(
         stream=sys.stderr,
-        level=getattr(logging, level, logging.WARNING),
+        level=getattr(logging, level),
         format="continual-acp %(levelname)s %(name)s: %(message)s",
     )
+    if problem is not None:
+        logging.getLogger(__name__).error("%s", problem)
+
+
+def _max_message_bytes() -> int:
+    import logging
+
+    from acp_server.transport import DEFAULT_MAX_LINE_BYTES
+    from agent_core.config_table import ConfigError, from_env
+
+    try:
+        return int(from_env("CONTINUAL_ACP_MAX_MESSAGE_BYTES", os.environ))
+    except ConfigError as exc:  # also refused by load_config, so session/new names it too
+        logging.getLogger(__name__).error("%s", exc)
+        return DEFAULT_MAX_LINE_BYTES
 
 
 def serve_stdio(
@@ -56,6 +76,10 @@ def serve_stdio(
         from acp_server.early_initialize import answer_first_initialize
 
         early = answer_first_initialize(reserved.read_fd, reserved.write_fd, *advertised)
+        if early.ended:
+            # No request came at all (stdin at /dev/null, as launch checks start agents): nothing to
+            # answer or close, so exit now rather than start the loop and the agent to shut them down.
+            return 0
     if harden is not None:
         harden()
     _configure_logging()
@@ -83,7 +107,7 @@ async def _serve(
     from acp_server.methods import AcpServer
     from acp_server.pipes import open_reader, open_writer, prefixed
     from acp_server.registry import MethodRegistry
-    from acp_server.transport import DEFAULT_MAX_LINE_BYTES, Connection
+    from acp_server.transport import Connection
 
     registry = MethodRegistry()
     server = AcpServer(registry, agent_factory=agent_factory, agent_prepare=agent_prepare)
@@ -97,8 +121,7 @@ async def _serve(
         server.initialized_early(early.params)
     reader = prefixed(early.unread if early is not None else b"", await open_reader(reserved.read_fd))
     writer = await open_writer(reserved.write_fd)
-    limit = int(os.environ.get("CONTINUAL_ACP_MAX_MESSAGE_BYTES", DEFAULT_MAX_LINE_BYTES))
-    connection = Connection(reader, writer, registry, max_line_bytes=limit)
+    connection = Connection(reader, writer, registry, max_line_bytes=_max_message_bytes())
     server.connection = connection
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.warm_up_soon)

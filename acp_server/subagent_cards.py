@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from acp_server import frames
-from acp_server.background import quiescence_mirror, quiescence_notification
+from acp_server.background import quiescence_params, quiescence_update
 from acp_server.frames import QUIESCENCE
 
 if TYPE_CHECKING:
@@ -97,11 +97,11 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
         await background_work()
 
     async def background_work() -> None:
-        # The mirror every client gets (ACP.md): which background children the user still waits on,
+        # The mirror every client gets: which background children the user still waits on,
         # in the same quiescence mirror the harness sends (one shape, refinement state included).
-        status = opened.harness.status()
+        now = opened.harness.quiescence()
         children = background_entries(opened.session)
-        await server.send_update(parent_id, quiescence_mirror(status, children))
+        await server.send_update(parent_id, quiescence_update(now, children))
         now_active = {str(entry["sessionId"]) for entry in children}
         if now_active != active:
             # A child was admitted or settled: a quiescence transition, so a client that opted in to
@@ -109,7 +109,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
             active.clear()
             active.update(now_active)
             if QUIESCENCE in server.extension_notifications and server.client.quiescence:
-                await server.notify(QUIESCENCE, quiescence_notification(parent_id, status, children))
+                await server.notify(QUIESCENCE, quiescence_params(parent_id, now))
 
     hub.add_listener(listener)
     earlier = opened.unsubscribe

@@ -77,7 +77,7 @@ async def validate(model_name: str, params: object, method: str) -> BaseModel:
     module = await schema()
     model = getattr(module, model_name)
     if not isinstance(params, dict):
-        raise AcpError.invalid_params(f"{method}: params must be an object", {"errors": []})
+        raise AcpError.invalid_params(f"{method}: params must be an object", [])
     from pydantic import ValidationError
 
     try:
@@ -88,5 +88,5 @@ async def validate(model_name: str, params: object, method: str) -> BaseModel:
         first = errors[0] if errors else {"loc": [], "msg": "invalid"}
         where = ".".join(first["loc"]) or "params"
         raise AcpError.invalid_params(
-            f"Invalid params for {method}: {where}: {first['msg']}", {"errors": errors}
+            f"Invalid params for {method}: {where}: {first['msg']}", errors
         ) from None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core.config import AgentConfig
 from agent_core.errors import KernelBackendUnavailable, SessionNotFound
+from agent_core.hibernation import Hibernator, revive_text
 from agent_core.kernel_backend import pool_options
 from agent_core.mcp import ServerConfig, attach_mcp, configure_mcp
 from agent_core.model import ModelClient
@@ -54,7 +55,7 @@ class Agent:
         self._sessions: dict[str, Session] = {}
         self._global_store: HarnessStore | None = None
         # Run first by `aclose`, before sessions close (the subagent hub stops admitting there).
-        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []  # issue 12
+        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
         self.subagents: Any = None  # agent_core.subagents.SubagentHub, set by SubagentHub.install
         # When set, every session's kernel start waits for it (acp_server opens it right after its
         # first session response is written: a kernel starting beside session/new slows the answer).
@@ -62,6 +63,18 @@ class Agent:
         self._closing = False
         # Sessions made with `new_session(defer_setup=True)` whose `on_session` has not run yet.
         self._setup_pending: set[str] = set()
+        self._room_tasks: set[asyncio.Task[bool]] = set()
+        revive = self._kernel_factory(restore=True, revive=True)
+        self.hibernator = Hibernator(
+            lambda: list(self._sessions.values()),
+            idle_seconds=config.kernel_idle_minutes * 60,
+            revive=lambda session: lambda: revive(session),
+            running_children=self._running_children,
+        )
+
+    def _running_children(self, session_id: str) -> int:
+        hub = self.subagents
+        return int(hub.running_children(session_id)) if hub is not None else 0
 
     # ------------------------------------------------------------ lifecycle
 
@@ -75,13 +88,20 @@ class Agent:
             await self._kernel_pool()
         except Exception as exc:
             log.error("the kernel pool could not start: %s", exc)
+        self.hibernator.start()
 
     async def _kernel_pool(self) -> KernelPool:
         async with self._pool_lock:
             if self._pool is None:
+                from agent_core.control_plane.settings import RefereeSettings
                 from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
 
-                options = pool_options(self.config.kernel_backend, home=self.config.home)
+                protected = RefereeSettings.from_extra(self.config.extra).protected_paths
+                options = pool_options(
+                    self.config.kernel_backend,
+                    home=self.config.home,
+                    protected=tuple(Path(p).expanduser() for p in protected),
+                )
                 self._pool = KernelPool(
                     self.config.kernel_pool_size,
                     python=self.config.kernel_python,
@@ -109,7 +129,15 @@ class Agent:
                 from kernel_bridge.environment import check_ipykernel, resolve_interpreter
 
                 if not self._local_interpreter_checked:
-                    await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    try:
+                        await check_ipykernel(resolve_interpreter(self.config.kernel_python))
+                    except KernelStartError as exc:
+                        if self.config.kernel_python is None:
+                            raise
+                        # Name the setting to fix, not only the interpreter it points at.
+                        raise KernelStartError(
+                            f"setting kernel_python = {self.config.kernel_python!r}: {exc}"
+                        ) from exc
                     self._local_interpreter_checked = True
                 return
             await (await self._kernel_pool()).check_backend()
@@ -133,10 +161,11 @@ class Agent:
     async def aclose(self) -> None:
         """Cancel turns, take final snapshots, shut every kernel down."""
         self._closing = True
+        await self.hibernator.aclose()
         self._setup_pending.clear()  # a closing agent sets up no session
         if self.kernel_gate is not None:
             self.kernel_gate.set()  # held kernel starts give up (a session's close waits for its start)
-        for hook in list(self.shutdown_hooks):  # issue 12: subagents stop before their sessions close
+        for hook in list(self.shutdown_hooks):  # subagents stop before their sessions close
             try:
                 await hook()
             except Exception:
@@ -162,7 +191,9 @@ class Agent:
 
     # ------------------------------------------------------------ sessions
 
-    def _kernel_factory(self, *, restore: bool) -> Callable[[Session], Coroutine[Any, Any, KernelSession]]:
+    def _kernel_factory(
+        self, *, restore: bool, revive: bool = False
+    ) -> Callable[[Session], Coroutine[Any, Any, KernelSession]]:
         async def start(session: Session) -> KernelSession:
             if self.kernel_gate is not None:
                 await self.kernel_gate.wait()
@@ -174,6 +205,17 @@ class Agent:
                 setup = _hide_setup_names(self.skills.setup_code(session.cwd))
             except Exception:
                 log.exception("building the skills setup code failed; the kernel starts without skills")
+            if pool.max_kernels is not None and pool.in_use >= pool.max_kernels:
+                # Past the cap the coldest kernel hibernates rather than this session waiting.
+                await self.hibernator.make_room(pool, session)
+
+            def on_wait(reason: str | None) -> None:
+                session.kernel_wait_reason = reason  # `/kernel status` says why it waits
+                if reason is not None:  # a slot went elsewhere meanwhile: make room again
+                    task = asyncio.get_running_loop().create_task(self.hibernator.make_room(pool, session))
+                    self._room_tasks.add(task)
+                    task.add_done_callback(self._room_tasks.discard)
+
             # Each cell's full output stays on disk with the session (0700) for the model to page;
             # the truncated text it receives names the file.
             kernel = await pool.acquire(
@@ -181,12 +223,15 @@ class Agent:
                 setup_code=setup,
                 snapshot_path=session.session_dir,
                 output_dir=session.session_dir / "cells",
-                # Past `max_kernels` the session waits; `/kernel status` says why.
-                on_wait=lambda reason: setattr(session, "kernel_wait_reason", reason),
+                # Past `max_kernels` with no kernel that may hibernate, the session waits.
+                on_wait=on_wait,
             )
             self.finish_setup(session)  # a deferred setup's kernel hooks (host ops) before they run
             session.kernel_ready(kernel)
-            if restore:
+            if revive:
+                # The cell that woke it says what came back (its output reaches the model too).
+                session.kernel_handle.revived(revive_text(await kernel.restore()))
+            elif restore:
                 report = await kernel.restore()
                 if report.snapshot_found and (report.restored or report.failed or report.skipped):
                     session.set_kernel_note(_restore_note(report))
@@ -232,6 +277,9 @@ class Agent:
             **state,  # type: ignore[arg-type]
         )
         session.owner_lock = owner
+        session.kernel_handle.clock = lambda: self.hibernator.clock()  # a test may swap the clock
+        session.kernel_handle.touch()
+        session.hibernation_line = lambda: self.hibernator.status_line(session)
         self._sessions[session_id] = session
         # Before the kernel is ready (its hook registers `mcp.*`); servers start on `session.mcp.start()`
         # (acp_server: after its response) or at their first use.
@@ -287,14 +335,14 @@ class Agent:
 
     async def _open_saved(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
         existing = self._sessions.get(session_id)
         if existing is not None:
             # Already open here (the editor reopened the thread): keep the live kernel, whose state
             # is richer than its snapshot, and bind the session to the asking editor connection.
             existing.editor = editor
             configure_mcp(existing, mcp_servers, start=False)
-            return existing, self.store.load(session_id).events
+            return existing, self.store.iter_events(session_id)
         if not self.store.exists(session_id):
             raise SessionNotFound(session_id)
         if cwd and not Path(resolve_cwd(cwd)).is_dir():
@@ -302,7 +350,7 @@ class Agent:
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
         try:
-            loaded = self.store.load(session_id)
+            loaded = self.store.load(session_id, events=False)  # the replay streams them (iter_events)
         except TranscriptDamaged:
             raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
@@ -321,12 +369,13 @@ class Agent:
             last_prompt_tokens=loaded.last_prompt_tokens,
         )
         session.repair_after_load()
-        return session, loaded.events
+        return session, self.store.iter_events(session_id, loaded.lines)
 
     async def load_session(
         self, session_id: str, cwd: str, editor: EditorPort, mcp_servers: Sequence[ServerConfig] | None = None
-    ) -> tuple[Session, list[ev.TurnEvent]]:
-        """Reopen a saved session; returns the events to replay (in order). The kernel snapshot is restored."""
+    ) -> tuple[Session, Iterator[ev.TurnEvent]]:
+        """Reopen a saved session; returns the events to replay, in order, read from the transcript as
+        they are taken (never all in memory at once). The kernel snapshot is restored."""
         session, events = await self._open_saved(session_id, cwd, editor, mcp_servers)
         await self._await_kernel(session)
         return session, events
@@ -337,6 +386,31 @@ class Agent:
         """Reopen a saved session without replay."""
         session, _ = await self._open_saved(session_id, cwd, editor, mcp_servers)
         return session
+
+    async def fork_session(
+        self,
+        source: Session,
+        editor: EditorPort,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
+    ) -> tuple[Session, str]:
+        """A new session from `source` as it is now, or as it was before its `turns`-th last prompt:
+        transcript, local harness, goal and kernel state (agent_core/fork.py); opened like a loaded
+        session. Returns it and a line saying which kernel state it got. `ForkError` / `RewindError`
+        (ValueErrors) when it cannot be made."""
+        from agent_core.fork import fork_point, prepare_fork
+
+        where = resolve_cwd(cwd or source.cwd)
+        if not Path(where).is_dir():
+            raise ValueError(f"session cwd {where!r} is not an existing directory")
+        await self.check_kernel_backend()
+        point = fork_point(source, turns)
+        new_id = f"sess_{uuid.uuid4().hex}"
+        note = await prepare_fork(source, new_id, where, point)
+        session, _ = await self._open_saved(new_id, where, editor, mcp_servers)
+        return session, note
 
     async def _await_kernel(self, session: Session) -> None:
         try:
@@ -375,7 +449,7 @@ class Agent:
         saved under `<home>/harness/deleted-sessions/` for `harness import`), or None if it had none.
         """
         from agent_core.ownership import SessionOwnerLock
-        from agent_core.promotion import deletion_notice  # trust (issue 15)
+        from agent_core.promotion import deletion_notice  # trust
 
         await self.close_session(session_id)
         try:
@@ -387,7 +461,7 @@ class Agent:
         owner = SessionOwnerLock.acquire(directory, session_id)  # refuses a session open elsewhere
         notice = None
         try:
-            # trust (issue 15): the local entries go with the session; list and save them first.
+            # trust: the local entries go with the session; list and save them first.
             from harness_store import HarnessStore, local_root
 
             local = local_root(self.config.home, session_id)

@@ -39,6 +39,11 @@ class ModelContext:
         self.last_prompt_tokens = last_prompt_tokens
         self.usage_totals = Usage()
 
+    def reset(self, messages: list[Message], last_prompt_tokens: int) -> None:
+        """Replace the context by one the transcript already holds (after a rewind cut it)."""
+        self.messages = list(messages)
+        self.last_prompt_tokens = last_prompt_tokens
+
     def append(self, message: Message) -> None:
         """Add a message to the context and to the transcript."""
         self.messages.append(message)

@@ -154,7 +154,7 @@ class RefinementReported:
 
     refinement_id: str
     summary: str
-    scope: Literal["local", "global", "project"]  # trust (issue 15): + project
+    scope: Literal["local", "global", "project"]  # trust: + project
     edits: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     applied: bool = True
     error: str | None = None
@@ -169,6 +169,9 @@ class GateStarted:
 
     gate_id: str
     command: str
+    # Where the command came from, for the card ("project .continual-acp/gates.toml, pinned when
+    # the loop started"); empty in records written before it existed.
+    source: str = ""
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,17 @@
 The kernel starts in the background (at session start, or with the first cell); a failed start is
 reported on the cell that waited for it and the next cell tries again. `status()` is the text of
 `/kernel status`, `interrupt()` and `restart()` answer `/kernel interrupt` and `/kernel restart`.
+`hibernate()` snapshots and stops an idle kernel (hibernation.py decides when); the next cell
+revives it and its card says what came back (`take_revived`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,6 +22,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KernelFactory = Callable[[], Coroutine[Any, Any, "KernelSession"]]
+# Says why a kernel may not hibernate (None: it may); may take the snapshot the stop relies on.
+HibernateCheck = Callable[["KernelSession"], Awaitable[str | None]]
+
+
+@dataclass(frozen=True)
+class Hibernation:
+    """Why and when a kernel was stopped, and what its snapshot holds (for `/kernel status`)."""
+
+    reason: str
+    at: float  # the handle's clock
+    saved: int  # variables in the snapshot
+    unrestorable: dict[str, str]  # name -> why the snapshot does not hold it
 
 
 class KernelHandle:
@@ -32,6 +48,16 @@ class KernelHandle:
         self._released = False  # stopped by `release`; the next cell starts a new one
         self.current_cell: str | None = None  # the cell running now (for status, interrupt, FileEdited)
         self.cells_run = 0  # cells started in this process (for `/kernel status`)
+        # Awaited once, with the kernel, right before the next cell runs (the prompt's checkpoint);
+        # the turn loop clears it before calling it.
+        self.before_cell: Callable[[KernelSession], Awaitable[None]] | None = None
+        self.clock: Callable[[], float] = time.monotonic  # the agent's hibernation clock (injectable)
+        self.last_used = self.clock()  # the last cell's start or end, or the kernel's start
+        self.pinned = False  # `/kernel keep`: never hibernated
+        self.hibernation: Hibernation | None = None  # set while hibernated or reviving
+        self.warned: tuple[frozenset[str], float] | None = None  # unrestorable names told, and when
+        self._revived: str | None = None  # the revive line for the next cell's card (once)
+        self.hibernate_note: str | None = None  # why the last attempt did not hibernate (status)
 
     def start(self) -> asyncio.Task[KernelSession]:
         """Start the kernel unless it is starting or running (call from a running event loop)."""
@@ -39,8 +65,22 @@ class KernelHandle:
         if task is not None and task.done() and (task.cancelled() or task.exception() is not None):
             task = None  # the last start failed (reported on that cell); the next cell tries again
         if task is None:
+            self.touch()
             task = self._task = asyncio.create_task(self._factory())
         return task
+
+    def touch(self) -> None:
+        """A cell started or ended: the kernel is not idle."""
+        self.last_used = self.clock()
+
+    @property
+    def live(self) -> bool:
+        """A started kernel whose process runs (what hibernation may stop)."""
+        kernel = self._running()
+        return kernel is not None and kernel.alive and self._releasing is None
+
+    def running_kernel(self) -> KernelSession | None:
+        return self._running()
 
     async def get(self) -> KernelSession:
         """The kernel (waits for a cold start; a dead kernel is replaced by kernel_bridge)."""
@@ -67,9 +107,21 @@ class KernelHandle:
 
     # ------------------------------------------------------------ what the user sees
 
-    async def status(self, cwd: str) -> str:
-        """The `/kernel status` text."""
+    async def status(self, cwd: str, hibernation_line: str | None = None) -> str:
+        """The `/kernel status` text (`hibernation_line`: whether and when this kernel hibernates)."""
         task = self._task
+        sleeping = self.hibernation
+        if sleeping is not None and (task is None or not task.done()):
+            state = "hibernated" if task is None else "reviving (a new kernel is restoring the snapshot)"
+            lost = "; ".join(f"{k} ({v})" for k, v in sorted(sleeping.unrestorable.items()))
+            lines = [
+                state,
+                f"- why: {sleeping.reason}",
+                f"- snapshot: {sleeping.saved} variable(s)" + (f"; not restorable: {lost}" if lost else ""),
+                "- the next cell revives it (snapshot restored first)",
+                f"- cwd: {cwd}",
+            ]
+            return "\n".join(lines)
         if task is None and self._released:
             return "released (stopped to free it; the next cell starts a kernel that restores its snapshot)"
         if task is None:
@@ -97,7 +149,10 @@ class KernelHandle:
             names,
             f"- kernel pid: {kernel.kernel_pid or 'unknown'}",
             f"- {kernel.guarantees.describe()}",
+            f"- {control_plane_line(kernel.guarantees)}",
         ]
+        if hibernation_line:
+            lines.append(f"- {hibernation_line}")
         return "\n".join(lines)
 
     async def interrupt(self) -> str:
@@ -115,6 +170,54 @@ class KernelHandle:
         """Restart the kernel (starting it first if needed); kernel_bridge's report of what came back."""
         kernel = await self.get()
         return str(await kernel.restart())
+
+    # ------------------------------------------------------------ hibernation
+
+    async def hibernate(self, reason: str, check: HibernateCheck, revive: KernelFactory) -> str | None:
+        """Stop the idle kernel after `check` (which takes the snapshot) allows it; the next `get()`
+        runs `revive`. None when it hibernated, else why not. No cell can start meanwhile: `get()`
+        waits while a kernel is being stopped."""
+        kernel = self._running()
+        if kernel is None or not kernel.alive or self._releasing is not None:
+            return "the kernel is not live"
+        if self.current_cell is not None or kernel.busy:
+            return "it is running a cell"
+        releasing = self._releasing = asyncio.Event()
+        try:
+            why = await check(kernel)
+            if why is None and (self.current_cell is not None or kernel.busy):
+                why = "it is running a cell"  # code outside a turn (a host op) started one meanwhile
+            if why is not None:
+                return why
+            manifest = kernel.last_snapshot or {}
+            self.hibernation = Hibernation(
+                reason,
+                self.clock(),
+                len(manifest.get("saved", {})),
+                {str(k): str(v) for k, v in dict(manifest.get("skipped", {})).items()},
+            )
+            try:
+                await kernel.shutdown(final_snapshot=False)  # `check` has just taken it
+            except Exception:
+                log.exception("stopping the kernel of session %s for hibernation failed", self._label)
+            self._task = None
+            self.current_cell = None
+            self.warned = None
+            self._factory = revive
+        finally:
+            self._releasing = None
+            releasing.set()
+        return None
+
+    def revived(self, text: str) -> None:
+        """The revive finished (snapshot restored): `text` goes on the next cell's card, once."""
+        self.hibernation = None
+        self._revived = text
+        self.touch()
+
+    def take_revived(self) -> str | None:
+        text, self._revived = self._revived, None
+        return text
 
     # ------------------------------------------------------------ end
 
@@ -174,3 +277,17 @@ def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
 
     paths = getattr(getattr(kernel, "options", None), "snapshot", None)
     return read_manifest(paths) if paths is not None else None
+
+
+def control_plane_line(guarantees: Any) -> str:
+    """How `.continual-acp/` (gates, the project harness) is kept from cells on this backend."""
+    if getattr(guarantees, "confined", False):
+        return (
+            f"control plane (.continual-acp/: gates, project harness): read-only to cells "
+            f"(confined by {guarantees.tier})"
+        )
+    return (
+        "control plane (.continual-acp/: gates, project harness): writable by cells on this backend; "
+        "detected, not prevented: after every cell the server restores what the cell changed there "
+        "and holds it for review"
+    )

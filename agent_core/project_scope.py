@@ -1,4 +1,4 @@
-"""Finding a session's project store: the repository its cwd belongs to (issue 15).
+"""Finding a session's project store: the repository its cwd belongs to.
 
 A session works in a cwd; its project harness is `<repo>/.continual-acp/harness` of the nearest
 enclosing repository — the closest ancestor holding `.git` (a directory, or a file for worktrees

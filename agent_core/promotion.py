@@ -8,7 +8,7 @@ target create first, then the local delete), and each can also be rolled back on
 
 `promote` and `undo_promotion` work on stores directly, without review: they are the building
 blocks. The `/promote` command goes through `HarnessSurface.promote`, which reports both halves and
-holds a project promotion for review like every project edit (issue 15). `deletion_notice` is what
+holds a project promotion for review like every project edit. `deletion_notice` is what
 the reply to deleting a session says about the local entries that go with it (and it saves them as
 a proposal file that `continual-acp harness import` can bring back into another scope).
 """
@@ -16,12 +16,12 @@ a proposal file that `continual-acp harness import` can bring back into another 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness_store import KINDS, HarnessEntry, Proposal, RefinementResult
+from harness_store import KINDS, HarnessEntry, Proposal, RefinementResult, Store
+from harness_store.private_files import write_atomic
 
 TARGETS = ("project", "global")
 REASON_PREFIX = "promoted to"
@@ -53,7 +53,7 @@ class Promotion:
         )
 
 
-def find_local(local_store: Any, entry_id: str, kind: str | None) -> HarnessEntry:
+def find_local(local_store: Store, entry_id: str, kind: str | None) -> HarnessEntry:
     """The visible local entry `entry_id` (of `kind` if given); `PromotionError` when none or ambiguous."""
     state = local_store.load()
     kinds = [kind] if kind else list(KINDS)
@@ -133,8 +133,8 @@ def promote(
     entry_id: str,
     to: str,
     *,
-    local_store: Any,
-    target_store: Any,
+    local_store: Store,
+    target_store: Store,
     session_id: str | None = None,
     kind: str | None = None,
     verifier: Any = None,
@@ -159,7 +159,7 @@ def promote(
     return Promotion(entry, to, created, removed)
 
 
-def local_removal_of(local_store: Any, target_refinement_id: str) -> str | None:
+def local_removal_of(local_store: Store, target_refinement_id: str) -> str | None:
     """The local refinement that removed the entry a promotion (`target_refinement_id`) created."""
     for record in reversed(local_store.history()):
         for edit in record.applied_edits:
@@ -169,7 +169,7 @@ def local_removal_of(local_store: Any, target_refinement_id: str) -> str | None:
 
 
 def undo_promotion(
-    target_refinement_id: str, *, local_store: Any, target_store: Any
+    target_refinement_id: str, *, local_store: Store, target_store: Store
 ) -> list[RefinementResult]:
     """Roll a promotion back: the target create, then the local delete (so the entry is local again)."""
     results: list[RefinementResult] = [target_store.rollback(target_refinement_id)]
@@ -188,7 +188,7 @@ class DeletionNotice:
     text: str
 
 
-def deletion_notice(local_store: Any, session_id: str, export_dir: Path) -> DeletionNotice | None:
+def deletion_notice(local_store: Store, session_id: str, export_dir: Path) -> DeletionNotice | None:
     """Call *before* deleting a session: lists its visible local entries and saves them as a
     proposal file under `export_dir` (`<home>/harness/deleted-sessions/<id>.json`), so they can
     still be promoted after the session is gone. None when the session had no local entries.
@@ -222,11 +222,8 @@ def deletion_notice(local_store: Any, session_id: str, export_dir: Path) -> Dele
     saved: Path | None = export_dir / f"{session_id}.json"
     try:
         export_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = export_dir / f".{session_id}.json.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(proposal, fh, indent=2, ensure_ascii=False, sort_keys=True)
-        os.replace(tmp, export_dir / f"{session_id}.json")
+        text = json.dumps(proposal, indent=2, ensure_ascii=False, sort_keys=True)
+        write_atomic(export_dir / f"{session_id}.json", text, sync=False)
     except OSError:
         saved = None
     lines = [

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core import settings
+from agent_core.checkpoints import SessionCheckpoints
 from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
 from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.editor_ops import EditorOps
+from agent_core.entry_usage import TurnUsage, UsageLedger
 from agent_core.errors import ModelError
 from agent_core.hooks import RefinementHook, TurnFailedHook
 from agent_core.kernel_handle import KernelHandle
@@ -34,12 +36,14 @@ from agent_core.ports import EditorPort, SkillsPort
 from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
 from agent_core.recorder import TurnRecorder
 from agent_core.transcript import SessionStore, TranscriptWriter, now_iso
-from agent_core.turn import TurnOutcome, run_turn_body
+from agent_core.turn import STEER_PREFIX, TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
+    from agent_core.control_plane.guard import ControlPlaneGuard
+    from agent_core.control_plane.held import HeldChange
     from agent_core.ownership import SessionOwnerLock
-    from harness_store import HarnessStore
+    from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -79,7 +83,7 @@ class Session:
         self.store = store
         self._writer = writer
         self._global_store = global_store
-        self._project_store: Any = None
+        self._project_store: ProjectStore | None = None
         self._project_checked = False
         self._local_store: HarnessStore | None = None
         self.skills = skills
@@ -110,15 +114,32 @@ class Session:
         # Events that happen outside a turn (`notify_user`, `/compact`): acp_server presents them.
         self.event_listeners: list[Callable[[ev.TurnEvent], Awaitable[None]]] = []
         self._refinement: RefinementHook | None = None
+        self._turn_usage: TurnUsage | None = None  # the running turn's entries and outcome
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
         self._sandbox_warned = False
+        # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
+        self.control_plane: ControlPlaneGuard | None = None
+        # Where a held control-plane change goes (refinement sets it: a pending review).
+        self.control_plane_hold: Callable[[HeldChange], Awaitable[str | None]] | None = None
+        # Whether and when this session's live kernel hibernates (set by the agent's Hibernator).
+        self.hibernation_line: Callable[[], str] | None = None
+        self.kernel_wait_reason: str | None = None  # why its kernel waits for a slot (max_kernels)
         self._turn_lock = asyncio.Lock()  # FIFO: queued prompts run in arrival order
         self._turn_task: asyncio.Task[TurnOutcome] | None = None
         self._cancel_generation = 0
         self._emit: Callable[[ev.TurnEvent], None] | None = None
+        # Messages sent into the running turn (`steer`), each with the future its sender awaits:
+        # True once the turn took it at a model request, False when the turn ended first.
+        self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
         self._closed = False
         self.editor_ops = EditorOps(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
+        self.checkpoints = SessionCheckpoints(
+            store.session_dir(session_id),
+            cwd,
+            max_count=agent_config.checkpoint_max_count,
+            max_bytes=agent_config.checkpoint_max_bytes,
+        )
         if agent_config.eager_kernel:
             self.kernel_handle.start()
 
@@ -200,8 +221,8 @@ class Session:
         return self._local_store
 
     @property
-    def project_store(self) -> Any:
-        """The `ProjectStore` of the git repository around the cwd (issue 15), or None outside one."""
+    def project_store(self) -> ProjectStore | None:
+        """The `ProjectStore` of the git repository around the cwd, or None outside one."""
         if not self._project_checked:
             from agent_core.project_scope import session_project_store
 
@@ -209,15 +230,20 @@ class Session:
             self._project_checked = True
         return self._project_store
 
+    @property
+    def scopes(self) -> Scopes:
+        """The session's stores: local, global and the project's (None outside a git repository)."""
+        from harness_store import Scopes
+
+        return Scopes(self.local_store, self.global_store, self.project_store)
+
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
-        from harness_store.scopes import merge_scopes
 
-        project = self.project_store
-        merged = merge_scopes(
-            self.global_store.load(), self.local_store.load(), project.load() if project is not None else None
-        )
-        return str(render_overview(merged, query=query))
+        overview = str(render_overview(self.scopes.states().prompt_view(), query=query))
+        if self._turn_usage is not None:
+            self._turn_usage.saw(overview)  # which entries this turn's prompt showed (entry_usage.py)
+        return overview
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None
@@ -338,17 +364,32 @@ class Session:
                 yield ended
                 return
             queue: asyncio.Queue[ev.TurnEvent | None] = asyncio.Queue()  # None: the turn task ended
+            # The prompt's checkpoint: where the transcript stands now; its kernel state is taken
+            # right before the prompt's first cell (the kernel handle's one-shot hook).
+            checkpoints = self.checkpoints
+            checkpoints.begin(self._writer.size())
+            self.kernel_handle.before_cell = checkpoints.before_cell
+
+            usage = self._turn_usage = TurnUsage()
 
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
-                if not isinstance(event, ev.UserMessage):  # the editor already shows the prompt; replays only
+                usage.note(event)
+                if isinstance(event, ev.UserMessage) and not event.message_id.startswith(STEER_PREFIX):
+                    checkpoints.note_message(event.message_id)  # the editor shows the prompt; replays only
+                else:  # a steering message is shown where it entered the turn
                     queue.put_nowait(event)
 
             async def drive() -> TurnOutcome:
                 try:
+                    if self.control_plane is not None:
+                        self.control_plane.refresh()  # between prompts: a person's changes, accepted
                     if self.mode == "autonomous" and self.autonomy is not None:
-                        return await self._autonomous_body(parts, emit)
-                    return await run_turn_body(self, parts, emit)
+                        outcome = await self._autonomous_body(parts, emit)
+                    else:
+                        outcome = await run_turn_body(self, parts, emit)
+                    await self._check_control_plane_at_end(emit)
+                    return outcome
                 finally:
                     queue.put_nowait(None)
 
@@ -369,6 +410,7 @@ class Session:
                         recorder.flush()
                         self.context.answer_dangling_tool_calls()
                         self._turn_failed()
+                        self._record_usage(usage, "error")
                         raise error
                     outcome = task.result()
                 self.context.answer_dangling_tool_calls()
@@ -377,13 +419,18 @@ class Session:
                     yield event
                 ended = ev.TurnEnded(outcome.stop_reason, outcome.message)
                 recorder.record(ended)
+                self._record_usage(usage, outcome.stop_reason)
                 yield ended
             finally:
+                self._turn_usage = None
                 if not task.done():
                     task.cancel()
                     await asyncio.wait({task}, timeout=2)
                 self._turn_task = None
                 self._emit = None
+                self.kernel_handle.before_cell = None
+                checkpoints.end()
+                self._drop_steering()
                 recorder.flush()
                 self._touch()
 
@@ -401,6 +448,45 @@ class Session:
         result = await self.autonomy.run(parts, emit, model_turn)
         return TurnOutcome(result.stop_reason, result.message)
 
+    def set_title(self, title: str) -> str:
+        """The user's title for the session (kept over the derived one); returns it as stored:
+        whitespace collapsed, at most 200 characters. Raises ValueError for an empty title."""
+        cleaned = " ".join(title.split())[:200]
+        if not cleaned:
+            raise ValueError("title must not be empty")
+        self.title = cleaned
+        self._writer.append({"type": "title", "title": cleaned})
+        self._touch()
+        return cleaned
+
+    def steer(self, parts: Sequence[ev.PromptPart]) -> asyncio.Future[bool]:
+        """Send a message into the running turn: it joins at the turn's next model request (the turn
+        does not end before it). The future is True once it entered, False if the turn ended first.
+        Raises `RuntimeError` when no turn is running."""
+        if not self.busy:
+            raise RuntimeError("no turn is running")
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._steering.append((list(parts), future))
+        log.info("session %s: a steering message waits for the next model request", self.id)
+        return future
+
+    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+        taken, self._steering = self._steering, []
+        for _, future in taken:
+            if not future.done():
+                future.set_result(True)
+        return [parts for parts, _ in taken]
+
+    @property
+    def steering_waiting(self) -> bool:
+        return bool(self._steering)
+
+    def _drop_steering(self) -> None:
+        dropped, self._steering = self._steering, []
+        for _, future in dropped:
+            if not future.done():
+                future.set_result(False)
+
     def turn_context(self) -> str | None:
         """Short per-turn context for the model (the goal block), or None."""
         return self.autonomy.context_block() if self.autonomy is not None else None
@@ -417,6 +503,13 @@ class Session:
             except Exception:
                 log.exception("after-turn hook %r failed in session %s", hook, self.id)
         return events
+
+    def _record_usage(self, usage: TurnUsage, stop_reason: str) -> None:
+        """One line in the entry-usage ledger; a failure to write it never fails the turn."""
+        try:
+            UsageLedger(self.agent_config.home).append(usage.record(self.id, stop_reason))
+        except OSError as exc:
+            log.warning("could not record harness entry usage for session %s: %s", self.id, exc)
 
     def _turn_failed(self) -> None:
         # No after-turn hook runs on this path; hooks (refinement) must still let go of what the
@@ -469,6 +562,10 @@ class Session:
         self._emit(event)
         return True
 
+    def append_raw_records(self, lines: bytes) -> None:
+        """Append already-encoded transcript records (a rewind keeps its own command's records)."""
+        self._writer.append_raw(lines)
+
     def repair_after_load(self) -> None:
         """A transcript cut off mid-cell (the server died) ends in an unanswered tool call; answer it."""
         self.context.answer_dangling_tool_calls(SERVER_STOPPED_ANSWER)
@@ -509,10 +606,47 @@ class Session:
             return True  # the start failed: the cell will fail too, but never without consent
         return bool(kernel.guarantees.approval_required)
 
+    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
+        running) is the agent's too."""
+        if self.control_plane is None:
+            return
+        held = self.control_plane.check("", "", when="after the prompt's last cell")
+        if held is not None:
+            from agent_core.control_plane.cells import hold
+
+            await hold(self, held, emit)
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None:
+        """Keep a change a cell made to .continual-acp/ as a pending review; its id."""
+        if self.control_plane_hold is None:
+            return None
+        return await self.control_plane_hold(held)
+
+    def _guard_control_plane(self, kernel: KernelSession) -> None:
+        if self.control_plane is not None or kernel.guarantees.confined:
+            return  # the sandbox tiers mount .continual-acp read-only: nothing to detect
+        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
+        from agent_core.project_scope import find_repo
+
+        repo = find_repo(self.cwd)
+        roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
+        lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
+        self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
+        self.close_hooks.append(self._close_control_plane)
+
+    async def _close_control_plane(self) -> None:
+        if self.control_plane is not None:
+            self.control_plane.close()
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
         guarantees = kernel.guarantees
+        try:
+            self._guard_control_plane(kernel)
+        except Exception:
+            log.exception("no control-plane guard for session %s", self.id)
         if guarantees.approval_required and not self._sandbox_warned:
             # Said once per session: the user asked for a sandbox and must know it is not in force.
             self._sandbox_warned = True
@@ -555,9 +689,21 @@ class Session:
 
     async def kernel_status(self) -> str:
         """The `/kernel status` text (while the kernel waits for a slot under `max_kernels`, why)."""
-        status = await self.kernel_handle.status(self.cwd)
-        waiting = getattr(self, "kernel_wait_reason", None)  # set by the agent (max_kernels)
-        return str(waiting) if status == "starting" and waiting else status
+        line = self.hibernation_line() if self.hibernation_line is not None else None
+        status = await self.kernel_handle.status(self.cwd, line)
+        waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
+        text = str(waiting) if status == "starting" and waiting else status
+        return f"{text}\n- {self.checkpoints.status_line()}"
+
+    def keep_kernel(self, keep: bool = True) -> str:
+        """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""
+        handle = self.kernel_handle
+        handle.pinned = keep
+        if not keep:
+            return "Kernel unpinned: it may hibernate again when idle or to make room under max_kernels."
+        if handle.hibernation is not None:
+            return "Kernel pinned: it is hibernated now, revives with the next cell and then stays live."
+        return "Kernel pinned: it stays live (never hibernated) until `/kernel keep off`."
 
     async def interrupt_kernel(self) -> str:
         """Interrupt the running cell now (never queued behind the turn); says what happened."""

@@ -3,7 +3,7 @@
 Each `Setting` names its id, its allowed values (`choices`, or none for an open setting such as the
 model, whose choices are the configured models), its default, and the words an editor shows for it.
 `Session.set_config` validates against this table, and acp_server builds its `modes` and
-`configOptions` from it (ACP.md "Modes and config options"), so a mode or a review policy is defined
+`configOptions` from it, so a mode or a review policy is defined
 once. Stored values are what `set_config` keeps in `Session.config` (and in the transcript's `config`
 records): strings, except `max_turn_requests` (int) and `wait_for_refinement` (bool).
 """

@@ -24,6 +24,7 @@ gets `disabled_verifier`, whose note says so on every skill it lets through.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness_store import HarnessEntry
@@ -50,10 +52,30 @@ OFF_NOTE = "not verified: verify_skills is off"
 # line per step and a final marker line with the verdict as JSON.
 _CHECK_SOURCE = r"""
 def __cacp_skill_check(spec):
-    import importlib, inspect, json, sys, threading
+    import importlib, inspect, json, os, sys, threading
     mark = spec["mark"]
+    written = []
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+    def note(path):
+        if isinstance(path, (str, bytes, os.PathLike)) and len(written) < 200:
+            written.append(os.path.abspath(os.fsdecode(path)))
+    def audit(event, args):
+        if event == "open" and len(args) >= 3:
+            mode, flags = args[1], args[2]
+            if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & write_flags
+            ):
+                note(args[0])
+        elif event in ("os.remove", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "shutil.rmtree"):
+            note(args[0])
+        elif event in ("os.rename", "os.link", "os.symlink") and len(args) >= 2:
+            note(args[0])
+            note(args[1])
+        elif event == "subprocess.Popen" and len(written) < 200:
+            written.append("(process) " + " ".join(map(str, args[1] or ()))[:200] if len(args) > 1 else "(process)")
+    sys.addaudithook(audit)  # the kernel is discarded after the check: the hook goes with it
     def done(ok, stage):
-        print(mark + json.dumps({"ok": ok, "stage": stage}), flush=True)
+        print(mark + json.dumps({"ok": ok, "stage": stage, "written": sorted(set(written))}), flush=True)
     module_name, name = spec["import"], spec["callable"]
     try:
         module = importlib.import_module(module_name)
@@ -172,9 +194,12 @@ class SkillCheck:
     """The outcome of checking one skill: passed or not, at which stage, and the printed lines."""
 
     ok: bool
-    stage: str  # import | callable | signature | examples | timeout | kernel | passed
+    stage: str  # import | callable | signature | examples | timeout | kernel | writes | passed
     output: str
     duration: float
+    # Paths the check's code opened for writing, removed, renamed or created (an audit hook in the
+    # scratch kernel), and "(process) argv" for each process it started.
+    written: tuple[str, ...] = ()
 
     def verdict(self) -> Verdict:
         """The store's view of this check (the note or refusal text starts with the verdict)."""
@@ -182,6 +207,8 @@ class SkillCheck:
             head = "verified in a scratch kernel"
         elif self.stage == "timeout":
             head = "timed out"
+        elif self.stage == "writes":
+            head = "refused"
         else:
             head = f"{self.stage} check failed"
         return Verdict(self.ok, f"{head} ({self.duration:.2f} s)\n{self.output}".rstrip())
@@ -219,7 +246,9 @@ def _parse(output: str, status: str, timeout: float, duration: float) -> SkillCh
     if len(text) > OUTPUT_CHARS:
         text = text[: OUTPUT_CHARS // 2] + "\n[...]\n" + text[-OUTPUT_CHARS // 2 :]
     if verdict is not None and isinstance(verdict.get("ok"), bool):
-        return SkillCheck(bool(verdict["ok"]), str(verdict.get("stage") or "?"), text, duration)
+        raw = verdict.get("written")
+        written = tuple(str(p) for p in raw) if isinstance(raw, list) else ()
+        return SkillCheck(bool(verdict["ok"]), str(verdict.get("stage") or "?"), text, duration, written)
     if status == "interrupted":
         last = next((ln for ln in reversed(lines) if not ln.startswith("[")), "the check")
         message = f"the check did not finish within {timeout:g} s (stopped during: {last})"
@@ -238,9 +267,44 @@ class SkillChecker:
         self._closing: set[asyncio.Task[None]] = set()
 
     async def check(
+        self,
+        entry: HarnessEntry,
+        *,
+        cwd: str | os.PathLike[str],
+        sys_path: Sequence[str] = (),
+        protected: Sequence[str] = (),
+    ) -> SkillCheck:
+        """Run the check cell for `entry` in a fresh kernel with `cwd` and `sys_path`; a skill that
+        writes `.continual-acp/` (gates, the project harness) or a `protected` path is refused."""
+        from agent_core.autonomy.tamper import TamperWatch, restore
+        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
+
+        guard = ControlPlaneGuard([Path(cwd) / CONTROL_DIR])
+        guard.ensure_baseline()
+        # The protected paths too, by content: a process the skill starts is not seen by the hook.
+        watch = (
+            await asyncio.to_thread(TamperWatch.start, cwd, patterns=(), gates=(), protected=protected)
+            if protected
+            else None
+        )
+        try:
+            check = await self._run(entry, cwd=cwd, sys_path=sys_path)
+            held = guard.check("skill-check", entry.id, when="during its skill check")
+        finally:
+            guard.close()
+        touched: list[str] = []
+        if watch is not None:
+            changed = (await asyncio.to_thread(watch.changes)).protected
+            failed = restore(watch, changed)
+            touched = [
+                f"{c.path}: the protected path {c.path}" + ("" if c.path in failed else " (restored)")
+                for c in changed
+            ]
+        return refuse_writes(check, Path(cwd), protected, held.files if held else (), touched)
+
+    async def _run(
         self, entry: HarnessEntry, *, cwd: str | os.PathLike[str], sys_path: Sequence[str] = ()
     ) -> SkillCheck:
-        """Run the check cell for `entry` in a fresh kernel with `cwd` and `sys_path`."""
         started = time.monotonic()
         try:
             kernel = await self.pool.acquire(cwd=cwd, sys_path=sys_path)
@@ -265,6 +329,44 @@ class SkillChecker:
         """Wait for discarded kernels to finish shutting down."""
         if self._closing:
             await asyncio.gather(*list(self._closing), return_exceptions=True)
+
+
+def refuse_writes(
+    check: SkillCheck,
+    cwd: Path,
+    protected: Sequence[str],
+    control_plane: Sequence[Any] = (),
+    touched: Sequence[str] = (),
+) -> SkillCheck:
+    """`check`, refused when the skill wrote the control plane (`control_plane`: what the
+    before/after comparison found and restored) or a path under `.continual-acp/` or `protected`."""
+    from agent_core.control_plane.guard import CONTROL_DIR
+
+    root = cwd.resolve()
+    fences = [(root / CONTROL_DIR, ".continual-acp/ (gates, the project harness)")]
+    fences += [
+        ((root / p).resolve() if not Path(p).is_absolute() else Path(p), f"the protected path {p}")
+        for p in protected
+    ]
+    bad: list[str] = [
+        f"{held.path}: .continual-acp/ (gates, the project harness; restored)" for held in control_plane
+    ]
+    bad += touched
+    for path in check.written:
+        if path.startswith("(process)"):
+            continue
+        target = Path(path)
+        with contextlib.suppress(OSError):
+            target = target.parent.resolve() / target.name
+        for fence, what in fences:
+            if target == fence or fence in target.parents:
+                bad.append(f"{path}: {what}")
+                break
+    if not bad:
+        return check
+    listed = "\n".join(f"- {line}" for line in sorted(set(bad)))
+    reason = f"the skill writes paths a skill must not change:\n{listed}"
+    return SkillCheck(False, "writes", f"{check.output}\n{reason}".strip(), check.duration, check.written)
 
 
 class SkillCheckService:
@@ -327,7 +429,12 @@ class SkillCheckService:
         return self._pool.ready_count if self._pool is not None else 0
 
     def check(
-        self, entry: HarnessEntry, *, cwd: str | os.PathLike[str], sys_path: Sequence[str] = ()
+        self,
+        entry: HarnessEntry,
+        *,
+        cwd: str | os.PathLike[str],
+        sys_path: Sequence[str] = (),
+        protected: Sequence[str] = (),
     ) -> SkillCheck:
         """Check `entry` (blocks the calling thread, never this service's loop)."""
         if threading.current_thread() is self._thread:
@@ -335,16 +442,18 @@ class SkillCheckService:
         loop = self._ensure()
         assert self._checker is not None
         future = asyncio.run_coroutine_threadsafe(
-            self._checker.check(entry, cwd=cwd, sys_path=sys_path), loop
+            self._checker.check(entry, cwd=cwd, sys_path=sys_path, protected=protected), loop
         )
         # A cold start (empty pool) may take a while on a loaded machine; the check itself is bounded.
         return future.result(timeout=self.timeout + 180.0)
 
-    def verifier(self, cwd: str | os.PathLike[str], sys_path: Sequence[str] = ()) -> PreApplyVerifier:
+    def verifier(
+        self, cwd: str | os.PathLike[str], sys_path: Sequence[str] = (), protected: Sequence[str] = ()
+    ) -> PreApplyVerifier:
         """The store's pre-apply verifier for skills of a session in `cwd`."""
 
         def verify(entry: HarnessEntry) -> Verdict:
-            return self.check(entry, cwd=cwd, sys_path=sys_path).verdict()
+            return self.check(entry, cwd=cwd, sys_path=sys_path, protected=protected).verdict()
 
         return verify
 
@@ -391,11 +500,11 @@ def refusing_verifier(reason: str) -> PreApplyVerifier:
 
 def verify_enabled(extra: Mapping[str, Any], scope: str) -> bool:
     """`verify_skills` from config.toml: a bool for every store, or a table by scope (default on)."""
-    value = extra.get("verify_skills", True)
+    from agent_core.config_table import value as setting
+
+    value = setting(extra, "verify_skills")
     if isinstance(value, Mapping):
         value = value.get(scope, True)
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "0", "no", "off")
     return bool(value)
 
 
@@ -426,10 +535,11 @@ def verifier_for(
     """The verifier a store of `scope` gets: the shared service's, or the "off" note per config."""
     if not verify_enabled(extra, scope):
         return disabled_verifier()
-    timeout = extra.get("skill_check_timeout", DEFAULT_TIMEOUT)
-    if not isinstance(timeout, int | float) or timeout <= 0:
-        timeout = DEFAULT_TIMEOUT
-    return shared_service(python, float(timeout)).verifier(cwd, sys_path)
+    from agent_core.config_table import value as setting
+
+    timeout = setting(extra, "skill_check_timeout")
+    protected = tuple(setting(extra, "protected_paths"))
+    return shared_service(python, float(timeout)).verifier(cwd, sys_path, protected)
 
 
 def session_verifiers(session: Any) -> Any:

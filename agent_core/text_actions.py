@@ -91,10 +91,9 @@ def output_message(output: str) -> str:
 
 def configured_format(extra: Mapping[str, object]) -> str:
     """`action_format` from the config (`auto` when unset); raises ValueError naming the bad value."""
-    value = str(extra.get("action_format") or "auto").strip().lower()
-    if value not in FORMAT_CHOICES:
-        raise ValueError(f"action_format {value!r} is not one of {', '.join(FORMAT_CHOICES)}")
-    return value
+    from agent_core.config_table import value
+
+    return str(value(extra, "action_format"))
 
 
 _TOOL_WORDS = ("tool", "function")

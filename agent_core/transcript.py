@@ -8,7 +8,8 @@ written whole and flushed, so a crash loses at most the line being written; a to
 ignored on load (and cut off before the next append, so it cannot glue onto a new line).
 
 `meta.json` beside the transcript caches what `session/list` needs (cwd, title), so listing does
-not read every transcript; the last activity is the transcript's mtime. Files are 0600, directories 0700.
+not read every transcript, and `sessions/.index.json` (session_index.py) gathers the meta files in
+one; the last activity is the transcript's mtime. Files are 0600, directories 0700.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ class LoadedTranscript:
     last_prompt_tokens: int = 0
     compactions: int = 0
     skipped_lines: int = 0
+    lines: int = 0  # lines read (`iter_events` replays no further: a later append is live, not history)
 
 
 class TranscriptWriter:
@@ -168,6 +170,20 @@ class TranscriptWriter:
 
     def event(self, event: ev.TurnEvent) -> None:
         self.append({"type": "event", "event": event_to_json(event)})
+
+    def size(self) -> int:
+        """The transcript's size in bytes (every record written so far is flushed)."""
+        if self._fh is None:
+            raise ValueError(f"transcript {self.path} is closed")
+        return os.fstat(self._fh.fileno()).st_size
+
+    def append_raw(self, lines: bytes) -> None:
+        """Append whole records already encoded (lines a rewind keeps after its cut)."""
+        if self._fh is None:
+            raise ValueError(f"transcript {self.path} is closed")
+        if lines:
+            self._fh.write(lines.decode("utf-8", errors="replace"))
+            self._fh.flush()
 
     def message(self, message: Mapping[str, Any]) -> None:
         self.append({"type": "message", "message": dict(message)})
@@ -307,12 +323,17 @@ class SessionStore:
             "updated_at": header.get("created_at", ""),
         }
 
-    def load(self, session_id: str) -> LoadedTranscript:
-        """Read a transcript; malformed lines are skipped (a torn last one silently)."""
+    def load(self, session_id: str, *, events: bool = True) -> LoadedTranscript:
+        """Read a transcript; malformed lines are skipped (a torn last one silently).
+
+        `events=False` leaves `events` empty (the replay streams them with `iter_events` instead,
+        so a long transcript is never held in memory as both messages and events)."""
         path = self.transcript_path(session_id)
         loaded: LoadedTranscript | None = None
         pending_skips = 0
-        for lineno, record in _records(path):
+        for lineno, record in _records(path, skip_events=not events):
+            if loaded is not None:
+                loaded.lines = lineno
             if record is None:
                 pending_skips += 1
                 continue
@@ -341,34 +362,44 @@ class SessionStore:
             raise TranscriptDamaged(path, None)
         return loaded
 
+    def iter_events(self, session_id: str, lines: int | None = None) -> Iterator[ev.TurnEvent]:
+        """The transcript's events in order, read as they are taken (up to line `lines`); a line
+        that does not decode is skipped, as `load` skips it."""
+        path = self.transcript_path(session_id)
+        for lineno, record in _records(path):
+            if lines is not None and lineno > lines:
+                return
+            if record is None or record.get("type") != "event":
+                continue
+            try:
+                event = event_from_json(record["event"])
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning("%s: skipped line %d: %s", path, lineno, exc)
+                continue
+            yield event
+
     def list(self, cwd: str | None = None, cursor: str | None = None, limit: int = 50) -> SessionPage:
         """Sessions (for `cwd`, resolved, or all), newest first; `cursor` continues a previous page."""
         want = resolve_cwd(cwd) if cwd else None
         summaries: list[SessionSummary] = []
         if self.root.is_dir():
-            for entry in os.scandir(self.root):
-                if not entry.is_dir(follow_symlinks=False) or entry.name.startswith("."):
-                    continue
-                try:
-                    meta = self.read_meta(entry.name)
-                except ValueError:  # a name that is not a session id: not ours to list
-                    continue
-                if meta is None or (want is not None and meta.get("cwd") != want):
+            from agent_core.session_index import indexed_sessions
+
+            root = str(self.root)
+            for name, meta in indexed_sessions(self.root, META, self.read_meta).items():
+                if want is not None and meta.get("cwd") != want:
                     continue
                 updated = str(meta.get("updated_at") or meta.get("created_at") or "")
                 try:
                     # Every append touches the transcript, so its mtime is the last activity; meta.json
                     # is only rewritten when the title changes (keeps turns free of extra file writes).
-                    mtime = self.transcript_path(entry.name).stat().st_mtime
+                    mtime = os.stat(os.path.join(root, name, TRANSCRIPT)).st_mtime
                     updated = max(updated, _iso_from_timestamp(mtime))
                 except OSError:
                     pass
                 summaries.append(
                     SessionSummary(
-                        session_id=entry.name,
-                        cwd=str(meta.get("cwd")),
-                        title=meta.get("title"),
-                        updated_at=updated,
+                        session_id=name, cwd=str(meta.get("cwd")), title=meta.get("title"), updated_at=updated
                     )
                 )
         summaries.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)
@@ -389,8 +420,15 @@ class SessionStore:
         return True
 
 
+# How `TranscriptWriter.event` starts a line (compact separators, "type" the first key).
+_EVENT_PREFIX = '{"type":"event",'
+_SKIPPED_EVENT: dict[str, Any] = {"type": "event-skipped"}
+
+
 def _apply(loaded: LoadedTranscript, record: Mapping[str, Any]) -> None:
     kind = record.get("type")
+    if kind == "event-skipped":
+        return
     if kind == "event":
         loaded.events.append(event_from_json(record["event"]))
     elif kind == "message":
@@ -413,10 +451,13 @@ def _apply(loaded: LoadedTranscript, record: Mapping[str, Any]) -> None:
         raise ValueError(f"unknown record type {kind!r}")
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+def _records(path: Path, *, skip_events: bool = False) -> Iterator[tuple[int, dict[str, Any] | None]]:
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
+                continue
+            if skip_events and line.startswith(_EVENT_PREFIX):
+                yield lineno, _SKIPPED_EVENT  # decoded only when replayed (iter_events)
                 continue
             try:
                 value = json.loads(line)

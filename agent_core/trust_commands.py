@@ -1,4 +1,4 @@
-"""`/why` for one session: the stores it sees and the replies (issue 15).
+"""`/why` for one session: the stores it sees and the replies.
 
 The command layer (acp_server) calls these with a `Session`; they assemble the session's stores —
 local, the project store of the repository around its cwd (when there is one), global — and the
@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.project_scope import project_store
 from agent_core.why import WhyAnswer, render_why, why
+from harness_store import Scopes, Store
 
 
-def session_stores(session: Any) -> list[tuple[str, Any]]:
+def session_stores(session: Any) -> list[tuple[str, Store]]:
     """(scope, store) a session sees, narrowest first: local, project (if any), global."""
-    stores: list[tuple[str, Any]] = [("local", session.local_store)]
-    project = session.project_store if hasattr(session, "project_store") else project_store(session.cwd)
-    if project is not None:
-        stores.append(("project", project))
-    stores.append(("global", session.global_store))
-    return stores
+    scopes: Scopes = session.scopes
+    return list(scopes.each())
 
 
 def why_answer(session: Any, entry_id: str, *, kind: str | None = None) -> WhyAnswer:
@@ -35,4 +31,16 @@ def why_reply(session: Any, argument: str) -> str:
     if len(words) != 1:
         return "Usage: /why <entry-id>  (e.g. /why test_command, or /why memory/test_command)"
     kind, _, entry_id = words[0].rpartition("/")
-    return render_why(why_answer(session, entry_id, kind=kind or None))
+    answer = why_answer(session, entry_id, kind=kind or None)
+    text = render_why(answer)
+    if not answer.current:
+        return text
+    from agent_core.entry_usage import describe, home_usage
+
+    usage = home_usage(session.agent_config.home)
+    lines = [
+        f"Use in prompts ({scope} `{entry.id}`): "
+        + describe(usage.get(entry.id) or usage.get(f"{scope}:{entry.id}"), created_at=entry.created_at)
+        for scope, entry in answer.current
+    ]
+    return text + "\n\n" + "\n".join(lines)

@@ -21,6 +21,7 @@ from agent_core import text_actions as ta
 from agent_core.aio import shielded
 from agent_core.config import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.content import to_model_content
+from agent_core.control_plane import cells as control_plane
 from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.kernel_handle import KernelHandle
 from agent_core.model import (
@@ -114,6 +115,18 @@ class TurnContext(Protocol):
         """Short per-turn context for the model (the goal block), or None."""
         ...
 
+    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+        """Messages sent into the running turn since the last request (steering), oldest first."""
+        ...
+
+    @property
+    def steering_waiting(self) -> bool:
+        """A steering message waits for the next request (the turn must not end before it)."""
+        ...
+
+
+STEER_PREFIX = "steer"  # the message id prefix of a steering message (shown live, replayed in place)
+
 
 def new_id(prefix: str) -> str:
     """A fresh id for a message, thought or cell (`msg_0123...`)."""
@@ -152,6 +165,12 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
     formats = _Formats(session)
     limit = session.max_turn_requests
     for _request in range(limit):
+        # Steering joins here, at the next request: after the tool results it follows, in order.
+        for steered in session.take_steering():
+            emit(ev.UserMessage(parts=tuple(steered), message_id=new_id(STEER_PREFIX)))
+            session.append_message(
+                {"role": "user", "content": to_model_content(steered, images=session.model_accepts_images)}
+            )
         # Before every request, not only at the start: one long turn of cells can fill the window.
         await session.maybe_compact()
         text_mode = formats.current() == "text"
@@ -211,6 +230,8 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
                 return TurnOutcome("cancelled")
             continue
         if not done.tool_calls:
+            if session.steering_waiting:
+                continue  # a message arrived during this answer: the model hears it before the turn ends
             return TurnOutcome("end_turn")
         for index, call in enumerate(done.tool_calls):
             result = await _run_tool_call(session, call, emit)
@@ -378,9 +399,17 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
         error = f"the kernel could not start: {exc}"
         emit(ev.CellFinished(cell_id, "failed", error=error))
         return _ToolResult(f"Error: {error}. The cell was not run.")
+    control_plane.before_cell(session)
     handle = session.kernel_handle
+    checkpoint, handle.before_cell = handle.before_cell, None
+    if checkpoint is not None:
+        await checkpoint(kernel)  # the prompt's checkpoint, before its first cell changes anything
     handle.current_cell = cell_id
     handle.cells_run += 1
+    handle.touch()
+    revived = handle.take_revived()
+    if revived:
+        emit(ev.CellOutput(cell_id, "stdout", revived + "\n"))  # once, on the cell that woke it
     try:
         run = kernel.execute(code, timeout=session.agent_config.cell_timeout)
         try:
@@ -398,13 +427,19 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
             # Cancel: stop the cell now; kernel_bridge restarts the kernel itself if it will not stop.
             await shielded(kernel.interrupt(), CANCEL_CELL_GRACE)
             emit(ev.CellFinished(cell_id, "cancelled", error="cancelled by the user"))
+            await control_plane.after_cell(session, cell_id, code, emit, cancelled=True)
             raise
     finally:
         handle.current_cell = None
+        handle.touch()
+    # Unconfined backends: what the cell wrote under .continual-acp/ is restored and held for review.
+    held_note = await control_plane.after_cell(session, cell_id, code, emit)
 
     output = result.output
     if result.report:
         output = f"{result.report}\n{output}" if output else result.report
+    if revived:
+        output = f"{revived}\n{output}" if output else revived
     if result.status == "ok":
         emit(ev.CellFinished(cell_id, "completed", output=output, duration=result.duration))
     elif result.status == "died":
@@ -430,4 +465,6 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     else:
         error = f"{result.error.ename}: {result.error.evalue}" if result.error else "the cell failed"
         emit(ev.CellFinished(cell_id, "failed", error=error, output=output, duration=result.duration))
+    if held_note:
+        output = f"{output}\n{held_note}" if output else held_note
     return _ToolResult(output or "(no output)")

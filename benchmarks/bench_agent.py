@@ -16,7 +16,7 @@ and a real IPython kernel:
 * transcript append: per event, 10,000 mixed events written and flushed line by line.
 * transcript load: a 10,000-event transcript (plus its model messages) -> context + replay list.
 
-Targets (issue 4): overhead <= 10 ms; append <= 0.2 ms/event; load of 10,000 events <= 300 ms.
+Targets: overhead <= 10 ms; append <= 0.2 ms/event; load of 10,000 events <= 300 ms.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Autonomous-mode benchmarks (issue 11 targets). Prints medians measured in one run.
+"""Autonomous-mode benchmarks against their targets. Prints medians measured in one run.
 
     .venv/bin/python benchmarks/bench_autonomy.py [--quick]
 

@@ -1,4 +1,4 @@
-"""harness_store benchmarks (issue 2 targets). Prints medians and ratios measured in one run.
+"""harness_store benchmarks against their targets. Prints medians and ratios measured in one run.
 
     .venv/bin/python benchmarks/bench_harness.py [--quick]
 

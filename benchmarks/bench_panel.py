@@ -1,4 +1,4 @@
-"""Review panel benchmarks (issue 17 targets: first paint <= 1 s, SSE update <= 1 s end to end).
+"""Review panel benchmarks (targets: first paint <= 1 s, SSE update <= 1 s end to end).
 
     .venv/bin/python benchmarks/bench_panel.py [--runs N]
 
@@ -148,14 +148,14 @@ def _median(values: list[float]) -> str:
     return f"{statistics.median(values):.0f} ms (min {min(values):.0f}, max {max(values):.0f})"
 
 
-async def main(runs: int) -> None:
+async def main(runs: int, entries: int = 1_000) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         t0 = time.perf_counter()
-        build_home(home, 10_000, 1_000)
+        build_home(home, 10_000, entries)
         size = (home / "harness" / "refinements.jsonl").stat().st_size
         print(
-            f"built 10,000 records ({size / 1e6:.1f} MB) + 1,000 entries in {time.perf_counter() - t0:.1f} s"
+            f"built 10,000 records ({size / 1e6:.1f} MB) + {entries:,} entries in {time.perf_counter() - t0:.1f} s"
         )
         starts = []
         for _ in range(3):
@@ -189,4 +189,8 @@ async def main(runs: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
-    asyncio.run(main(parser.parse_args().runs))
+    parser.add_argument(
+        "--entries", type=int, default=1_000, help="entries in the store (10,000: the large harness)"
+    )
+    args = parser.parse_args()
+    asyncio.run(main(args.runs, args.entries))

@@ -233,13 +233,8 @@ async def settle_in_process(base: Path, runs: int) -> list[float]:
         await tg.start(coordinator.serve)
         for i in range(runs):
             proposal = Proposal.model_validate(json.loads(_plan(i)))
-            coordinator._in_flight += 1  # what a worker job does around its apply
-            coordinator._transition()
-            try:
+            async with coordinator.jobs.busy():  # what a worker job does around its apply
                 await coordinator.submit(proposal, scope="local", trigger="auto", baseline=None, items=[])
-            finally:
-                coordinator._in_flight -= 1
-                coordinator._transition()
             await coordinator.wait_quiescent(10)
             samples.append(notified[-1] - committed[-1])
         tg.cancel_scope.cancel()

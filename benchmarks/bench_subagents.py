@@ -12,7 +12,7 @@ Measured in one run, with the scripted OpenAI-compatible endpoint on 127.0.0.1 a
 * memory per idle child session, server side, kernel excluded: Python heap growth (tracemalloc)
   over N children that finished and stay open without kernels, divided by N.
 
-Targets (issue 12): spawn -> running <= 100 ms median; parent cell overhead of spawn <= 10 ms.
+Targets: spawn -> running <= 100 ms median; parent cell overhead of spawn <= 10 ms.
 """
 
 from __future__ import annotations

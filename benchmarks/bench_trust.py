@@ -1,4 +1,4 @@
-"""Trust benchmarks (issue 15). Prints medians and the ratio measured in one run.
+"""Trust benchmarks. Prints medians and the ratio measured in one run.
 
     .venv/bin/python benchmarks/bench_trust.py [--runs N] [--entries N]
 

@@ -5,6 +5,7 @@ The public names below are a contract with agent_core, acp_server and the CLI; s
 
 from __future__ import annotations
 
+from harness_store.backend import Backend, Snapshot
 from harness_store.errors import HarnessStoreError
 from harness_store.models import (
     ACTIONS,
@@ -20,7 +21,9 @@ from harness_store.models import (
 )
 from harness_store.overview import DEFAULT_BUDGET, OverviewBudget, merge, render_overview
 from harness_store.paths import data_home, global_root, local_root
-from harness_store.store import HarnessStore, RefinementNotFound
+from harness_store.project import ProjectStore
+from harness_store.scopes import ScopeName, Scopes, ScopeStates
+from harness_store.store import HarnessStore, RefinementNotFound, Store
 from harness_store.tombstones import normalize_content
 from harness_store.validation import BASE_PROMPT_ID
 from harness_store.views import render_view
@@ -32,15 +35,22 @@ __all__ = [
     "KINDS",
     "TRIGGERS",
     "AppliedEdit",
+    "Backend",
     "Edit",
     "HarnessEntry",
     "HarnessState",
     "HarnessStore",
     "HarnessStoreError",
     "OverviewBudget",
+    "ProjectStore",
     "Proposal",
     "RefinementNotFound",
     "RefinementResult",
+    "ScopeName",
+    "ScopeStates",
+    "Scopes",
+    "Snapshot",
+    "Store",
     "Tombstone",
     "data_home",
     "global_root",

@@ -34,7 +34,7 @@ from harness_store.errors import HarnessStoreError
 from harness_store.models import KINDS, HarnessEntry, RefinementResult
 from harness_store.paths import data_home, global_root, local_root
 from harness_store.project import ProjectStore  # trust (issue 15)
-from harness_store.store import HarnessStore, RefinementNotFound
+from harness_store.store import HarnessStore, RefinementNotFound, Store
 from harness_store.verify import PreApplyVerifier, Verdict
 from harness_store.views import render_view
 
@@ -109,7 +109,7 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _stores(home: Path, session: str | None, scope: str | None, repo: str | None = None) -> list[Any]:
+def _stores(home: Path, session: str | None, scope: str | None, repo: str | None = None) -> list[Store]:
     if scope == "project" or (scope is None and repo):
         if not repo:
             raise CliError("--scope project needs --repo PATH")
@@ -135,8 +135,8 @@ def _all_stores(home: Path, session: str | None) -> list[HarnessStore]:
 
 def _find_refinement(
     home: Path, session: str | None, rid: str, repo: str | None = None
-) -> tuple[Any, RefinementResult] | None:
-    project: list[Any] = [ProjectStore(Path(repo))] if repo else []
+) -> tuple[Store, RefinementResult] | None:
+    project: list[Store] = [ProjectStore(Path(repo))] if repo else []
     for store in [*project, *_all_stores(home, session)]:
         if store.history_path.exists():
             record = store.get_refinement(rid)
@@ -233,7 +233,7 @@ def _run(
         found = _find_refinement(home, args.session, args.id, repo)
         if found is not None:
             return found[1], _result_text(found[1]), 0
-        stores: list[Any] = [HarnessStore(global_root(home))]
+        stores: list[Store] = [HarnessStore(global_root(home))]
         if repo:
             stores.insert(0, ProjectStore(Path(repo)))
         if args.session:

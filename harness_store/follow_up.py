@@ -18,7 +18,7 @@ REVIEW_DECISIONS = ("apply", "reject", "reject_forever")
 
 
 def check_trigger(trigger: str) -> None:
-    """Raise ValueError for a trigger HARNESS.md does not name."""
+    """Raise ValueError for a trigger that is not one of `TRIGGERS`."""
     if trigger not in TRIGGERS:
         raise ValueError(f"trigger must be one of {', '.join(TRIGGERS)}, not {trigger!r}")
 

@@ -1,6 +1,6 @@
 """The harness records: entries, edits, proposals, results, tombstones and the state.
 
-Field names are the snake_case names of HARNESS.md; they are what goes on disk and over the
+Field names are snake_case; they are what goes on disk and over the
 extension methods, so they must not be renamed. `Proposal.model_validate` accepts untrusted input
 (a model's JSON, an extension request) and normalizes it instead of rejecting it: wrong-typed fields
 are dropped, non-object edits are dropped, but unknown action/kind values are kept so that apply can
@@ -37,7 +37,7 @@ CONTENT_FIELDS: tuple[str, ...] = (
     "scope",
     "examples",  # trust (issue 15): a skill's runnable examples are part of what it is
 )
-# What a rollback restores field for field (HARNESS.md "Rollback").
+# What a rollback restores field for field.
 RESTORED_FIELDS: tuple[str, ...] = (*CONTENT_FIELDS, "trust")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from harness_store.models import HarnessEntry
 
@@ -26,10 +27,16 @@ _OVERRIDE = re.compile(
 )
 
 
+# ASCII has no format (Cf) characters; its controls (Cc) that are not whitespace to `str.isspace`
+# are these. One regex pass instead of a per-character loop: `/harness` checks every entry, and
+# text joined with newlines is never `isprintable()`, so 10,000 entries took ~1 s on that loop.
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x7f]")
+
+
 def _characters(text: str) -> tuple[bool, bool]:
     control = fmt = False
-    if text.isascii() and text.isprintable():
-        return False, False
+    if text.isascii():
+        return _ASCII_CONTROL.search(text) is not None, False
     for char in text:
         if char.isspace():
             continue
@@ -43,15 +50,18 @@ def _characters(text: str) -> tuple[bool, bool]:
 
 def neutralized(entry: HarnessEntry) -> tuple[str, ...]:
     """The reasons the prompt shows this entry altered (empty: it is shown as written)."""
-    text = "\n".join(
-        [
-            entry.title,
-            entry.content,
-            entry.path,
-            *(str(v) for v in entry.reference.values()),
-            *entry.arguments,
-        ]
+    return _reasons(
+        entry.title,
+        entry.content,
+        "\n".join([entry.path, *(str(v) for v in entry.reference.values()), *entry.arguments]),
     )
+
+
+@lru_cache(maxsize=65536)
+def _reasons(title: str, content: str, rest: str) -> tuple[str, ...]:
+    # Cached on the text (entries are immutable): a repeated `/harness` over 10,000 entries
+    # re-checks none of them.
+    text = f"{title}\n{content}\n{rest}"
     reasons: list[str] = []
     control, fmt = _characters(text)
     if control:
@@ -64,9 +74,9 @@ def neutralized(entry: HarnessEntry) -> tuple[str, ...]:
         reasons.append("imitates a message role or prompt header")
     if _OVERRIDE.search(text):
         reasons.append("tries to override instructions")
-    if len(" ".join(entry.title.split())) > TITLE_CHARS:
+    if len(" ".join(title.split())) > TITLE_CHARS:
         reasons.append(f"title cut to {TITLE_CHARS} characters in the prompt")
-    if len(" ".join(entry.content.split())) > CONTENT_CHARS:
+    if len(" ".join(content.split())) > CONTENT_CHARS:
         reasons.append(f"content cut to {CONTENT_CHARS} characters in the prompt")
     return tuple(reasons)
 

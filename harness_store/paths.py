@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness_store.private_files import private_dir
+
 STATE_FILE = "harness_state.json"
 HISTORY_FILE = "refinements.jsonl"
 LOCK_FILE = ".harness.lock"
@@ -35,17 +37,5 @@ def local_root(home: Path, session_id: str) -> Path:
 
 
 def ensure_dir(path: Path) -> None:
-    """Create `path` and any missing parents with mode 0700 (`mkdir(parents=True)` applies the mode
-    only to the last component). Raises OSError."""
-    missing: list[Path] = []
-    current = path
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:
-            pass  # another process made it meanwhile
+    """Create `path` and any missing parents with mode 0700 (`private_files.private_dir`). Raises OSError."""
+    private_dir(path)

@@ -10,13 +10,12 @@ committed and shared, unlike the private stores under the data home.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from harness_store import private_files
 from harness_store.models import HarnessEntry
 
 FIELDS: tuple[str, ...] = (
@@ -123,19 +122,7 @@ def split_conflict(text: str) -> tuple[str, str]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` (temp file in the same directory, fsync, rename; mode 0644)."""
+    """Replace `path` with `text` (`private_files.write_atomic`; mode 0644: a repository file; the
+    temp name matches `.*.tmp`, which the harness's .gitignore keeps out of commits)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    private_files.write_atomic(path, text, mode=0o644)

@@ -1,16 +1,31 @@
-"""The prompt's view of three scopes: global, then project, then local (issue 15).
+"""The three scopes of a session's harness, held once: `Scopes(local, global, project|None)`.
 
-Extends `overview.merge` (global + local): nothing is hidden and nothing overrides silently. A
-project id that collides with a global one is keyed `project:<id>`; a local id that collides with
-either is keyed `local:<id>`. Without a project state this is exactly `merge`.
+Which store holds a refinement (`locate`), how the stores are seen together (`merged`, and
+`merge_scopes` for the prompt), and the order they are asked in (`each`: the session's own first,
+then the project's, then global) are decided here, so no caller writes its own scope loop.
+
+`merge_scopes` extends `overview.merge` (global + local): nothing is hidden and nothing overrides
+silently. A project id that collides with a global one is keyed `project:<id>`; a local id that
+collides with either is keyed `local:<id>`. Without a project state this is exactly `merge`.
 """
 
 from __future__ import annotations
 
-from harness_store.models import KINDS, HarnessEntry, HarnessState
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from harness_store.errors import HarnessStoreError
+from harness_store.models import KINDS, HarnessEntry, HarnessState, RefinementResult
 from harness_store.overview import merge
+from harness_store.project import ProjectStore
+from harness_store.store import HarnessStore, Store
+
+ScopeName = Literal["local", "global", "project"]
 
 ORDER: tuple[str, ...] = ("global", "project", "local")
+
+NO_PROJECT = "this session has no project harness (its cwd is not in a git repository)"
 
 
 def merge_scopes(
@@ -32,9 +47,95 @@ def merge_scopes(
     return HarnessState.build(entries, tombstones)
 
 
-def unprefixed(key: str) -> tuple[str | None, str]:
-    """`project:x` -> ("project", "x"); `local:x` -> ("local", "x"); `x` -> (None, "x")."""
-    scope, sep, rest = key.partition(":")
-    if sep and scope in ORDER and rest:
-        return scope, rest
-    return None, key
+# Recent prompt views by the identity of their source states (which they hold, so ids stay unique).
+_VIEWS: dict[tuple[int, ...], tuple[tuple[HarnessState | None, ...], HarnessState]] = {}
+
+
+def _empty(state: HarnessState | None) -> bool:
+    return state is None or (not state.tombstones and not any(state.entries.values()))
+
+
+@dataclass(frozen=True)
+class ScopeStates:
+    """The three scopes' states read at one moment (`Scopes.states`)."""
+
+    local: HarnessState
+    global_: HarnessState
+    project: HarnessState | None = None
+
+    def merged(self) -> HarnessState:
+        """The states as the prompt sees them (`merge_scopes`), with the tombstones of all, the
+        session's own first."""
+        project = self.project
+        tombstones = [
+            *self.local.tombstones,
+            *(project.tombstones if project is not None else []),
+            *self.global_.tombstones,
+        ]
+        return HarnessState.build(merge_scopes(self.global_, self.local, project).entries, tombstones)
+
+    def prompt_view(self) -> HarnessState:
+        """The prompt's view: `merge_scopes(global, local, project)` (tombstones global first).
+
+        The same view object while no store changed (stores hand out their cached state until the
+        file changes), so the overview's word index built for it is reused by the next prompt."""
+        # An empty scope (a session's local store before its first entry) is read afresh each time:
+        # any empty state stands for any other.
+        sources = tuple(
+            None if _empty(state) else state for state in (self.global_, self.local, self.project)
+        )
+        ident = tuple(id(state) for state in sources)
+        hit = _VIEWS.get(ident)
+        if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
+            return hit[1]
+        view = merge_scopes(self.global_, self.local, self.project)
+        if len(_VIEWS) >= 8:
+            _VIEWS.pop(next(iter(_VIEWS)))
+        _VIEWS[ident] = (sources, view)
+        return view
+
+
+@dataclass(frozen=True)
+class Scopes:
+    """A session's stores: its own (`local`), the one every session shares (`global_`, `global` on
+    the wire) and the project store of the git repository its cwd is in (None outside one).
+
+    Every method reads files: call them in a worker thread from async code.
+    """
+
+    local: HarnessStore
+    global_: HarnessStore
+    project: ProjectStore | None = None
+
+    def each(self) -> Iterator[tuple[ScopeName, Store]]:
+        """(scope, store), narrowest first: local, project (if any), global."""
+        yield "local", self.local
+        if self.project is not None:
+            yield "project", self.project
+        yield "global", self.global_
+
+    def store(self, scope: ScopeName) -> Store:
+        """The store of one scope; `HarnessStoreError` for `project` without a project harness."""
+        if scope == "project":
+            if self.project is None:
+                raise HarnessStoreError(NO_PROJECT)
+            return self.project
+        return self.global_ if scope == "global" else self.local
+
+    def locate(self, refinement_id: str) -> tuple[ScopeName, RefinementResult] | None:
+        """The scope whose history holds `refinement_id` (asked in `each` order) and the record;
+        None when none does."""
+        for scope, store in self.each():
+            result = store.get_refinement(refinement_id)
+            if result is not None:
+                return scope, result
+        return None
+
+    def states(self) -> ScopeStates:
+        """Each scope's current state."""
+        project = self.project.load() if self.project is not None else None
+        return ScopeStates(self.local.load(), self.global_.load(), project)
+
+    def merged(self) -> HarnessState:
+        """The stores as the prompt sees them, with the tombstones of all (`ScopeStates.merged`)."""
+        return self.states().merged()

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness_store import private_files
 from harness_store.errors import HarnessStoreError
 from harness_store.models import KINDS, HarnessEntry, HarnessState, Tombstone, empty_entries
 
@@ -132,53 +133,14 @@ def remove_stale_temps(path: Path) -> None:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` via temp file + fsync + rename; keeps an existing file's mode, new files 0600."""
-    try:
-        mode = os.stat(path).st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o600
-    except OSError as exc:
-        raise HarnessStoreError(f"cannot stat {path}: {exc.strerror}") from exc
+    """Write `data` to `path` via temp file + fsync + rename (`private_files.write_atomic`); keeps
+    an existing file's mode, new files 0600. The temp name carries `TEMP_MARK` and the writer's pid,
+    so a killed writer's leftovers are found by `remove_stale_temps`."""
     temp = path.parent / f".{path.name}{TEMP_MARK}{os.getpid()}-{secrets.token_hex(4)}"
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        private_files.write_atomic(path, data, mode=None, temp=temp, sync_dir=True)
     except OSError as exc:
-        raise HarnessStoreError(f"cannot write the harness state next to {path}: {exc.strerror}") from exc
-    try:
-        try:
-            if hasattr(os, "fchmod"):  # Windows Python < 3.13 has none; the mode is POSIX only
-                os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise HarnessStoreError(f"cannot save the harness state {path}: {exc.strerror}") from exc
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Make the rename itself durable; not supported on every platform/filesystem.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        raise HarnessStoreError(f"cannot save the harness state {path}: {exc.strerror}") from exc
 
 
 def save_state(path: Path, state: HarnessState) -> str:

@@ -1,19 +1,21 @@
-"""`HarnessStore`: one scope's store on disk (state file + history + views), safe across processes.
+"""`Store`: the harness rules of one scope, written once over a `Backend` (backend.py).
 
-Every read-modify-write runs under the store lock and re-reads the state inside it. The write
-order is history first, then state: a crash between the two leaves a history record the state does
-not include yet, and the next reader rolls the state forward from the history (write-ahead log).
+Apply, rollback, review decisions, rejections before apply, tombstone lifts, the history with its
+paging and as-of view, and "who wrote this entry later" live here; the backend only reads and
+writes (`StateFileBackend` for a local or global scope, `RepositoryBackend` for a project). Every
+read-modify-write holds the backend's cross-process lock and starts from the state read inside it.
+
+`HarnessStore(root)` is the store of one local or global scope; `ProjectStore(repo)` (project.py)
+the project scope's.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
+from harness_store.backend import Backend
 from harness_store.core import (
     ApplyOptions,
     EvidenceChecker,
@@ -22,7 +24,6 @@ from harness_store.core import (
     plan_rollback,
     replay,
 )
-from harness_store.errors import HarnessStoreError
 from harness_store.follow_up import (
     apply_review,
     check_decision,
@@ -30,9 +31,8 @@ from harness_store.follow_up import (
     follow_up_options,
     rolled_back_by,
 )
-from harness_store.history import HistoryLog
 from harness_store.ids import new_refinement_id, utc_now
-from harness_store.lock import DEFAULT_TIMEOUT, StoreLock, held_elsewhere
+from harness_store.lock import DEFAULT_TIMEOUT
 from harness_store.models import (
     HarnessState,
     Proposal,
@@ -40,14 +40,12 @@ from harness_store.models import (
     Tombstone,
     empty_entries,
 )
-from harness_store.paths import HISTORY_FILE, LOCK_FILE, STATE_FILE, ensure_dir
-from harness_store.recovery import rebuild_state, replay_tombstones, set_aside
-from harness_store.statefile import load_state, peek_token, remove_stale_temps, save_state
+from harness_store.statefile_backend import StateFileBackend
 from harness_store.tombstones import lift_tombstone, reject_tombstones
-from harness_store.verify import PreApplyVerifier, needs_check, precheck  # trust (issue 15)
-from harness_store.views import remove_view, view_path, write_view
+from harness_store.validation import resolve_id
+from harness_store.verify import PreApplyVerifier, needs_check, precheck
 
-log = logging.getLogger("harness_store")
+ProposalInput = Proposal | Mapping[str, object]
 
 
 class RefinementNotFound(LookupError):
@@ -65,164 +63,65 @@ def _as_checker(evidence: EvidenceChecker | Collection[str] | None) -> EvidenceC
     return known.__contains__
 
 
-class HarnessStore:
-    """The store of one scope, rooted at `root` (`<home>/harness` or `<home>/sessions/<id>/harness`)."""
+def _as_proposal(proposal: ProposalInput) -> Proposal:
+    return proposal if isinstance(proposal, Proposal) else Proposal.model_validate(dict(proposal))
 
-    def __init__(self, root: Path | str, *, lock_timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.root = Path(root)
-        self.state_path = self.root / STATE_FILE
-        self.history_path = self.root / HISTORY_FILE
-        self.lock_path = self.root / LOCK_FILE
-        self.lock_timeout = lock_timeout
-        self._history = HistoryLog(self.history_path)
+
+def _first_error(*columns: Sequence[str | None]) -> list[str | None]:
+    """Per edit, the first reason of several that refuses it (None: allowed)."""
+    return [next((reason for reason in row if reason), None) for row in zip(*columns, strict=True)]
+
+
+class Store:
+    """One scope's harness over `backend`; see the module docstring."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
         self._mutex = threading.RLock()
-        # (file save token, last history id) -> state: lets repeated reads skip parsing and replay.
-        self._cache_key: tuple[str | None, str | None] | None = None
-        self._cache: HarnessState | None = None
-        self._file_token: str | None = None
-        self._file_state: HarnessState | None = None
-        self._file_damaged = False
-        # True while this object holds the store lock (its reads are then never mid-commit).
-        self._writing = False
+
+    @property
+    def root(self) -> Path:
+        return self.backend.root
+
+    @property
+    def history_path(self) -> Path:
+        return self.backend.history_path
+
+    @property
+    def lock_path(self) -> Path:
+        return self.backend.lock_path
+
+    @property
+    def lock_timeout(self) -> float:
+        return self.backend.lock_timeout
 
     @property
     def default_scope(self) -> str:
-        """`local` for a session's store (`.../sessions/<id>/harness`), else `global`."""
-        parent = self.root.parent.parent
-        return "local" if self.root.name == "harness" and parent.name == "sessions" else "global"
+        """The scope of this store's records: `local`, `global` or `project`."""
+        return self.backend.default_scope
 
     # -- reading --------------------------------------------------------------------------------
 
     def load(self) -> HarnessState:
         """The current state; never raises. A damaged state file is rebuilt from the history (the
-        source of truth) and kept aside as `harness_state.json.damaged-<stamp>`, with a warning."""
+        source of truth) and kept aside as `harness_state.json.damaged-<stamp>`, with a warning;
+        a conflicted project entry is left out."""
         with self._mutex:
-            return self._current()
+            return self.backend.read()
 
     @property
     def state(self) -> HarnessState:
         """The current state (cheap when nothing changed on disk since the last read)."""
         return self.load()
 
-    def _current(self) -> HarnessState:
-        token = peek_token(self.state_path)
-        last = self._history.last_id()
-        if self._cache is not None and token is not None and self._cache_key == (token, last):
-            return self._cache
-        if token is None or token != self._file_token or self._file_state is None:
-            loaded = load_state(self.state_path)
-            if loaded.damaged:
-                self._file_token, self._file_state, self._file_damaged = None, None, True
-                state = self._recover(loaded.state)
-                self._cache_key, self._cache = (self._file_token, self._history.last_id()), state
-                return state
-            self._file_token, self._file_state, self._file_damaged = (
-                loaded.token,
-                loaded.state,
-                loaded.damaged,
-            )
-            missing = not loaded.damaged and not self.state_path.exists()
-        else:
-            missing = False
-        state = self._file_state
-        assert state is not None
-        if last is not None and last != state.head and not self._file_damaged:
-            try:
-                state = self._roll_forward(state, missing)
-            except HarnessStoreError as exc:  # load() never raises: serve the file as it is
-                log.warning("harness state %s not rolled forward: %s", self.state_path, exc)
-        self._cache_key, self._cache = (self._file_token, last), state
-        return state
-
-    def _recover(self, salvaged: HarnessState) -> HarnessState:
-        """The state rebuilt from the history for a damaged state file, repaired on disk if the
-        store lock can be had right now (always when this object holds it)."""
-        try:
-            state = rebuild_state(salvaged, list(self._history.records()))
-        except HarnessStoreError as exc:  # load() never raises: serve what the file still had
-            log.warning("harness state %s is damaged and its history unreadable: %s", self.state_path, exc)
-            return salvaged
-        if self._writing:
-            self._repair_locked(state)
-            return state
-        try:
-            with StoreLock(self.lock_path, timeout=0):
-                self._writing = True
-                try:
-                    # Re-check inside the lock: another process may have repaired it meanwhile.
-                    loaded = load_state(self.state_path)
-                    if not loaded.damaged:
-                        return self._current()
-                    state = rebuild_state(loaded.state, list(self._history.records()))
-                    self._repair_locked(state)
-                finally:
-                    self._writing = False
-        except HarnessStoreError as exc:
-            # Lock busy or the directory is not writable: serve the rebuilt state; a later
-            # read or write repairs the file.
-            log.debug("harness state %s not repaired yet: %s", self.state_path, exc)
-        return state
-
-    def _repair_locked(self, state: HarnessState) -> None:
-        """With the store lock held: keep the damaged file aside and save the rebuilt state."""
-        try:
-            aside = set_aside(self.state_path)
-            token = save_state(self.state_path, state)
-        except (OSError, HarnessStoreError) as exc:
-            log.warning(
-                "harness state %s is damaged and could not be repaired (%s); serving the state "
-                "rebuilt from %s",
-                self.state_path,
-                exc,
-                self.history_path,
-            )
-            return
-        log.warning(
-            "harness state %s was damaged; rebuilt %d entries and %d tombstones from %s%s",
-            self.state_path,
-            state.count(),
-            len(state.tombstones),
-            self.history_path,
-            f"; the damaged file is kept as {aside}" if aside is not None else "",
-        )
-        self._file_token, self._file_state, self._file_damaged = token, state, False
-
-    def _roll_forward(self, state: HarnessState, missing: bool) -> HarnessState:
-        # The history has records the state file does not include: a writer died between the two
-        # writes. Replay their `after` snapshots (or the whole history when the file is missing).
-        if state.head is None:
-            if not missing:
-                return state
-            start = 0
-        else:
-            position = self._history.position(state.head)
-            if position is None:
-                return state  # the state does not come from this history: leave it alone
-            start = position + 1
-        records = list(self._history.records(start))
-        if not records:
-            return state
-        # Read without the lock, this is normal while another process is between its history
-        # append and its state save; only a gap nobody is filling means a writer crashed.
-        in_progress = not self._writing and held_elsewhere(self.lock_path)
-        log.log(
-            logging.DEBUG if in_progress else logging.WARNING,
-            "harness state %s was behind its history by %d record(s)%s; rolled forward",
-            self.state_path,
-            len(records),
-            " (another process is saving)" if in_progress else "",
-        )
-        tombstones = replay_tombstones(list(state.tombstones), records)
-        return HarnessState.build(replay(state.entries, records), tombstones, head=records[-1].id)
-
     def history(self, limit: int | None = None) -> list[RefinementResult]:
         """History records, oldest first / newest last; `limit` keeps the newest `limit`."""
         with self._mutex:
             if limit is not None and limit <= 0:
                 return []
-            count = len(self._history)
+            count = self.backend.history_count()
             start = 0 if limit is None else max(count - limit, 0)
-            return list(self._history.records(start))
+            return list(self.backend.history_records(start))
 
     def history_page(
         self, limit: int = 50, before: str | None = None
@@ -233,95 +132,52 @@ class HarnessStore:
         Raises `RefinementNotFound` when `before` is not a record of this store.
         """
         with self._mutex:
-            ids = self._history.ids()
-            end = len(ids)
+            end = self.backend.history_count()
             if before is not None:
-                position = self._history.position(before)
+                position = self.backend.history_position(before)
                 if position is None:
                     raise RefinementNotFound(before, self.history_path)
                 end = position
             start = max(end - max(limit, 0), 0)
-            records = list(self._history.records(start, end))
-            return records, (ids[start] if start > 0 and records else None)
+            records = list(self.backend.history_records(start, end))
+            return records, (records[0].id if start > 0 and records else None)
 
     def get_refinement(self, refinement_id: str) -> RefinementResult | None:
         """The history record with this id, or None."""
         with self._mutex:
-            return self._history.get(refinement_id)
+            return self.backend.history_get(refinement_id)
 
     def state_as_of(self, refinement_id: str) -> HarnessState:
-        """The entries as they were right after `refinement_id` (replayed from history; beyond 8)."""
+        """The entries as they were right after `refinement_id` (replayed from history)."""
         with self._mutex:
-            position = self._history.position(refinement_id)
+            position = self.backend.history_position(refinement_id)
             if position is None:
                 raise RefinementNotFound(refinement_id, self.history_path)
-            records = self._history.records(0, position + 1)
+            records = self.backend.history_records(0, position + 1)
             return HarnessState.build(replay(empty_entries(), records), head=refinement_id)
+
+    def rolled_back_by(self, refinement_id: str) -> str | None:
+        """The id of the applied rollback that currently undoes `refinement_id`, or None (never
+        rolled back, or its rollback was itself rolled back since)."""
+        with self._mutex:
+            return rolled_back_by(self.backend.history_records(), refinement_id)
 
     def tombstones(self) -> list[Tombstone]:
         """Every tombstone of this store."""
         return list(self.load().tombstones)
 
     def view_path(self, kind: str, entry_id: str, *, scope: str | None = None) -> Path:
-        """The markdown view file of an entry, written if missing (path of a future entry otherwise)."""
+        """The readable file of an entry (a markdown view, or a project entry's own file)."""
         with self._mutex:
-            entry = self._current().get(kind, entry_id)
-            if entry is None:
-                return view_path(self.root, scope or self.default_scope, kind, entry_id)
-            path = view_path(self.root, entry.scope, kind, entry_id)
-            if not path.exists():
-                write_view(self.root, entry)
-            return path
+            return self.backend.view_path(kind, entry_id, scope=scope)
 
     # -- writing --------------------------------------------------------------------------------
 
-    def _prepare(self) -> None:
-        try:
-            ensure_dir(self.root)
-        except OSError as exc:
-            raise HarnessStoreError(
-                f"cannot create the harness directory {self.root}: {exc.strerror}"
-            ) from exc
-        if not self.root.is_dir():
-            raise HarnessStoreError(f"the harness path {self.root} is not a directory")
-
-    def _commit(self, state: HarnessState, result: RefinementResult) -> None:
-        """History first, then state (see module docstring); then the views of touched entries."""
-        self._history.append(result)
-        try:
-            token = save_state(self.state_path, state)
-        except HarnessStoreError as exc:
-            # The record is durable in the history, which readers roll the state forward from:
-            # the caller must not apply the same proposal again.
-            raise HarnessStoreError(
-                f"{exc}. Refinement {result.id} is recorded in {self.history_path} and takes effect "
-                "from there (do not apply it again); the state file is rewritten by the next save"
-            ) from exc
-        self._file_token, self._file_state, self._file_damaged = token, state, False
-        self._cache_key, self._cache = (token, result.id), state
-        for edit in result.applied_edits:
-            if not edit.applied:
-                continue
-            if edit.after is not None:
-                write_view(self.root, edit.after)
-            elif edit.before is not None:
-                remove_view(self.root, edit.before)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[StoreLock]:
-        self._prepare()
-        with StoreLock(self.lock_path, self.lock_timeout) as held:
-            self._writing = True
-            try:
-                yield held
-            finally:
-                self._writing = False
-
     def apply(
         self,
-        proposal: Proposal | Mapping[str, Any],
+        proposal: ProposalInput,
         *,
-        scope: str,
+        scope: str | None = None,
         trigger: str,
         session_id: str | None = None,
         baseline: HarnessState | None = None,
@@ -332,32 +188,31 @@ class HarnessStore:
     ) -> RefinementResult:
         """Lock, re-read, validate, apply, append history, save atomically; one result per proposal.
 
-        `verifier` checks each skill the proposal creates or updates before it is written (run
-        before the lock is taken; a failing check refuses that edit; see harness_store/verify.py).
+        `scope` defaults to the store's own. `verifier` checks each skill the proposal creates or
+        updates before it is written (run before the lock is taken; a failing check refuses that
+        edit; see harness_store/verify.py).
 
         `evidence_checker` (a callable or a set of transcript message ids) makes apply refuse edits
         citing messages that do not exist; the store itself cannot read transcripts.
         `global_state` lets a local refinement refuse updates/deletes of global ids by name.
+        Edits of entries the backend blocks (project merge conflicts) or its rules refuse are
+        refused with the reason.
         """
-        if scope not in ("local", "global"):
-            raise ValueError(f"scope must be 'local' or 'global', not {scope!r}")
+        scope = scope if scope is not None else self.default_scope
+        self.backend.check_scope(scope)
         check_trigger(trigger)
         if source is not None and source not in ("refine", "agent", "user"):
             raise ValueError(f"source must be 'refine', 'agent' or 'user', not {source!r}")
-        if not isinstance(proposal, Proposal):
-            proposal = Proposal.model_validate(dict(proposal))
-        # trust (issue 15): slow skill checks run on a dry run before the lock, verdicts reused inside.
+        proposal = _as_proposal(proposal)
+        # Slow skill checks run on a dry run before the lock; their verdicts are reused inside.
         verdicts = None
         if verifier is not None and needs_check(proposal):
-            with self._mutex:
-                unlocked = self._current()
             probe = ApplyOptions(
                 refinement_id="precheck", now=utc_now(), scope=scope, trigger=trigger, source=source
             )
-            verdicts = precheck(unlocked, proposal, probe, verifier)
-        with self._mutex, self._locked():
-            remove_stale_temps(self.state_path)
-            state = self._current()
+            verdicts = precheck(self.load(), proposal, probe, verifier)
+        with self._mutex, self.backend.locked():
+            snapshot = self.backend.snapshot_locked()
             opts = ApplyOptions(
                 refinement_id=new_refinement_id(),
                 now=utc_now(),
@@ -368,54 +223,64 @@ class HarnessStore:
                 global_state=global_state,
                 evidence_checker=_as_checker(evidence_checker),
                 source=source,
-                pre_apply=verdicts.hook() if verdicts is not None else None,  # trust (issue 15)
+                # Blocked entries first, then the backend's rule: both refuse with a reason.
+                preset_errors=_first_error(
+                    self._blocked_errors(proposal, snapshot.blocked),
+                    self.backend.rule_errors(proposal, source=source, trigger=trigger),
+                ),
+                pre_apply=verdicts.hook() if verdicts is not None else None,
             )
-            new_state, result = apply_proposal(state, proposal, opts)
-            self._commit(new_state, result)
+            new_state, result = apply_proposal(snapshot.state, proposal, opts)
+            self.backend.commit_locked(snapshot.state, new_state, result)
             return result
+
+    @staticmethod
+    def _blocked_errors(proposal: Proposal, blocked: Mapping[tuple[str, str], str]) -> list[str | None]:
+        return [blocked.get((edit.kind, resolve_id(edit) or "")) for edit in proposal.edits]
 
     def rollback(
         self, refinement_id: str, *, force: bool = False, trigger: str = "rollback"
     ) -> RefinementResult:
         """Undo a refinement by applying its inverse (itself a refinement that can be rolled back).
 
-        Refused (not raised) when an entry changed since that refinement, unless `force`.
-        Raises `RefinementNotFound` for an unknown id.
+        Refused (not raised) when an entry changed since that refinement, unless `force`, and for
+        entries the backend blocks. Raises `RefinementNotFound` for an unknown id.
         """
         check_trigger(trigger)
-        with self._mutex, self._locked():
-            state, target = self._target_locked(refinement_id)
-            plan = plan_rollback(state, target, force=force, later_writer=self._later_writer_after(target.id))
-            opts = follow_up_options(
-                target, trigger, rollback_of=target.id, restores=plan.restores, preset_errors=plan.conflicts
+        with self._mutex, self.backend.locked():
+            snapshot = self.backend.snapshot_locked()
+            target = self._target(refinement_id)
+            plan = plan_rollback(
+                snapshot.state, target, force=force, later_writer=self._later_writer_after(target.id)
             )
-            new_state, result = apply_proposal(state, plan.proposal, opts)
-            self._commit(new_state, result)
+            blocked = self._blocked_errors(plan.proposal, snapshot.blocked)
+            opts = follow_up_options(
+                target,
+                trigger,
+                rollback_of=target.id,
+                restores=plan.restores,
+                preset_errors=_first_error(plan.conflicts or [None] * len(blocked), blocked),
+                scope=self.backend.follow_up_scope,
+            )
+            new_state, result = apply_proposal(snapshot.state, plan.proposal, opts)
+            self.backend.commit_locked(snapshot.state, new_state, result)
             return result
 
-    def rolled_back_by(self, refinement_id: str) -> str | None:
-        """The id of the applied rollback that currently undoes `refinement_id`, or None (never
-        rolled back, or its rollback was itself rolled back since)."""
-        with self._mutex:
-            return rolled_back_by(self._history.records(), refinement_id)
-
-    def _target_locked(self, refinement_id: str) -> tuple[HarnessState, RefinementResult]:
-        """With the store lock held: the current state and the history record a follow-up acts on."""
-        remove_stale_temps(self.state_path)
-        state = self._current()
-        target = self._history.get(refinement_id)
+    def _target(self, refinement_id: str) -> RefinementResult:
+        """The history record a follow-up acts on; `RefinementNotFound` for an unknown id."""
+        target = self.backend.history_get(refinement_id)
         if target is None:
             raise RefinementNotFound(refinement_id, self.history_path)
-        return state, target
+        return target
 
     def _later_writer_after(self, target_id: str) -> Callable[[str, str], str | None]:
         def later_writer(kind: str, entry_id: str) -> str | None:
             # Only on a conflict (rare): scan the records after the target for the newest writer.
-            position = self._history.position(target_id)
+            position = self.backend.history_position(target_id)
             if position is None:
                 return None
             newest: str | None = None
-            for record in self._history.records(position + 1):
+            for record in self.backend.history_records(position + 1):
                 if any(e.applied and e.kind == kind and e.id == entry_id for e in record.applied_edits):
                     newest = record.id
             return newest
@@ -428,80 +293,79 @@ class HarnessStore:
         """Record a review decision on an applied refinement (one history record, trigger `user`).
 
         `apply`: its candidate entries become verified. `reject`: its entries become `rejected` (kept
-        for the record, never in the prompt) and their content is tombstoned (beyond 5).
+        for the record, never in the prompt) and their content is tombstoned.
         `reject_forever`: as reject, and the tombstone also blocks the entry id. `edit_ids` limits the
         decision to some entry ids. Raises `RefinementNotFound` for an unknown id.
         """
         check_decision(decision)
-        with self._mutex, self._locked():
-            state, target = self._target_locked(refinement_id)
-            plan = plan_review(state, target, decision, edit_ids)
-            opts = follow_up_options(target, "user", review_of=target.id, restores=plan.restores)
-            new_state, result = apply_review(state, plan, opts)
-            self._commit(new_state, result)
+        with self._mutex, self.backend.locked():
+            snapshot = self.backend.snapshot_locked()
+            target = self._target(refinement_id)
+            plan = plan_review(snapshot.state, target, decision, edit_ids)
+            opts = follow_up_options(
+                target,
+                "user",
+                review_of=target.id,
+                restores=plan.restores,
+                scope=self.backend.follow_up_scope,
+            )
+            new_state, result = apply_review(snapshot.state, plan, opts)
+            self.backend.commit_locked(snapshot.state, new_state, result)
             return result
 
     def reject_proposal(
         self,
-        proposal: Proposal | Mapping[str, Any],
+        proposal: ProposalInput,
         *,
         forever: bool = False,
         reason: str = "rejected in review",
     ) -> list[Tombstone]:
         """Tombstone the content of a proposal that was rejected before it was ever applied.
 
-        The tombstones are a history record of their own (no edits, `tombstoned`), so a state
-        rebuilt from the history keeps them. Returns the tombstones added (already present ones are
-        not repeated; one upgraded to `forever` is recorded but not returned).
+        The tombstones are made durable by the backend (a history record of their own with no
+        edits, `tombstoned`, so a state rebuilt from the history keeps them; or the project's
+        tombstone file). Returns the tombstones added (already present ones are not repeated; one
+        upgraded to `forever` is recorded but not returned).
         """
-        if not isinstance(proposal, Proposal):
-            proposal = Proposal.model_validate(dict(proposal))
-        with self._mutex, self._locked():
-            state = self._current()
+        proposal = _as_proposal(proposal)
+        with self._mutex, self.backend.locked():
             tombstones, added, changed = reject_tombstones(
-                list(state.tombstones), proposal, forever=forever, reason=reason
+                self.backend.tombstones_locked(), proposal, forever=forever, reason=reason
             )
             if changed:
                 summary = f"Rejected{' forever' if forever else ''} before apply: {proposal.summary}"
-                record = self._tombstone_record(summary.rstrip(": "), tombstoned=changed)
-                self._commit(HarnessState.build(state.entries, tombstones, head=record.id), record)
+                self.backend.save_tombstones_locked(
+                    tombstones, summary=summary.rstrip(": "), tombstoned=changed
+                )
             return added
 
     def lift_tombstone(self, tombstone_id: str, *, trigger: str = "user") -> Tombstone | None:
         """Remove a tombstone so its content may be proposed again; returns it, or None if unknown.
 
-        The lift is a history record (no edits, `lifted`), so a rebuilt state keeps it lifted.
+        The lift is made durable by the backend (a history record with no edits, `lifted`, so a
+        rebuilt state keeps it lifted; or the project's tombstone file).
         """
         check_trigger(trigger)
-        with self._mutex, self._locked():
-            state = self._current()
-            rest, lifted = lift_tombstone(list(state.tombstones), tombstone_id)
+        with self._mutex, self.backend.locked():
+            rest, lifted = lift_tombstone(self.backend.tombstones_locked(), tombstone_id)
             if lifted is not None:
-                record = self._tombstone_record(
-                    f"Lifted tombstone {lifted.id} ({lifted.kind})", lifted=[lifted], trigger=trigger
+                self.backend.save_tombstones_locked(
+                    rest,
+                    summary=f"Lifted tombstone {lifted.id} ({lifted.kind})",
+                    lifted=[lifted],
+                    trigger=trigger,
                 )
-                self._commit(HarnessState.build(state.entries, rest, head=record.id), record)
             return lifted
 
-    def _tombstone_record(
-        self,
-        summary: str,
-        *,
-        tombstoned: Sequence[Tombstone] = (),
-        lifted: Sequence[Tombstone] = (),
-        trigger: str = "user",
-    ) -> RefinementResult:
-        """A history record that only adds or lifts tombstones (see `RefinementResult.tombstoned`)."""
-        return RefinementResult.model_validate(
-            {
-                "id": new_refinement_id(),
-                "summary": summary,
-                "scope": self.default_scope,
-                "trigger": trigger,
-                # A local store's records belong to its session (`.../sessions/<id>/harness`).
-                "session_id": self.root.parent.name if self.default_scope == "local" else None,
-                "created_at": utc_now(),
-                "tombstoned": list(tombstoned),
-                "lifted": list(lifted),
-            }
-        )
+
+class HarnessStore(Store):
+    """The store of one scope, rooted at `root` (`<home>/harness` or `<home>/sessions/<id>/harness`)."""
+
+    backend: StateFileBackend
+
+    def __init__(self, root: Path | str, *, lock_timeout: float = DEFAULT_TIMEOUT) -> None:
+        super().__init__(StateFileBackend(root, lock_timeout=lock_timeout))
+
+    @property
+    def state_path(self) -> Path:
+        return self.backend.state_path

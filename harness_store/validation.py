@@ -1,4 +1,4 @@
-"""The edit validation rules of HARNESS.md, in order; the first failing rule wins.
+"""The edit validation rules, in order; the first failing rule wins.
 
 Messages are part of the contract (tests and callers match them verbatim).
 """

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 from harness_store.ids import slugify
 from harness_store.models import HarnessEntry
 from harness_store.paths import ensure_dir
+from harness_store.private_files import write_atomic
 
 log = logging.getLogger("harness_store")
 
@@ -57,10 +57,7 @@ def write_view(root: Path, entry: HarnessEntry) -> Path:
     try:
         ensure_dir(path.parent)
         # A fixed temp name: a writer killed here leaves one file that the next write reuses.
-        temp = path.with_name(f".{path.name}.tmp")
-        temp.write_text(render_view(entry), encoding="utf-8")
-        os.chmod(temp, 0o600)
-        os.replace(temp, path)
+        write_atomic(path, render_view(entry), temp=path.with_name(f".{path.name}.tmp"), sync=False)
     except OSError as exc:
         # Views are a convenience for editors; a failure must not fail the apply that already saved.
         log.warning("cannot write harness view %s: %s", path, exc)

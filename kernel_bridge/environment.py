@@ -13,8 +13,8 @@ from pathlib import Path
 
 from kernel_bridge.errors import InterpreterNotFound, KernelStartError
 
-# Secrets the model's code must not be able to read unless the user opts in by name. KERNEL.md
-# names the first four; the rest catch common credentials they miss (AWS_SECRET_ACCESS_KEY,
+# Secrets the model's code must not be able to read unless the user opts in by name. The first four
+# are the ones every provider's SDK reads; the rest catch common credentials they miss (AWS_SECRET_ACCESS_KEY,
 # *_PASSWORD, *_PRIVATE_KEY) and the bare names (API_KEY, TOKEN, SECRET, ...) that have no prefix.
 SECRET_PATTERNS: tuple[str, ...] = (
     "OPENAI_API_KEY",

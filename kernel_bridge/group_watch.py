@@ -59,6 +59,73 @@ def _on_signal(signum: int, frame: object) -> None:
     end_group(128 + signum)
 
 
+# Linux prctl/capset numbers (linux/prctl.h, linux/capability.h).
+_PR_CAPBSET_DROP = 24
+_PR_SET_NO_NEW_PRIVS = 38
+_PR_CAP_AMBIENT = 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
+_CAP_FIELDS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+
+def capability_sets() -> dict[str, int]:
+    """This process's capability sets from /proc/self/status (empty where there is no /proc)."""
+    found: dict[str, int] = {}
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                name, _, value = line.partition(":")
+                if name in _CAP_FIELDS:
+                    found[name] = int(value.strip(), 16)
+    except OSError:
+        pass
+    return found
+
+
+def holds_capabilities() -> bool:
+    """Whether a program this process execs would run with capabilities: it holds some, or it is root
+    with a bounding set (root regains the bounding set at every exec)."""
+    sets = capability_sets()
+    if any(sets.get(name, 0) for name in ("CapInh", "CapPrm", "CapEff", "CapAmb")):
+        return True
+    return os.getuid() == 0 and sets.get("CapBnd", 0) != 0
+
+
+def drop_capabilities() -> str | None:
+    """Linux, when this process holds capabilities (root, or granted ones): empty the bounding,
+    inheritable, permitted, effective and ambient sets and set no_new_privs, for this process and
+    everything it execs. A root server's kernels, gates and MCP servers then cannot use
+    CAP_SYS_PTRACE (or any other) to read the server's /proc entries, which it keeps non-dumpable.
+    Returns None when done or not needed, else why it could not (the caller says so)."""
+    if not sys.platform.startswith("linux") or not holds_capabilities():
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as f:
+            last = int(f.read().strip())
+        for cap in range(last + 1):
+            if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), f"PR_CAPBSET_DROP {cap}")
+        libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)  # EINVAL before Linux 4.3: none then
+
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+        class Data(ctypes.Structure):
+            _fields_ = [(name, ctypes.c_uint32) for name in ("effective", "permitted", "inheritable")]
+
+        empty = (Data * 2)()
+        if libc.capset(ctypes.byref(Header(_CAP_VERSION_3, 0)), empty) != 0:
+            raise OSError(ctypes.get_errno(), "capset")
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
+    except (OSError, ValueError, AttributeError) as exc:
+        return f"could not drop capabilities: {exc}"
+    return None
+
+
 def exit_code(status: int) -> int:
     """A wait status as a shell reports it: the exit code, or 128+N for a death by signal N."""
     if os.WIFSIGNALED(status):
@@ -72,6 +139,9 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: group_watch.py <parent-pid> -- <command> [args...]\n")
         return 2
     parent, command = int(argv[1]), argv[3:]
+    problem = drop_capabilities()  # the watch and its command both run without capabilities
+    if problem is not None:
+        sys.stderr.write(f"continual-acp group watch: {problem}\n")
     if os.getpgrp() != os.getpid():
         os.setsid()  # a group of our own: killing it must never reach the caller's
     # Before the fork, so no SIGTERM can land between it and an unwatched child; exec resets them.

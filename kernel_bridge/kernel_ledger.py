@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernel_bridge.process_identity import start_time
+from kernel_bridge.process_identity import pid_exists, start_time
 
 log = logging.getLogger(__name__)
 
@@ -39,12 +39,8 @@ def owner_alive(tag: str) -> bool:
     if host != socket.gethostname() or not pid_text.isdigit():
         return True
     pid = int(pid_text)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        return True
     return not start or start_time(pid) == start
 
 

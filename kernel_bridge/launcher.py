@@ -163,6 +163,11 @@ _KERNEL_APP_CODE = """\
 import os
 import sys
 
+# Before anything else runs: a root server's kernel holds no capability (group_watch.drop_capabilities).
+_problem = drop_capabilities()
+if _problem is not None:
+    sys.stderr.write("continual-acp kernel: " + _problem + "\\n")
+
 import zmq
 from ipykernel.kernelapp import IPKernelApp
 

@@ -130,6 +130,11 @@ class KernelPool:
         self._waiting_acquires = 0
 
     @property
+    def in_use(self) -> int:
+        """Kernel slots held by sessions (what `max_kernels` caps, warm kernels aside)."""
+        return self._in_use
+
+    @property
     def waiting_acquires(self) -> int:
         """How many `acquire` calls are waiting right now for a warming kernel (observable for tests)."""
         return self._waiting_acquires

@@ -1,15 +1,33 @@
 """Which process a pid is: its start time, so a recorded owner is not confused with a reused pid.
 
-A pid alone is not an identity: after a crash the number can be given to an unrelated process. The
+`pid_exists` is the one liveness check of the project (acp_server reaches it through
+agent_core/processes.py). A pid alone is not an identity: after a crash the number can be given to an unrelated process. The
 owner files of runtime dirs and the kernel ledger therefore record the owner's start time too, and a
 reader compares both (Linux `/proc`; elsewhere the start time is unknown and only the pid counts).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-__all__ = ["start_time"]
+__all__ = ["pid_exists", "start_time"]
+
+
+def pid_exists(pid: int) -> bool:
+    """True when a process `pid` exists (one of another user counts). On Windows `os.kill` would
+    send a console event (signal 0 is CTRL_C_EVENT there), so nothing is sent and True is assumed."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process with that pid
+    except OSError:
+        return False
+    return True
 
 
 def start_time(pid: int) -> str | None:

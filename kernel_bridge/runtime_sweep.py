@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernel_bridge.process_identity import start_time
+from kernel_bridge.process_identity import pid_exists, start_time
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,8 @@ def _owner_alive(text: str) -> bool:
         pid = int(parts[0])
     except (IndexError, ValueError):
         return True  # unreadable: not ours to judge
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):  # someone else's process with that pid counts: alive, not ours anyway
         return False
-    except PermissionError:
-        return True  # someone else's process with that pid: alive, and not ours anyway
     recorded = parts[1] if len(parts) > 1 else "-"
     current = start_time(pid)
     # A pid reused by a later process has another start time.

@@ -55,6 +55,25 @@ from kernel_bridge.snapshot import SnapshotPaths, untrusted_reason
 log = logging.getLogger(__name__)
 
 _STAGING = "snapshot"  # in the kernel's own directory: where it writes and reads its snapshot
+# The workspace's control plane (gates, the project harness): the server's, never a cell's.
+CONTROL_DIR = ".continual-acp"
+
+
+def interpreter_paths() -> list[Path]:
+    """Where this Python lives: its prefixes, the executable's real directory, every `sys.path`
+    entry (resolved, existing, deduplicated, outermost first so a nested bind stays visible)."""
+    raw = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)), *sys.path]
+    found: set[Path] = set()
+    for item in raw:
+        if not item:
+            continue
+        try:
+            path = Path(item).resolve()
+        except OSError:
+            continue
+        if path.exists():
+            found.add(path if path.is_dir() else path.parent)
+    return sorted(found, key=lambda p: (len(p.parts), str(p)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +160,7 @@ def landlock_argv(
 ) -> list[str]:
     """The `python landlock.py ... --` prefix that confines one kernel (see `landlock.py`)."""
     cwd = spec.cwd.resolve()
-    excluded = [cwd / ".git", *(p.resolve() for p in protected)]
+    excluded = [cwd / ".git", cwd / CONTROL_DIR, *(p.resolve() for p in protected)]
     tmp = private_dir(own_dir / "tmp")
     ipython_dir = private_dir(own_dir / "ipython")
     # `!cmd` runs through a pty by default, and /dev/pts stays closed (see the module docstring):
@@ -169,6 +188,12 @@ def bubblewrap_argv(
     if not network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # The private /tmp hides an interpreter (a venv, a clone) that lives under /tmp: bind its
+    # prefixes back, read-only, on top of it.
+    # (/tmp itself never: that would undo the private /tmp.)
+    for prefix in interpreter_paths():
+        if Path("/tmp") in prefix.parents:
+            argv += ["--ro-bind", str(prefix), str(prefix)]
     # The pool's runtime dir read-only (the host bridge's socket is there: connecting needs no
     # write access), the kernel's own directory in it writable.
     argv += ["--ro-bind", str(runtime), str(runtime), "--bind", str(cwd), str(cwd)]
@@ -176,6 +201,13 @@ def bubblewrap_argv(
         if path.exists():
             real = path.resolve()
             argv += ["--ro-bind", str(real), str(real)]
+    control = cwd / CONTROL_DIR
+    if control.is_dir() and not control.is_symlink():
+        argv += ["--ro-bind", str(control), str(control)]
+    else:
+        # Not there yet: an empty read-only directory in its place, so a cell cannot create it
+        # (bwrap makes the mount point; the server's own writes go to the real directory).
+        argv += ["--tmpfs", str(control), "--remount-ro", str(control)]
     argv += ["--bind", str(own_dir), str(own_dir)]  # last: it wins over a protected parent
     ipython_dir = private_dir(own_dir / "ipython")
     argv += ["--setenv", "IPYTHONDIR", str(ipython_dir), "--setenv", "TMPDIR", "/tmp"]
@@ -309,7 +341,10 @@ class SandboxLauncher:
     @property
     def guarantees(self) -> KernelGuarantees:
         probe = self.probe()
-        read_only = "read-only: the rest of the system, the workspace's .git, the server's data dir"
+        read_only = (
+            "read-only: the rest of the system, the workspace's .git and .continual-acp (gates, project "
+            "harness), the server's data dir and any protected_paths"
+        )
         if probe.ok and probe.tier == "landlock":
             return KernelGuarantees(
                 "sandbox",
@@ -352,12 +387,14 @@ class SandboxLauncher:
         runtime = private_dir(spec.runtime_dir).resolve()
         own_dir = private_dir(runtime / f"sbx-{secrets.token_hex(4)}")
         own_spec = replace(spec, runtime_dir=own_dir)
+        # A relative protected path (`protected_paths = ["tests"]`) is one of this workspace's.
+        protected = tuple(p if p.is_absolute() else spec.cwd / p for p in self.protected)
         if probe.tier == "landlock":
-            prefix = landlock_argv(spec, network=self.network, protected=self.protected, own_dir=own_dir)
+            prefix = landlock_argv(spec, network=self.network, protected=protected, own_dir=own_dir)
             kernel = await start_local_kernel(own_spec, argv_prefix=prefix)
         else:
             prefix = bubblewrap_argv(
-                spec, network=self.network, protected=self.protected, own_dir=own_dir, runtime=runtime
+                spec, network=self.network, protected=protected, own_dir=own_dir, runtime=runtime
             )
             kernel = await start_local_kernel(own_spec, argv_prefix=prefix, interrupt_mode="message")
         kernel.__class__ = SandboxKernel  # the same object, with the sandbox's snapshot staging

@@ -16,7 +16,7 @@ import logging
 import queue
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,7 @@ from typing import Any
 from kernel_bridge import bootstrap
 from kernel_bridge._tasks import spawn
 from kernel_bridge.cell import CellRun
+from kernel_bridge.checkpoints import CheckpointBounds, checkpoint_code, restore_checkpoint_code, store_dir
 from kernel_bridge.errors import KernelBridgeError, SessionClosed
 from kernel_bridge.events import (
     CellResult,
@@ -134,6 +135,7 @@ class KernelSession:
         self._seq = itertools.count(1)
         self.setup_error: str | None = None
         self.last_snapshot: dict[str, Any] | None = None
+        self._checkpoints_loaded: RunningKernel | None = None  # the kernel that has the checkpoint module
         self.restarts = 0
         # Called once when the session has shut down (the pool frees its `max_kernels` slot).
         self.on_closed: Callable[[], Awaitable[None]] | None = None
@@ -669,6 +671,76 @@ class KernelSession:
         kernel.after_snapshot(session_paths)
         self.last_snapshot = manifest
         return manifest
+
+    async def checkpoint(
+        self, label: str, bounds: CheckpointBounds, drop: Sequence[str] = ()
+    ) -> dict[str, Any]:
+        """Record the user's variables as checkpoint `label` (values unchanged since the last one are
+        not pickled again); `drop` names checkpoints to delete first. Returns the kernel's summary:
+        names, reused, pickled, bytes, kept and dropped labels, storeBytes."""
+        if self.options.snapshot is None:
+            raise KernelBridgeError("no snapshot location was given for this session (snapshot_path=)")
+        async with self._lock:
+            report = await self._ensure_kernel()
+            if report is not None:
+                self._pending_report = report
+            directory = self._checkpoint_dir()
+            code = checkpoint_code(
+                directory,
+                label,
+                self.options.per_variable_cap,
+                self.options.total_cap,
+                bounds,
+                list(drop),
+                load=self._checkpoints_loaded is not self._kernel,
+            )
+            result, error = await self._internal(code, timeout=self.options.snapshot_timeout)
+            if error is None:
+                self._checkpoints_loaded = self._kernel
+        if error is not None or result is None:
+            raise KernelBridgeError(f"checkpoint failed: {error or 'no result'}")
+        summary: dict[str, Any] = json.loads(result)
+        return summary
+
+    async def restore_checkpoint(self, label: str) -> dict[str, Any]:
+        """Make the user's variables those of checkpoint `label`; what was loaded, kept, removed."""
+        if self.options.snapshot is None:
+            raise KernelBridgeError("no snapshot location was given for this session (snapshot_path=)")
+        async with self._lock:
+            report = await self._ensure_kernel()
+            if report is not None:
+                self._pending_report = report
+            code = restore_checkpoint_code(
+                self._checkpoint_dir(), label, load=self._checkpoints_loaded is not self._kernel
+            )
+            result, error = await self._internal(code, timeout=self.options.snapshot_timeout)
+            if error is None:
+                self._checkpoints_loaded = self._kernel
+        if error is not None or result is None:
+            raise KernelBridgeError(f"restoring checkpoint {label} failed: {error or 'no result'}")
+        payload: dict[str, Any] = json.loads(result)
+        self._known_names = sorted(
+            (set(self._known_names) | set(payload.get("restored", []))) - set(payload.get("removed", []))
+        )
+        self._mark_dirty()  # the session's snapshot follows (a reload gets the rewound state)
+        return payload
+
+    @property
+    def checkpoint_dir(self) -> Path | None:
+        """The checkpoint store as the host sees it (None when snapshots are off)."""
+        paths = self.options.snapshot
+        return store_dir(paths.directory) if paths is not None else None
+
+    def _checkpoint_dir(self) -> Path:
+        paths = self.options.snapshot
+        assert paths is not None
+        kernel = self._kernel
+        if kernel is None:
+            return store_dir(paths.directory)
+        directory = store_dir(kernel.kernel_snapshot(paths).directory)
+        if kernel.shares_filesystem:
+            private_dir(directory)
+        return directory
 
     async def restore(self) -> RestoreReport:
         """Load the session's snapshot into the kernel, each name independently."""

@@ -132,7 +132,7 @@ def delete(
 
 
 def _write(edit: Mapping[str, object], global_: bool, scope: str | None = None) -> JsonObject:
-    # trust (issue 15): `scope` names any scope (project too); the host refuses one it does not serve.
+    # trust: `scope` names any scope (project too); the host refuses one it does not serve.
     clean = {k: v for k, v in edit.items() if v is not None}
     where = scope if scope is not None else ("global" if global_ else "local")
     return dict(bridge.call("harness.write", edit=clean, scope=where))

@@ -25,7 +25,7 @@ _MODULES = (
     ("skills.editor", "editor.py"),
     ("skills.goal", "goal.py"),
     ("skills.mcp", "mcp.py"),
-    ("skills.agents", "agents.py"),  # subagents (issue 12)
+    ("skills.agents", "agents.py"),  # subagents
     ("skills._kernel", "_kernel.py"),
 )
 

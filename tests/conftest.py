@@ -15,6 +15,23 @@ import pytest
 _ACP_SUPPORT = str(Path(__file__).resolve().parent / "acp_server")
 if _ACP_SUPPORT not in sys.path:
     sys.path.insert(0, _ACP_SUPPORT)
+# tests/system_deps.py: the one skip-or-fail for a missing system dependency.
+_TESTS = str(Path(__file__).resolve().parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
+
+import system_deps  # noqa: E402  (importable once the path above is set)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{system_deps.MARK}(available, reason): needs a system dependency (fails under CI)"
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    system_deps.check_marks(item)
 
 
 @pytest.fixture(scope="session")

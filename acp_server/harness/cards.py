@@ -14,7 +14,7 @@ from acp_server import client_quirks, frames
 from acp_server.frames import QUIESCENCE
 
 if TYPE_CHECKING:
-    from agent_core.refinement.records import PendingReview, QuiescenceChanged
+    from agent_core.refinement.records import PendingReview
 
 JsonObject = dict[str, object]
 
@@ -23,7 +23,6 @@ REVIEW_OPTIONS: list[JsonObject] = frames.permission_options(frames.REVIEW_OPTIO
 __all__ = [
     "QUIESCENCE",
     "REVIEW_OPTIONS",
-    "quiescence_mirror",
     "review_card",
     "review_settled",
     "review_waiting_message",
@@ -69,11 +68,3 @@ def review_waiting_message(proposal_id: str) -> JsonObject:
 def review_settled(proposal_id: str, applied: bool) -> JsonObject:
     """Closes a review card once its proposal is decided."""
     return frames.review_settled_update(proposal_id, applied=applied)
-
-
-def quiescence_mirror(event: QuiescenceChanged, background: list[JsonObject]) -> JsonObject:
-    """The `session_info_update` that mirrors a `_harness/quiescence` notification, with the
-    background work (running children) still going on."""
-    return frames.quiescence_mirror_update(
-        event.quiescent, event.pending, event.last_refinement_id, background
-    )

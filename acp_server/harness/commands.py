@@ -88,6 +88,18 @@ def neutralized_section(state: HarnessState) -> str:
     return "\n\n### Neutralized in the prompt (shown as quoted data, not instructions)\n" + "\n".join(lines)
 
 
+async def _usage_section(ctx: CommandContext, overview: str, state: HarnessState) -> str:
+    """Per entry shown: turns in the prompt, last use, how those turns went, review marks."""
+    import anyio
+
+    from agent_core.entry_usage import usage_section
+
+    entries = {key: entry for by_key in state.entries.values() for key, entry in by_key.items()}
+    home = ctx.session.agent_config.home
+    section = await anyio.to_thread.run_sync(usage_section, overview, entries, home)
+    return f"\n\n{section}" if section else ""
+
+
 async def harness(ctx: CommandContext, argument: str) -> None:
     from agent_core.refinement.surface import HarnessState, render_overview
 
@@ -99,7 +111,7 @@ async def harness(ctx: CommandContext, argument: str) -> None:
         state = await ctx.harness.state("merged")
         text = render_overview(state).strip()
         if text:
-            text += neutralized_section(state)
+            text += await _usage_section(ctx, text, state) + neutralized_section(state)
         await ctx.reply(text or "The harness is empty: no notes, memories, skills or subagents yet.")
         return
     kind = HARNESS_KINDS.get(query.lower())
@@ -116,7 +128,7 @@ async def harness(ctx: CommandContext, argument: str) -> None:
         what = f"no entry matching {query!r}"
     text = render_overview(shown).strip()
     if text:
-        text += neutralized_section(shown)
+        text += await _usage_section(ctx, text, shown) + neutralized_section(shown)
     if not text:
         kinds = ", ".join(sorted(set(HARNESS_KINDS.values())))
         await ctx.reply(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from agent_core.refinement.surface import HarnessEvent
 
 # The notification and its mirror, with the background work (children) still going on.
-from acp_server.background import quiescence_mirror, quiescence_notification
+from acp_server.background import quiescence_params, quiescence_update
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,13 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
                 # The notification only to a client that opted in (`clientCapabilities._meta
                 # ["continual-acp"].quiescence`); every client gets the session_info_update mirror,
                 # which also lists the background work still running (children, refinement jobs).
+                from agent_core.refinement.service import Quiescence
+
                 children = background_entries(opened.session)
+                now = Quiescence.at(event, children=len(children))
                 if server.client.quiescence:
-                    await server.notify(QUIESCENCE, quiescence_notification(session_id, event, children))
-                await server.send_update(session_id, quiescence_mirror(event, children))
+                    await server.notify(QUIESCENCE, quiescence_params(session_id, now))
+                await server.send_update(session_id, quiescence_update(now, children))
         elif isinstance(event, ReviewRequested):
             if event.pending.interactive:
                 return  # asked at once by whoever requested it (`/refine` in a live prompt)

@@ -1,4 +1,4 @@
-"""The `_harness/*` extension methods (ACP.md "Harness extension methods"), camelCase JSON.
+"""The `_harness/*` extension methods (docs/architecture.md lists them), camelCase JSON.
 
 `_harness/state|history|show|rollback|review|why|status|await_quiescence`, each taking `sessionId`, plus
 the `_harness/quiescence` notification (sent by events.py). Each handler receives its params as its
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 
+from acp_server.background import status_fields
 from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
 from acp_server.harness.names import HARNESS_METHODS
@@ -29,7 +30,7 @@ from acp_server.harness.wire import (
     state_answer,
     status_answer,
 )
-from acp_server.subagent_cards import hub_of, needing_action, running_children
+from acp_server.subagent_cards import hub_of, needing_action
 
 if TYPE_CHECKING:
     from acp_server.context import HarnessHost
@@ -169,9 +170,7 @@ def install(server: HarnessHost) -> None:
     @method("_harness/status")
     async def status(request: StatusParams, opened: OpenSession) -> JsonObject:
         answer = status_answer(opened.harness.status())
-        if running := running_children(opened.session):  # background children (only when any)
-            answer["runningSubagents"] = running
-            answer["quiescent"] = False  # quiescence covers every background job the user waits on
+        answer.update(status_fields(opened.harness.quiescence()))  # background children count too
         if waiting := needing_action(opened.session):  # children waiting for a permission answer
             answer["subagentsNeedingAction"] = waiting
         return answer
@@ -183,9 +182,11 @@ def install(server: HarnessHost) -> None:
         quiescent = await opened.harness.wait_quiescent(timeout)
         hub = hub_of(opened.session)
         if quiescent and hub is not None:
-            # Background children are work the user waits on too (ACP.md): settled = both.
+            # Background children are work the user waits on too: settled means both are idle.
             left = max(0.0, deadline - anyio.current_time())
-            quiescent = await hub.wait_settled(opened.session.id, left) and opened.harness.status().quiescent
+            quiescent = (
+                await hub.wait_settled(opened.session.id, left) and opened.harness.quiescence().quiescent
+            )
         return await_quiescence_answer(quiescent, opened.harness.status().last_refinement_id)
 
     registered = tuple(n for n in r.names() if n.startswith("_harness/"))

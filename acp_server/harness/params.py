@@ -1,4 +1,4 @@
-"""Typed params of the `_harness/*` extension methods (ACP.md), which `acp.schema` has no models for.
+"""Typed params of the `_harness/*` extension methods, which `acp.schema` has no models for.
 
 One pydantic model per method, each with the `sessionId` every method takes; `read` validates a
 request's params into its method's model, answering -32602 with the message that names the field
@@ -142,4 +142,4 @@ def read(method: str, params: JsonObject) -> HarnessParams:
             message = f"Invalid params for {method}: {key}: must be a non-empty string"
         else:
             message = f"{method}: {key} {must}"
-        raise AcpError.invalid_params(message, {"errors": errors}) from None
+        raise AcpError.invalid_params(message, errors) from None

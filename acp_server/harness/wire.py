@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from acp_server import frames
@@ -17,6 +18,7 @@ JsonObject = dict[str, object]
 _OPAQUE = frozenset({"reference", "arguments", "metadata"})
 
 
+@lru_cache(maxsize=512)  # a few dozen field names, renamed for every entry of every answer
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
@@ -24,6 +26,8 @@ def _camel(name: str) -> str:
 
 def to_wire(value: object) -> object:
     """snake_case model dumps -> camelCase JSON (user data under reference/arguments/metadata untouched)."""
+    if value is None or isinstance(value, str | int | float):  # most leaves: no dump, no recursion
+        return value
     dump = getattr(value, "model_dump", None)
     if dump is not None:
         value = dump(mode="json")

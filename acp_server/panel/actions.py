@@ -1,49 +1,47 @@
-"""What the panel does to the harness: the one place its actions reach the stores.
+"""What the panel does to the harness: routing its actions to the harness service.
 
-Inside a running ACP server (`/harness ui`, a `ServerLink`), an action on a store an open session
-of that server uses goes through that session's `HarnessSurface` — the very calls the slash
-commands make — so the editor shows the same refinement card and the session's quiescence counts
-the work (link.py says which session acts for which store). Otherwise (the standalone `harness ui`,
-or a store no session here has open) the action runs the same store calls the slash commands run
-underneath, so the history records it exactly as they would; a session open in another server
-reads the change at its next read of the store, and the answer names those sessions (README, "Open
-sessions and the standalone panel"):
+The panel holds no review or rollback rule. Inside a running ACP server (`/harness ui`, a
+`ServerLink`), an action on a store an open session of that server uses goes through that
+session's `HarnessSurface` -- the very calls the slash commands make -- so the editor shows the
+same refinement card and the session's quiescence counts the work (link.py says which session acts
+for which store). Otherwise (the standalone `harness ui`, or a store no session here has open) the
+action runs on a `HarnessService` built over the stores it touches (`HarnessService.for_stores`:
+the proposing session's local store and the global one), so the history records it exactly as a
+session would; a session open in another server reads the change at its next read of the store,
+and the answer names those sessions (README, "Open sessions and the standalone panel"):
 
-* rollback      -> `/rollback` (`HarnessSurface.rollback`): already-rolled-back check, then
-                   `store.rollback(id, force=...)`; a conflict comes back refused; rolling back
-                   either half of a promotion rolls back the other half too.
-* review        -> `/review` (`HarnessSurface.decide`; on disk: removing the pending file is the
-                   claim; reject -> `reject_proposal` (tombstones); apply -> `apply` with the
-                   planning baseline, the transcript's message ids as evidence checker and the
-                   session's skill check, then `record_review(id, "apply")` so a human-approved
-                   candidate becomes verified).
-* verify        -> review of an applied refinement by its id (`record_review(..., "apply",
-                   edit_ids=[entry])`) on the refinement that last wrote the entry.
-* delete        -> a user-written proposal with one delete edit (trigger `user`).
-* promote       -> `/promote` (`HarnessSurface.promote`, agent_core/promotion.py): create in the
-                   target, then delete the local copy; two refinement ids. A skill is checked
-                   first by the same check the session runs (`verifier_for`, in the session's
-                   cwd); a refused check leaves the local entry and the answer says why.
+* rollback -> `HarnessService.rollback` (`/rollback`)
+* review   -> `HarnessService.decide` (`/review`), with the proposing session's transcript as the
+              evidence and the session's skill check
+* verify   -> `HarnessService.decide` on the refinement that last wrote the entry, for that entry
+* delete   -> `HarnessService.apply_user` with one delete edit
+* promote  -> `HarnessService.promote` (`/promote`)
 
-They block (file locks, the hop to the server loop): call them from a worker thread.
+This module only says which service acts and turns its answer into what the page shows. They
+block (file locks, the hop to the server loop, a short event loop of their own): call them from a
+worker thread.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
 
 from acp_server.panel.sessions import describe_sessions, session_cwd
 from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, StoreView, proposer_of
 
 if TYPE_CHECKING:
     from acp_server.panel.link import ServerLink
-    from agent_core.refinement.records import Scope
+    from agent_core.refinement.records import RefinementOutcome, RollbackOutcome, Scope
+    from agent_core.refinement.service import HarnessService
     from agent_core.refinement.surface import HarnessSurface
+
+T = TypeVar("T")
 
 DECISIONS = ("apply", "reject", "reject_forever")
 # A store's pre-apply skill verifier (harness_store.verify.PreApplyVerifier: entry -> Verdict).
@@ -84,7 +82,10 @@ def _outcome_result(outcome: Any, done: str, session_id: str) -> ActionResult:
     """A `RefinementOutcome` of a decision made through a session's surface, as the page shows it."""
     rid = outcome.refinement_id
     if outcome.status == "applied":
-        return ActionResult(True, f"{done}: refinement {rid}.", rid, via_session=session_id)
+        ids = list(outcome.refinement_ids)
+        return ActionResult(
+            True, f"{done}: refinement {rid}.", rid, refinement_ids=ids, via_session=session_id
+        )
     if outcome.status == "rejected":
         return ActionResult(True, f"{done} ({outcome.error}).", via_session=session_id)
     errors = [outcome.error] if outcome.error else []
@@ -169,33 +170,82 @@ class PanelActions:
         assert self.link is not None
         return self.link.run(lambda: call(surface))
 
+    def _local_key(self, key: str | None) -> str | None:
+        """`key` when it names a session whose harness exists (its local store), else None."""
+        if not key or key == GLOBAL:
+            return None
+        return key if self.data.root_of(key).is_dir() else None
+
+    def _serviced(
+        self,
+        local_key: str | None,
+        session_id: str | None,
+        call: Callable[[HarnessService], Awaitable[T]],
+        *,
+        check_as: str | None = None,
+    ) -> T:
+        """Run `call` on a harness service over the stores of `local_key` (a session; the global
+        store stands in when None) and the global one, acting for `session_id`: its transcript is
+        the evidence and, with `check_as`, its skill check runs in that session's cwd."""
+        from agent_core.refinement.service import HarnessService
+
+        glob = self.data.view(GLOBAL).store
+        local = self.data.view(local_key).store if local_key is not None else glob
+        evidence = self.data.evidence.message_ids
+
+        def known() -> set[str] | None:
+            return evidence(session_id) if session_id is not None else None
+
+        def verifier(scope: str) -> Verifier:
+            assert check_as is not None
+            return self._skill_verifier(scope, check_as)
+
+        async def run() -> T:
+            service = HarnessService.for_stores(
+                local,
+                glob,
+                session_id=session_id,
+                evidence=known,
+                skill_verifier=verifier if check_as is not None else None,
+            )
+            return await call(service)
+
+        return anyio.run(run)
+
     # ------------------------------------------------------------ rollback
 
     def rollback(self, refinement_id: str, *, force: bool = False) -> ActionResult:
         """Roll back a refinement of any store (as `/rollback <id> [--force]`)."""
         view, record = self.data.find_refinement(refinement_id)
+        proposer = getattr(record, "session_id", None)
         # A global record made by a session (a promotion's create) is best undone by that session.
-        acting = self._acting(view.key, proposer=getattr(record, "session_id", None))
+        acting = self._acting(view.key, proposer=proposer)
         if acting is not None:
-            return self._rollback_routed(acting, view, record, force)
-        later = view.store.rolled_back_by(refinement_id)
-        if later is not None:  # answered before any write: no history record for a no-op
-            return ActionResult(False, f"Refinement {refinement_id} was already rolled back by {later}.")
-        result = view.store.rollback(refinement_id, force=force, trigger="rollback")
-        errors = list(result.errors)
-        if errors and not result.applied:
+            outcome: RollbackOutcome = self._routed(acting, lambda s: s.rollback(refinement_id, force=force))
+            return self._rolled_back(refinement_id, outcome, force, via=acting[0])
+        local_key = self._local_key(view.key if view.key != GLOBAL else proposer)
+        outcome = self._serviced(local_key, view.session_id, lambda s: s.rollback(refinement_id, force=force))
+        done = self._rolled_back(refinement_id, outcome, force)
+        return self._direct(view.key, done) if done.ok else done
+
+    def _rolled_back(
+        self, refinement_id: str, outcome: RollbackOutcome, force: bool, *, via: str | None = None
+    ) -> ActionResult:
+        if outcome.rolled_back_by is not None:  # answered before any write: no record for a no-op
+            return ActionResult(
+                False, f"Refinement {refinement_id} was already rolled back by {outcome.rolled_back_by}."
+            )
+        result = outcome.result
+        assert result is not None
+        if outcome.refused:
             return self._refused_rollback(refinement_id, result, force)
-        ids = [result.id]
-        partner = self._promotion_partner(view, record)
-        if partner is not None and partner[0].store.rolled_back_by(partner[1]) is None:
-            ids.append(partner[0].store.rollback(partner[1], trigger="rollback").id)
+        ids = [result.id, *([outcome.partner_id] if outcome.partner_id else [])]
         text = f"Rolled back {refinement_id}: new refinement {result.id} ({result.scope})."
         if len(ids) > 1:
             text += f" The other half of its promotion was rolled back too ({ids[1]})."
-        if errors:
+        if result.errors:
             text += " Some edits were not rolled back."
-        done = ActionResult(True, text, refinement_id=result.id, errors=errors, refinement_ids=ids)
-        return self._direct(view.key, done)
+        return ActionResult(True, text, result.id, list(result.errors), refinement_ids=ids, via_session=via)
 
     def _refused_rollback(self, refinement_id: str, result: Any, force: bool) -> ActionResult:
         errors = list(result.errors)
@@ -208,48 +258,6 @@ class PanelActions:
             errors=errors,
             conflict=conflict,
         )
-
-    def _rollback_routed(
-        self, acting: tuple[str, HarnessSurface], view: StoreView, record: Any, force: bool
-    ) -> ActionResult:
-        refinement_id = record.id
-        partner = self._promotion_partner(view, record)
-        partner_before = partner[0].store.rolled_back_by(partner[1]) if partner is not None else None
-        outcome = self._routed(acting, lambda s: s.rollback(refinement_id, force=force))
-        if outcome.rolled_back_by is not None:
-            return ActionResult(
-                False, f"Refinement {refinement_id} was already rolled back by {outcome.rolled_back_by}."
-            )
-        result = outcome.result
-        if outcome.refused:
-            return self._refused_rollback(refinement_id, result, force)
-        ids = [result.id]
-        if partner is not None:  # the surface rolls back a promotion's other half too
-            undone = partner[0].store.rolled_back_by(partner[1])
-            if partner_before is None and undone is not None:
-                ids.append(undone)
-        text = f"Rolled back {refinement_id}: new refinement {result.id} ({result.scope})."
-        if len(ids) > 1:
-            text += f" The other half of its promotion was rolled back too ({', '.join(ids[1:])})."
-        if result.errors:
-            text += " Some edits were not rolled back."
-        return ActionResult(
-            True, text, result.id, list(result.errors), refinement_ids=ids, via_session=acting[0]
-        )
-
-    def _promotion_partner(self, view: StoreView, record: Any) -> tuple[StoreView, str] | None:
-        """The other half of a promotion (agent_core/promotion.py): (its store, its refinement id)."""
-        from agent_core.promotion import local_removal_of, promoted_as
-
-        if view.key != GLOBAL:
-            target = promoted_as(record)
-            return (self.data.view(GLOBAL), target[1]) if target is not None and target[0] == GLOBAL else None
-        sid = getattr(record, "session_id", None)
-        if not sid or not (self.data.root_of(sid)).is_dir():
-            return None
-        local = self.data.view(sid)
-        removal = local_removal_of(local.store, record.id)
-        return (local, removal) if removal is not None else None
 
     # ------------------------------------------------------------ reviews
 
@@ -272,22 +280,32 @@ class PanelActions:
         if acting is not None:
             verb = {"apply": "Applied", "reject": "Rejected", "reject_forever": "Rejected forever"}[decision]
             try:
-                outcome = self._routed(acting, lambda s: s.decide(proposal_id, decision))  # type: ignore[arg-type]
+                decided = self._routed(acting, lambda s: s.decide(proposal_id, decision))  # type: ignore[arg-type]
             except HarnessStoreError as exc:
                 return ActionResult(False, f"Proposal {proposal_id} was not decided: {exc}")
-            return _outcome_result(outcome, f"{verb} proposal {proposal_id}", acting[0])
-        # Removing the file is the claim (as in the coordinator): decided once, by one route.
-        if not files.remove(proposal_id):
-            return ActionResult(False, f"Proposal {proposal_id} was already decided elsewhere.")
-        view = self.data.view(store_key)
-        store = view.store
-        if decision in ("reject", "reject_forever"):
-            stones = store.reject_proposal(
-                pending.proposal,
-                forever=decision == "reject_forever",
-                reason=f"{decision} in review of proposal {proposal_id}",
+            return _outcome_result(decided, f"{verb} proposal {proposal_id}", acting[0])
+        from agent_core.refinement.surface import ReviewAlreadyDecided, ReviewNotFound
+
+        local_key = self._local_key(store_key if store_key != GLOBAL else proposer)
+        try:
+            outcome: RefinementOutcome = self._serviced(
+                local_key,
+                proposer,
+                lambda s: s.decide(proposal_id, decision),  # type: ignore[arg-type]
+                check_as=proposer or store_key,
             )
-            ids = [s.id for s in stones]
+        except (ReviewAlreadyDecided, ReviewNotFound):  # removing the file is the claim
+            return ActionResult(False, f"Proposal {proposal_id} was already decided elsewhere.")
+        if pending.held is not None:  # a cell's change to .continual-acp/: files, not a refinement
+            if outcome.status == "rejected":
+                return ActionResult(True, f"Rejected proposal {proposal_id}: the files stay as they were.")
+            if outcome.status != "applied":
+                return ActionResult(
+                    False, f"Proposal {proposal_id} was not fully applied.", None, list(outcome.errors)
+                )
+            return ActionResult(True, f"Applied proposal {proposal_id}: the cell's change is written back.")
+        if outcome.status == "rejected":
+            ids = list(outcome.tombstones)
             return self._direct(
                 store_key,
                 ActionResult(
@@ -298,31 +316,20 @@ class PanelActions:
                     tombstones=ids,
                 ),
             )
-        kwargs: dict[str, Any] = {
-            "scope": pending.scope,
-            "trigger": pending.trigger,
-            "session_id": proposer,
-            "baseline": pending.baseline,
-            "source": pending.source,
-        }
-        if proposer is not None:  # cited ids must exist in the proposing session's transcript
-            kwargs["evidence_checker"] = self.data.evidence.message_ids(proposer).__contains__
-        if pending.scope == "local":
-            kwargs["global_state"] = self.data.view(GLOBAL).store.load()
-        # The skill check the session's `/review` runs (coordinator -> skill_verifier), in the
-        # proposing session's cwd.
-        kwargs["verifier"] = self._skill_verifier(pending.scope, proposer or store_key)
-        result = store.apply(pending.proposal, **kwargs)
-        if result.applied and pending.trigger != "user":
-            store.record_review(result.id, "apply")  # approved by a human: candidate -> verified
-        errors = list(result.errors)
-        if not result.applied:
+        rid, errors = outcome.refinement_id, list(outcome.errors)
+        if outcome.status != "applied":
             return ActionResult(
-                False, f"Proposal {proposal_id} was refused (recorded as {result.id}).", result.id, errors
+                False, f"Proposal {proposal_id} was refused (recorded as {rid}).", rid, errors
             )
         return self._direct(
             store_key,
-            ActionResult(True, f"Applied proposal {proposal_id}: refinement {result.id}.", result.id, errors),
+            ActionResult(
+                True,
+                f"Applied proposal {proposal_id}: refinement {rid}.",
+                rid,
+                errors,
+                refinement_ids=list(outcome.refinement_ids),
+            ),
         )
 
     # ------------------------------------------------------------ entries
@@ -346,18 +353,20 @@ class PanelActions:
             return ActionResult(False, f"No refinement in the history wrote {kind} {entry_id}.")
         acting = self._acting(store_key)
         if acting is not None:
-            outcome = self._routed(acting, lambda s: s.decide(writer, "apply", edit_ids=[entry_id]))
-            return _outcome_result(outcome, f"Verified {kind} {entry_id}", acting[0])
-        result = view.store.record_review(writer, "apply", edit_ids=[entry_id])
-        if not result.applied:
+            decided = self._routed(acting, lambda s: s.decide(writer, "apply", edit_ids=[entry_id]))
+            return _outcome_result(decided, f"Verified {kind} {entry_id}", acting[0])
+        outcome: RefinementOutcome = self._serviced(
+            self._local_key(store_key),
+            view.session_id,
+            lambda s: s.decide(writer, "apply", edit_ids=[entry_id]),
+        )
+        rid = outcome.refinement_id
+        if outcome.status != "applied":
             return ActionResult(
-                False,
-                f"{kind} {entry_id} was not verified (recorded as {result.id}).",
-                result.id,
-                list(result.errors),
+                False, f"{kind} {entry_id} was not verified (recorded as {rid}).", rid, list(outcome.errors)
             )
         return self._direct(
-            store_key, ActionResult(True, f"Verified {kind} {entry_id}: refinement {result.id}.", result.id)
+            store_key, ActionResult(True, f"Verified {kind} {entry_id}: refinement {rid}.", rid)
         )
 
     def delete(self, store_key: str, kind: str, entry_id: str) -> ActionResult:
@@ -374,13 +383,14 @@ class PanelActions:
         )
         acting = self._acting(store_key)
         via: str | None = None
+        scope: Scope = "global" if store_key == GLOBAL else "local"
         if acting is not None:
-            scope: Scope = "global" if store_key == GLOBAL else "local"
             result = self._routed(acting, lambda s: s.apply_user(proposal, scope=scope))
             via = acting[0]
         else:
-            apply = partial(view.store.apply, proposal, scope=view.scope, trigger="user", source="user")
-            result = apply(session_id=view.session_id)
+            result = self._serviced(
+                self._local_key(view.key), view.session_id, lambda s: s.apply_user(proposal, scope=scope)
+            )
         if not result.applied:
             return ActionResult(
                 False,
@@ -404,7 +414,7 @@ class PanelActions:
 
     def promote(self, store_key: str, kind: str, entry_id: str, target: str) -> ActionResult:
         """Move a local entry up to `target` (as `/promote <kind>/<id> <target>`): two refinements."""
-        from agent_core.promotion import PromotionError, promote
+        from agent_core.promotion import PromotionError
 
         if store_key == GLOBAL:
             raise PanelQueryError("only a session's local entry can be promoted")
@@ -425,16 +435,11 @@ class PanelActions:
             if acting is not None:
                 done = self._routed(acting, lambda s: s.promote(entry_id, target, kind=kind))  # type: ignore[arg-type]
             else:
-                local, glob = self.data.view(store_key), self.data.view(GLOBAL)
-                done = promote(
-                    entry_id,
-                    target,
-                    local_store=local.store,
-                    target_store=glob.store,
-                    session_id=store_key,
-                    kind=kind,
-                    # The check `/promote` runs in the session (coordinator -> skill_verifier).
-                    verifier=self._skill_verifier(target, store_key),
+                done = self._serviced(
+                    self._local_key(store_key),
+                    store_key,
+                    lambda s: s.promote(entry_id, target, kind=kind),  # type: ignore[arg-type]
+                    check_as=store_key,
                 )
         except PromotionError as exc:
             return ActionResult(False, f"Not promoted: {exc}.")

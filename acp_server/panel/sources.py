@@ -13,12 +13,15 @@ import json
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from acp_server.panel.diffs import line_diff
 from acp_server.panel.evidence import EvidenceReader
 from acp_server.panel.sessions import describe_sessions, session_ids
+from agent_core.entry_usage import EntryUsage, home_usage
+from agent_core.entry_usage import describe as describe_usage
 
 GLOBAL = "global"
 KIND_ORDER = ("prompt", "memory", "skill", "subagent")
@@ -119,7 +122,21 @@ class StoreView:
         return later
 
 
-def _entry_row(view: StoreView, entry: Any, key: str) -> dict[str, Any]:
+def _usage(entry: Any, usage: dict[str, EntryUsage]) -> dict[str, Any]:
+    """The entry's use in prompts (agent_core.entry_usage), keyed as the prompt showed it."""
+    found = usage.get(entry.id) or usage.get(f"{entry.scope}:{entry.id}")
+    return {
+        "turns": found.turns if found else 0,
+        "last_used": found.last_used if found else None,
+        "bad_turns": found.bad_turns if found else 0,
+        "review": (found or EntryUsage()).review_reason(created_at=entry.created_at, now=datetime.now(UTC)),
+        "text": describe_usage(found, created_at=entry.created_at),
+    }
+
+
+def _entry_row(
+    view: StoreView, entry: Any, key: str, usage: dict[str, EntryUsage] | None = None
+) -> dict[str, Any]:
     content = entry.content
     return {
         "store": view.key,
@@ -137,6 +154,7 @@ def _entry_row(view: StoreView, entry: Any, key: str) -> dict[str, Any]:
         "created_at": entry.created_at,
         "preview": content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + " …",
         "last_refinement": view.last_writer.get((entry.kind, entry.id)),
+        "usage": _usage(entry, usage or {}),
     }
 
 
@@ -250,6 +268,7 @@ class PanelData:
         words = (query or "").lower().split()
         rows: list[dict[str, Any]] = []
         counts = {k: 0 for k in KIND_ORDER}
+        usage = home_usage(self.home)
         for view in self.views(scope, session):
             state = view.store.load()
             for entry_kind in KIND_ORDER:
@@ -263,7 +282,7 @@ class PanelData:
                         if not all(w in hay for w in words):
                             continue
                     counts[entry_kind] += 1
-                    rows.append(_entry_row(view, entry, key))
+                    rows.append(_entry_row(view, entry, key, usage))
         rows.sort(key=lambda r: (KIND_ORDER.index(r["kind"]), r["scope"] != "global", r["id"], r["store"]))
         return {
             "total": len(rows),
@@ -285,7 +304,7 @@ class PanelData:
             for r in reversed(view.records)
             if any(e.applied and e.kind == kind and e.id == entry_id for e in r.applied_edits)
         ]
-        row = _entry_row(view, current, entry_id)
+        row = _entry_row(view, current, entry_id, home_usage(self.home))
         row.update(
             content=current.content,
             reference=current.reference,
@@ -414,6 +433,11 @@ class PanelData:
                 ]
                 for shown, edit in zip(edits, waiting.proposal.edits, strict=False):
                     shown["evidence"] = self.evidence.quotes(proposer, list(edit.evidence or []))
+                if waiting.held is not None:  # a cell's change to .continual-acp/, held: its files
+                    edits = [
+                        {"action": f.action, "kind": "file", "id": f.path, "path": f.path, "diff": f.diff()}
+                        for f in waiting.held.files
+                    ]
                 out.append(
                     {
                         "proposal_id": waiting.proposal_id,

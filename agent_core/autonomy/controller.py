@@ -11,6 +11,7 @@ live in acp_server and only format.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent_core import config_table
 from agent_core import events as ev
 from agent_core.autonomy.gates import (
     DetectedGate,
@@ -38,6 +40,8 @@ from agent_core.autonomy.state import (
     goal_context_block,
     new_goal,
 )
+from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
+from agent_core.control_plane.settings import RefereeSettings
 from agent_core.ports import PermissionRequest
 
 __all__ = ["AutonomySettings", "SessionAutonomy"]
@@ -52,33 +56,35 @@ class AutonomySettings:
 
     limits: LoopLimits = field(default_factory=LoopLimits)
     user_gates: tuple[Gate, ...] = ()
+    referee: RefereeSettings = field(default_factory=RefereeSettings)
     error: str | None = None  # a bad setting, reported by /autonomous status (and the defaults used)
 
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any]) -> AutonomySettings:
         errors: list[str] = []
 
-        def number(key: str, default: float | None, kind: type, minimum: float) -> Any:
-            raw = extra.get(key, default)
-            if raw is None:
-                return None
-            if isinstance(raw, bool) or not isinstance(raw, int | float) or raw < minimum:
-                errors.append(f"{key} = {raw!r} is not a number >= {minimum}; using {default!r}")
-                return default
-            return kind(raw)
+        def number(key: str) -> Any:
+            # `load_config` refused a bad value at start; a mapping from elsewhere reports it here.
+            try:
+                return config_table.value(extra, key)
+            except config_table.ConfigError as exc:
+                errors.append(f"{exc}; using {config_table.BY_KEY[key].default!r}")
+                return config_table.BY_KEY[key].default
 
         limits = LoopLimits(
-            max_continuations=number("autonomous_max_continuations", 20, int, 1),
-            max_tokens=number("autonomous_max_tokens", None, int, 1),
-            max_seconds=number("autonomous_max_seconds", None, float, 1),
-            checkpoint_every=number("autonomous_checkpoint_every", 5, int, 0),
+            max_continuations=number("autonomous_max_continuations"),
+            max_tokens=number("autonomous_max_tokens"),
+            max_seconds=number("autonomous_max_seconds"),
+            checkpoint_every=number("autonomous_checkpoint_every"),
         )
         try:
             gates = parse_gates(extra.get("gates"), source="user", where="config.toml")
         except GateConfigError as exc:
             errors.append(str(exc))
             gates = ()
-        return cls(limits=limits, user_gates=gates, error="; ".join(errors) or None)
+        referee = RefereeSettings.from_extra(extra)
+        errors += referee.errors
+        return cls(limits=limits, user_gates=gates, referee=referee, error="; ".join(errors) or None)
 
 
 class AutonomySession(Protocol):
@@ -350,19 +356,30 @@ class SessionAutonomy:
                 )
                 emit(ev.MessageChunk(f"\n\n{message}\n", f"msg_{os.urandom(8).hex()}"))
                 return LoopOutcome(stop, message)
-        host = _Host(self, model_turn)
+        pinned = self.gates()  # the loop judges by the gates it started with
+        watch = await asyncio.to_thread(
+            TamperWatch.start,
+            self.session.cwd,
+            patterns=self.settings.referee.test_patterns,
+            gates=pinned,
+            protected=self.settings.referee.protected_paths,
+        )
+        host = _Host(self, model_turn, pinned, watch)
         self.loop_running = True
         goal = self._state.goal
         if goal is not None:
             self._save(replace(self._state, goal=replace(goal, notice=_LOOP_MARK)))
 
         def capture(event: ev.TurnEvent) -> None:
+            if isinstance(event, ev.GateStarted):
+                host.report_gate_file_change(capture)
             if isinstance(event, ev.PlanChanged):
                 # The loop's plan lists the gates; the goal line is added by `after_turn`, current.
                 self._gate_entries = tuple(e for e in event.entries if e.content.startswith("Gate "))
                 event = ev.PlanChanged((*self.plan_entries(), *self._gate_entries))
             emit(event)
 
+        host.emit = capture
         try:
             outcome = await run_autonomous(host, parts, capture, self.settings.limits)
         finally:
@@ -428,9 +445,16 @@ def _usage_tuple(usage: Any) -> tuple[int, int, int, int]:
 class _Host:
     """The loop's view of the session."""
 
-    def __init__(self, autonomy: SessionAutonomy, model_turn: ModelTurn) -> None:
+    def __init__(
+        self, autonomy: SessionAutonomy, model_turn: ModelTurn, pinned: tuple[Gate, ...], watch: TamperWatch
+    ) -> None:
         self._autonomy = autonomy
         self._model_turn = model_turn
+        self._pinned = pinned
+        self._watch = watch
+        self._project_gates = tuple(g for g in pinned if g.source == "project")
+        self._gate_file_reported = False
+        self.emit: Callable[[ev.TurnEvent], None] | None = None
 
     @property
     def cwd(self) -> str:
@@ -447,7 +471,64 @@ class _Host:
         return billable_tokens(inp, out, write)
 
     def gates(self) -> tuple[Gate, ...]:
-        return self._autonomy.gates()
+        return self._pinned
+
+    def report_gate_file_change(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """Said once per loop: the gate file no longer says what the loop started with."""
+        if self._gate_file_reported:
+            return
+        try:
+            now = load_project_gates(self._autonomy.session.cwd)
+        except GateConfigError as exc:
+            now = None
+            log.warning("%s", exc)
+        if now == self._project_gates:
+            return
+        self._gate_file_reported = True
+        emit(
+            ev.MessageChunk(
+                "\n\nThe project's gate file (.continual-acp/gates.toml) changed during this loop; the loop "
+                "keeps the gates it started with and does not use the change.\n",
+                f"msg_{os.urandom(8).hex()}",
+            )
+        )
+
+    async def judge_pass(self) -> tuple[bool, str]:
+        """The gates passed: what they judge by that changed meanwhile (tamper evidence); a change
+        to a protected path stops the loop unless the user accepts the pass."""
+        evidence = await asyncio.to_thread(self._watch.changes)
+        if not evidence.changed:
+            return True, ""
+        if self.emit is not None:
+            self.emit(
+                ev.PlanChanged(
+                    (
+                        *self._autonomy.plan_entries(),
+                        *self._autonomy._gate_entries,
+                        ev.PlanEntry(
+                            f"Gate evidence: {TESTS_CHANGED} ({'; '.join(c.line() for c in evidence.changed)})",
+                            "pending",
+                            "high",
+                        ),
+                    )
+                )
+            )
+        if evidence.protected:
+            names = ", ".join(c.path for c in evidence.protected)
+            decision = await self._autonomy.session.editor.request_permission(
+                PermissionRequest(
+                    cell_id=f"protected-{os.urandom(6).hex()}",
+                    title=f"The gates passed, but protected paths changed during the loop ({names}): accept the pass?",
+                    code=evidence.stat(),
+                    purpose="gates",
+                )
+            )
+            if decision not in ("allow_once", "allow_always"):
+                return False, (
+                    f"Stopped: the gates passed, but protected paths changed during the loop ({names}); "
+                    f"the pass was not accepted.\n\n{evidence.message()}"
+                )
+        return True, evidence.message()
 
     def autonomy_state(self) -> AutonomyState:
         return self._autonomy.state

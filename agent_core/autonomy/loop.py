@@ -124,7 +124,7 @@ async def run_gates(
     verdicts: list[_GateVerdict] = []
     for gate in host.gates():
         gate_id = f"gate_{uuid.uuid4().hex[:12]}"
-        emit(ev.GateStarted(gate_id, gate.command))
+        emit(ev.GateStarted(gate_id, gate.command, gate_source(gate)))
         state = host.autonomy_state()
         current = await fingerprint(host.cwd)
         if state.failed_fingerprint(gate.command) == current:
@@ -154,6 +154,16 @@ async def run_gates(
         )
         verdicts.append(_GateVerdict(gate, result))
     return verdicts
+
+
+def gate_source(gate: Gate) -> str:
+    """Where a gate came from, as its card says it."""
+    where = {
+        "project": "the project's .continual-acp/gates.toml",
+        "user": "your config.toml",
+        "session": "this session (/autonomous gate add)",
+    }[gate.source]
+    return f"{where}, pinned when the loop started"
 
 
 def continuation_prompt(verdicts: Sequence[_GateVerdict], number: int, limit: int) -> str:
@@ -222,6 +232,13 @@ async def run_autonomous(
         emit(_plan(verdicts, state.goal.status_line() if state.goal else None))
         if verdicts and all(v.passed for v in verdicts):
             message = f"All gates passed ({', '.join(f'`{v.gate.command}`' for v in verdicts)}): done."
+            judge = getattr(host, "judge_pass", None)  # tamper evidence (the session's host has it)
+            accepted, evidence = (True, "") if judge is None else await judge()
+            if not accepted:
+                emit(ev.MessageChunk(f"\n\n{evidence}\n", f"msg_{uuid.uuid4().hex[:16]}"))
+                return LoopOutcome("end_turn", evidence, continuation)
+            if evidence:
+                message = f"{message}\n\n{evidence}"
             emit(ev.MessageChunk(f"\n\n{message}\n", f"msg_{uuid.uuid4().hex[:16]}"))
             return LoopOutcome("end_turn", message, continuation, gates_passed=True)
         failed = [v for v in verdicts if not v.passed]

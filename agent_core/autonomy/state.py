@@ -194,15 +194,9 @@ class AutonomyStateFile:
 
     def save(self, state: AutonomyState) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{STATE_FILE}.{os.getpid()}.tmp")
-        data = json.dumps(state.to_json(), ensure_ascii=True, indent=1).encode()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
+        from harness_store.private_files import write_atomic  # off the startup path
+
+        write_atomic(self.path, json.dumps(state.to_json(), ensure_ascii=True, indent=1))
 
 
 def goal_context_block(goal: Goal | None) -> str | None:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -110,18 +109,8 @@ def parse_servers(raw: Any) -> tuple[ServerConfig, ...]:
 
 
 def call_timeout(extra: Mapping[str, Any]) -> float:
-    """`mcp_call_timeout` from config.toml (seconds), default 60; a bad value falls back to it with a
-    warning naming the value (the session still starts: a typo must not cost the user their servers)."""
-    raw = extra.get("mcp_call_timeout", DEFAULT_CALL_TIMEOUT)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        value = math.nan
-    if isinstance(raw, bool) or not (math.isfinite(value) and value > 0):
-        log.warning(
-            "config.toml: mcp_call_timeout = %r is not a positive number of seconds; using %g s",
-            raw,
-            DEFAULT_CALL_TIMEOUT,
-        )
-        return DEFAULT_CALL_TIMEOUT
-    return value
+    """`mcp_call_timeout` from config.toml (seconds), default 60. `load_config` refuses a bad value at
+    start, naming the key; here it raises the same `ConfigError`."""
+    from agent_core.config_table import value
+
+    return float(value(extra, "mcp_call_timeout"))

@@ -44,6 +44,7 @@ from agent_core.refinement.records import (
     ReviewVerdict,
     UnknownRefinement,
 )
+from agent_core.refinement.service import HarnessService, Quiescence
 from agent_core.refinement.surface import (
     Found,
     HarnessEvent,
@@ -69,6 +70,7 @@ __all__ = [
     "CoordinatorEvent",
     "Found",
     "HarnessEvent",
+    "HarnessService",
     "HarnessStatus",
     "HarnessSurface",
     "HistoryPage",
@@ -79,6 +81,7 @@ __all__ = [
     "Outbox",
     "PendingReview",
     "Policy",
+    "Quiescence",
     "QuiescenceChanged",
     "RefineBudgets",
     "RefinementCoordinator",

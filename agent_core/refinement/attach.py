@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 from agent_core import events as ev
@@ -33,6 +34,7 @@ from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_eve
 
 if TYPE_CHECKING:
     from agent_core.config import AgentConfig
+    from agent_core.control_plane.held import HeldChange
     from agent_core.hooks import RefinementHook
     from agent_core.session import Session
     from agent_core.turn import TurnOutcome
@@ -44,13 +46,10 @@ _Number = TypeVar("_Number", int, float)
 
 
 def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:
-    raw = config.extra.get(name, default)
-    try:
-        value = kind(raw)
-    except (TypeError, ValueError):
-        log.warning("ignoring %s=%r: not a %s", name, raw, kind.__name__)
-        return kind(default)
-    return value if value >= 0 else kind(default)
+    """`name` as checked by `config_table` (`load_config` refused a bad value at start)."""
+    from agent_core.config_table import value
+
+    return kind(value(config.extra, name))
 
 
 class SessionRefinement:
@@ -102,6 +101,7 @@ class SessionRefinement:
         from agent_core.skill_check import session_verifiers  # trust (issue 15)
 
         coordinator.skill_verifier = session_verifiers(session)
+        coordinator.service.children = partial(_running_children, session)
         refinement = cls(session, coordinator)
         hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
         session.refinement = hook  # how acp_server finds it: `harness_of(session)`
@@ -109,6 +109,11 @@ class SessionRefinement:
         session.kernel_hooks.append(refinement.on_kernel)
         session.compaction_hooks.append(refinement.compacted)
         session.close_hooks.append(refinement.aclose)
+
+        async def hold_change(held: HeldChange) -> str | None:
+            return (await coordinator.hold_change(held)).proposal_id
+
+        session.control_plane_hold = hold_change  # a cell's change to .continual-acp/ waits for review
         refinement.start()
         return refinement
 
@@ -149,3 +154,10 @@ def harness_of(session: Session) -> HarnessSurface:
     if not isinstance(refinement, SessionRefinement):
         refinement = SessionRefinement.attach(session)
     return refinement.surface
+
+
+def _running_children(session: Session) -> int:
+    """What the subagent hub (attached later, when the agent has one) reports as still queued or
+    running for this session: background work the user waits on."""
+    hub = getattr(session, "subagents", None)
+    return int(hub.running_children(session.id)) if hub is not None else 0

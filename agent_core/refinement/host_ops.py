@@ -172,7 +172,7 @@ async def harness_write(surface: HarnessSurface, args: dict[str, Any]) -> dict[s
     )
     # A write from a cell follows the review policy like any refinement: permitting the cell (maybe
     # once, for the whole session) is not a review of what it writes into the harness, so in ask
-    # mode a local write waits for review too (ARCHITECTURE.md: "anything in ask mode").
+    # mode a local write waits for review too: in ask mode everything waits for the user.
     outcome = await surface.write(proposal, scope=scope)
     # `id` names what the write became: the refinement to roll back, or the proposal awaiting review.
     return {"id": outcome.refinement_id or outcome.proposal_id or outcome.job_id, **outcome.to_json()}

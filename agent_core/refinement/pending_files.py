@@ -22,11 +22,11 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Any
 
+from agent_core.control_plane.held import HeldChange
 from agent_core.refinement.records import PendingReview
-from harness_store import HarnessState, Proposal
-from harness_store.paths import ensure_dir
+from harness_store import HarnessState, ProjectStore, Proposal, Store
+from harness_store.private_files import private_dir
 from harness_store.statefile import write_atomic
 
 log = logging.getLogger(__name__)
@@ -36,10 +36,9 @@ PROJECTS_DIR = "projects"
 _FORMAT = 1
 
 
-def pending_dir(store: Any) -> Path | None:
-    """Where `store` keeps its pending reviews (None for a store without a root directory)."""
-    root = getattr(store, "root", None)
-    return Path(root) / PENDING_DIR if isinstance(root, (str, Path)) else None
+def pending_dir(store: Store) -> Path:
+    """Where `store` keeps its pending reviews."""
+    return store.root / PENDING_DIR
 
 
 def project_key(repo: Path | str) -> str:
@@ -54,14 +53,10 @@ def project_key(repo: Path | str) -> str:
     return f"{name}-{hashlib.sha256(str(path).encode('utf-8')).hexdigest()[:16]}"
 
 
-def project_pending_dir(global_store: Any, project_store: Any) -> Path | None:
+def project_pending_dir(global_store: Store, project_store: ProjectStore) -> Path:
     """Where this user's pending reviews of `project_store`'s repository wait: under the global
-    harness (the data dir), keyed by the repository. None without a global root or a repository."""
-    root = getattr(global_store, "root", None)
-    repo = getattr(project_store, "repo", None)
-    if not isinstance(root, (str, Path)) or not isinstance(repo, (str, Path)):
-        return None
-    return Path(root) / PROJECTS_DIR / project_key(repo) / PENDING_DIR
+    harness (the data dir), keyed by the repository."""
+    return global_store.root / PROJECTS_DIR / project_key(project_store.repo) / PENDING_DIR
 
 
 def migrate_in_repo_pending(old: Path | None, new: Path | None) -> int:
@@ -133,6 +128,8 @@ class PendingFiles:
         }
         if pending.promotion_of is not None:
             body["promotion_of"] = list(pending.promotion_of)
+        if pending.held is not None:
+            body["held"] = pending.held.to_json()
         try:
             _private_dir(path.parent)
             write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
@@ -174,6 +171,7 @@ class PendingFiles:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             promotion = raw.get("promotion_of")
+            held = HeldChange.from_json(raw["held"]) if raw.get("held") is not None else None
             return PendingReview(
                 proposal_id=str(raw["proposal_id"]),
                 proposal=Proposal.model_validate(raw["proposal"]),
@@ -186,6 +184,7 @@ class PendingFiles:
                 promotion_of=(str(promotion[0]), str(promotion[1]))
                 if isinstance(promotion, list) and len(promotion) == 2
                 else None,
+                held=held,
             )
         except FileNotFoundError:
             return None  # decided meanwhile
@@ -201,5 +200,4 @@ class PendingFiles:
 
 def _private_dir(path: Path) -> None:
     if not path.is_dir():
-        ensure_dir(path)  # every missing parent 0700 too, not only the last (issue 10, defect 5)
-        os.chmod(path, 0o700)
+        private_dir(path, exact=True)  # every missing parent 0700 too, not only the last

@@ -8,7 +8,7 @@ The table (refine_review x mode), for a proposal whose kinds are not yet trusted
 | global_only   | review         | global: review | global: review |
 | never         | apply          | apply          | apply          |
 
-`ask` means "permission before every cell and every refinement" (ACP.md), so it reviews local
+`ask` means "permission before every cell and every refinement", so it reviews local
 proposals too -- unless the user explicitly chose `never`, which is the one setting that says
 "do not ask me about refinements". A project edit (issue 15) is always reviewed otherwise, trusted
 kind or not: it lands in the repository for everyone. A kind trusted for the session ("apply and trust this kind")

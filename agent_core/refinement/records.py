@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness_store import RefinementNotFound
 
 if TYPE_CHECKING:
-    from harness_store import HarnessState, Proposal
+    from agent_core.control_plane.held import HeldChange
+    from harness_store import HarnessState, Proposal, RefinementResult
 
 Scope = Literal["local", "global", "project"]  # trust (issue 15): + project
 Trigger = Literal["user", "model", "auto"]
@@ -56,6 +57,9 @@ class PendingReview:
     # trust (issue 15): (kind, id) of the local entry this proposal promotes (`/promote`): approving
     # it also deletes the local copy, a second refinement that names this one.
     promotion_of: tuple[str, str] | None = None
+    # A change a cell made to `.continual-acp/` (agent_core.control_plane), already restored: the
+    # proposal has no edits; approving writes the held files back, rejecting discards them.
+    held: HeldChange | None = None
 
     @property
     def kinds(self) -> set[str]:
@@ -70,6 +74,20 @@ class PendingReview:
             "rationale": self.proposal.rationale,
             "expectedOutcome": self.proposal.expected_outcome,
             "edits": [edit.model_dump(exclude_none=True) for edit in self.proposal.edits],
+            **(
+                {
+                    "held": {
+                        "cellId": self.held.cell_id,
+                        "code": self.held.code,
+                        "when": self.held.when,
+                        "files": [
+                            {"path": f.path, "action": f.action, "diff": f.diff()} for f in self.held.files
+                        ],
+                    }
+                }
+                if self.held is not None
+                else {}
+            ),
         }
 
 
@@ -110,6 +128,11 @@ class RefinementOutcome:
     proposal_id: str | None = None
     summary: str = ""
     error: str | None = None
+    # What the decision wrote beside its outcome (not on the wire): every error of the result,
+    # the tombstones a rejection added, and every refinement id (a promotion's removal too).
+    errors: tuple[str, ...] = ()
+    tombstones: tuple[str, ...] = ()
+    refinement_ids: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -134,3 +157,26 @@ class ReviewDecided:
 
     proposal_id: str
     outcome: RefinementOutcome
+
+
+@dataclass(frozen=True)
+class Found:
+    """A refinement and the store (scope) whose history holds it."""
+
+    scope: Scope
+    result: RefinementResult
+
+
+@dataclass(frozen=True)
+class RollbackOutcome:
+    """A rollback's answer: the new result, or the rollback that already undid the refinement."""
+
+    refinement_id: str
+    result: RefinementResult | None = None
+    rolled_back_by: str | None = None
+    partner_id: str | None = None  # the rollback of a promotion's other half, made with it
+
+    @property
+    def refused(self) -> bool:
+        """The store refused the rollback (an entry changed since; `errors` name the edits)."""
+        return self.result is not None and not self.result.applied and bool(self.result.errors)

@@ -6,8 +6,9 @@ coordinator seen as one thing. Slash commands, the `_harness/*` methods and the 
 answer: which store holds an id (`find`), history merged and ordered one way (`history`), the state
 of a scope (`state`), one search semantics (`search`), what `/undo` undoes (`latest_undoable`),
 rollback (with "already rolled back by"), review decisions, and one ordered event stream
-(`subscribe`). Everything that changes the harness goes through the coordinator, so it is shown as a
-card and counted in quiescence. Errors are the store's typed errors, never `KeyError`.
+(`subscribe`). Everything that changes the harness goes to the session's `HarnessService`
+(service.py), which holds the rules, shows each change as a card and counts it in quiescence; the
+surface awaits the cards' delivery. Errors are the store's typed errors, never `KeyError`.
 """
 
 from __future__ import annotations
@@ -16,36 +17,28 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from agent_core.events import RefinementReported
 from agent_core.promotion import (
-    TARGETS as PROMOTION_TARGETS,
-)
-from agent_core.promotion import (
     Promotion,
     PromotionError,
-    create_proposal,
-    find_local,
-    local_removal_of,
-    promoted_as,
-    removal_proposal,
 )
 from agent_core.refinement.records import (
+    Found,
     PendingReview,
     QuiescenceChanged,
     RefinementOutcome,
     ReviewChoice,
     ReviewDecided,
     ReviewRequested,
+    RollbackOutcome,
     Scope,
     UnknownRefinement,
 )
 from agent_core.refinement.reporting import preview_edits
-from agent_core.refinement.scopes import merged_state
 from harness_store import (
     KINDS,
     HarnessEntry,
@@ -62,7 +55,9 @@ from harness_store.neutralize import neutralized
 
 if TYPE_CHECKING:
     from agent_core.refinement.coordinator import RefinementCoordinator
-    from harness_store import HarnessStore
+    from agent_core.refinement.service import HarnessService, Quiescence
+    from harness_store import Store
+    from harness_store.project import ProjectConflict
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +68,6 @@ Record = Callable[[RefinementReported], None]
 
 _WORD = re.compile(r"[a-z0-9]+")
 DEFAULT_SEARCH_LIMIT = 20
-
-
-@dataclass(frozen=True)
-class Found:
-    """A refinement and the store (scope) whose history holds it."""
-
-    scope: Scope
-    result: RefinementResult
 
 
 @dataclass(frozen=True)
@@ -98,20 +85,6 @@ class SearchHit:
     key: str
     entry: HarnessEntry
     score: float
-
-
-@dataclass(frozen=True)
-class RollbackOutcome:
-    """A rollback's answer: the new result, or the rollback that already undid the refinement."""
-
-    refinement_id: str
-    result: RefinementResult | None = None
-    rolled_back_by: str | None = None
-
-    @property
-    def refused(self) -> bool:
-        """The store refused the rollback (an entry changed since; `errors` name the edits)."""
-        return self.result is not None and not self.result.applied and bool(self.result.errors)
 
 
 @dataclass(frozen=True)
@@ -158,16 +131,16 @@ class HarnessSurface:
     def session_id(self) -> str:
         return self.coordinator.session_id
 
-    def _store(self, scope: Scope) -> HarnessStore:
-        return self.coordinator._store(scope)
+    @property
+    def service(self) -> HarnessService:
+        """The decisions this surface routes to."""
+        return self.coordinator.service
 
-    def _stores(self) -> tuple[tuple[Scope, HarnessStore], ...]:
-        c = self.coordinator
-        stores: list[tuple[Scope, HarnessStore]] = [("local", c.local_store)]
-        if c.project_store is not None:
-            stores.append(("project", c.project_store))
-        stores.append(("global", c.global_store))
-        return tuple(stores)
+    def _store(self, scope: Scope) -> Store:
+        return self.coordinator.scopes.store(scope)
+
+    def _stores(self) -> tuple[tuple[Scope, Store], ...]:
+        return tuple(self.coordinator.scopes.each())
 
     @property
     def has_project(self) -> bool:
@@ -203,6 +176,10 @@ class HarnessSurface:
     async def flushed(self, timeout: float = 30.0) -> bool:
         """Wait until every event emitted so far reached the subscribers."""
         return await self.coordinator.flushed(timeout)
+
+    def quiescence(self) -> Quiescence:
+        """The one settled rule now: refinement idle and no child running (`HarnessService`)."""
+        return self.service.quiescence()
 
     async def wait_quiescent(self, timeout: float | None = None) -> bool:
         """Wait until settled (and the settling transition was delivered); False on timeout."""
@@ -255,18 +232,9 @@ class HarnessSurface:
             found = self._find_sync(as_of)
             state = self._store(found.scope).state_as_of(as_of)
             return HarnessState.build(state.entries, [], head=state.head)
-        if scope == "local":
-            return self.coordinator.local_store.load()
-        if scope == "global":
-            return self.coordinator.global_store.load()
-        if scope == "project":
-            return self._store("project").load()
-        project = self.coordinator.project_store
-        return merged_state(
-            self.coordinator.local_store.load(),
-            self.coordinator.global_store.load(),
-            project.load() if project is not None else None,
-        )
+        if scope == "merged":
+            return self.coordinator.scopes.merged()
+        return self._store(scope).load()
 
     async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
         """The harness of one scope, or both merged; `as_of` a refinement id: the entries right
@@ -304,19 +272,29 @@ class HarnessSurface:
     def pending_reviews(self) -> list[PendingReview]:
         """Proposals waiting for a human decision, oldest first (this session's, every global one
         and this user's for the session's repository)."""
-        return list(self.coordinator.pending_reviews.values())
+        return list(self.service.pending.refresh().values())
 
     def pending_review(self, proposal_id: str) -> PendingReview | None:
-        return self.coordinator.pending_reviews.get(proposal_id)
+        return self.service.pending.refresh().get(proposal_id)
 
     def preview(self, pending: PendingReview) -> tuple[dict[str, Any], ...]:
         """The proposal's edits as diffs against its store as it is now (blocking: call in a thread)."""
+        if pending.held is not None:  # a cell's change to .continual-acp/: its files, before -> after
+            return tuple(
+                {
+                    "path": f.path,
+                    "before": None if f.before is None else f.before.decode("utf-8", "replace"),
+                    "after": f.diff() if f.too_large else (f.after or b"").decode("utf-8", "replace"),
+                    "action": f.action,
+                }
+                for f in pending.held.files
+            )
         state = self._store(pending.scope).load()
         return preview_edits(pending, state, view_path=self.coordinator.view_path)
 
     # ------------------------------------------------------------ changing (all through the coordinator)
 
-    def conflicts(self) -> list[Any]:
+    def conflicts(self) -> list[ProjectConflict]:
         """The project store's git-merge conflicts (`ProjectConflict`s; none without a project).
         Blocking: call it in a worker thread."""
         project = self.coordinator.project_store
@@ -326,90 +304,31 @@ class HarnessSurface:
         """End a project conflict with side `choice` (a reported refinement, trigger `user`).
 
         `KeyError` when the entry is not in conflict, `IndexError` for a side that does not exist."""
-        project = self.coordinator.project_store
-        if project is None:
-            raise KeyError("this session has no project harness")
-        result: RefinementResult = await anyio.to_thread.run_sync(
-            partial(project.resolve_conflict, kind, entry_id, choice, session_id=self.session_id)
-        )
-        self.coordinator._applied(result, "user")
+        result = await self.service.resolve_conflict(kind, entry_id, choice)
         await self.flushed()
         return result
 
     async def rollback(self, refinement_id: str, *, force: bool = False) -> RollbackOutcome:
-        """Roll back a refinement of either store; its card is delivered before this returns.
-
-        Already rolled back: answered without any write (no history record for a no-op).
-        `UnknownRefinement` when neither store has the id; a refused rollback is a result.
-        """
-        found = await self.find(refinement_id)
-        store = self._store(found.scope)
-        later = await anyio.to_thread.run_sync(store.rolled_back_by, refinement_id)
-        if later is not None:
-            return RollbackOutcome(refinement_id, rolled_back_by=later)
-        result = await self.coordinator.rollback(refinement_id, force=force)
-        if result.applied:
-            await self._rollback_promotion_partner(found)
-        await self.flushed()
-        return RollbackOutcome(refinement_id, result=result)
-
-    async def _rollback_promotion_partner(self, found: Found) -> None:
-        # A promotion is two records (create in the target, delete locally); undoing either half
-        # undoes both, so the entry is local again and only local (issue 15: "undoable").
-        partner: str | None = None
-        if found.scope == "local":
-            target = promoted_as(found.result)
-            partner = target[1] if target is not None else None
-        else:
-            partner = await anyio.to_thread.run_sync(
-                local_removal_of, self.coordinator.local_store, found.result.id
-            )
-        if partner is None:
-            return
-        try:
-            other = await self.find(partner)
-        except UnknownRefinement:
-            return
-        if await anyio.to_thread.run_sync(self._store(other.scope).rolled_back_by, partner) is None:
-            await self.coordinator.rollback(partner)
+        """Roll back a refinement of any store (`HarnessService.rollback`: a no-op when already
+        undone, a promotion's partner with it); its card is delivered before this returns."""
+        outcome = await self.service.rollback(refinement_id, force=force)
+        if outcome.result is not None:
+            await self.flushed()
+        return outcome
 
     async def promote(self, entry_id: str, target: Scope, *, kind: str | None = None) -> Promotion:
-        """`/promote`: move a local entry to `target` (create there, then delete here), each half a
-        reported refinement; `PromotionError` for an unknown or ambiguous entry or a target this
-        session has no store for. Rolling back either half (`/undo`, `/rollback`) undoes both.
-
-        To global it applies at once (a user asked). To project it goes through the review every
-        project edit goes through (issue 15): the create waits as a pending review (the returned
-        `proposal_id`; the caller asks it), and approving it applies both halves."""
-        if target not in PROMOTION_TARGETS or target not in self.scopes():
-            raise PromotionError(
-                f"there is no {target} harness for this session"
-                + (" (a project harness needs a git repository)" if target == "project" else "")
-            )
-        entry = await anyio.to_thread.run_sync(
-            partial(find_local, self.coordinator.local_store, entry_id, kind)
-        )
-        proposal = create_proposal(entry, target, self.session_id)
-        if self.coordinator.reviews_promotion(target, {entry.kind}):
-            pending = await self.coordinator.hold_promotion(
-                proposal, scope=target, entry=(entry.kind, entry.id)
-            )
-            await self.flushed()
-            return Promotion(entry, target, None, None, proposal_id=pending.proposal_id)
-        created = await self.coordinator.apply_user(proposal, scope=target)
-        removed = None
-        if created.applied:
-            removed = await self.coordinator.apply_user(
-                removal_proposal(entry, target, created.id), scope="local"
-            )
+        """`/promote`: move a local entry to `target` (`HarnessService.promote`); its cards are
+        delivered before this returns. To project the create waits as a pending review (the
+        returned `proposal_id`; the caller asks it)."""
+        promotion = await self.service.promote(entry_id, target, kind=kind)
         await self.flushed()
-        return Promotion(entry, target, created, removed)
+        return promotion
 
     async def apply_user(self, proposal: Proposal, *, scope: Scope) -> RefinementResult:
         """A write a person asked for outside a turn (a review panel's delete): applied at once
         (no review), reported as a card and counted in quiescence; its card is delivered before
         this returns. Validation and tombstones still apply (a refused write is a result)."""
-        result = await self.coordinator.apply_user(proposal, scope=scope)
+        result = await self.service.apply_user(proposal, scope=scope)
         await self.flushed()
         return result
 
@@ -426,8 +345,7 @@ class HarnessSurface:
         `ReviewNotFound` when nothing waits under the id; `ReviewAlreadyDecided` when another
         session decided it meanwhile.
         """
-        outcome = await self.coordinator.decide(proposal_id, choice, edit_ids=edit_ids)
-        self.coordinator.outbox.emit(ReviewDecided(proposal_id, outcome))
+        outcome = await self.service.decide(proposal_id, choice, edit_ids=edit_ids)
         await self.flushed()
         return outcome
 
@@ -450,7 +368,7 @@ class HarnessSurface:
 
     async def write(self, proposal: Proposal, *, scope: Scope) -> RefinementOutcome:
         """A harness write from a cell: the review policy decides like for any refinement."""
-        return await self.coordinator.submit(
+        return await self.service.submit(
             proposal, scope=scope, trigger="model", baseline=None, source="agent"
         )
 

@@ -1,6 +1,6 @@
 """The conversation as the review gate and the planner read it: one block per message, with ids.
 
-Ids are what evidence cites (HARNESS.md beyond 3), so every block starts with `[<id>]`. The window
+Ids are what evidence cites (a refinement names the messages that justify it), so every block starts with `[<id>]`. The window
 is the *end* of the conversation (recent turns matter most) and each tool result is cut to a few
 thousand characters so one noisy cell cannot crowd out the rest.
 """

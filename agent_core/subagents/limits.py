@@ -30,27 +30,16 @@ class Limits:
 
     @classmethod
     def from_config(cls, config: Any) -> Limits:
+        """The limits from config.toml (checked against `config_table`; a bad value raises
+        `ConfigError` naming the key, as `load_config` already did at start)."""
+        from agent_core.config_table import value
+
         extra = getattr(config, "extra", {}) or {}
-
-        def number(name: str, default: Any, kind: type, minimum: float) -> Any:
-            raw = extra.get(name, default)
-            if raw is None:
-                return None
-            try:
-                value = kind(raw)
-            except (TypeError, ValueError):
-                log.warning("ignoring %s=%r: not a %s", name, raw, kind.__name__)
-                return default
-            if value < minimum:
-                log.warning("ignoring %s=%r: must be at least %s", name, raw, minimum)
-                return default
-            return value
-
         return cls(
-            max_running=number("subagents_max_running", DEFAULT_MAX_RUNNING, int, 1),
-            max_depth=number("subagents_max_depth", DEFAULT_MAX_DEPTH, int, 1),
-            token_budget=number("subagent_token_budget", None, int, 1),
-            max_seconds=number("subagent_max_seconds", None, float, 0.001),
+            max_running=value(extra, "subagents_max_running"),
+            max_depth=value(extra, "subagents_max_depth"),
+            token_budget=value(extra, "subagent_token_budget"),
+            max_seconds=value(extra, "subagent_max_seconds"),
         )
 
 

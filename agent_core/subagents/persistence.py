@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 from agent_core.subagents.records import ChildRecord, now_iso
@@ -32,20 +31,9 @@ def save(session_dir: Path, record: ChildRecord) -> None:
     """Write the record atomically (the session dir exists: the child's transcript made it)."""
     target = path_of(session_dir)
     data = json.dumps(record.to_json(), indent=1, ensure_ascii=False).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(prefix=".subagent-", suffix=".tmp", dir=session_dir)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    from harness_store.private_files import write_atomic  # off the startup path
+
+    write_atomic(target, data)
 
 
 def load(session_dir: Path) -> ChildRecord | None:

@@ -79,6 +79,8 @@ class ScriptedModelServer:
 
     `fallback`, when given, answers requests after the script runs out; otherwise they get a 400
     that says the script is exhausted (a 400 is not retried, so a test fails fast and readably).
+    `responder`, when given, answers after the script (before `fallback`) from the request body
+    itself: a model whose behaviour depends on what it is sent (the eval's per-task scripts).
 
     `routes` (marker -> script) serves several conversations at once (a parent and its subagents,
     whose requests interleave): a request whose first user message contains a marker is answered
@@ -95,7 +97,9 @@ class ScriptedModelServer:
         port: int = 0,
         routes: Mapping[str, Sequence[Response]] | None = None,
         refuse_null_content: bool = False,
+        responder: Callable[[dict[str, Any]], Response] | None = None,
     ) -> None:
+        self.responder = responder
         self._script: list[Response] = [dict(r) for r in script]
         self._routes: dict[str, list[Response]] = {k: [dict(r) for r in v] for k, v in (routes or {}).items()}
         self._route_requests: dict[str, list[dict[str, Any]]] = {k: [] for k in self._routes}
@@ -217,6 +221,8 @@ class ScriptedModelServer:
                 raise ScriptExhausted(f"scripted model: the script of route {marker!r} is exhausted")
             if self._script:
                 return self._script.pop(0)
+            if self.responder is not None:
+                return self.responder(body)
             if self.fallback is not None:
                 return dict(self.fallback)
             raise ScriptExhausted(

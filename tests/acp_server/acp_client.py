@@ -108,6 +108,32 @@ def check_v1_update(update: Any) -> str | None:
     return None
 
 
+# Session updates of the unstable v1 schema, sent only to clients that advertise them: checked against
+# the unstable schema the npm SDK ships (tests/conformance/node_modules), never a hand copy.
+UNSTABLE_UPDATES = ("plan_update", "plan_removed")
+_UNSTABLE_SCHEMA: dict[str, Any] = {}
+UNSTABLE_SCHEMA_PATH = (
+    Path(__file__).resolve().parents[1]
+    / "conformance/node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json"
+)
+
+
+def check_unstable_update(update: Any) -> str | None:
+    """None if `update` is a valid SessionUpdate of the unstable v1 schema."""
+    import jsonschema
+
+    if not _UNSTABLE_SCHEMA:
+        schema = json.loads(UNSTABLE_SCHEMA_PATH.read_text(encoding="utf-8"))
+        _UNSTABLE_SCHEMA.update(
+            {"$schema": schema["$schema"], "$ref": "#/$defs/SessionUpdate", "$defs": schema["$defs"]}
+        )
+    try:
+        jsonschema.validate(update, _UNSTABLE_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        return f"unstable SessionUpdate: {exc.message}"
+    return None
+
+
 PermissionPolicy = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -305,6 +331,14 @@ class AcpClient:
             problem = check_v1_update(update)
             if problem:
                 problems.append(problem)
+        elif (
+            method == "session/update"
+            and isinstance(update, dict)
+            and update.get("sessionUpdate") in UNSTABLE_UPDATES
+        ):
+            problem = check_unstable_update(update)
+            if problem:
+                problems.append(problem)
         elif method == "session/update":
             problem = check_model("SessionNotification", message.get("params"))
             if problem:
@@ -459,7 +493,9 @@ def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[s
         # No warm pool: each session cold-starts the one kernel it uses. A warm pool would start a
         # kernel for every server (most tests never run a cell) and refill it after each session,
         # doubling the kernels the suite starts. The pooled path is pinned by the shutdown tests
-        # (pool size 1, the product default) and by the kernel_bridge pool tests.
+        # (pool size 1, the product default), by test_acp_product_defaults.py (prompt, cancel, load,
+        # /refine, autonomous mode, subagents and MCP with both defaults on) and by the kernel_bridge
+        # pool tests.
         "CONTINUAL_ACP_KERNEL_POOL": "0",
         # The kernel starts at the first cell, not at session/new: most stdio tests never run one, and
         # a kernel start is ~1 s of CPU (ipykernel's imports, the server's zmq). The product default

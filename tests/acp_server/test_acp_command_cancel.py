@@ -1,4 +1,4 @@
-"""Cancelling a slash command that asks the model (`/refine`, `/compact`), over real stdio (issue 10, defect 2).
+"""Cancelling a slash command that asks the model (`/refine`, `/compact`), over real stdio.
 
 The cancel must answer the prompt `cancelled` within 1 s, close the model request (the scripted model
 counts the hang-up) and free the session, so the next prompt runs at once.

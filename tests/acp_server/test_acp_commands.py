@@ -40,6 +40,7 @@ READ_ONLY_REPLIES = [
     ("/undo", "Nothing to undo: no applied harness refinement"),
     ("/review", "Nothing is waiting for review."),
     ("/kernel explode", "Unknown /kernel action 'explode'. Use `/kernel status`, `/kernel interrupt`"),
+    ("/kernel keep forever", "Usage: `/kernel keep` (never hibernate this kernel) or `/kernel keep off`."),
 ]
 
 
@@ -146,7 +147,16 @@ def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(
     assert card["title"].startswith("Refine harness:") and refinement_id in card["toolCallId"]
     history = run_command(client, sid, "/history")
     assert refinement_id in history and "Last 1 harness refinement " in history
-    assert "Test command" in run_command(client, sid, "/harness")
+    listing = run_command(client, sid, "/harness")
+    assert "Test command" in listing
+    assert "### Use in prompts\n- `test_command`: never in a prompt yet" in listing  # written mid-turn
+    model.push(text("ok"))
+    run_command(client, sid, "anything else?")  # this turn's prompt carries the entry
+    listing = run_command(client, sid, "/harness")
+    assert "### Use in prompts\n- `test_command`: in the prompt for 1 turn, last " in listing
+    assert "Use in prompts (local `test_command`): in the prompt for 1 turn" in run_command(
+        client, sid, "/why test_command"
+    )
     assert f"Rolled back {refinement_id}" in run_command(client, sid, "/undo")
     assert "Test command" not in run_command(client, sid, "/harness memory")
     assert "Nothing to undo" in run_command(client, sid, "/undo")

@@ -22,15 +22,16 @@ def test_initialize_advertises_exactly_the_documented_capabilities(spawn: Client
     client = spawn()
     result = initialize(client)
     assert result["protocolVersion"] == 1
-    assert result["authMethods"] == []
+    # A client without `auth.terminal` gets the setup method as an `agent` method (see test_acp_setup.py).
+    assert [(m["id"], m.get("type")) for m in result["authMethods"]] == [("continual-acp-setup", None)]  # type: ignore[union-attr,index]
     assert result["agentInfo"]["name"] == "continual-acp"  # type: ignore[index]
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True  # type: ignore[index]
     assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}  # type: ignore[index]
-    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "delete": {}}  # type: ignore[index]
+    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}}  # type: ignore[index]
     meta = caps["_meta"]["continual-acp"]  # type: ignore[index]
     assert meta["version"] == 1
-    assert all(name.startswith("_harness/") for name in meta["methods"])
+    assert all(name.startswith(("_harness/", "_session/")) for name in meta["methods"])
 
 
 def test_initialize_with_a_bad_protocol_version_answers_invalid_params(spawn: ClientFactory) -> None:
@@ -61,7 +62,7 @@ def test_batches_and_non_objects_answer_invalid_request(spawn: ClientFactory) ->
 
 def test_unknown_methods_and_session_set_model_answer_method_not_found(spawn: ClientFactory) -> None:
     client = spawn()
-    for method in ("session/set_model", "no/such/method", "_harness/unknown", "authenticate"):
+    for method in ("session/set_model", "no/such/method", "_harness/unknown", "logout"):
         with pytest.raises(RpcError) as info:
             client.request(method, {"sessionId": "x", "modelId": "y"})
         assert info.value.code == -32601, method

@@ -1,4 +1,4 @@
-"""Issue 15 over real stdio: `/why`, `/promote`, the project scope, neutralized flags, `/harness ui`."""
+"""Trust over real stdio: `/why`, `/promote`, the project scope, neutralized flags, `/harness ui`."""
 
 from __future__ import annotations
 

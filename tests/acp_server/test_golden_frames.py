@@ -75,6 +75,9 @@ UNCONFINED = f.kernel_guarantees(
     approval_required=True,
     notes=["sandbox unavailable: bubblewrap is not installed (apt-get install bubblewrap)"],
 )
+SETUP_TERMINAL = f.terminal_auth_method(
+    "continual-acp-setup", "Set up a model", "Asks for the endpoint, key and model", ["setup"]
+)
 MODEL_OPTION = f.select_config_option(
     "model", "Model", description="The model", category="model", current="m1", choices=[("m1", "m1", "")]
 )
@@ -141,10 +144,28 @@ CASES: dict[str, Case] = {
         lambda: f.data_dir_error("session/new: the data dir /ro cannot be written", "/ro", "Read-only"),
         "Error",
     ),
+    "auth_required_error": Case(
+        lambda: f.auth_required_error(
+            "Authentication required: no model is set up yet. Run `continual-acp setup` in a terminal",
+            "continual-acp-setup",
+            "/home/me/.config/continual-acp/config.toml",
+        ),
+        "Error",
+    ),
     "kernel_backend_error": Case(
         lambda: f.kernel_backend_error(
             "kernel backend 'sandbox': sandbox_tier = 'bubblewrap' is configured but bubblewrap is not installed",
             "sandbox",
+        ),
+        "Error",
+    ),
+    "config_error": Case(
+        lambda: f.config_error(
+            "the configuration is not valid: config file /home/u/.config/continual-acp/config.toml is not "
+            "usable: not valid TOML: Invalid value (at line 2, column 9)",
+            "",
+            "/home/u/.config/continual-acp/config.toml",
+            2,
         ),
         "Error",
     ),
@@ -379,6 +400,32 @@ CASES: dict[str, Case] = {
     ),
     "review_card": Case(lambda: f.review_card("p-1", "tidy notes", [DIFF], REVIEW_RAW), "ToolCallUpdate"),
     "review_card__no_summary": Case(lambda: f.review_card("p-1", None, [DIFF], REVIEW_RAW), "ToolCallUpdate"),
+    "session_status_response": Case(lambda: f.session_status_response("saved")),
+    "fork_session_response": Case(
+        lambda: f.fork_session_response(
+            "sess-2",
+            f.session_modes("ask", MODES),
+            [MODE_OPTION],
+            forked_from="sess-1",
+            before_prompt=2,
+            kernel_note="kernel variables from before that prompt: x",
+        ),
+        "ForkSessionResponse",
+    ),
+    "confirm_card": Case(
+        lambda: f.confirm_card(
+            "rewind-files-1", "Revert these file changes?", [f.tool_text("```diff\n-a\n+b\n```")]
+        ),
+        "ToolCallUpdate",
+    ),
+    "permission_request__rewind_refinements": Case(
+        lambda: f.permission_request(
+            "sess-1",
+            f.confirm_card("rewind-refinements-1", "Also roll back?", [f.tool_text("- `r-1` (local): x")]),
+            f.permission_options(f.REWIND_REFINEMENTS_OPTIONS),
+        ),
+        "RequestPermissionRequest",
+    ),
     "review_settled_update__applied": Case(
         lambda: f.review_settled_update("p-1", applied=True), "ToolCallProgress"
     ),
@@ -470,6 +517,9 @@ CASES: dict[str, Case] = {
         ),
         "AgentPlanUpdate",
     ),
+    "plan_update_by_id": Case(
+        lambda: f.plan_update_by_id("session", [PlanEntry("Load the data", "completed", "high")])
+    ),
     "usage_update": Case(lambda: f.usage_update(1200, 128000), "UsageUpdate"),
     "session_title_update": Case(lambda: f.session_title_update("Plot the data"), "SessionInfoUpdate"),
     "available_commands_update": Case(
@@ -494,8 +544,23 @@ CASES: dict[str, Case] = {
             extension_version=1,
             extension_methods=["_harness/state", "_harness/status"],
             extension_notifications=["_harness/quiescence"],
+            auth_methods=[SETUP_TERMINAL],
         ),
         "InitializeResponse",
+    ),
+    "terminal_auth_method": Case(lambda: SETUP_TERMINAL, "TerminalAuthMethod"),
+    "agent_auth_method": Case(
+        lambda: f.agent_auth_method("continual-acp-setup", "Set up a model", "Run `continual-acp setup`"),
+        "AuthMethodAgent",
+    ),
+    "agent_auth_method__terminal_meta": Case(
+        lambda: f.agent_auth_method(
+            "continual-acp-setup",
+            "Set up a model",
+            "Run `continual-acp setup`",
+            ["/venv/bin/python", "-m", "acp_server", "setup"],
+        ),
+        "AuthMethodAgent",
     ),
     "new_session_response": Case(
         lambda: f.new_session_response("sess-1", f.session_modes("ask", MODES), [MODE_OPTION], SANDBOXED),
@@ -548,7 +613,7 @@ CASES: dict[str, Case] = {
     "write_text_file_request": Case(
         lambda: f.write_text_file_request("sess-1", "/work/a.py", "x = 1\n"), "WriteTextFileRequest"
     ),
-    # subagents (issue 12)
+    # subagents
     "subagent_info": Case(lambda: f.subagent_info("sess-2", "tests", "queued", "sess-1")),
     "subagent_meta": Case(lambda: f.subagent_meta("sess-2", "tests", "running", "sess-1")),
     "subagent_card_update": Case(

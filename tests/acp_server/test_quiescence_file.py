@@ -236,10 +236,11 @@ def test_a_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path
     assert target.read_text(encoding="utf-8") == "keep me" and not (tmp_path / FILE).is_symlink()
 
 
-class _Jobs:
-    """A coordinator's counters (the part of the harness the snapshot reads)."""
+def _settled() -> Any:
+    """The harness's settled rule for a session with nothing running (what the snapshot reads)."""
+    from agent_core.refinement import Quiescence
 
-    quiescent, pending, in_flight = True, 0, 0
+    return Quiescence(refinement_idle=True, pending=0, in_flight=0, children=0, last_refinement_id=None)
 
 
 def _opened(directory: Path) -> Any:
@@ -253,7 +254,7 @@ def _opened(directory: Path) -> Any:
         return lambda: listeners.remove(listener)
 
     session = SimpleNamespace(id=SID, session_dir=directory, subagents=None)
-    harness = SimpleNamespace(coordinator=_Jobs(), subscribe=subscribe, listeners=listeners)
+    harness = SimpleNamespace(quiescence=_settled, subscribe=subscribe, listeners=listeners)
     return SimpleNamespace(session=session, harness=harness, unsubscribe=None)
 
 

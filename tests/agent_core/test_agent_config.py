@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import load_config
+from agent_core.config import ConfigFileError, load_config
 
 
 def test_environment_wins_over_the_config_file(tmp_path: Path) -> None:
@@ -132,9 +132,9 @@ def test_a_wrong_typed_config_file_value_is_refused_naming_key_value_file_and_wh
         load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_CONFIG": str(path)})
 
 
-def test_broken_config_file_is_ignored_not_fatal(tmp_path: Path) -> None:
-    config_dir = tmp_path / "cfg"
-    config_dir.mkdir()
-    (config_dir / "config.toml").write_text("model = [unclosed")
-    config = load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_CONFIG": str(config_dir / "config.toml")})
-    assert config.model is None
+def test_a_config_file_that_does_not_parse_is_an_error_naming_the_file_and_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('kernel = "sandbox"\nmodel = [unclosed\n')
+    with pytest.raises(ConfigFileError) as caught:
+        load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_CONFIG": str(path)})
+    assert str(path) in str(caught.value) and "line 2" in str(caught.value)

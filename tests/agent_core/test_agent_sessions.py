@@ -32,7 +32,8 @@ async def test_load_replays_the_transcript_rebuilds_the_context_and_restores_ker
         # A new agent (a restarted server) on the same data dir.
         async with running_agent(config_for(tmp_path, server)) as agent:
             assert agent.session_exists(session_id)
-            loaded, replay = await agent.load_session(session_id, str(tmp_path), NoEditor())
+            loaded, events = await agent.load_session(session_id, str(tmp_path), NoEditor())
+            replay = list(events)
             context = list(loaded.messages)
             mode = loaded.mode
             loaded.set_mode("auto")
@@ -308,7 +309,8 @@ async def test_loading_an_open_session_keeps_its_live_kernel(tmp_path: Path) -> 
             session = await agent.new_session(str(tmp_path), NoEditor())
             await collect(session, "make a generator")
             other_editor = NoEditor()
-            again, replay = await agent.load_session(session.id, str(tmp_path), other_editor)
+            again, events = await agent.load_session(session.id, str(tmp_path), other_editor)
+            replay = list(events)
             after = await collect(again, "next value")
             return again is session and again.editor is other_editor, replay, after
 

@@ -29,7 +29,7 @@ from agent_core.testing import (
 
 pytestmark = pytest.mark.anyio
 
-CANCEL_BUDGET = 1.0  # seconds: the contract for `session/cancel` (ACP.md, AGENT.md)
+CANCEL_BUDGET = 1.0  # seconds: the contract for `session/cancel`: the turn ends within a second
 
 
 def _bad_args_call() -> dict:

@@ -49,7 +49,9 @@ def test_an_empty_python_block_is_not_an_action() -> None:
 
 
 def test_an_unknown_action_format_is_refused_with_its_name() -> None:
-    with pytest.raises(ValueError, match="'json' is not one of auto, tools, text"):
+    with pytest.raises(
+        ValueError, match=r"^setting action_format = 'json' .* it must be 'auto' or 'tools' or 'text'$"
+    ):
         configured_format({"action_format": "json"})
 
 

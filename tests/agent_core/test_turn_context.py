@@ -63,6 +63,11 @@ class _Context:
     async def kernel(self) -> KernelSession:
         return await self.kernel_handle.get()
 
+    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+        return []
+
+    steering_waiting = False
+
     def turn_context(self) -> str | None:
         return None
 

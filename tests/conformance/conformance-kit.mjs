@@ -196,10 +196,14 @@ export class ConformanceRun {
           if (recorder.permissions.length > w.count) w.resolve();
           else recorder.permissionWaiters.push(w);
         }
-        // "hold": leave the request open until the test cancels the turn, as a user who walked away would.
+        // "hold": leave the request open until the test cancels the turn, as a user who walked away
+        // would (`releasePermission()` answers "cancelled"), or answers late (`releasePermission(kind)`).
         if (recorder.permissionChoice === "hold") {
           return new Promise((resolve) => {
-            recorder.releasePermission = () => resolve({ outcome: { outcome: "cancelled" } });
+            recorder.releasePermission = (kind) => {
+              const late = kind && params.options.find((o) => o.kind === kind);
+              resolve(late ? { outcome: { outcome: "selected", optionId: late.optionId } } : { outcome: { outcome: "cancelled" } });
+            };
           });
         }
         const option = params.options.find((o) => o.kind === recorder.permissionChoice);
@@ -219,6 +223,7 @@ export class ConformanceRun {
       findings: this.validator.findings,
       sdkErrors: this.sdkErrors,
       frames: this.validator.counts,
+      unstableFrames: this.validator.unstableFrames,
       ...extra,
     };
     process.stdout.write(JSON.stringify(report) + "\n");

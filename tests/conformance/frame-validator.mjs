@@ -12,6 +12,9 @@ import Ajv2020 from "ajv/dist/2020.js";
 const require = createRequire(import.meta.url);
 
 export const SCHEMA_PATH = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.json");
+// Methods the stable schema does not have (session/fork) are checked against the unstable one the
+// same package ships; `unstableFrames` counts them (a client that advertises nothing must see none).
+export const UNSTABLE_SCHEMA_PATH = require.resolve("@agentclientprotocol/sdk/schema/v1/schema.unstable.json");
 
 // Integer formats emitted by the Rust schema generator; ajv does not know them by default.
 const INTEGER_RANGES = {
@@ -30,8 +33,9 @@ function kindOf(defName) {
 }
 
 export class FrameValidator {
-  constructor(schemaPath = SCHEMA_PATH) {
+  constructor(schemaPath = SCHEMA_PATH, unstablePath = UNSTABLE_SCHEMA_PATH) {
     const schema = JSON.parse(readFileSync(schemaPath, "utf8"));
+    const unstable = JSON.parse(readFileSync(unstablePath, "utf8"));
     const ajv = new Ajv2020({ strict: false, allErrors: true });
     for (const [name, [lo, hi]] of Object.entries(INTEGER_RANGES)) {
       ajv.addFormat(name, { type: "number", validate: (x) => Number.isInteger(x) && x >= lo && x <= hi });
@@ -39,13 +43,21 @@ export class FrameValidator {
     ajv.addFormat("double", { type: "number", validate: (x) => Number.isFinite(x) });
     ajv.addFormat("uri", { type: "string", validate: (x) => /^[A-Za-z][A-Za-z0-9+.-]*:/.test(x) });
     ajv.addSchema(schema, "acp");
-    this.byMethod = new Map(); // "method|kind" -> {validate, side}
-    for (const [name, def] of Object.entries(schema.$defs)) {
-      const method = def["x-method"];
-      const kind = kindOf(name);
-      if (!method || !kind) continue;
-      this.byMethod.set(`${method}|${kind}`, { validate: ajv.getSchema(`acp#/$defs/${name}`), side: def["x-side"] });
+    ajv.addSchema(unstable, "acp-unstable");
+    this.byMethod = new Map(); // "method|kind" -> {validate, side, unstable}
+    for (const [id, source, isUnstable] of [["acp", schema, false], ["acp-unstable", unstable, true]]) {
+      for (const [name, def] of Object.entries(source.$defs)) {
+        const method = def["x-method"];
+        const kind = kindOf(name);
+        if (!method || !kind || this.byMethod.has(`${method}|${kind}`)) continue;
+        this.byMethod.set(`${method}|${kind}`, {
+          validate: ajv.getSchema(`${id}#/$defs/${name}`),
+          side: def["x-side"],
+          unstable: isUnstable,
+        });
+      }
     }
+    this.unstableFrames = [];
     this.errorValidate = ajv.getSchema("acp#/$defs/Error");
     // Requests in flight, per sending direction: id -> method.
     this.pending = { "client->agent": new Map(), "agent->client": new Map() };
@@ -89,6 +101,7 @@ export class FrameValidator {
         this.report(direction, msg.method, `no ${kind} of this name in the schema`, msg);
         return;
       }
+      if (entry.unstable) this.unstableFrames.push({ direction, method: msg.method });
       // x-side names who handles the method: the client handles what the agent sends, and vice versa.
       const handler = direction === "client->agent" ? "agent" : "client";
       if (entry.side !== "protocol" && entry.side !== handler) {
@@ -121,6 +134,7 @@ export class FrameValidator {
       this.report(direction, method, "no response schema for this method", msg);
       return;
     }
+    if (entry.unstable) this.unstableFrames.push({ direction, method: `${method} result` });
     this.validate(entry.validate, msg.result, direction, `${method} result`, msg);
   }
 

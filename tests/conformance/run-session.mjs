@@ -10,7 +10,8 @@
 //    "cancel": {"prompt", "started"}, "slash": "/history", "remember": {"prompt"},
 //    "reload": {"prompt", "expect": [...]},   (after session/load, in a new agent process)
 //    "variants": {"first": VARIANT, "second": VARIANT}, "refine": {"prompt"}, "compact": {"summary"},
-//    "notice": {"prompt", "title", "description", "reply"}}
+//    "notice": {"prompt", "title", "description", "reply"},
+//    "timeline": {"prompts": [{prompt, code}] x3, "probe": {prompt, before, after}, "steer": {prompt, text, reply}}}
 // VARIANT says which client each connection plays (the second loads the first's session):
 //   "opted-in": opts in to `_harness/quiescence` (clientCapabilities._meta["continual-acp"]) and
 //               advertises `session.notices` and `session.compaction`;
@@ -153,6 +154,85 @@ async function extensionSteps(request, recorder, sessionId, variant) {
       check(said.includes(`${plan.notice.title}: ${plan.notice.description}`), `no fallback message: ${said.slice(0, 300)}`);
     }
     return { notices: notices.length };
+  });
+}
+
+/** Replayed user prompts of a session/load of `sessionId` (the frames before its answer). */
+async function loadReplay(request, sessionId) {
+  const frameMark = frames.length;
+  await request(acp.methods.agent.session.load, { sessionId, cwd: plan.cwd, mcpServers: [] }, 60_000);
+  const answered = frames.findIndex((f, i) => i >= frameMark && f.direction === "agent->client" && "result" in (f.msg ?? {}) && !f.msg.method);
+  return frames
+    .slice(frameMark, answered)
+    .filter((f) => f.msg?.method === "session/update" && f.msg.params.sessionId === sessionId)
+    .map((f) => f.msg.params.update)
+    .filter((u) => u.sessionUpdate === "user_message_chunk")
+    .map((u) => u.content.text);
+}
+
+/** Rewind, fork and steering through the SDK client, on a session of their own. */
+async function timelineSteps(request, recorder) {
+  const t = plan.timeline;
+  let sessionId;
+  let forkId;
+  const probe = async (sid) => {
+    const mark = recorder.updates.length;
+    const res = await request(acp.methods.agent.session.prompt, { sessionId: sid, prompt: text(t.probe.prompt) }, 60_000);
+    check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+    const ups = recorder.since(mark, sid);
+    const [cell] = toolCallIds(ups);
+    return JSON.stringify(ups.filter((u) => u.toolCallId === cell));
+  };
+  await step("timeline: three prompts each set a variable", async () => {
+    const created = await request(acp.methods.agent.session.new, { cwd: plan.cwd, mcpServers: [] });
+    sessionId = created.sessionId;
+    for (const p of t.prompts) {
+      const res = await request(acp.methods.agent.session.prompt, { sessionId, prompt: text(p.prompt) }, 60_000);
+      check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+    }
+    return { sessionId };
+  });
+  await step("timeline: session/fork after the third prompt answers a new id", async () => {
+    const res = await request("session/fork", { sessionId, cwd: plan.cwd, mcpServers: [] }, 60_000);
+    forkId = res.sessionId;
+    check(forkId && forkId !== sessionId, `fork id ${forkId}`);
+    check(res._meta?.["continual-acp"]?.forkedFrom === sessionId, `fork _meta ${JSON.stringify(res._meta)}`);
+    return { kernel: res._meta["continual-acp"].kernel };
+  });
+  await step("timeline: _session/rewind to the second prompt removes the third prompt's variable", async () => {
+    const res = await request("_session/rewind", { sessionId, turns: 1 }, 60_000);
+    check(res.rewound === true && res.turn === 3, `rewind ${JSON.stringify(res)}`);
+    check(res.kernel.removed.includes(t.probe.gone), `removed ${res.kernel.removed}`);
+    const shown = await probe(sessionId);
+    check(shown.includes(t.probe.before), `after the rewind the kernel shows ${shown}`);
+    return { removed: res.kernel.removed };
+  });
+  await step("timeline: loading the fork replays the third prompt and its kernel has the variable back", async () => {
+    const replayed = await loadReplay(request, forkId);
+    check(replayed.includes(t.prompts[2].prompt), `fork replay ${JSON.stringify(replayed)}`);
+    const shown = await probe(forkId);
+    check(shown.includes(t.probe.after), `the fork's kernel shows ${shown}`);
+    return { replayed };
+  });
+  await step("timeline: _session/steer enters the running turn at its next request; a reload replays it in order", async () => {
+    await request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "ask" });
+    recorder.permissionChoice = "hold";
+    const asked = recorder.permissions.length;
+    const pending = request(acp.methods.agent.session.prompt, { sessionId, prompt: text(t.steer.prompt) }, 60_000);
+    await withTimeout(recorder.permissionAsked(asked), 30_000, "the permission request");
+    // The turn waits for this answer: the steering is sent before it, so it is there at the next request.
+    const steered = request("_session/steer", { sessionId, prompt: text(t.steer.text) }, 60_000);
+    recorder.permissionChoice = "allow_once";
+    recorder.releasePermission("allow_once");
+    const entered = await steered;
+    const res = await pending;
+    check(entered.entered === true, `steer answer ${JSON.stringify(entered)}`);
+    check(res.stopReason === "end_turn", `stopReason ${res.stopReason}`);
+    await request(acp.methods.agent.session.setConfigOption, { sessionId, configId: "mode", value: "auto" });
+    const replayed = await loadReplay(request, sessionId);
+    const at = replayed.indexOf(t.steer.prompt);
+    check(at >= 0 && replayed[at + 1] === t.steer.text, `replayed prompts ${JSON.stringify(replayed)}`);
+    return { replayed };
   });
 }
 
@@ -410,6 +490,7 @@ async function secondConnection(recorder, sessionId) {
       for (const needle of plan.reload.expect) check(mentions(ups, cell, needle), `cell output ${needle} not streamed`);
     });
     await extensionSteps(request, recorder, sessionId, variant);
+    if (plan.timeline) await timelineSteps(request, recorder);
   });
   child.stdin.end();
   return { exited };

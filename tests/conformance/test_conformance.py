@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from system_deps import requires
 
 HERE = Path(__file__).resolve().parent
 NODE = shutil.which("node")
@@ -26,7 +27,7 @@ sys.path.insert(0, str(HERE.parent / "mcp"))
 
 from mcp_helpers import SERVER_SCRIPT, serve_http  # noqa: E402
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+pytestmark = requires(NODE is not None, "node is not installed")
 
 
 def _node(
@@ -135,6 +136,39 @@ print(await mcp.call('tools', 'describe', name='load', times=2))
 print(await mcp.web_tools.add(a=4000, b=2))"""
 
 
+# The timeline steps (run-session.mjs `timelineSteps`, on the second connection, in a session of their
+# own): three prompts set ta, tb, tc; a fork; a rewind of one prompt; the fork loaded; a steering
+# message sent while the turn waits for a permission answer.
+TIMELINE_PROBE = "print(sorted(n for n in ('ta', 'tb', 'tc') if n in globals()))"
+STEER_TEXT = "Also print the kernel's pid."
+TIMELINE = {
+    "prompts": [
+        {"prompt": "Set ta", "code": "ta = 1"},
+        {"prompt": "Set tb", "code": "tb = 2"},
+        {"prompt": "Set tc", "code": "tc = 3"},
+    ],
+    "probe": {
+        "prompt": "Which timeline names are set?",
+        "before": "['ta', 'tb']",
+        "after": "['ta', 'tb', 'tc']",
+        "gone": "tc",
+    },
+    "steer": {"prompt": "Run a checked cell", "text": STEER_TEXT},
+}
+
+
+def timeline_replies() -> list[Any]:
+    from agent_core.testing.scripted_model import text, tool_call
+
+    replies: list[Any] = []
+    for step in TIMELINE["prompts"]:
+        replies += [tool_call(step["code"]), text("set")]
+    replies += [tool_call(TIMELINE_PROBE), text("probed")]  # the rewound session
+    replies += [tool_call(TIMELINE_PROBE), text("probed")]  # the fork
+    replies += [tool_call("print('checked cell ran')"), text("Ran it, and heard the steering.")]
+    return replies
+
+
 # The extension steps each connection runs (run-session.mjs `extensionSteps`): a `/refine` (quiescence),
 # `/compact` (compaction updates) and a prompt the endpoint refuses for its tools (a notice). The first
 # connection plays a client that opts in to all of them, the second (which loads the session) one that
@@ -199,6 +233,7 @@ def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) 
         tool_call(RELOAD_CODE, title="Use the MCP tools again"),
         text("Still connected."),
         *extension_replies("second_connection_note"),
+        *timeline_replies(),
     ]
     workdir = tmp_path / "project"
     workdir.mkdir()
@@ -243,6 +278,7 @@ def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) 
             "description": text_actions.REFUSED_NOTICE,
             "reply": NOTICE_REPLY,
         },
+        "timeline": TIMELINE,
     }
     # No automatic harness review (after `/compact` it would race the next prompt for the next reply).
     config = tmp_path / "config.toml"
@@ -261,6 +297,7 @@ def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) 
             CONTINUAL_ACP_CONFIG=str(config),
         )
         report = _node("run-session.mjs", str(plan_path), env=env)
+        report["_requests"] = list(model.requests)
     report["_marker"] = marker
     return report
 
@@ -324,6 +361,41 @@ def test_a_node_client_without_session_notices_gets_the_notice_as_an_agent_messa
     session_report: dict[str, Any],
 ) -> None:
     assert _variant_step(session_report, "plain", "refuses tools")["notices"] == 0
+
+
+def _step(report: dict[str, Any], prefix: str) -> dict[str, Any]:
+    found = [s for s in report["steps"] if s["name"].startswith(prefix)]
+    assert len(found) == 1, f"step {prefix}... not run: " + report["_stderr"][-2000:]
+    assert found[0]["ok"], found[0]["detail"]
+    detail: dict[str, Any] = found[0]["detail"] or {}
+    return detail
+
+
+def test_the_sdk_client_rewinds_a_variable_away_and_gets_it_back_by_loading_the_fork(
+    session_report: dict[str, Any],
+) -> None:
+    assert _step(session_report, "timeline: _session/rewind")["removed"] == ["tc"]
+    kernel = _step(session_report, "timeline: session/fork")["kernel"]
+    assert kernel == "kernel variables as they are now: ta, tb, tc"
+    assert TIMELINE["prompts"][2]["prompt"] in _step(session_report, "timeline: loading the fork")["replayed"]
+
+
+def test_the_sdk_client_steers_a_running_turn_at_its_next_request_and_the_reload_replays_it(
+    session_report: dict[str, Any],
+) -> None:
+    replayed = _step(session_report, "timeline: _session/steer")["replayed"]
+    assert replayed[-2:] == [TIMELINE["steer"]["prompt"], STEER_TEXT]
+    steered = [r for r in session_report["_requests"] if r["messages"][-1].get("content") == STEER_TEXT]
+    assert len(steered) == 1
+    # It joined after the cell's result, in the request that followed it.
+    assert [m["role"] for m in steered[0]["messages"][-2:]] == ["tool", "user"]
+
+
+def test_only_the_fork_the_client_asked_for_is_an_unstable_frame(session_report: dict[str, Any]) -> None:
+    assert session_report["unstableFrames"] == [
+        {"direction": "client->agent", "method": "session/fork"},
+        {"direction": "agent->client", "method": "session/fork result"},
+    ]
 
 
 def _processes_with_env(key: str, value: str) -> list[str]:

@@ -11,10 +11,10 @@ import os
 import sys
 from pathlib import Path
 
-import pytest
+from system_deps import requires
 from test_conformance import NODE, _node
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
+pytestmark = requires(NODE is not None, "node is not installed")
 
 PARENT_CELL = """\
 await agents.spawn("[[conformance-child]] say hello", name="helper")

@@ -1,4 +1,4 @@
-"""Clear errors instead of -32603 or a later failure (issue 10, defect 8), over real stdio."""
+"""Clear errors instead of -32603 or a later failure, over real stdio."""
 
 from __future__ import annotations
 

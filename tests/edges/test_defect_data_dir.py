@@ -1,4 +1,4 @@
-"""The data dir is private and never leads elsewhere (issue 10, defect 5).
+"""The data dir is private and never leads elsewhere.
 
 Every directory the server creates is 0700, walked after a real session that ran a cell with big
 output, wrote local and global harness entries and closed (snapshot). A symlink planted under

@@ -1,4 +1,4 @@
-"""Runtime dirs of killed servers are swept at the next start; live ones are left alone (issue 10, defect 7)."""
+"""Runtime dirs of killed servers are swept at the next start; live ones are left alone."""
 
 from __future__ import annotations
 

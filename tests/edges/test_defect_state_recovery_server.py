@@ -1,6 +1,6 @@
 """Through the server: a damaged state file (global and local) does not hide a single entry.
 
-Issue 10, defect 1: the store is written, the server stops, both state files are damaged, and a
+The store is written, the server stops, both state files are damaged, and a
 new server's session (loaded over real stdio) still sees every entry with its trust.
 """
 

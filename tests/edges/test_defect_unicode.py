@@ -1,6 +1,6 @@
 """No character from the model or the user can break the transcript or leave a session unusable.
 
-Issue 10, defect 3, over real stdio with the scripted model (its SSE frames escape non-ASCII, so a
+Over real stdio with the scripted model (its SSE frames escape non-ASCII, so a
 lone surrogate arrives as `\\udc80` and the openai client decodes it to a lone surrogate).
 """
 

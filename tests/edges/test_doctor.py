@@ -99,10 +99,13 @@ async def test_data_dir_check_fails_when_the_data_dir_is_a_file(
     assert not result.ok and result.fix
 
 
-def test_doctor_passes_every_check_with_a_scripted_endpoint(
+def test_doctor_passes_every_check_with_a_scripted_endpoint_and_warns_of_an_unknown_key(
     hermetic_env: dict[str, str], tmp_path: Path
 ) -> None:
     marker = uuid.uuid4().hex
+    config = Path(hermetic_env["XDG_CONFIG_HOME"]) / "continual-acp" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("max_kernel = 2\n")
     with ScriptedModelServer([], fallback=text("ok")) as model:
         env = {**hermetic_env, "OPENAI_BASE_URL": model.base_url, "CONTINUAL_ACP_TEST_MARK": marker}
         done = _doctor(env, tmp_path)
@@ -111,6 +114,10 @@ def test_doctor_passes_every_check_with_a_scripted_endpoint(
     for name in ("config", "data dir", "model endpoint", "kernel"):
         assert f"OK    {name}:" in done.stdout, done.stdout
     assert "FAIL" not in done.stdout
+    assert (
+        f"  WARN  config: {config}: unknown setting 'max_kernel'; did you mean 'max_kernels'? (it is ignored)\n"
+        in done.stdout
+    )
 
 
 def test_doctor_prints_a_launch_line_for_each_editor(hermetic_env: dict[str, str], tmp_path: Path) -> None:
@@ -174,3 +181,15 @@ def test_doctor_fails_the_config_line_naming_a_wrong_typed_setting(
     line = next(line for line in done.stdout.splitlines() if "config:" in line)
     assert (done.returncode, line.strip().split()[0]) == (1, "FAIL")
     assert "context_window = 'big'" in line and str(config) in line and "whole number" in line, done.stdout
+
+
+def test_doctor_fails_the_config_line_naming_a_kernel_python_that_does_not_exist(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    config = Path(hermetic_env["XDG_CONFIG_HOME"]) / "continual-acp" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'kernel_python = "{tmp_path / "gone" / "python"}"\n')
+    done = _doctor(hermetic_env, tmp_path)
+    line = next(line for line in done.stdout.splitlines() if "config:" in line)
+    assert (done.returncode, line.strip().split()[0]) == (1, "FAIL")
+    assert "setting kernel_python = " in line and f"(from {config})" in line and "no such file" in line, line

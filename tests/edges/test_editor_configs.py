@@ -78,11 +78,34 @@ PARSERS: dict[str, Callable[[Path], Launch]] = {
 }
 
 
+# Configs that install the agent from the ACP registry: they name the registry entry instead of a
+# local command (the entry's own launch line is run against the built wheel in tests/packaging).
+REGISTRY_ENTRY = json.loads((CONFIGS.parent / "registry" / "continual-acp" / "agent.json").read_text())
+REGISTRY_CONFIGS = ("zed/settings.registry.json", "jetbrains/acp.registry.json")
+
+
 def test_every_config_file_is_covered_by_a_launch_test() -> None:
     on_disk = {
         str(p.relative_to(CONFIGS)) for p in CONFIGS.rglob("*") if p.is_file() and p.name != "README.md"
     }
-    assert on_disk == set(PARSERS)
+    assert on_disk == set(PARSERS) | set(REGISTRY_CONFIGS)
+
+
+def test_zed_registry_config_names_the_registry_entry() -> None:
+    servers = json.loads((CONFIGS / "zed/settings.registry.json").read_text())["agent_servers"]
+    # Zed keys a registry agent by its registry id and tags it `registry`; it has no command of its own.
+    assert list(servers) == [REGISTRY_ENTRY["id"]]
+    entry = servers[REGISTRY_ENTRY["id"]]
+    assert entry["type"] == "registry" and "command" not in entry
+    assert all(isinstance(v, str) for v in entry["env"].values())
+
+
+def test_jetbrains_registry_config_runs_the_registry_distribution() -> None:
+    (entry,) = json.loads((CONFIGS / "jetbrains/acp.registry.json").read_text())["agent_servers"].values()
+    uvx = REGISTRY_ENTRY["distribution"]["uvx"]
+    # What an IDE installing the registry entry runs: `uvx <package==version> <args>`.
+    assert entry["command"] == "/ABSOLUTE/PATH/TO/uvx"
+    assert entry["args"] == [uvx["package"], *uvx["args"]]
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))

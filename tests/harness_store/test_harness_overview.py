@@ -84,6 +84,19 @@ def test_relevance_to_the_prompt_ranks_before_recency() -> None:
     assert "pandas dataframe" in text and "rebase" not in text
 
 
+def test_a_candidate_the_prompt_needs_ranks_before_verified_entries_it_does_not() -> None:
+    verified = [entry("memory", f"v{i}", f"verified unrelated fact {i}") for i in range(5)]
+    needed = entry("memory", "kafka", "kafka offsets reset after a rebalance", trust="candidate")
+    text = render_overview(
+        state(*verified, needed),
+        query="why do my kafka offsets jump after a rebalance",
+        budget=OverviewBudget(entries_per_kind=2),
+    )
+    assert "kafka offsets reset" in text
+    shown = [f"verified unrelated fact {i}" in text for i in range(5)]
+    assert shown.count(True) == 1  # the second slot goes to a verified entry (trust breaks the tie)
+
+
 def test_recency_breaks_ties() -> None:
     older = entry("memory", "older", "older note", updated="2020-01-01T00:00:00.000Z")
     newer = entry("memory", "newer", "newer note", updated="2026-01-01T00:00:00.000Z")

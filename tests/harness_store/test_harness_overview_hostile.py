@@ -1,4 +1,4 @@
-"""Hostile harness text cannot break out of its place in the system prompt (issue 10, defect 6).
+"""Hostile harness text cannot break out of its place in the system prompt.
 
 Entries are written through the store like any other (a model or a user wrote them), rendered by
 `render_overview` and built into the real system prompt.

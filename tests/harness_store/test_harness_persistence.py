@@ -284,7 +284,7 @@ def test_a_filesystem_without_locks_is_a_store_error_and_leaks_no_descriptor(
 def test_a_failed_state_save_after_the_history_append_says_the_refinement_took_effect(
     store: HarnessStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import harness_store.store as store_module
+    import harness_store.statefile_backend as store_module
 
     def disk_full(path: Path, state: object) -> str:
         raise HarnessStoreError(f"cannot save the harness state {path}: No space left on device")

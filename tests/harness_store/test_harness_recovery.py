@@ -1,6 +1,6 @@
 """A damaged state file is rebuilt from the history (the source of truth), never served empty.
 
-The attack (issue 10, defect 1): apply m0..m4, damage `harness_state.json`, apply "new"; before the
+The attack: apply m0..m4, damage `harness_state.json`, apply "new"; before the
 fix the store then held only `new`. Every corruption kind, global and local stores.
 """
 
@@ -147,7 +147,7 @@ def test_a_damaged_file_read_while_another_process_holds_the_lock_is_served_rebu
     assert list(state.entries["memory"]) == ["a"] and store.state_path.read_bytes() == b"[]"
 
 
-# Tombstones made outside an edit (issue 10): `reject_proposal` and `lift_tombstone` are history
+# Tombstones made outside an edit: `reject_proposal` and `lift_tombstone` are history
 # records of their own, so a state rebuilt from the history keeps them.
 
 

@@ -1,4 +1,4 @@
-"""Every validation rule of HARNESS.md, its verbatim message, and untrusted-proposal normalization."""
+"""Every validation rule of harness_store.validation, its verbatim message, and untrusted-proposal normalization."""
 
 from __future__ import annotations
 

@@ -121,7 +121,7 @@ async def test_fifty_megabytes_of_output_keeps_bridge_memory_bounded(session: Ke
     finally:
         tracemalloc.stop()
     assert result.status == "ok"
-    # The file is bounded too (issue 10, defect 7): its head and its tail, with the end intact.
+    # The file is bounded too: its head and its tail, with the end intact.
     assert DEFAULT_MAX_FILE_CHARS < result.full_output_path.stat().st_size < DEFAULT_MAX_FILE_CHARS + 200
     assert result.full_output_path.read_text(encoding="utf-8").endswith("END\n")
     assert len(result.output) < 2_200 and result.output.rstrip().endswith("END")

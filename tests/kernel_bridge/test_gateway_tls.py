@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from gateway_support import Gateway, self_signed_cert, start_gateway, stop_gateway
+from system_deps import requires
 
 from kernel_bridge import KernelPool
 from kernel_bridge.gateway import GatewayLauncher
@@ -15,9 +16,7 @@ from kernel_bridge.gateway_rest import GatewayError, GatewaySettings
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(
-        shutil.which("openssl") is None, reason="openssl is needed to make a test certificate"
-    ),
+    requires(shutil.which("openssl") is not None, "openssl is needed to make a test certificate"),
 ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from system_deps import missing
 
 from kernel_bridge import group_watch
 from kernel_bridge.launcher import _LAUNCH_CODE
@@ -230,3 +232,40 @@ def test_the_script_reports_a_command_it_cannot_start_with_exit_code_127() -> No
 def test_the_kernel_launch_code_runs_the_shared_watch() -> None:
     assert _LAUNCH_CODE.startswith(group_watch.embeddable_source())
     assert "self.poller = ParentWatch(parent)" in _LAUNCH_CODE
+
+
+def _status_lines(argv: list[str]) -> list[str]:
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=WAIT, check=True)
+    return run.stdout.splitlines()
+
+
+# The command's own capability lines, then its parent's (the watch's).
+STATUS = [
+    "/bin/sh",
+    "-c",
+    "grep -hE '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/$$/status /proc/$PPID/status",
+]
+NOTHING_HELD = [
+    *(f"{name}:\t0000000000000000" for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")),
+    "NoNewPrivs:\t1",
+]
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0, reason="root's capabilities, on Linux"
+)
+def test_as_root_the_watched_command_and_the_watch_hold_no_capability_and_cannot_gain_one() -> None:
+    """What gates and stdio MCP servers run under (`watched_argv`): a root server's CAP_SYS_PTRACE
+    must not reach them, or they could read its /proc entries (its secrets, its protocol pipes)."""
+    assert group_watch.holds_capabilities()  # this test process: root with its capabilities
+    assert _status_lines(group_watch.watched_argv(STATUS)) == NOTHING_HELD * 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/status is Linux's")
+def test_a_process_without_capabilities_is_left_as_it_is() -> None:
+    """An ordinary user's gate may use sudo: nothing is dropped where nothing is held."""
+    setpriv = ["setpriv", "--bounding-set", "-all", "--inh-caps", "-all", "--"] if os.geteuid() == 0 else []
+    if setpriv and not shutil.which("setpriv"):
+        missing("setpriv (util-linux) is missing: cannot start a process without capabilities")
+    lines = _status_lines([*setpriv, *group_watch.watched_argv(STATUS)])
+    assert [line for line in lines if line.startswith("NoNewPrivs")] == ["NoNewPrivs:\t0"] * 2

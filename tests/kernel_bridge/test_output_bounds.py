@@ -1,4 +1,4 @@
-"""Full cell output on disk is bounded per cell (head and tail kept) and per session (issue 10, defect 7)."""
+"""Full cell output on disk is bounded per cell (head and tail kept) and per session."""
 
 from __future__ import annotations
 

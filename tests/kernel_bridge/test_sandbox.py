@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -12,16 +14,24 @@ from pathlib import Path
 
 import pytest
 from kernel_bridge_support import wait_until
+from system_deps import missing, requires
 
 from kernel_bridge import KernelPool, KernelSession, KernelStartError, sandbox
-from kernel_bridge.sandbox import SandboxLauncher, landlock_writable, probe_bubblewrap, probe_landlock
+from kernel_bridge.launcher import LaunchSpec
+from kernel_bridge.sandbox import (
+    SandboxLauncher,
+    bubblewrap_argv,
+    landlock_writable,
+    probe_bubblewrap,
+    probe_landlock,
+)
 
 pytestmark = pytest.mark.anyio
 
 _BWRAP = probe_bubblewrap()
-needs_bwrap = pytest.mark.skipif(not _BWRAP.ok, reason=f"bubblewrap tier unavailable: {_BWRAP.reason}")
+needs_bwrap = requires(_BWRAP.ok, f"bubblewrap tier unavailable: {_BWRAP.reason}")
 _LANDLOCK = probe_landlock()
-needs_landlock = pytest.mark.skipif(not _LANDLOCK.ok, reason=f"landlock tier unavailable: {_LANDLOCK.reason}")
+needs_landlock = requires(_LANDLOCK.ok, f"landlock tier unavailable: {_LANDLOCK.reason}")
 
 
 @dataclass
@@ -41,6 +51,8 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
     (home / "harness").mkdir(parents=True)
     (home / "harness" / "state.json").write_text("{}")
     (home / "sessions" / "s1" / "harness").mkdir(parents=True)
+    (workspace / ".continual-acp").mkdir()
+    (workspace / ".continual-acp" / "gates.toml").write_text("[[gate]]\ncommand = 'pytest'\n")
     # Not under /tmp (the sandbox has a private /tmp): a host directory this user can write.
     outside = Path(tempfile.mkdtemp(prefix="cacp-outside-", dir="/var/tmp"))
     yield Layout(workspace, home, outside)
@@ -50,7 +62,7 @@ def layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
 @pytest.fixture(scope="module")
 async def sandboxed(layout: Layout) -> AsyncIterator[KernelSession]:
     if not _BWRAP.ok:
-        pytest.skip(f"bubblewrap tier unavailable: {_BWRAP.reason}")
+        missing(f"bubblewrap tier unavailable: {_BWRAP.reason}")
     pool = KernelPool(0, launcher=SandboxLauncher(protected=(layout.home,)), interrupt_grace=3.0)
     s = await pool.acquire(cwd=layout.workspace, snapshot_path=layout.home / "sessions" / "s1")
     yield s
@@ -107,6 +119,43 @@ async def _listener() -> tuple[asyncio.Server, int]:
 
     server = await asyncio.start_server(accept, "127.0.0.1", 0)
     return server, int(server.sockets[0].getsockname()[1])
+
+
+@needs_bwrap
+async def test_sandbox_cell_cannot_write_the_control_plane(sandboxed: KernelSession, layout: Layout) -> None:
+    gates = layout.workspace / ".continual-acp" / "gates.toml"
+    status, error = await _run(sandboxed, f"open({str(gates)!r}, 'w').write('command = true')")
+    assert status == "error" and "Read-only file system" in error
+    entry = layout.workspace / ".continual-acp" / "harness" / "entries" / "prompt" / "x.md"
+    status, error = await _run(sandboxed, f"import os; os.makedirs({str(entry.parent)!r})")
+    assert status == "error" and "Read-only file system" in error
+    assert "pytest" in gates.read_text()
+
+
+def test_bubblewrap_binds_an_interpreter_under_tmp_back_after_the_private_tmp(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    venv = Path("/tmp/clone/.venv")
+    monkeypatch.setattr(sandbox, "interpreter_paths", lambda: [Path("/usr"), Path("/tmp"), venv])
+    spec = LaunchSpec(python=Path(sys.executable), cwd=tmp_path, env={}, runtime_dir=tmp_path / "rt")
+    argv = bubblewrap_argv(spec, network=False, protected=(), own_dir=tmp_path / "own", runtime=tmp_path)
+    tmpfs = argv.index("/tmp", argv.index("--tmpfs"))
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert str(venv) in binds and argv.index(str(venv)) > tmpfs
+    assert "/usr" not in binds and "/tmp" not in binds  # / is bound already; /tmp stays private
+
+
+def test_bubblewrap_mounts_a_missing_control_plane_as_an_empty_read_only_directory(tmp_path: Path) -> None:
+    spec = LaunchSpec(python=Path(sys.executable), cwd=tmp_path, env={}, runtime_dir=tmp_path / "rt")
+    argv = bubblewrap_argv(spec, network=False, protected=(), own_dir=tmp_path / "own", runtime=tmp_path)
+    control = str(tmp_path.resolve() / ".continual-acp")
+    assert argv[argv.index(control) - 1] == "--tmpfs" and argv[argv.index(control) + 1] == "--remount-ro"
+
+
+def test_interpreter_paths_hold_the_prefix_and_the_executables_directory() -> None:
+    found = sandbox.interpreter_paths()
+    assert Path(sys.prefix).resolve() in found
+    assert Path(os.path.realpath(sys.executable)).parent in found
 
 
 @needs_bwrap
@@ -277,6 +326,8 @@ def ll_layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
     (workspace / ".git" / "config").write_text("[core]\n")
     (workspace / "src").mkdir()
     (workspace / "notes.txt").write_text("notes\n")
+    (workspace / ".continual-acp" / "harness").mkdir(parents=True)
+    (workspace / ".continual-acp" / "gates.toml").write_text("[[gate]]\ncommand = 'pytest'\n")
     home = base / "home"
     (home / "harness").mkdir(parents=True)
     (home / "harness" / "state.json").write_text("{}")
@@ -288,7 +339,7 @@ def ll_layout(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Layout]:
 @pytest.fixture(scope="module")
 async def landlocked(ll_layout: Layout) -> AsyncIterator[KernelSession]:
     if not _LANDLOCK.ok:
-        pytest.skip(f"landlock tier unavailable: {_LANDLOCK.reason}")
+        missing(f"landlock tier unavailable: {_LANDLOCK.reason}")
     launcher = SandboxLauncher(protected=(ll_layout.home,), tier="landlock")
     pool = KernelPool(0, launcher=launcher, interrupt_grace=3.0)
     s = await pool.acquire(cwd=ll_layout.workspace, snapshot_path=ll_layout.home / "sessions" / "s1")
@@ -356,6 +407,19 @@ async def test_landlock_cell_cannot_write_the_harness_state(
     status, message = await _run(landlocked, f"open({str(target)!r}, 'w').write('tampered')")
     assert status == "error" and "Permission denied" in message
     assert target.read_text() == "{}"
+
+
+@needs_landlock
+async def test_landlock_cell_cannot_write_the_control_plane(
+    landlocked: KernelSession, ll_layout: Layout
+) -> None:
+    gates = ll_layout.workspace / ".continual-acp" / "gates.toml"
+    status, error = await _run(landlocked, f"open({str(gates)!r}, 'w').write('command = true')")
+    assert status == "error" and "Permission denied" in error
+    entry = ll_layout.workspace / ".continual-acp" / "harness" / "x.md"
+    status, error = await _run(landlocked, f"open({str(entry)!r}, 'w').write('cheat')")
+    assert status == "error" and "Permission denied" in error
+    assert "pytest" in gates.read_text() and not entry.exists()
 
 
 @needs_landlock

@@ -1,4 +1,4 @@
-"""A kernel killed at any moment around a snapshot never fails the user's next cell (issue 10, defect 9).
+"""A kernel killed at any moment around a snapshot never fails the user's next cell.
 
 Real SIGKILLs of a real kernel, in a bounded loop: right after a cell, while the background
 snapshot holds the session (the window the defect was found in), and right after the snapshot.

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from agent_core.config import load_config
+from agent_core.config import ConfigError, load_config
 from agent_core.mcp import (
     HttpServer,
     McpConfigError,
@@ -106,14 +105,13 @@ def test_mcp_call_timeout_from_config_toml_bounds_the_sessions_calls(tmp_path: P
     assert attach_mcp(session, (), start=False).call_timeout == 2.5
 
 
-def test_a_bad_mcp_call_timeout_falls_back_to_60_s_with_a_warning_naming_it(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.WARNING, logger="agent_core.mcp.config"):
-        assert call_timeout({"mcp_call_timeout": "30s"}) == 60.0
-    assert [r.getMessage() for r in caplog.records] == [
-        "config.toml: mcp_call_timeout = '30s' is not a positive number of seconds; using 60 s"
-    ]
+def test_a_bad_mcp_call_timeout_is_an_error_naming_it(tmp_path: Path) -> None:
+    config_file = tmp_path / "config.toml"
+    config_file.write_text('mcp_call_timeout = "30s"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"^setting mcp_call_timeout = '30s' .* a number of seconds > 0"):
+        load_config({"CONTINUAL_ACP_CONFIG": str(config_file), "HOME": str(tmp_path)})
+    with pytest.raises(ConfigError, match=r"^setting mcp_call_timeout = '30s'"):
+        call_timeout({"mcp_call_timeout": "30s"})
 
 
 def test_the_prompt_says_a_lookup_waits_for_a_server_still_connecting() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from system_deps import requires
 
 from harness_store import HarnessStore
 
@@ -14,7 +15,7 @@ from .populate import Populated, create, proposal
 
 pytestmark = [
     pytest.mark.anyio,
-    pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)"),
+    requires(chromium_path() is not None, "needs Debian's chromium (apt-get install chromium)"),
 ]
 
 

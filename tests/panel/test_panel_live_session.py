@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from system_deps import requires
 
 from agent_core.testing.scripted_model import ScriptedModelServer, response, text
 from harness_store import HarnessStore
@@ -27,6 +28,7 @@ from refinement.acp_support import (  # isort: skip
     messages_between,
     new_session,
     prompt,
+    select,
     servers,
 )
 
@@ -49,7 +51,7 @@ def _plan() -> str:
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)")
+@requires(chromium_path() is not None, "needs Debian's chromium (apt-get install chromium)")
 async def test_a_refinement_by_a_running_session_appears_on_the_open_page(page: Page, tmp_path: Path) -> None:
     home = tmp_path / "home"
     with ScriptedModelServer() as model, servers(home, model.base_url, config=MANUAL_ONLY) as group:
@@ -233,6 +235,97 @@ def test_approving_a_global_review_in_the_panel_of_harness_ui_shows_its_card_in_
     assert HarnessStore(in_server.home / "harness").load().get("memory", "reviewed_fact").trust == "verified"
 
 
+_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+def _hold_global_promotion(home: Path, sid: str, entry_id: str, proposal_id: str) -> None:
+    """A local memory of `sid` and, waiting on disk, its promotion to global (`promotion_of` set),
+    saved by the product's own pending-review writer."""
+    from agent_core.promotion import create_proposal
+    from agent_core.refinement.pending_files import PendingFiles
+    from agent_core.refinement.records import PendingReview
+
+    local = HarnessStore(home / "sessions" / sid / "harness")
+    fact = create("memory", "Promoted fact", "Deploys go out on Tuesdays.", id=entry_id)
+    assert local.apply(proposal(fact, summary="add"), scope="local", trigger="user", session_id=sid).applied
+    entry = local.load().get("memory", entry_id)
+    assert entry is not None
+    pending = PendingReview(
+        proposal_id=proposal_id,
+        proposal=create_proposal(entry, "global", sid),
+        scope="global",
+        trigger="user",
+        baseline=HarnessStore(home / "harness").load(),
+        source="user",
+        interactive=True,
+        promotion_of=("memory", entry_id),
+    )
+    assert PendingFiles(home / "harness" / "pending").save(pending, sid)
+
+
+def _decision_records(home: Path, sid: str, entry_id: str) -> str:
+    """The records the decision wrote (the global create, then the local removal), as JSON with
+    what must differ between routes replaced: refinement ids and times (made new per record), the
+    session id and the entry id (each route has its own session and promotes its own entry, as
+    they share one global store)."""
+    [create_record] = [
+        r for r in HarnessStore(home / "harness").history() if any(e.id == entry_id for e in r.applied_edits)
+    ]
+    removal = HarnessStore(home / "sessions" / sid / "harness").history()[-1]
+    text = json.dumps(
+        [create_record.model_dump(mode="json"), removal.model_dump(mode="json")], sort_keys=True
+    )
+    for name, value in (
+        ("CREATED", create_record.id),
+        ("REMOVED", removal.id),
+        ("SID", sid),
+        ("FACT", entry_id),
+    ):
+        text = text.replace(value, name)
+    return _TIMES.sub("TIME", text)
+
+
+def test_one_promotion_review_decided_through_each_route_writes_the_same_history_records(
+    in_server: InServer,
+) -> None:
+    client, home = in_server.client, in_server.home
+    routes = ["command", "method", "in_server_panel", "standalone_panel"]
+    sessions = {route: new_session(client, in_server.cwd)[0] for route in routes}
+    written: dict[str, str] = {}
+    standalone = start_panel(home)
+    try:
+        for n, route in enumerate(routes):
+            sid, entry_id, pid = sessions[route], f"fact_{route}", f"p-20261201-120000-0000ab{n:02d}"
+            _hold_global_promotion(home, sid, entry_id, pid)
+            if route == "command":
+                client.permission_policy = select("apply")
+                prompt(client, sid, "/review")
+            elif route == "method":
+                client.request("_harness/review", {"sessionId": sid, "proposalId": pid, "decision": "apply"})
+            elif route == "in_server_panel":
+                answer = _post(
+                    _panel_url(client, sid),
+                    "review",
+                    {"proposal_id": pid, "decision": "apply", "store": "global"},
+                )
+                assert answer["ok"] and answer["via_session"] == sid, answer
+            else:
+                status, answer = standalone.request(
+                    "/api/actions/review", body={"proposal_id": pid, "decision": "apply", "store": "global"}
+                )
+                assert status == 200 and answer["ok"] and answer["via_session"] is None, answer
+                assert len(answer["refinement_ids"]) == 2, answer  # the promotion's removal too
+            assert HarnessStore(home / "sessions" / sid / "harness").load().get("memory", entry_id) is None, (
+                route
+            )
+            written[route] = _decision_records(home, sid, entry_id)
+    finally:
+        standalone.stop()
+    # The second half of the promotion (`promotion_of`): the local removal names the global create.
+    assert "Promoted memory FACT to global (CREATED)" in written["command"]
+    assert {route: text for route, text in written.items()} == {route: written["command"] for route in routes}
+
+
 def _hanging_gate() -> Any:
     """The automatic review's gate reply, hanging until the model server stops: refinement runs."""
     return response([{"sleep": 120.0}, {"content": '{"should_refine": false, "rationale": "x"}'}])
@@ -328,7 +421,7 @@ def test_the_panel_of_harness_ui_shows_a_running_refinement_as_not_quiescent_liv
 
 
 @pytest.mark.anyio
-@pytest.mark.skipif(chromium_path() is None, reason="needs Debian's chromium (apt-get install chromium)")
+@requires(chromium_path() is not None, "needs Debian's chromium (apt-get install chromium)")
 async def test_the_sessions_tab_shows_a_session_busy_while_it_refines_without_a_reload(
     page: Page, in_server: InServer
 ) -> None:

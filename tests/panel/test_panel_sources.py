@@ -56,3 +56,22 @@ def test_ensure_panel_starts_one_panel_per_home_and_serves_it(tmp_path: Path) ->
     assert ensure_panel(home) == url
     with urllib.request.urlopen(url.replace("/?", "/api/timeline?"), timeout=30) as response:
         assert json.loads(response.read())["total"] == 1
+
+
+def test_entries_carry_their_use_in_prompts_and_a_review_mark(tmp_path: Path) -> None:
+    from agent_core.entry_usage import TurnUsage, UsageLedger
+
+    home = tmp_path / "home"
+    store = HarnessStore(home / "harness")
+    _apply(store, 0)
+    _apply(store, 1)
+    ledger = UsageLedger(home)
+    for _ in range(3):  # fact_0 was in three prompts whose turns all had a failed cell
+        ledger.append(TurnUsage(entries=["fact_0"], cells=1, cells_failed=1).record("s", "end_turn"))
+    rows = {row["id"]: row for row in PanelData(home).entries()["entries"]}
+    assert rows["fact_0"]["usage"]["turns"] == 3
+    assert rows["fact_0"]["usage"]["review"] == "tied to failures (3 of 3 turns went badly)"
+    assert rows["fact_0"]["usage"]["text"].startswith("in the prompt for 3 turns, last ")
+    assert rows["fact_1"]["usage"] == {
+        "turns": 0, "last_used": None, "bad_turns": 0, "review": None, "text": "never in a prompt yet",
+    }  # fmt: skip

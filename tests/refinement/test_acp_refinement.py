@@ -23,7 +23,7 @@ from .acp_support import (
 )
 from .conftest import gate_reply, memory_edit
 
-# trust (issue 15): SKILL imports a module that does not exist; these tests are about review, not checks.
+# trust: SKILL imports a module that does not exist; these tests are about review, not checks.
 AUTO_EVERY_TURN = "auto_refine_every = 1\nrefine_cooldown_seconds = 0\nverify_skills = false\n"
 MANUAL_ONLY = "auto_refine_every = 0\n"
 
@@ -74,7 +74,7 @@ def test_full_loop_review_apply_prompt_rollback_and_tombstone(
         rid = _await_quiescence(client, sid)["lastRefinementId"]
         [card] = refinement_cards(client, sid)
         assert card["kind"] == "edit" and card["status"] == "completed"
-        # trust (issue 15): with verify_skills off the card says the skill was not verified.
+        # trust: with verify_skills off the card says the skill was not verified.
         assert [c["type"] for c in card["content"]] == ["diff", "diff", "content"]
         assert "not verified: verify_skills is off" in str(card["content"][2])
         assert card["content"][0]["path"].endswith("view/local/memory/test_command.md")

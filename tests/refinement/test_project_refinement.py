@@ -1,4 +1,4 @@
-"""The project scope in refinement (issue 15): what the planner is told, the rule its project edits
+"""The project scope in refinement: what the planner is told, the rule its project edits
 must keep, `/promote` to project through review, and where pending project reviews wait.
 
 Real stores on disk (a real `ProjectStore` in a repository directory), the scripted model over HTTP.

@@ -39,7 +39,7 @@ def _config(tmp_path: Path, server: ScriptedModelServer) -> Any:
     config = load_config(env)
     config.eager_kernel = False
     config.max_retries = 0
-    # trust (issue 15): SKILL imports a module that does not exist; verify_skills off for this loop test.
+    # trust: SKILL imports a module that does not exist; verify_skills off for this loop test.
     config.extra.update(auto_refine_every=1, refine_cooldown_seconds=0, verify_skills=False)
     return config
 

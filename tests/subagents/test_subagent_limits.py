@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+import pytest
+
+from agent_core.config_table import ConfigError
 from agent_core.subagents.limits import Limits, child_budget
 from agent_core.subagents.records import Budget
 
@@ -30,12 +33,15 @@ def test_defaults_are_three_running_children_and_depth_two() -> None:
     )
 
 
-def test_config_settings_override_the_defaults_and_bad_values_are_ignored() -> None:
-    config = SimpleNamespace(
-        extra={"subagents_max_running": 5, "subagents_max_depth": "zero", "subagent_max_seconds": 60}
-    )
+def test_config_settings_override_the_defaults() -> None:
+    config = SimpleNamespace(extra={"subagents_max_running": 5, "subagent_max_seconds": 60})
     limits = Limits.from_config(config)
     assert (limits.max_running, limits.max_depth, limits.max_seconds) == (5, 2, 60.0)
+
+
+def test_a_bad_limit_is_an_error_naming_the_key_not_a_silent_default() -> None:
+    with pytest.raises(ConfigError, match=r"^setting subagents_max_depth = 'zero'"):
+        Limits.from_config(SimpleNamespace(extra={"subagents_max_depth": "zero"}))
 
 
 def test_a_child_inherits_the_remaining_token_budget_of_its_parents_goal() -> None:

@@ -1,0 +1,624 @@
+"""The one table of settings: every `config.toml` key and every environment variable the product reads.
+
+Each `Option` row says its key, its environment variable (if any), its kind, bounds or choices, its
+default and one line of what it does. Everything else is generated from the rows:
+
+* parsing and validation (`validate`, `from_env`): `config.load_config` checks every row once, at
+  start, so a bad value is an error naming the key; feature modules read a value with `value(extra,
+  key)` instead of parsing it again;
+* unknown `config.toml` keys (`unknown_key_warning`: the key and the closest valid one);
+* the README's configuration table (`markdown_table`, pinned by a test against README.md);
+* the mode and review choices (taken from `settings`, the session settings table, not repeated).
+
+Adding a setting is adding a row (keep the rows of one feature together).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent_core import settings
+
+# What looks like a test or CI config to the tamper evidence of a gates' pass (agent_core.autonomy).
+DEFAULT_TEST_PATTERNS = (
+    "tests/**",
+    "test/**",
+    "test_*.py",
+    "*_test.*",
+    "*.spec.*",
+    "conftest.py",
+    ".github/workflows/**",
+    ".gitlab-ci.yml",
+    ".circleci/**",
+    ".ci/**",
+    "tox.ini",
+    "noxfile.py",
+    "pytest.ini",
+    "Jenkinsfile",
+    "azure-pipelines.yml",
+)
+
+Kind = Literal["str", "int", "float", "bool", "choice", "strings", "custom"]
+_MISSING: Any = object()
+
+
+class ConfigError(ValueError):
+    """A setting has a value of the wrong type or out of range; the message names the setting,
+    where it came from, the value and what is allowed."""
+
+    def __init__(self, key: str, value: Any, source: str, allowed: str) -> None:
+        shown = repr(value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        super().__init__(f"setting {key} = {shown} (from {source}) is not valid: it must be {allowed}")
+        self.key = key
+        self.value = value
+        self.source = source
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting. `key` is the `config.toml` key ("" for an environment-only variable)."""
+
+    key: str
+    kind: Kind
+    doc: str
+    default: Any = None
+    env: str | None = None
+    at_least: float | None = None  # inclusive lower bound
+    above: float | None = None  # exclusive lower bound
+    at_most: float | None = None
+    choices: tuple[str, ...] = ()
+    allowed_text: str = ""  # what the error and the README say is allowed (generated when empty)
+    # kind "custom": returns the normalized value or raises ValueError (its text is not shown).
+    check: Callable[[Any], Any] | None = None
+    # Set by the server for the processes it starts; documented, never set by a user.
+    internal: bool = False
+    # The default as the README shows it, when it is not a literal (e.g. "the data dir").
+    default_text: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.key or str(self.env)
+
+    @property
+    def allowed(self) -> str:
+        if self.allowed_text:
+            return self.allowed_text
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "choice":
+            return " or ".join(repr(choice) for choice in self.choices)
+        if self.kind == "strings":
+            return "a list of strings"
+        if self.kind == "str":
+            return "a string"
+        noun = "a whole number" if self.kind == "int" else "a number"
+        bounds = []
+        if self.at_least is not None:
+            bounds.append(f">= {self.at_least:g}")
+        if self.above is not None:
+            bounds.append(f"> {self.above:g}")
+        if self.at_most is not None:
+            bounds.append(f"<= {self.at_most:g}")
+        return " ".join([noun, *bounds])
+
+
+def _verify_skills(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Mapping) and all(
+        scope in ("local", "project", "global") and isinstance(flag, bool) for scope, flag in value.items()
+    ):
+        return dict(value)
+    raise ValueError(value)
+
+
+def _gates(value: Any) -> Any:
+    from agent_core.autonomy.gates import parse_gates
+
+    parse_gates(value, source="user", where="config.toml")  # raises GateConfigError (a ValueError)
+    return value
+
+
+_SECONDS = "a number of seconds > 0"
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+OPTIONS: tuple[Option, ...] = (
+    # the model
+    Option("model", "str", "model id", env="CONTINUAL_ACP_MODEL", allowed_text="a model id (a string)"),
+    Option(
+        "models",
+        "strings",
+        "extra choices for the model picker",
+        default=(),
+        env=None,
+        allowed_text="a list of model ids (strings)",
+    ),
+    Option(
+        "base_url",
+        "str",
+        "OpenAI-compatible endpoint",
+        env="OPENAI_BASE_URL",
+        allowed_text="a URL (a string)",
+        default_text="api.openai.com",
+    ),
+    Option("api_key", "str", "the endpoint's key (never reaches a kernel)", env="OPENAI_API_KEY"),
+    Option(
+        "refine_model",
+        "str",
+        "cheaper model for refinement review/planning",
+        env="CONTINUAL_ACP_REFINE_MODEL",
+        allowed_text="a model id (a string)",
+        default_text="the model",
+    ),
+    Option(
+        "context_window",
+        "int",
+        "context window in tokens",
+        default=128_000,
+        env="CONTINUAL_ACP_CONTEXT_WINDOW",
+        at_least=1,
+        allowed_text="a whole number of tokens >= 1",
+    ),
+    Option(
+        "max_output_tokens",
+        "int",
+        "output budget (sent as `max_tokens` only when set)",
+        default=32_768,
+        env="CONTINUAL_ACP_MAX_OUTPUT_TOKENS",
+        at_least=1,
+        allowed_text="a whole number of tokens >= 1",
+        default_text="the server's limit",
+    ),
+    Option("send_max_tokens", "bool", "send `max_tokens` with every request", default=False),
+    Option(
+        "max_turn_requests",
+        "int",
+        "model requests per prompt",
+        default=50,
+        env="CONTINUAL_ACP_MAX_TURN_REQUESTS",
+        at_least=1,
+    ),
+    Option(
+        "compact_threshold",
+        "float",
+        "compact when the context passes this fraction of the window",
+        default=0.8,
+        above=0,
+        at_most=1,
+        allowed_text="a number greater than 0 and at most 1 (a fraction of the context window)",
+    ),
+    Option("keep_recent_turns", "int", "user turns compaction keeps verbatim", default=2, at_least=0),
+    Option("max_retries", "int", "client retries (429, 5xx, connection errors)", default=3, at_least=0),
+    Option(
+        "request_timeout", "float", "model request timeout (s)", default=600.0, above=0, allowed_text=_SECONDS
+    ),
+    Option(
+        "connect_timeout", "float", "model connect timeout (s)", default=10.0, above=0, allowed_text=_SECONDS
+    ),
+    Option(
+        "action_format",
+        "choice",
+        "how the model acts: native tool calls or fenced python blocks",
+        default="auto",
+        env="CONTINUAL_ACP_ACTION_FORMAT",
+        choices=("auto", "tools", "text"),
+    ),
+    Option("images", "bool", "send images to the model (else describe them)", default=True),
+    # sessions and their settings
+    Option(
+        "mode",
+        "choice",
+        "the mode a new session starts in",
+        default=settings.MODE.default,
+        env="CONTINUAL_ACP_MODE",
+        choices=settings.MODES,
+    ),
+    Option(
+        "refine_review",
+        "choice",
+        "which refinements wait for review",
+        default=settings.REFINE_REVIEW.default,
+        choices=settings.REVIEW_POLICIES,
+    ),
+    Option(
+        "home",
+        "str",
+        "data dir",
+        env="CONTINUAL_ACP_HOME",
+        allowed_text="a path (a string)",
+        default_text="`$XDG_DATA_HOME/continual-acp`, else `~/.local/share/continual-acp`",
+    ),
+    # kernels
+    Option(
+        "kernel_python",
+        "str",
+        "the Python that runs kernels (needs ipykernel)",
+        allowed_text="a path or command name (a string)",
+        default_text="this Python",
+    ),
+    Option(
+        "kernel_pool_size",
+        "int",
+        "warm kernel pool size (0 = off)",
+        default=1,
+        env="CONTINUAL_ACP_KERNEL_POOL",
+        at_least=0,
+    ),
+    Option(
+        "max_kernels",
+        "int",
+        "live kernels per server (past it the coldest kernel hibernates; sessions wait only when none may)",
+        default=0,
+        env="CONTINUAL_ACP_MAX_KERNELS",
+        at_least=0,
+        allowed_text="a whole number >= 0 (0 = no cap)",
+        default_text="0 (no cap)",
+    ),
+    Option(
+        "eager_kernel",
+        "bool",
+        "start a session's kernel at `session/new` (else at its first cell)",
+        default=True,
+        env="CONTINUAL_ACP_EAGER_KERNEL",
+    ),
+    Option(
+        "kernel_idle_minutes",
+        "float",
+        "a kernel idle this long is snapshotted and stopped; its next cell revives it",
+        default=30.0,
+        env="CONTINUAL_ACP_KERNEL_IDLE_MINUTES",
+        at_least=0,
+        allowed_text="a number of minutes >= 0 (0 = never hibernate an idle kernel)",
+    ),
+    Option(
+        "cell_timeout",
+        "float",
+        "interrupt a cell after this many seconds",
+        above=0,
+        allowed_text="a number of seconds > 0 (or leave it unset for no timeout)",
+        default_text="none",
+    ),
+    # a prompt sent while a turn runs (agent_core/session.py `steer`)
+    Option(
+        "while_busy",
+        "choice",
+        "a prompt sent while a turn runs: `queue` waits for it to end, `steer` joins it at its next model request",
+        default="queue",
+        env="CONTINUAL_ACP_WHILE_BUSY",
+        choices=("queue", "steer"),
+    ),
+    # per-prompt checkpoints (rewind, fork; agent_core/checkpoints.py)
+    Option(
+        "checkpoint_max_count",
+        "int",
+        "per-prompt checkpoints a session keeps (oldest dropped first; `/kernel status` shows it)",
+        default=100,
+        at_least=1,
+    ),
+    Option(
+        "checkpoint_max_bytes",
+        "int",
+        "bytes of pickled variables a session's checkpoints may hold (oldest dropped first)",
+        default=1024 * 1024 * 1024,
+        at_least=0,
+        default_text="1 GiB",
+    ),
+    # kernel backends (agent_core/kernel_backend.py checks how they combine)
+    Option(
+        "kernel",
+        "choice",
+        "kernel backend",
+        default="local",
+        env="CONTINUAL_ACP_KERNEL",
+        choices=("local", "sandbox", "gateway", "provisioner"),
+    ),
+    Option("kernel_name", "str", "kernelspec (gateway, provisioner)"),
+    Option(
+        "kernel_host_transport",
+        "choice",
+        "how a kernel reaches the server",
+        default="auto",
+        choices=("auto", "socket", "stdin"),
+    ),
+    Option("sandbox_network", "bool", "network inside the sandbox", default=False),
+    Option(
+        "sandbox_tier",
+        "choice",
+        "sandbox mechanism",
+        default="auto",
+        choices=("auto", "bubblewrap", "landlock", "none"),
+    ),
+    Option("gateway_url", "str", "Jupyter Kernel Gateway address", env="CONTINUAL_ACP_GATEWAY_URL"),
+    Option("gateway_token", "str", "gateway token", env="CONTINUAL_ACP_GATEWAY_TOKEN"),
+    Option("gateway_tls_verify", "bool", "check the gateway's certificate", default=True),
+    Option("gateway_ca_bundle", "str", "CA bundle for the gateway (a path)"),
+    Option(
+        "gateway_env",
+        "strings",
+        "variables sent to a gateway kernel",
+        default=(),
+        allowed_text="a list of variable names",
+    ),
+    Option("gateway_kernel_cwd", "str", "the kernel's cwd on the gateway's side"),
+    Option("gateway_snapshot_dir", "str", "snapshot dir on the gateway's side"),
+    Option(
+        "gateway_timeout",
+        "float",
+        "gateway request timeout (s)",
+        default=60.0,
+        above=0,
+        allowed_text="a positive number of seconds",
+    ),
+    # the continual harness
+    Option(
+        "auto_refine_every", "int", "automatic harness review every N turns (0 = off)", default=25, at_least=0
+    ),
+    Option(
+        "refine_cooldown_seconds",
+        "float",
+        "least time between automatic reviews (s)",
+        default=300.0,
+        at_least=0,
+    ),
+    Option(
+        "verify_skills",
+        "custom",
+        "check skills in a scratch kernel before they apply",
+        default=True,
+        check=_verify_skills,
+        allowed_text="true or false, or a table of local/project/global = true|false",
+    ),
+    Option(
+        "skill_check_timeout",
+        "float",
+        "skill check timeout (s)",
+        default=10.0,
+        above=0,
+        allowed_text=_SECONDS,
+    ),
+    # autonomous mode
+    Option(
+        "autonomous_max_continuations", "int", "autonomous continuations per prompt", default=20, at_least=1
+    ),
+    Option("autonomous_max_tokens", "int", "autonomous token budget", at_least=1, default_text="none"),
+    Option("autonomous_max_seconds", "float", "autonomous time budget (s)", at_least=1, default_text="none"),
+    Option(
+        "autonomous_checkpoint_every",
+        "int",
+        "refinement checkpoint every N continuations (0 = off)",
+        default=5,
+        at_least=0,
+    ),
+    Option(
+        "gates",
+        "custom",
+        "gate commands (also `.continual-acp/gates.toml` in the project)",
+        default=None,
+        check=_gates,
+        allowed_text='a list of commands (`["pytest -q", ...]`) or {command, timeout} tables',
+        default_text="none",
+    ),
+    # the referee (agent_core/control_plane)
+    Option(
+        "protected_paths",
+        "strings",
+        "paths a cell must not change: read-only in the sandbox tiers, elsewhere a change stops an autonomous loop",
+        default=(),
+        allowed_text="a list of paths (relative to the workspace, or absolute)",
+        default_text="none",
+    ),
+    Option(
+        "test_patterns",
+        "strings",
+        "what counts as a test or CI file for a gate pass's tamper evidence",
+        default=DEFAULT_TEST_PATTERNS,
+        allowed_text="a list of glob patterns over workspace paths",
+        default_text="`tests/**`, `test_*.py`, `*_test.*`, `*.spec.*`, `conftest.py`, CI config",
+    ),
+    # subagents and MCP
+    Option("subagents_max_running", "int", "subagents running at once", default=3, at_least=1),
+    Option("subagents_max_depth", "int", "subagent nesting depth", default=2, at_least=1),
+    Option("subagent_token_budget", "int", "a child's token budget", at_least=1, default_text="none"),
+    Option("subagent_max_seconds", "float", "a child's time budget (s)", above=0, default_text="none"),
+    Option("mcp_call_timeout", "float", "MCP call timeout (s)", default=60.0, above=0, allowed_text=_SECONDS),
+    # environment only
+    Option(
+        "",
+        "str",
+        "another config file",
+        env="CONTINUAL_ACP_CONFIG",
+        allowed_text="a path",
+        default_text="`$XDG_CONFIG_HOME/continual-acp/config.toml`, else `~/.config/continual-acp/config.toml`",
+    ),
+    Option(
+        "",
+        "choice",
+        "log level (stderr)",
+        default="WARNING",
+        env="CONTINUAL_ACP_LOG_LEVEL",
+        choices=_LOG_LEVELS,
+    ),
+    Option(
+        "",
+        "int",
+        "longest JSON-RPC line read from the editor (bytes)",
+        default=64 * 1024 * 1024,
+        env="CONTINUAL_ACP_MAX_MESSAGE_BYTES",
+        at_least=1024,
+        default_text="64 MiB",
+    ),
+    Option("", "str", "the kernel's host bridge address", env="CONTINUAL_ACP_BRIDGE", internal=True),
+    Option("", "str", "the kernel's host bridge token", env="CONTINUAL_ACP_BRIDGE_TOKEN", internal=True),
+    Option(
+        "", "str", "the host bridge over the kernel's stdin", env="CONTINUAL_ACP_BRIDGE_STDIN", internal=True
+    ),
+)
+
+BY_KEY: Mapping[str, Option] = {option.key: option for option in OPTIONS if option.key}
+BY_ENV: Mapping[str, Option] = {option.env: option for option in OPTIONS if option.env}
+
+
+def _parse_text(option: Option, raw: str) -> Any:
+    """An environment variable's text as the option's kind (raises ValueError)."""
+    if option.kind == "int":
+        return int(raw.strip())
+    if option.kind == "float":
+        return float(raw.strip())
+    if option.kind == "bool":
+        lowered = raw.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(raw)
+    if option.kind == "strings":
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if option.kind == "choice" and option.choices == _LOG_LEVELS:
+        return raw.strip().upper()
+    return raw
+
+
+def check(option: Option, value: Any, source: str) -> Any:
+    """`value` checked against `option` and normalized; raises `ConfigError` naming the setting."""
+    name = option.name
+
+    def refuse() -> ConfigError:
+        return ConfigError(name, value, source, option.allowed)
+
+    kind = option.kind
+    if kind == "custom":
+        assert option.check is not None
+        try:
+            return option.check(value)
+        except ValueError as exc:
+            detail = str(exc)
+            if not detail or detail == str(value):
+                raise refuse() from None
+            raise ConfigError(name, value, source, f"{option.allowed} ({detail})") from None
+    if kind == "str":
+        if not isinstance(value, str):
+            raise refuse()
+        return value
+    if kind == "choice":
+        if value not in option.choices:
+            raise refuse()
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise refuse()
+        return value
+    if kind == "strings":
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
+            raise refuse()
+        return tuple(value)
+    number_ok = isinstance(value, int) if kind == "int" else isinstance(value, int | float)
+    if isinstance(value, bool) or not number_ok or (kind == "float" and not math.isfinite(value)):
+        raise refuse()
+    if kind == "float":
+        value = float(value)
+    if (
+        (option.at_least is not None and value < option.at_least)
+        or (option.above is not None and value <= option.above)
+        or (option.at_most is not None and value > option.at_most)
+    ):
+        raise refuse()
+    return value
+
+
+def validate(key: str, value: Any, source: str) -> Any:
+    """A `config.toml` value (or an environment variable's text when `source` says so) checked."""
+    option = BY_KEY.get(key)
+    if option is None:
+        return value
+    if isinstance(value, str) and source.startswith("environment") and option.kind not in ("str", "choice"):
+        try:
+            value = _parse_text(option, value)
+        except ValueError:
+            raise ConfigError(key, value, source, option.allowed) from None
+    return check(option, value, source)
+
+
+def from_env(name: str, env: Mapping[str, str]) -> Any:
+    """The environment variable `name` checked against its row (its default when unset or empty)."""
+    option = BY_ENV[name]
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return option.default
+    source = f"environment variable {name}"
+    try:
+        parsed = _parse_text(option, raw)
+    except ValueError:
+        raise ConfigError(option.name, raw, source, option.allowed) from None
+    return check(option, parsed, source)
+
+
+def check_environment(env: Mapping[str, str]) -> None:
+    """Every environment-only variable checked (those with a key are checked as settings)."""
+    for option in OPTIONS:
+        if option.env and not option.key and not option.internal:
+            from_env(option.env, env)
+
+
+def value(extra: Mapping[str, Any], key: str) -> Any:
+    """The setting `key` from `AgentConfig.extra` (already checked by `load_config`), else its default.
+
+    Checked again here, so a mapping that did not come from `load_config` (a test's, a script's)
+    gets the same error instead of a silent fallback.
+    """
+    option = BY_KEY[key]
+    raw = extra.get(key, _MISSING)
+    if raw is _MISSING or raw is None:
+        return option.default
+    return check(option, raw, "config.toml")
+
+
+def unknown_key_warning(key: str) -> str | None:
+    """None for a known key; else a sentence naming it and the closest valid key."""
+    if key in BY_KEY:
+        return None
+    import difflib
+
+    close = difflib.get_close_matches(key, list(BY_KEY), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(BY_KEY)}"
+    return f"unknown setting {key!r}{hint} (it is ignored)"
+
+
+def _default_text(option: Option) -> str:
+    if option.default_text:
+        return option.default_text
+    default = option.default
+    if default is None:
+        return "unset"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, tuple):
+        return "[]" if not default else repr(list(default))
+    return (
+        f"`{default!r}`"
+        if isinstance(default, str)
+        else f"{default:g}"
+        if isinstance(default, float)
+        else str(default)
+    )
+
+
+def markdown_table() -> str:
+    """The README's configuration table, one row per option (the README copy is pinned to this)."""
+    rows = ["| `config.toml` key | environment | default | allowed | what |", "|---|---|---|---|---|"]
+    for option in OPTIONS:
+        key = f"`{option.key}`" if option.key else ""
+        env = f"`{option.env}`" if option.env else ""
+        what = option.doc + (" (set by the server for its kernels; never set it)" if option.internal else "")
+        default = "" if option.internal else _default_text(option)
+        allowed = "" if option.internal else option.allowed.replace("|", "\\|")
+        rows.append(f"| {key} | {env} | {default} | {allowed} | {what} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":  # `python -m agent_core.config_table` prints the README table
+    print(markdown_table(), end="")

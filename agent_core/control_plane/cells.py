@@ -1,0 +1,97 @@
+"""The guard around one cell: check after it, hold what it changed, tell the user and the model.
+
+The turn loop (turn.py) calls `after_cell` whatever way the cell ended; the session (the
+`GuardedSession` here) supplies the guard and where a held change goes (a pending review).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from agent_core import events as ev
+from agent_core.control_plane.guard import MODEL_NOTE, ControlPlaneGuard, LockBusy
+from agent_core.control_plane.held import HeldChange
+
+__all__ = ["after_cell", "before_cell", "guard_of", "hold"]
+
+log = logging.getLogger(__name__)
+
+
+class GuardedSession(Protocol):
+    control_plane: ControlPlaneGuard | None
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None:
+        """Keep `held` as a pending review; its id (None when it could not be kept)."""
+        ...
+
+
+def guard_of(session: Any) -> ControlPlaneGuard | None:
+    guard = getattr(session, "control_plane", None)
+    return guard if isinstance(guard, ControlPlaneGuard) else None
+
+
+def _short(path: str) -> str:
+    marker = "/.continual-acp/"
+    return path[path.find(marker) + 1 :] if marker in path else path
+
+
+async def hold(session: Any, held: HeldChange, emit: Callable[[ev.TurnEvent], None] | None) -> str:
+    """Hold `held` for review and tell the user; the line for the model's next request."""
+    paths = ", ".join(_short(f.path) for f in held.files)
+    review_id: str | None = None
+    try:
+        review_id = await session.hold_control_plane_change(held)
+    except Exception:
+        log.exception("could not hold a control-plane change for review")
+    where = f"pending review {review_id} (/review)" if review_id else "it could not be kept for review"
+    restored = "; ".join(held.restore_errors)
+    description = f"{held.summary()}. The files were restored; {where}." + (
+        f" Not restored: {restored}" if restored else ""
+    )
+    notice = ev.Notice("warning", "A cell changed .continual-acp/: held for review", description)
+    if emit is not None:
+        emit(notice)
+    else:
+        await session.publish(notice)
+    return MODEL_NOTE.format(paths=paths)
+
+
+def before_cell(session: Any) -> None:
+    """Before a cell: the baseline, if the guard has none yet (its kernel just became ready)."""
+    guard = guard_of(session)
+    if guard is not None:
+        guard.ensure_baseline()
+
+
+async def after_cell(
+    session: Any, cell_id: str, code: str, emit: Callable[[ev.TurnEvent], None], *, cancelled: bool = False
+) -> str | None:
+    """Check the control plane after a cell; the note for the model, or None when nothing changed.
+
+    The check (and the restore) runs at once, also for a cancelled cell; holding it then goes on
+    in the background."""
+    guard = guard_of(session)
+    if guard is None:
+        return None
+    try:
+        try:
+            held = guard.check(cell_id, code, wait=False)
+        except LockBusy:  # a store write is in progress: wait for it in a thread
+            held = await asyncio.to_thread(guard.check, cell_id, code)
+    except Exception:
+        log.exception("the control-plane check failed after cell %s", cell_id)
+        return None
+    if held is None:
+        return None
+    if cancelled:
+        task = asyncio.get_running_loop().create_task(hold(session, held, None))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+        return None
+    return await hold(session, held, emit)
+
+
+_background: set[asyncio.Task[str]] = set()

@@ -1,0 +1,189 @@
+"""`continual-acp eval ...`: run a suite, compare runs, replay a task without one refinement.
+
+continual-acp eval [SUITE] [--tasks a,b] [--sessions K] [--arms learning,frozen] [--out DIR]
+                   (--scripted | --base-url URL --model ID [--refine-model ID])
+continual-acp eval --without r-<id> --from RUN_DIR [--out DIR] [--scripted | --base-url ...]
+continual-acp eval report RUN_DIR [RUN_DIR ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from continual_eval.measure import read_jsonl
+from continual_eval.report import compare_runs
+from continual_eval.results import write_run
+from continual_eval.runner import ARMS, ArmPlan, Endpoint, RunOptions, plan_arm, run
+from continual_eval.task import Task, TaskError, bundled_suite, load_suite
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="continual-acp eval",
+        description="Run a suite of tasks over several sessions, with and without the continual harness.",
+        epilog="continual-acp eval report RUN_DIR [RUN_DIR ...] compares runs.",
+    )
+    parser.add_argument(
+        "suite", nargs="?", help="a task folder or a folder of tasks (default: the bundled suite)"
+    )
+    parser.add_argument("--tasks", default="", help="comma-separated task names to run (default: all)")
+    parser.add_argument("--sessions", type=int, help="sessions per task (default: each task's own)")
+    parser.add_argument("--arms", default="learning,frozen", help=f"comma-separated, of {', '.join(ARMS)}")
+    parser.add_argument("--out", type=Path, help="run directory (default: eval-results/<time>-<model>)")
+    parser.add_argument(
+        "--scripted", action="store_true", help="each task's scripted model (offline pipeline test)"
+    )
+    parser.add_argument(
+        "--base-url", default=os.environ.get("OPENAI_BASE_URL"), help="OpenAI-compatible endpoint"
+    )
+    parser.add_argument("--model", default=os.environ.get("CONTINUAL_ACP_MODEL"), help="model id")
+    parser.add_argument("--refine-model", default=os.environ.get("CONTINUAL_ACP_REFINE_MODEL"))
+    parser.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key"
+    )
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the server (e.g. CONTINUAL_ACP_ACTION_FORMAT=text); repeatable",
+    )
+    parser.add_argument(
+        "--without", metavar="REFINEMENT_ID", help="replay the task with this refinement removed"
+    )
+    parser.add_argument("--from", dest="from_run", type=Path, help="the run whose harness --without replays")
+    parser.add_argument("--keep-work", action="store_true", help="keep the repositories and data dirs")
+    return parser
+
+
+def _endpoint(args: argparse.Namespace) -> Endpoint:
+    extra: list[tuple[str, str]] = []
+    for item in args.server_env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise TaskError(f"--server-env wants KEY=VALUE; got {item!r}")
+        extra.append((key, value))
+    if args.scripted:
+        return Endpoint(scripted=True, extra_env=tuple(extra))
+    if not args.base_url or not args.model:
+        raise TaskError(
+            "name the model: --base-url URL --model ID (or OPENAI_BASE_URL, CONTINUAL_ACP_MODEL), or --scripted"
+        )
+    return Endpoint(
+        scripted=False,
+        base_url=args.base_url,
+        model=args.model,
+        api_key=os.environ.get(args.api_key_env),
+        refine_model=args.refine_model,
+        extra_env=tuple(extra),
+    )
+
+
+def _run_name(endpoint: Endpoint, suffix: str = "") -> str:
+    model = (
+        "scripted"
+        if endpoint.scripted
+        else "".join(c if c.isalnum() or c in "-._" else "-" for c in endpoint.model)
+    )
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{model}{suffix}"
+
+
+def _replay_plans(args: argparse.Namespace, tasks: Sequence[Task]) -> tuple[list[Task], list[ArmPlan]]:
+    """The task whose recorded learning harness holds the refinement, and the two replay arms."""
+    if args.from_run is None:
+        raise TaskError("--without needs --from RUN_DIR (the run that recorded the refinement)")
+    traces = args.from_run / "traces"
+    for task in tasks:
+        for arm_dir in sorted((traces / task.name).glob("*")) if (traces / task.name).is_dir() else []:
+            history = read_jsonl(arm_dir / "harness" / "refinements.jsonl")
+            if any(record.get("id") == args.without for record in history):
+                # The recorded arm's own sessions are the "with" side; only the "without" side runs.
+                plan = ArmPlan(
+                    f"without-{args.without}",
+                    refine=False,
+                    harness="copy",
+                    copy_from=arm_dir / "harness",
+                    rollback=args.without,
+                )
+                return [task], [plan]
+    raise TaskError(f"no task in {args.from_run} recorded refinement {args.without}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["report"]:
+        if len(argv) < 2:
+            print("usage: continual-acp eval report RUN_DIR [RUN_DIR ...]", file=sys.stderr)
+            return 2
+        try:
+            sys.stdout.write(compare_runs([Path(p) for p in argv[1:]]))
+        except ValueError as exc:
+            print(f"continual-acp eval report: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    args = _parser().parse_args(argv)
+    try:
+        endpoint = _endpoint(args)
+        suite = Path(args.suite) if args.suite else bundled_suite()
+        only = [n.strip() for n in args.tasks.split(",") if n.strip()]
+        tasks = load_suite(suite, only)
+        if args.sessions is not None and args.sessions < 1:
+            raise TaskError(f"--sessions must be at least 1; got {args.sessions}")
+        if args.without:
+            tasks, plans = _replay_plans(args, tasks)
+            name = _run_name(endpoint, f"-without-{args.without}")
+        else:
+            plans = [plan_arm(a.strip()) for a in args.arms.split(",") if a.strip()]
+            if not plans:
+                raise TaskError("--arms names no arm")
+            name = _run_name(endpoint)
+    except TaskError as exc:
+        print(f"continual-acp eval: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or Path("eval-results") / name
+    if (out / "results.json").exists() or (out / "traces").exists():
+        # Old traces beside new results would make figures that cannot be recomputed.
+        print(f"continual-acp eval: {out} already holds a run; choose another --out", file=sys.stderr)
+        return 2
+    options = RunOptions(
+        out=out,
+        endpoint=endpoint,
+        sessions=args.sessions,
+        keep_work=args.keep_work,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    print(f"continual-acp eval: {len(tasks)} task(s) x {len(plans)} arm(s) -> {out}", file=sys.stderr)
+    try:
+        results = run(tasks, plans, options)
+    except TaskError as exc:
+        print(f"continual-acp eval: {exc}", file=sys.stderr)
+        return 2
+    document = write_run(
+        out,
+        results,
+        {
+            "run": out.name,
+            "scripted": endpoint.scripted,
+            "model": endpoint.model,
+            "endpoint": endpoint.base_url or "scripted (per task, loopback)",
+            "suite": str(suite),
+            "arms": [p.name for p in plans],
+            "tasks": [t.name for t in tasks],
+            "without": args.without,
+            "replayed_from": str(args.from_run) if args.without else None,
+        },
+    )
+    sys.stdout.write(compare_runs([out]))
+    for regression in document["regressions"]:
+        print(
+            f"regression: {regression['task']} ({regression['arm']}) failed in session {regression['session']} "
+            f"after refinement(s) {', '.join(regression['refinement_ids'])}",
+            file=sys.stderr,
+        )
+    print(f"results: {out / 'results.md'}", file=sys.stderr)
+    return 0

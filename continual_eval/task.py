@@ -1,0 +1,293 @@
+"""The task format: a folder with `task.toml`, a template repository, the checker's files.
+
+    my-task/
+      task.toml        name, prompts, sessions, checker command, limits, optional seed and script
+      repo/            copied as the task's repository (the template)
+      setup.sh         optional: run with bash in the copy after the template (git init, generated files)
+      checker/         optional: copied over the repository just before the checker runs, so an agent
+                       that edited the checker or its tests scores nothing
+      seed.json        optional: the harness of the `seeded` arm (a proposal, as `harness import` reads)
+
+Loading validates everything and raises `TaskError` naming the file and the key; a task that loads
+can be built and checked. The format is documented for users in docs/eval.md.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHECKER_TIMEOUT_S = 120.0
+SETUP_TIMEOUT_S = 120.0
+OUTPUT_LIMIT = 8_000  # characters of checker output kept in the results (head and tail)
+RESETS = ("session", "arm")
+
+
+class TaskError(ValueError):
+    """A task folder that cannot be used; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class ScriptedBehaviour:
+    """How the scripted model plays this task (a pipeline test of the harness, not a model).
+
+    The agent looks for `knows` in the system prompt's harness section: present, it runs the
+    `informed` cells; absent, the `naive` ones. The planner writes the lesson (`lesson_title`,
+    `lesson`, as a memory) only when the trajectory it is shown contains `learned_from`.
+    """
+
+    knows: str
+    lesson_title: str
+    lesson: str
+    learned_from: str
+    naive: tuple[str, ...]
+    informed: tuple[str, ...]
+    answer: str = "Done."
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    passed: bool
+    exit_code: int | None  # None: it did not finish (timeout) or could not start
+    output: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    folder: Path
+    description: str
+    prompts: tuple[str, ...]
+    sessions: int
+    checker_command: str
+    checker_timeout: float = CHECKER_TIMEOUT_S
+    reset: str = "session"
+    max_turn_requests: int | None = None
+    prompt_timeout: float = 600.0
+    refine_instructions: str | None = None
+    seed: Path | None = None
+    scripted: ScriptedBehaviour | None = None
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+    def prompt_for(self, session: int) -> str:
+        """The prompt of session `session` (1-based): the list's entry, the last one repeating."""
+        return self.prompts[min(session, len(self.prompts)) - 1]
+
+    @property
+    def template(self) -> Path:
+        return self.folder / "repo"
+
+    @property
+    def checker_files(self) -> Path:
+        return self.folder / "checker"
+
+    def build(self, dest: Path) -> Path:
+        """A fresh repository at `dest`: the template copied, then `setup.sh` run in it."""
+        if dest.exists():
+            shutil.rmtree(dest)
+        if self.template.is_dir():
+            shutil.copytree(self.template, dest, symlinks=True)
+        else:
+            dest.mkdir(parents=True)
+        setup = self.folder / "setup.sh"
+        if setup.is_file():
+            result = subprocess.run(
+                ["bash", str(setup)],
+                cwd=dest,
+                capture_output=True,
+                text=True,
+                timeout=SETUP_TIMEOUT_S,
+                env=_quiet_git_env(),
+            )
+            if result.returncode != 0:
+                raise TaskError(
+                    f"{setup}: exited with {result.returncode}: {_bounded(result.stderr + result.stdout)}"
+                )
+        return dest
+
+    def check(self, repo: Path) -> CheckResult:
+        """Restore the checker's files from the task, then run the checker in `repo` as a process."""
+        if self.checker_files.is_dir():
+            shutil.copytree(self.checker_files, repo, dirs_exist_ok=True)
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                ["bash", "-c", self.checker_command],
+                cwd=repo,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=_quiet_git_env(),
+                start_new_session=True,  # its own process group: a timeout kills what it started too
+            )
+        except OSError as exc:
+            return CheckResult(False, None, f"the checker could not start: {exc}", 0.0)
+        try:
+            output, _ = proc.communicate(timeout=self.checker_timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            output, _ = proc.communicate()
+            seconds = time.monotonic() - started
+            note = f"\n[checker killed after {self.checker_timeout:g} s]"
+            return CheckResult(False, None, _bounded(output or "") + note, seconds)
+        return CheckResult(
+            proc.returncode == 0, proc.returncode, _bounded(output), time.monotonic() - started
+        )
+
+
+def _quiet_git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # `python3` in a setup script or checker is the interpreter running the eval (the server's too).
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("GIT_AUTHOR_NAME", "eval")
+    env.setdefault("GIT_AUTHOR_EMAIL", "eval@example.invalid")
+    env.setdefault("GIT_COMMITTER_NAME", "eval")
+    env.setdefault("GIT_COMMITTER_EMAIL", "eval@example.invalid")
+    return env
+
+
+def _bounded(text: str, limit: int = OUTPUT_LIMIT) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - limit} characters cut ...]\n{text[-half:]}"
+
+
+def _get(
+    table: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str, default: Any = None
+) -> Any:
+    value = table.get(key, default)
+    if value is None:
+        return None
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise TaskError(f"{where}: {key} must be {_kind_name(kind)}; got {value!r}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", list: "a list", dict: "a table"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def _strings(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise TaskError(f"{where}: {key} must be a string or a list of strings; got {value!r}")
+    return tuple(value)
+
+
+def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise TaskError(f"{where}: [scripted] must be a table")
+    here = f"{where} [scripted]"
+    missing = [k for k in ("knows", "lesson", "learned_from", "naive", "informed") if k not in table]
+    if missing:
+        raise TaskError(f"{here}: missing {', '.join(missing)}")
+    naive, informed = _strings(table, "naive", here), _strings(table, "informed", here)
+    if not naive or not informed:
+        raise TaskError(f"{here}: naive and informed need at least one cell each")
+    return ScriptedBehaviour(
+        knows=_get(table, "knows", str, here),
+        lesson_title=_get(table, "lesson_title", str, here, "Project note"),
+        lesson=_get(table, "lesson", str, here),
+        learned_from=_get(table, "learned_from", str, here),
+        naive=naive,
+        informed=informed,
+        answer=_get(table, "answer", str, here, "Done."),
+    )
+
+
+def load_task(folder: Path) -> Task:
+    """The task in `folder` (its `task.toml`), validated; raises `TaskError`."""
+    path = folder / "task.toml"
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise TaskError(f"{folder}: no task.toml") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TaskError(f"{path}: not valid TOML: {exc}") from None
+    where = str(path)
+    prompts = _strings(data, "prompts", where) or _strings(data, "prompt", where)
+    if not prompts:
+        raise TaskError(f'{where}: needs prompt = "..." or prompts = [...]')
+    checker = data.get("checker")
+    if not isinstance(checker, dict) or not isinstance(checker.get("command"), str):
+        raise TaskError(f'{where}: needs a [checker] table with command = "..."')
+    limits = data.get("limits", {})
+    if not isinstance(limits, dict):
+        raise TaskError(f"{where}: [limits] must be a table")
+    sessions = _get(data, "sessions", int, where, 3)
+    if sessions < 1:
+        raise TaskError(f"{where}: sessions must be at least 1; got {sessions}")
+    reset = _get(data, "reset", str, where, "session")
+    if reset not in RESETS:
+        raise TaskError(f"{where}: reset must be one of {', '.join(RESETS)}; got {reset!r}")
+    seed_name = _get(data, "seed", str, where)
+    seed = (
+        folder / seed_name
+        if seed_name
+        else (folder / "seed.json" if (folder / "seed.json").is_file() else None)
+    )
+    if seed is not None and not seed.is_file():
+        raise TaskError(f"{where}: seed file {seed} does not exist")
+    turn_requests = _get(limits, "max_turn_requests", int, f"{where} [limits]")
+    return Task(
+        name=_get(data, "name", str, where, folder.name),
+        folder=folder,
+        description=_get(data, "description", str, where, ""),
+        prompts=prompts,
+        sessions=sessions,
+        checker_command=checker["command"],
+        checker_timeout=float(
+            _get(checker, "timeout", (int, float), f"{where} [checker]", CHECKER_TIMEOUT_S)
+        ),
+        reset=reset,
+        max_turn_requests=turn_requests,
+        prompt_timeout=float(_get(limits, "prompt_timeout", (int, float), f"{where} [limits]", 600.0)),
+        refine_instructions=_get(data, "refine_instructions", str, where),
+        seed=seed,
+        scripted=_scripted(data.get("scripted"), where),
+        tags=_strings(data, "tags", where),
+    )
+
+
+def bundled_suite() -> Path:
+    """The suite shipped with the package."""
+    return Path(__file__).resolve().parent / "tasks"
+
+
+def load_suite(path: Path, only: Sequence[str] = ()) -> list[Task]:
+    """A task folder, or a folder of task folders (sorted by name); `only` keeps those names."""
+    if (path / "task.toml").is_file():
+        tasks = [load_task(path)]
+    elif path.is_dir():
+        tasks = [load_task(child) for child in sorted(path.iterdir()) if (child / "task.toml").is_file()]
+    else:
+        raise TaskError(f"{path}: no such suite (a task folder or a folder of task folders)")
+    if not tasks:
+        raise TaskError(f"{path}: no task folders (folders with a task.toml)")
+    if only:
+        names = {t.name for t in tasks}
+        unknown = [n for n in only if n not in names]
+        if unknown:
+            raise TaskError(f"unknown task(s) {', '.join(unknown)}; the suite has {', '.join(sorted(names))}")
+        tasks = [t for t in tasks if t.name in only]
+    return tasks

@@ -1,0 +1,1 @@
+python3 tools/gen.py >/dev/null

@@ -1,0 +1,2 @@
+-- id: 001
+CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);

@@ -1,0 +1,78 @@
+"""The recording proxy: replies pass through unchanged, every exchange is written with its usage."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import urllib.request
+
+from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, usage
+from continual_eval.proxy import RecordingProxy
+
+
+def _post(url: str, body: dict[str, object], timeout: float = 10) -> bytes:
+    request = urllib.request.Request(
+        url + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as reply:
+        return bytes(reply.read())
+
+
+def test_a_streamed_reply_passes_through_and_is_recorded_with_usage_split() -> None:
+    reply = text("hello there", usage=usage(50, 4, cached_tokens=30))
+    with ScriptedModelServer([reply]) as model, RecordingProxy(model.base_url) as proxy:
+        log = io.StringIO()
+        proxy.set_log(log, session=1)
+        raw = _post(
+            proxy.base_url, {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        )
+        proxy.set_log(None)
+    assert b"hello there" in raw and raw.rstrip().endswith(b"data: [DONE]")
+    (entry,) = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert entry["session"] == 1
+    assert entry["request"]["messages"][0]["content"] == "hi"
+    assert entry["status"] == 200
+    assert entry["response"] == raw.decode()
+    assert entry["usage"] == {
+        "input_tokens": 20,
+        "output_tokens": 4,
+        "cache_read_tokens": 30,
+        "reported": True,
+    }
+
+
+def test_an_exchange_without_a_reply_is_written_unfinished_when_the_log_changes() -> None:
+    with ScriptedModelServer([stall(30, before="partial")]) as model, RecordingProxy(model.base_url) as proxy:
+        log = io.StringIO()
+        proxy.set_log(log, session=2)
+        caller = threading.Thread(
+            target=lambda: _post(proxy.base_url, {"model": "m", "stream": True, "messages": []}, timeout=30),
+            daemon=True,
+        )
+        caller.start()
+        assert model.wait_for_requests(1, timeout=10)
+        proxy.set_log(None)
+        (entry,) = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert entry["status"] is None
+    assert entry["error"] == "no complete reply before the session ended"
+    assert entry["usage"]["reported"] is False
+
+
+def test_an_unreachable_endpoint_is_a_502_naming_it_and_recorded() -> None:
+    with ScriptedModelServer() as model:
+        dead = model.base_url
+    with RecordingProxy(dead) as proxy:
+        log = io.StringIO()
+        proxy.set_log(log)
+        try:
+            _post(proxy.base_url, {"model": "m", "messages": []})
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 502
+            assert "the model endpoint could not be reached" in exc.read().decode()
+        else:
+            raise AssertionError("the proxy answered 200 for an endpoint that is down")
+    (entry,) = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert entry["status"] == 502

@@ -1,0 +1,51 @@
+"""The overview's word index ranks exactly as the plain pass over every entry does, and the
+prompt's view is reused only while every store's state is the same."""
+
+from __future__ import annotations
+
+import random
+
+from test_harness_overview import entry, state
+
+from harness_store import OverviewBudget, render_overview
+from harness_store.scopes import ScopeStates
+
+WORDS = "pandas plot csv git rebase kernel model deploy cache docker".split()
+
+
+def _random_state(seed: int, n: int = 300):  # type: ignore[no-untyped-def]
+    rng = random.Random(seed)
+    items = []
+    for i in range(n):
+        words = " ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 5)))
+        items.append(
+            entry(
+                ("memory", "prompt", "skill", "subagent")[i % 4],
+                f"e{i}",
+                f"{words} note {i}",
+                trust=rng.choice(["verified", "candidate", "rejected"]),
+                updated=f"2026-01-01T00:{rng.randrange(60):02d}:{rng.randrange(60):02d}.000Z",
+            )
+        )
+    return state(*items)
+
+
+def test_the_indexed_ranking_equals_the_plain_pass_for_every_query() -> None:
+    budget = OverviewBudget(entries_per_kind=7, max_chars=100_000)
+    for seed in range(5):
+        harness = _random_state(seed)
+        for query in (None, "pandas", "git rebase", "deploy cache docker kernel", "nothing shared"):
+            plain = render_overview(harness, query=query, budget=budget)  # first sighting: plain pass
+            indexed = render_overview(harness, query=query, budget=budget)  # then the index
+            again = render_overview(harness, query=query, budget=budget)
+            assert indexed == plain == again, (seed, query)
+
+
+def test_a_changed_scope_state_gives_a_new_prompt_view_and_an_unchanged_one_the_same() -> None:
+    first = state(entry("memory", "a", "alpha"))
+    local = state()
+    view = ScopeStates(local, first).prompt_view()
+    assert ScopeStates(state(), first).prompt_view() is view  # an empty local store read afresh
+    changed = state(entry("memory", "a", "alpha"), entry("memory", "b", "beta"))
+    new_view = ScopeStates(local, changed).prompt_view()
+    assert new_view is not view and "b" in new_view.entries["memory"]
