@@ -146,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"continual-acp eval: {exc}", file=sys.stderr)
         return 2
     out = args.out or Path("eval-results") / name
+    if (out / "results.json").exists() or (out / "traces").exists():
+        # Old traces beside new results would make figures that cannot be recomputed.
+        print(f"continual-acp eval: {out} already holds a run; choose another --out", file=sys.stderr)
+        return 2
     options = RunOptions(
         out=out,
         endpoint=endpoint,

@@ -36,6 +36,12 @@ def test_bad_arguments_are_an_error_naming_what_is_wrong(
     assert message in capsys.readouterr().err
 
 
+def test_a_run_directory_is_never_written_over(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "traces").mkdir()
+    assert main([str(TASKS / "bad-lesson"), "--scripted", "--out", str(tmp_path)]) == 2
+    assert f"{tmp_path} already holds a run; choose another --out" in capsys.readouterr().err
+
+
 def test_without_names_a_refinement_no_task_recorded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
