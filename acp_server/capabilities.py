@@ -35,6 +35,7 @@ class ClientCapabilities:
     quiescence: bool = False
     notices: bool = False  # `session.notices` (ACP v1): `notice` updates instead of agent messages
     compaction: bool = False  # `session.compaction` (ACP v1): `compaction_update` / `_summary_chunk`
+    plan: bool = False  # `plan` (unstable v1): the plan goes as `plan_update` by id instead of `plan`
     client_name: str = ""  # `clientInfo.name` (client_quirks.py: how some clients title cards)
     raw: dict[str, object] = field(default_factory=dict)
 
@@ -58,6 +59,7 @@ class ClientCapabilities:
             # `{}` advertises the capability; omitted or null does not (schema.json).
             notices=isinstance(session.get("notices"), dict),
             compaction=isinstance(session.get("compaction"), dict),
+            plan=isinstance(caps.get("plan"), dict),
             client_name=_client_name(req.client_info),
             raw=caps,
         )

@@ -710,6 +710,22 @@ def plan_update(entries: Iterable[PlanItem]) -> Frame:
     }
 
 
+# The one plan a session has (its goal and gates), as `plan_update` names it.
+SESSION_PLAN_ID = "session"
+
+
+def plan_update_by_id(plan_id: str, entries: Iterable[PlanItem]) -> Frame:
+    """`plan_update` (unstable v1, for clients that advertise `plan`): the whole plan `plan_id`."""
+    return {
+        "sessionUpdate": "plan_update",
+        "plan": {
+            "type": "items",
+            "planId": plan_id,
+            "entries": [{"content": e.content, "priority": e.priority, "status": e.status} for e in entries],
+        },
+    }
+
+
 def usage_update(used: int, size: int) -> Frame:
     """`usage_update`: context tokens used of the window's size."""
     return {"sessionUpdate": "usage_update", "used": used, "size": size}

@@ -237,6 +237,7 @@ class AcpServer:
             terminal_output=self.client.terminal_output,
             notices=self.client.notices,  # clients: ACP v1 notice / compaction updates when advertised
             compaction=self.client.compaction,
+            plan_by_id=self.client.plan,  # unstable `plan_update` only to a client that advertises `plan`
             path_titles=titles_edit_cards_by_path(self.client.client_name),
         )
         editor.session_id = session_id

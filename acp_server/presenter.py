@@ -79,6 +79,7 @@ class TurnPresenter:
         terminal_output: bool,
         notices: bool = False,
         compaction: bool = False,
+        plan_by_id: bool = False,
         path_titles: bool = False,
     ) -> None:
         self._send = send
@@ -86,6 +87,7 @@ class TurnPresenter:
         self._terminal = terminal_output
         self._notices = notices  # the client advertised `session.notices`
         self._compaction = compaction  # the client advertised `session.compaction`
+        self._plan_by_id = plan_by_id  # the client advertised `plan` (unstable): `plan_update` by id
         self._open_compactions: set[str] = set()
         self._path_titles = path_titles  # the client titles edit cards by diff path (client_quirks.py)
         # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join the agent messages
@@ -247,7 +249,10 @@ class TurnPresenter:
         elif isinstance(event, TitleChanged):
             await self._send(frames.session_title_update(event.title))
         elif isinstance(event, PlanChanged):
-            await self._send(frames.plan_update(event.entries))
+            if self._plan_by_id:
+                await self._send(frames.plan_update_by_id(frames.SESSION_PLAN_ID, event.entries))
+            else:
+                await self._send(frames.plan_update(event.entries))
         elif isinstance(event, RefinementReported):
             await self._refinement(event)
         elif isinstance(event, GateStarted | GateOutput | GateFinished):

@@ -108,6 +108,32 @@ def check_v1_update(update: Any) -> str | None:
     return None
 
 
+# Session updates of the unstable v1 schema, sent only to clients that advertise them: checked against
+# the unstable schema the npm SDK ships (tests/conformance/node_modules), never a hand copy.
+UNSTABLE_UPDATES = ("plan_update", "plan_removed")
+_UNSTABLE_SCHEMA: dict[str, Any] = {}
+UNSTABLE_SCHEMA_PATH = (
+    Path(__file__).resolve().parents[1]
+    / "conformance/node_modules/@agentclientprotocol/sdk/schema/v1/schema.unstable.json"
+)
+
+
+def check_unstable_update(update: Any) -> str | None:
+    """None if `update` is a valid SessionUpdate of the unstable v1 schema."""
+    import jsonschema
+
+    if not _UNSTABLE_SCHEMA:
+        schema = json.loads(UNSTABLE_SCHEMA_PATH.read_text(encoding="utf-8"))
+        _UNSTABLE_SCHEMA.update(
+            {"$schema": schema["$schema"], "$ref": "#/$defs/SessionUpdate", "$defs": schema["$defs"]}
+        )
+    try:
+        jsonschema.validate(update, _UNSTABLE_SCHEMA)
+    except jsonschema.ValidationError as exc:
+        return f"unstable SessionUpdate: {exc.message}"
+    return None
+
+
 PermissionPolicy = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -303,6 +329,14 @@ class AcpClient:
             and update.get("sessionUpdate") in V1_ONLY_UPDATES
         ):
             problem = check_v1_update(update)
+            if problem:
+                problems.append(problem)
+        elif (
+            method == "session/update"
+            and isinstance(update, dict)
+            and update.get("sessionUpdate") in UNSTABLE_UPDATES
+        ):
+            problem = check_unstable_update(update)
             if problem:
                 problems.append(problem)
         elif method == "session/update":

@@ -341,3 +341,24 @@ def test_session_status_says_open_or_saved_and_set_title_renames_the_session(
     with pytest.raises(RpcError) as empty:
         client.request("session/set_title", {"sessionId": sid, "title": " "})
     assert empty.value.code == -32602
+
+
+def test_session_rewind_by_message_id_goes_back_to_before_that_replayed_prompt(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid = three_prompts(client, model, tmp_path)
+    seen = len(client.frames)
+    client.request("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+    ids = [
+        f.message["params"]["update"]["messageId"]
+        for f in client.frames[seen:]
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["sessionId"] == sid
+        and f.message["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert len(ids) == 3
+    result = client.request("_session/rewind", {"sessionId": sid, "messageId": ids[1]})
+    assert result["turn"] == 2 and sorted(result["kernel"]["removed"]) == ["y", "z"], result
+    with pytest.raises(RpcError) as gone:
+        client.request("_session/rewind", {"sessionId": sid, "messageId": ids[2]})
+    assert gone.value.code == -32602 and "no checkpoint for message" in str(gone.value.message)

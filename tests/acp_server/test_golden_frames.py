@@ -517,6 +517,9 @@ CASES: dict[str, Case] = {
         ),
         "AgentPlanUpdate",
     ),
+    "plan_update_by_id": Case(
+        lambda: f.plan_update_by_id("session", [PlanEntry("Load the data", "completed", "high")])
+    ),
     "usage_update": Case(lambda: f.usage_update(1200, 128000), "UsageUpdate"),
     "session_title_update": Case(lambda: f.session_title_update("Plot the data"), "SessionInfoUpdate"),
     "available_commands_update": Case(
