@@ -9,6 +9,10 @@ and what to check.
 
 The planner and reviewer (refinement) reuse `ModelClient.complete`, so they share the endpoint,
 credentials, retries and error messages.
+
+Servers that cannot stream every request (llama-cpp-python's server is one: see `stream`) get the same
+request again without `stream` instead of a failed answer; a `StreamFallback` event says so, and
+that model is asked without streaming for the rest of the process.
 """
 
 from __future__ import annotations
@@ -112,7 +116,27 @@ class ModelDone:
     usage: Usage | None = None
 
 
-ModelEvent = TextDelta | ReasoningDelta | ModelDone
+@dataclass(frozen=True)
+class StreamFallback:
+    """The answer that follows was not streamed. `reason` says why (the stream failed, or this model's
+    streams failed before); `restart`: deltas of a failed stream were already yielded, and the whole
+    answer that follows replaces them."""
+
+    reason: str
+    restart: bool = False
+
+
+ModelEvent = TextDelta | ReasoningDelta | StreamFallback | ModelDone
+
+
+class _StreamFailed(Exception):
+    """The stream started but did not deliver a whole answer (cut, empty, or an error inside it)."""
+
+    def __init__(self, message: str, *, reason: str, partial: bool) -> None:
+        super().__init__(message)
+        self.message = message  # the error, should the unstreamed request fail too
+        self.reason = reason  # a few words for the user's notice
+        self.partial = partial
 
 
 def parse_usage(raw: Any) -> Usage | None:
@@ -154,6 +178,10 @@ class ModelClient:
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
         self._client: openai.AsyncOpenAI | None = None
+        # Models whose streams failed in this process: asked without streaming from then on.
+        self._unstreamed: set[str] = set()
+        # Models whose endpoint refused an assistant message with `content: null` beside its tool calls.
+        self._needs_text_content: set[str] = set()
 
     @property
     def endpoint(self) -> str:
@@ -191,8 +219,51 @@ class ModelClient:
         tools: Sequence[Mapping[str, Any]] | None = (IPYTHON_TOOL,),
         max_tokens: int | None = None,
     ) -> AsyncIterator[ModelEvent]:
-        """Stream one completion. The last event is always `ModelDone`; errors raise `ModelError`."""
+        """Stream one completion. The last event is always `ModelDone`; errors raise `ModelError`.
+
+        A stream that starts but does not deliver a whole answer (cut off, empty, no finish reason)
+        is not the end: llama-cpp-python's server, for one, answers `200` and then sends nothing when
+        the request fails after the stream began (a prompt over its context, `tool_choice: auto` when
+        the model picks a tool), and it ends a running stream early whenever another request arrives.
+        The same request is then sent once without `stream`: a whole answer (a `StreamFallback` comes
+        first), or a plain HTTP error whose message says what the server could not do.
+        """
         chosen = self._model(model)
+        kwargs = self._request(messages, chosen, tools, max_tokens)
+        if chosen in self._unstreamed:
+            events = await self._unstreamed_answer(kwargs, chosen)
+            yield StreamFallback("its streams failed earlier in this server process")
+            for event in events:
+                yield event
+            return
+        try:
+            async for event in self._streamed(kwargs, chosen):
+                yield event
+        except _StreamFailed as failed:
+            try:
+                events = await self._unstreamed_answer(kwargs, chosen)
+            except ModelError as exc:
+                raise ModelError(
+                    f"{failed.message}. Sent again without streaming, the request failed too: {exc}",
+                    endpoint=self.endpoint,
+                    status=exc.status,
+                ) from exc
+            self._unstreamed.add(chosen)
+            log.warning(
+                "%s; answered without streaming, and this model is no longer streamed", failed.message
+            )
+            yield StreamFallback(failed.reason, restart=failed.partial)
+            for event in events:
+                yield event
+
+    def _request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        chosen: str,
+        tools: Sequence[Mapping[str, Any]] | None,
+        max_tokens: int | None,
+    ) -> dict[str, Any]:
+        """The request body (streamed; `_unstreamed_answer` drops the streaming fields)."""
         kwargs: dict[str, Any] = {
             "model": chosen,
             # The context holds untrusted text (the user's prompt, kernel output, files): a lone
@@ -207,8 +278,14 @@ class ModelClient:
             kwargs["max_tokens"] = max_tokens
         if tools:
             kwargs["tools"] = list(tools)
+        if chosen in self._needs_text_content:
+            kwargs["messages"] = _text_content(kwargs["messages"])
+        return kwargs
+
+    async def _streamed(self, kwargs: dict[str, Any], chosen: str) -> AsyncIterator[ModelEvent]:
+        """The streamed answer; raises `_StreamFailed` when the stream starts but breaks."""
         stream: Any = None
-        started = False  # whether any chunk arrived: a failure after that is a broken stream
+        started = False  # whether the response began: a failure after that is a broken stream
         text: list[str] = []
         thought: list[str] = []
         slots: dict[int, _CallSlot] = {}
@@ -218,9 +295,11 @@ class ModelClient:
         # surrogates, and a lone one would break every later transcript write (see safetext).
         text_joiner, thought_joiner = StreamJoiner(), StreamJoiner()
         try:
-            stream = await self._post_stream(kwargs)
+            stream = await self._post(kwargs, chosen, stream=True)
+            # The response began (status and headers came): whatever fails from here on is a broken
+            # stream, even before its first chunk (llama.cpp closes an empty one mid-response).
+            started = True
             async for chunk in stream:
-                started = True
                 if getattr(chunk, "usage", None) is not None:
                     usage = parse_usage(chunk.usage)
                 for choice in chunk.choices or ():
@@ -255,11 +334,12 @@ class ModelClient:
             if _is_openai_error(exc) and not started:
                 raise self._explain(exc, chosen) from exc
             # A transport error while reading the stream (the openai client only wraps errors that
-            # happen before the response starts): the answer is incomplete, so it is an error.
-            raise ModelError(
+            # happen before the response starts): the answer is incomplete.
+            raise _StreamFailed(
                 f"the response stream from model endpoint {self.endpoint} broke off ({type(exc).__name__}: {exc}); "
                 "nothing partial was kept - check the model server's logs and retry",
-                endpoint=self.endpoint,
+                reason=f"its stream broke off: {type(exc).__name__}",
+                partial=bool(text or thought or slots),
             ) from exc
         finally:
             if stream is not None:
@@ -287,13 +367,55 @@ class ModelClient:
             # The stream ended (even cleanly, with [DONE]) without the model saying it was done:
             # the answer is cut, and passing it off as a normal end_turn would hide that.
             shown = "; the partial answer above is kept" if text or calls else ""
-            raise ModelError(
+            raise _StreamFailed(
                 f"the response stream from model endpoint {self.endpoint} ended before the model "
                 f"finished (no finish reason was sent){shown}; the answer is incomplete - retry, "
                 "and check the model server's logs if it keeps happening",
-                endpoint=self.endpoint,
+                reason="its stream ended without a finish reason",
+                partial=bool(text or thought or calls),
             )
         yield ModelDone(finish, "".join(text), "".join(thought), calls, usage)
+
+    async def _unstreamed_answer(self, kwargs: dict[str, Any], chosen: str) -> list[ModelEvent]:
+        """The same request without `stream`, as the events a stream would have given."""
+        body = {k: v for k, v in kwargs.items() if k not in ("stream", "stream_options")}
+        try:
+            reply = await self._post(body, chosen, stream=False)
+        except ModelError:
+            raise
+        except Exception as exc:
+            if _is_openai_error(exc):
+                raise self._explain(exc, chosen) from exc
+            raise ModelError(
+                f"model endpoint {self.endpoint} failed: {type(exc).__name__}: {exc}", endpoint=self.endpoint
+            ) from exc
+        return _answer_events(reply, self.endpoint)
+
+    async def _post(self, body: dict[str, Any], chosen: str, *, stream: bool) -> Any:
+        """POST the request; an endpoint that refuses `content: null` beside tool calls gets `""`.
+
+        llama-cpp-python's server validates an assistant message's `content` as a string and answers
+        HTTP 500 for the `null` the Chat Completions format allows beside `tool_calls`.
+        """
+        post = self._post_stream if stream else self._post_whole
+        try:
+            return await post(body)
+        except Exception as exc:
+            if not (_is_openai_error(exc) and _refuses_null_content(exc, body)):
+                raise
+            self._needs_text_content.add(chosen)
+            body["messages"] = _text_content(body["messages"])
+            log.warning(
+                "model endpoint %s refused an assistant message without text beside its tool calls; "
+                "sending empty text instead",
+                self.endpoint,
+            )
+            return await post(body)
+
+    async def _post_whole(self, body: dict[str, Any]) -> Any:
+        from openai.types.chat import ChatCompletion
+
+        return await self._openai().post("/chat/completions", cast_to=ChatCompletion, body=body)
 
     async def _post_stream(self, body: dict[str, Any]) -> Any:
         """POST /chat/completions with `stream=True` through the openai client's own request path.
@@ -376,6 +498,59 @@ class ModelClient:
                 f"between retries (at most {_client_retry_after_cap():g} s): wait that long before retrying"
             )
         return ModelError(msg, endpoint=where, status=status)
+
+
+def _text_content(messages: Sequence[Any]) -> list[Any]:
+    """The messages with `""` for an assistant message's `content: null` beside its tool calls."""
+    return [
+        {**m, "content": ""}
+        if isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+        else m
+        for m in messages
+    ]
+
+
+def _refuses_null_content(exc: Exception, body: Mapping[str, Any]) -> bool:
+    """A refusal (400/422/500) naming `content`, of a request holding an assistant `content: null`."""
+    status = getattr(exc, "status_code", None)
+    if status not in (400, 422, 500):
+        return False
+    text = _error_detail(exc).lower()
+    if "content" not in text or not any(word in text for word in ("string", "none", "null")):
+        return False
+    return any(
+        isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
+        for m in body.get("messages") or ()
+    )
+
+
+def _answer_events(reply: Any, endpoint: str) -> list[ModelEvent]:
+    """A whole (non-streamed) `chat.completion` as stream events, ending with `ModelDone`."""
+    choices = getattr(reply, "choices", None) or []
+    if not choices:
+        raise ModelError(f"model endpoint {endpoint} answered with no choices", endpoint=endpoint)
+    choice = choices[0]
+    message = choice.message
+    extra = message.model_extra or {}
+    thought = scrub(str(extra.get("reasoning_content") or extra.get("reasoning") or ""))
+    text = scrub(message.content or "")
+    calls = tuple(
+        ToolCall(
+            id=call.id or f"call_{uuid.uuid4().hex[:16]}",
+            name=call.function.name or "ipython",
+            arguments=scrub(call.function.arguments or ""),
+        )
+        for call in message.tool_calls or ()
+        if getattr(call, "function", None) is not None
+    )
+    finish = choice.finish_reason or ("tool_calls" if calls else "stop")
+    events: list[ModelEvent] = []
+    if thought:
+        events.append(ReasoningDelta(thought))
+    if text:
+        events.append(TextDelta(text))
+    events.append(ModelDone(finish, text, thought, calls, parse_usage(getattr(reply, "usage", None))))
+    return events
 
 
 def _client_retry_after_cap() -> float:

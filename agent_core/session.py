@@ -103,6 +103,7 @@ class Session:
         }
         self.config.update(config or {})
         self.always_allowed = False  # "Allow always (this session)" was chosen; `ask` again revokes it
+        self.stream_fallback_told = False  # the user knows answers come unstreamed (turn.py)
         self.owner_lock: SessionOwnerLock | None = None  # released by close(), after the final snapshot
         self.after_turn_hooks: list[AfterTurnHook] = []
         # Seams for refinement/autonomous mode (attached via `Agent(on_session=...)`):

