@@ -114,6 +114,7 @@ def test_report_compares_runs_side_by_side(run: tuple[Path, dict[str, Any]]) -> 
     rows = [line for line in done.stdout.splitlines() if line.startswith(f"| {out.name} |")]
     assert len(rows) == 4  # two runs x two arms
     assert "| learning | 1/1 1/1 |" in rows[0]
+    assert f"| {SUBSET} | PP | PP | PP | PP |" in done.stdout  # per task: two runs x two arms
 
 
 def test_a_refinement_that_breaks_a_passing_task_is_flagged_and_can_be_replayed_without(
