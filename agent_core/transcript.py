@@ -29,7 +29,7 @@ from typing import IO, Any
 from agent_core import events as ev
 from agent_core.codec import event_from_json, event_to_json
 from agent_core.safetext import scrub
-from kernel_bridge.output import private_dir
+from kernel_bridge.output import private_dir, write_private
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +100,8 @@ def _private_dir(path: Path) -> None:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Atomic replace of a small file, mode 0600."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    """Atomic replace of a small file, mode 0600 (kernel_bridge's `write_private`)."""
+    write_private(path, text, sync=False)
 
 
 @dataclass(frozen=True)
