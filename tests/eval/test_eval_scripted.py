@@ -160,6 +160,7 @@ def test_a_real_endpoint_is_measured_through_the_recording_proxy(tmp_path: Path)
         done = _eval(
             str(TASKS / "bad-lesson"), "--base-url", url, "--model", "some-model",
             "--arms", "frozen", "--sessions", "1", "--out", str(out),
+            "--max-turn-requests", "3", "--prompt-timeout", "300",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-4000:]
         sent = [r for r in endpoint.requests if r.get("model") == "some-model"]
@@ -171,3 +172,5 @@ def test_a_real_endpoint_is_measured_through_the_recording_proxy(tmp_path: Path)
     assert row["agent_requests"] == len(sent) == 1
     assert (row["input_tokens"], row["cache_read_tokens"], row["output_tokens"]) == (20, 100, 7)
     assert row["usage_reported"] is True
+    meta = json.loads((out / "traces" / "bad-lesson" / "frozen" / "session-1" / "session.json").read_text())
+    assert meta["limits"] == {"max_turn_requests": 3, "prompt_timeout": 300.0}
