@@ -36,6 +36,8 @@ class ClientCapabilities:
     notices: bool = False  # `session.notices` (ACP v1): `notice` updates instead of agent messages
     compaction: bool = False  # `session.compaction` (ACP v1): `compaction_update` / `_summary_chunk`
     plan: bool = False  # `plan` (unstable v1): the plan goes as `plan_update` by id instead of `plan`
+    # `subagents` (unstable v1): each child's life goes as `subagent_update` instead of a card.
+    subagents: bool = False
     client_name: str = ""  # `clientInfo.name` (client_quirks.py: how some clients title cards)
     raw: dict[str, object] = field(default_factory=dict)
 
@@ -60,6 +62,7 @@ class ClientCapabilities:
             notices=isinstance(session.get("notices"), dict),
             compaction=isinstance(session.get("compaction"), dict),
             plan=isinstance(caps.get("plan"), dict),
+            subagents=isinstance(caps.get("subagents"), dict),
             client_name=_client_name(req.client_info),
             raw=caps,
         )

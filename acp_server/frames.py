@@ -726,6 +726,26 @@ def plan_update_by_id(plan_id: str, entries: Iterable[PlanItem]) -> Frame:
     }
 
 
+# A child's state as the unstable `StateUpdate` names it. States it has no word for go as
+# implementation-specific values (a leading `_`), which the schema reserves for that.
+_SUBAGENT_STATES = {"running": "running", "needs-action": "requires_action", "idle": "idle", "finished": "idle"}
+
+
+def subagent_update(child_session_id: str, name: str, task: str, state: str, parent_session_id: str) -> Frame:
+    """`subagent_update` (unstable v1, for clients that advertise `subagents`): the child `name`
+    announced on (or updated in) the parent's thread, with its state as a whole snapshot."""
+    return {
+        "sessionUpdate": "subagent_update",
+        "sessionId": child_session_id,
+        "title": name,
+        "description": task,
+        "state": {"state": _SUBAGENT_STATES.get(state, f"_{state}")},
+        # No client-initiated mutation of a child is served (cancel goes through `/agents cancel`).
+        "capabilities": {},
+        "_meta": subagent_meta(child_session_id, name, state, parent_session_id),
+    }
+
+
 def usage_update(used: int, size: int) -> Frame:
     """`usage_update`: context tokens used of the window's size."""
     return {"sessionUpdate": "usage_update", "used": used, "size": size}

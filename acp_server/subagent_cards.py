@@ -77,6 +77,16 @@ def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]
     return updates
 
 
+def live_updates(server: AcpServer, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
+    """A client that advertised `subagents` (unstable) hears the child's life as `subagent_update`
+    (the first one announces it); every other client gets the card."""
+    if server.client.subagents:
+        shown.add(change.child_session_id)
+        child, parent = change.child_session_id, change.parent_session_id
+        return [frames.subagent_update(child, change.name, change.task, change.state, parent)]
+    return card_updates(change, shown)
+
+
 def watch(server: AcpServer, opened: OpenSession) -> None:
     """Follow the children of one bound session with cards in its thread."""
     hub = hub_of(opened.session)
@@ -92,7 +102,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
             return
         change = change_of(record, event.state)
         opened.session.record_event(change)  # so session/load of the parent replays the card
-        for update in card_updates(change, shown):
+        for update in live_updates(server, change, shown):
             await server.send_update(parent_id, update)
         await background_work()
 

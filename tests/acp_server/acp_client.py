@@ -110,7 +110,7 @@ def check_v1_update(update: Any) -> str | None:
 
 # Session updates of the unstable v1 schema, sent only to clients that advertise them: checked against
 # the unstable schema the npm SDK ships (tests/conformance/node_modules), never a hand copy.
-UNSTABLE_UPDATES = ("plan_update", "plan_removed")
+UNSTABLE_UPDATES = ("plan_update", "plan_removed", "subagent_update")
 _UNSTABLE_SCHEMA: dict[str, Any] = {}
 UNSTABLE_SCHEMA_PATH = (
     Path(__file__).resolve().parents[1]

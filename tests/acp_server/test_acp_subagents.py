@@ -304,6 +304,35 @@ def test_the_spawn_card_follows_the_child_after_the_parent_turn_ended_and_ends_w
         final = done.message["params"]["update"]
         assert final["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
         assert "late answer: 7" in json.dumps(final["content"])
+        unstable = [u for u in client.updates(sid) if u["sessionUpdate"] == "subagent_update"]
+        assert unstable == [], "a client that did not advertise `subagents` got subagent_update"
+
+
+def test_a_client_that_advertises_subagents_hears_the_child_life_as_subagent_update_and_no_card(
+    spawn: ClientFactory, tmp_path: Path
+) -> None:
+    parent = [cell('await agents.spawn("[[told]] answer", name="told")\n' + collect(1)), text("done")]
+    routes = {"[[told]]": [text("told answer: 3")]}
+    with ScriptedModelServer(parent, routes=routes) as model:
+        client = spawn(model.base_url)
+        initialize(client, subagents={})
+        sid, _ = new_session(client, str(tmp_path))
+        assert prompt(client, sid, "spawn one", timeout=WAIT)[0] == "end_turn"
+        client.wait_for(
+            lambda m: (
+                m.get("method") == "session/update"
+                and m["params"]["update"].get("sessionUpdate") == "subagent_update"
+                and m["params"]["update"]["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+            ),
+            WAIT,
+        )
+        updates = [u for u in client.updates(sid) if u["sessionUpdate"] == "subagent_update"]
+        assert {u["sessionId"] for u in updates} == {updates[0]["sessionId"]} != {sid}
+        assert updates[0]["title"] == "told" and "[[told]] answer" in updates[0]["description"]
+        assert updates[0]["state"] == {"state": "running"}
+        assert updates[-1]["state"] == {"state": "idle"}
+        assert subagent_updates(client, sid) == [], "the card went to a client that reads subagent_update"
+        assert client.violations == [], client.violations  # each checked against the unstable schema
 
 
 def test_agents_command_lists_children_and_cancels_one_by_name(spawn: ClientFactory, tmp_path: Path) -> None:
