@@ -3,7 +3,7 @@
 `doctor` prints one launch line per editor with this installation's absolute command filled in
 (editors started from a desktop launcher do not see the shell's PATH or virtualenv). The ready
 configs are in `editor-configs/`; `tested` is the oldest client version a real run was made with
-(issue 16: acpx, toad, Neovim + CodeCompanion, Emacs + agent-shell), `requires` what the client itself
+(acpx, toad, Neovim + CodeCompanion, Emacs + agent-shell), `requires` what the client itself
 needs; where nothing was run, `tested` says so.
 """
 
@@ -38,6 +38,20 @@ EDITORS: tuple[EditorLaunch, ...] = (
         '~/.jetbrains/acp.json: {{"agent_servers": {{"continual-acp": {{"command": "{cmd}", "args": ["serve"]}}}}}}',
         "not yet driven by a real client here (the launch line follows its documented format)",
         "2025.3 or later (custom ACP agents)",
+    ),
+    EditorLaunch(
+        "ACP registry, in Zed",
+        "zed/settings.registry.json",
+        '"agent_servers": {{"continual-acp": {{"type": "registry"}}}}',
+        "not yet driven by a real client here (the entry follows Zed's registry format)",
+        "a Zed release with the ACP registry; the package published there",
+    ),
+    EditorLaunch(
+        "ACP registry, in JetBrains IDEs",
+        "jetbrains/acp.registry.json",
+        '~/.jetbrains/acp.json: {{"agent_servers": {{"Continual ACP": {{"command": "uvx", "args": ["continual-acp==<version>", "serve"]}}}}}}',
+        "not yet driven by a real client here (the launch line is the registry entry's)",
+        "uv on PATH; the package published on PyPI",
     ),
     EditorLaunch(
         "VS Code (ACP Client extension)",

@@ -29,6 +29,7 @@ from typing import IO, Any
 from agent_core import events as ev
 from agent_core.codec import event_from_json, event_to_json
 from agent_core.safetext import scrub
+from kernel_bridge.output import private_dir, write_private
 
 log = logging.getLogger(__name__)
 
@@ -93,30 +94,14 @@ class UnsafeSessionPath(ValueError):
 
 
 def _private_dir(path: Path) -> None:
-    """Create `path` and every missing parent with mode 0700 (`mkdir(parents=True, mode=...)`
-    applies the mode to the last directory only); an existing `path` is made 0700."""
-    missing: list[Path] = []
-    current = path
-    while not os.path.lexists(current):
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:
-            pass  # another process made it meanwhile
-    os.chmod(path, 0o700)
+    """Create `path` and every missing parent with mode 0700; an existing `path` is made 0700
+    (kernel_bridge's `private_dir`, the one this package shares: harness_store may not load yet)."""
+    private_dir(path)
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Atomic replace of a small file, mode 0600."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    """Atomic replace of a small file, mode 0600 (kernel_bridge's `write_private`)."""
+    write_private(path, text, sync=False)
 
 
 @dataclass(frozen=True)

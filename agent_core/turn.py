@@ -21,7 +21,6 @@ from agent_core import text_actions as ta
 from agent_core.aio import shielded
 from agent_core.config import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.content import to_model_content
-from agent_core.control_plane import cells as control_plane
 from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.kernel_handle import KernelHandle
 from agent_core.model import (
@@ -399,6 +398,9 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
         error = f"the kernel could not start: {exc}"
         emit(ev.CellFinished(cell_id, "failed", error=error))
         return _ToolResult(f"Error: {error}. The cell was not run.")
+    # Imported at the first cell: the guard brings harness_store, which session/new must not wait for.
+    from agent_core.control_plane import cells as control_plane
+
     control_plane.before_cell(session)
     handle = session.kernel_handle
     checkpoint, handle.before_cell = handle.before_cell, None

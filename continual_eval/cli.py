@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--tasks", default="", help="comma-separated task names to run (default: all)")
     parser.add_argument("--sessions", type=int, help="sessions per task (default: each task's own)")
+    parser.add_argument("--max-turn-requests", type=int, help="model requests per prompt, for every task")
+    parser.add_argument("--prompt-timeout", type=float, help="seconds per task prompt, for every task")
     parser.add_argument("--arms", default="learning,frozen", help=f"comma-separated, of {', '.join(ARMS)}")
     parser.add_argument("--out", type=Path, help="run directory (default: eval-results/<time>-<model>)")
     parser.add_argument(
@@ -134,6 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         tasks = load_suite(suite, only)
         if args.sessions is not None and args.sessions < 1:
             raise TaskError(f"--sessions must be at least 1; got {args.sessions}")
+        if args.max_turn_requests is not None and args.max_turn_requests < 1:
+            raise TaskError(f"--max-turn-requests must be at least 1; got {args.max_turn_requests}")
+        if args.prompt_timeout is not None and args.prompt_timeout <= 0:
+            raise TaskError(
+                f"--prompt-timeout must be a positive number of seconds; got {args.prompt_timeout}"
+            )
         if args.without:
             tasks, plans = _replay_plans(args, tasks)
             name = _run_name(endpoint, f"-without-{args.without}")
@@ -154,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out=out,
         endpoint=endpoint,
         sessions=args.sessions,
+        max_turn_requests=args.max_turn_requests,
+        prompt_timeout=args.prompt_timeout,
         keep_work=args.keep_work,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
     )

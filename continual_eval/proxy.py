@@ -223,8 +223,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError) as exc:
             entry["error"] = f"the client hung up: {exc}"
             self.close_connection = True
-        except OSError as exc:  # the endpoint broke off mid-reply
-            entry["error"] = f"the model endpoint broke off: {exc}"
+        except (OSError, http.client.HTTPException) as exc:  # the endpoint broke off mid-reply
+            # (llama.cpp's server ends a stream it interrupts without the chunked body's end)
+            entry["error"] = f"the model endpoint broke off: {type(exc).__name__}: {exc}"
             self.close_connection = True
         finally:
             conn.close()

@@ -9,13 +9,24 @@ from continual_eval.results import load_results, summary
 
 
 def compare_runs(run_dirs: Sequence[Path]) -> str:
-    """Per run and arm: passes per session, total tokens and agent requests, failed cells, regressions."""
+    """Per run and arm: passes per session, total tokens and agent requests, failed cells, regressions;
+    then per task, each run and arm's pass (P) / fail (F) per session."""
     lines = [
         "| run | label | arm | passes per session | tokens | agent requests | cells failed | regressions |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for run_dir in run_dirs:
+    columns: list[tuple[int, str]] = []  # (run position, arm): a run given twice is two columns
+    labels: dict[tuple[int, str], str] = {}
+    marks: dict[tuple[str, tuple[int, str]], str] = {}
+    for position, run_dir in enumerate(run_dirs):
         document, results = load_results(run_dir)
+        run = str(document.get("run", run_dir.name))
+        for r in results:  # task, arm, session order, as the run wrote them
+            column = (position, r.arm)
+            if column not in columns:
+                columns.append(column)
+                labels[column] = f"{run} {r.arm}"
+            marks[(r.task, column)] = marks.get((r.task, column), "") + ("P" if r.passed else "F")
         label = "pipeline test (scripted)" if document.get("scripted") else str(document.get("model"))
         regressions = document.get("regressions") or []
         for arm, sessions in summary(results).items():
@@ -29,4 +40,13 @@ def compare_runs(run_dirs: Sequence[Path]) -> str:
                 f"| {document.get('run', run_dir.name)} | {label} | {arm} | {passes} | {tokens} | {requests} | "
                 f"{failed} | {flagged} |"
             )
+    tasks = sorted({task for task, _ in marks})
+    lines += [
+        "",
+        "| task | " + " | ".join(labels[c] for c in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    lines += [
+        f"| {task} | " + " | ".join(marks.get((task, c), "-") for c in columns) + " |" for task in tasks
+    ]
     return "\n".join(lines) + "\n"

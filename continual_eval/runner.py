@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,8 @@ class RunOptions:
     out: Path
     endpoint: Endpoint
     sessions: int | None = None  # overrides each task's count
+    max_turn_requests: int | None = None  # overrides each task's [limits] (slow local models)
+    prompt_timeout: float | None = None
     server_argv: tuple[str, ...] = (sys.executable, "-m", "acp_server")
     keep_work: bool = False
     progress: Callable[[str], None] = lambda line: None
@@ -218,6 +220,11 @@ async def _session(
 async def run_arm(
     task: Task, plan: ArmPlan, options: RunOptions, work: Path, proxy: RecordingProxy, base_url: str
 ) -> list[SessionResult]:
+    task = replace(
+        task,
+        max_turn_requests=options.max_turn_requests or task.max_turn_requests,
+        prompt_timeout=options.prompt_timeout or task.prompt_timeout,
+    )
     arm_dir = work / task.name / plan.name
     arm_dir.mkdir(parents=True, exist_ok=True)
     traces = options.out / "traces" / task.name / plan.name
@@ -242,6 +249,7 @@ async def run_arm(
             "arm": plan.name,
             "session": session,
             "prompt": task.prompt_for(session),
+            "limits": {"max_turn_requests": task.max_turn_requests, "prompt_timeout": task.prompt_timeout},
         }
         with (
             (folder / "frames.jsonl").open("w", encoding="utf-8") as frames,

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kernel_bridge.output import write_private
 from kernel_bridge.process_identity import pid_exists, start_time
 
 log = logging.getLogger(__name__)
@@ -68,11 +69,7 @@ class KernelLedger:
             before = json.dumps(entries)
             yield entries
             if json.dumps(entries) != before:
-                tmp = self.path.with_name(self.path.name + f".tmp-{os.getpid()}")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(entries, handle)
-                os.replace(tmp, self.path)
+                write_private(self.path, json.dumps(entries), sync=False)
         finally:
             os.close(lock_fd)
 

@@ -63,6 +63,26 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+def write_private(path: Path, data: str | bytes, *, sync: bool = True) -> None:
+    """Replace `path` with `data`, mode 0600, atomically: a hidden temp file beside it (never
+    through a link), fsynced unless `sync` is False, renamed over `path`; removed on failure.
+    kernel_bridge's and agent_core's one atomic private write (harness_store has its own, as
+    neither package may import the other). Raises OSError."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    raw = data if isinstance(data, bytes) else data.encode("utf-8")
+    try:
+        with os.fdopen(os.open(temp, flags, 0o600), "wb") as handle:
+            handle.write(raw)
+            if sync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
 class OutputCollector:
     """Collects one cell's text; `text()` is what the model sees, `path` holds all of it."""
 

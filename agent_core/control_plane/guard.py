@@ -28,7 +28,6 @@ from pathlib import Path
 
 from agent_core.control_plane.held import MAX_HELD_BYTES, HeldChange, HeldFile, write_bytes_atomic
 from agent_core.control_plane.scan import Scan, file_stat, moved, scan
-from harness_store import write_listeners
 
 __all__ = ["CONTROL_DIR", "MODEL_NOTE", "ControlPlaneGuard", "LockBusy"]
 
@@ -78,11 +77,17 @@ class ControlPlaneGuard:
         self._scans: dict[Path, Scan] = {}
         self._content: dict[str, _Content] = {}
         self._listening: list[Path] = []
+        # Imported here: a session's turn module loads this one before the session/new answer,
+        # and harness_store (with pydantic) must load only after it.
+        from harness_store import write_listeners
+
         for root in self.roots:
             write_listeners.register(root, self._server_wrote)
             self._listening.append(root)
 
     def close(self) -> None:
+        from harness_store import write_listeners
+
         for root in self._listening:
             write_listeners.unregister(root, self._server_wrote)
         self._listening.clear()

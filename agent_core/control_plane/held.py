@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness_store import write_listeners
-
 __all__ = ["MAX_HELD_BYTES", "HeldChange", "HeldFile"]
 
 # A file bigger than this is not kept byte for byte (a cell writing a huge file is held as "too
@@ -154,6 +152,8 @@ class HeldChange:
 
         A server write like the store's: under the store lock and reported to the guards
         (harness_store.write_listeners), so no session's guard takes it for its cell's."""
+        from harness_store import write_listeners  # after the session/new answer, like the store
+
         problems: list[str] = []
         for held in self.files:
             with _store_lock(Path(held.path)):

@@ -38,7 +38,7 @@ def test_every_config_file_has_a_launch_line_for_doctor() -> None:
     assert files == {entry.config for entry in EDITORS if entry.config}
 
 
-def test_the_clients_found_in_the_issue_name_their_minimum_versions() -> None:
+def test_the_clients_driven_for_real_name_their_minimum_versions() -> None:
     tested = {entry.editor: f"{entry.tested}; {entry.requires}" for entry in EDITORS}
     assert "Neovim >= 0.11" in tested["Neovim + CodeCompanion.nvim"]
     assert "Emacs >= 29.1" in tested["Emacs + agent-shell"]

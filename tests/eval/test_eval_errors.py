@@ -22,6 +22,8 @@ TASKS = Path(__file__).parent / "tasks"
         (["--scripted", "--tasks", "nope"], "unknown task(s) nope; the suite has"),
         (["--base-url", ""], "name the model: --base-url URL --model ID"),
         (["--scripted", "--sessions", "0"], "--sessions must be at least 1"),
+        (["--scripted", "--max-turn-requests", "0"], "--max-turn-requests must be at least 1"),
+        (["--scripted", "--prompt-timeout", "-1"], "--prompt-timeout must be a positive number of seconds"),
         (["--scripted", "--without", "r-1"], "--without needs --from RUN_DIR"),
         (["--scripted", "--server-env", "NOEQUALS"], "--server-env wants KEY=VALUE"),
         (["/no/such/suite", "--scripted"], "/no/such/suite: no such suite"),

@@ -114,6 +114,7 @@ def test_report_compares_runs_side_by_side(run: tuple[Path, dict[str, Any]]) -> 
     rows = [line for line in done.stdout.splitlines() if line.startswith(f"| {out.name} |")]
     assert len(rows) == 4  # two runs x two arms
     assert "| learning | 1/1 1/1 |" in rows[0]
+    assert f"| {SUBSET} | PP | PP | PP | PP |" in done.stdout  # per task: two runs x two arms
 
 
 def test_a_refinement_that_breaks_a_passing_task_is_flagged_and_can_be_replayed_without(
@@ -159,6 +160,7 @@ def test_a_real_endpoint_is_measured_through_the_recording_proxy(tmp_path: Path)
         done = _eval(
             str(TASKS / "bad-lesson"), "--base-url", url, "--model", "some-model",
             "--arms", "frozen", "--sessions", "1", "--out", str(out),
+            "--max-turn-requests", "3", "--prompt-timeout", "300",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-4000:]
         sent = [r for r in endpoint.requests if r.get("model") == "some-model"]
@@ -170,3 +172,5 @@ def test_a_real_endpoint_is_measured_through_the_recording_proxy(tmp_path: Path)
     assert row["agent_requests"] == len(sent) == 1
     assert (row["input_tokens"], row["cache_read_tokens"], row["output_tokens"]) == (20, 100, 7)
     assert row["usage_reported"] is True
+    meta = json.loads((out / "traces" / "bad-lesson" / "frozen" / "session-1" / "session.json").read_text())
+    assert meta["limits"] == {"max_turn_requests": 3, "prompt_timeout": 300.0}

@@ -118,7 +118,12 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
 ) -> None:
     entry = _entry_file(project)
-    model.push(tool_call(_write_cell(entry, _cheat_entry()), title="cheat"), text("done"), text("next"))
+    model.push(
+        tool_call(_write_cell(entry, _cheat_entry()), title="cheat"),
+        text("done"),
+        tool_call("print('second')", title="an ordinary cell"),
+        text("next"),
+    )
     client = spawn(model.base_url)
     initialize(client)
     sid, _ = new_session(client, str(project))
@@ -135,9 +140,15 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     assert str(cards[0]["title"]).startswith("Held for review: a cell wrote .continual-acp/: ")
     held = cards[0]["rawInput"]["held"]
     assert held["cellId"].startswith("call_") and "cheat.md" in held["code"], held
+    # A person edits the gate file between prompts: theirs, kept through the next prompt's cell.
+    gates = project / ".continual-acp" / "gates.toml"
+    gates.write_text('[[gate]]\ncommand = "make check"\n')
     # The next prompt does not carry the entry.
     prompt(client, sid, "again")
     assert SECRET not in str(model.requests[-1]["messages"][0]["content"])
+    assert "second" in _tool_result_of_last_request(model)
+    assert gates.read_text() == '[[gate]]\ncommand = "make check"\n'
+    assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1
     # Approved, the file is back (a person's edit, loaded as today).
     proposal = str(cards[0]["rawInput"]["proposalId"])
     decided = client.request(

@@ -81,3 +81,21 @@ async def test_quiescence_is_refinement_idle_and_no_child_running(tmp_path: Path
     async with service.jobs.busy():
         assert not service.quiescence().quiescent
         assert service.quiescence().in_flight == 1
+
+
+async def test_pending_reviews_read_the_disk_only_when_refreshed(tmp_path: Path) -> None:
+    from agent_core.refinement.pending_reviews import PendingReviews
+
+    scopes = Scopes(
+        HarnessStore(tmp_path / "sessions" / "s1" / "harness"), HarnessStore(tmp_path / "harness")
+    )
+    mine = PendingReviews(scopes, "s1")
+    other = HarnessService(scopes, session_id="s2", policy=lambda: Policy(mode="ask", refine_review="always"))
+    held = await other.submit(
+        _memory("shared"), scope="global", trigger="model", baseline=None, source="agent"
+    )
+    assert held.proposal_id not in mine.reviews  # another session's proposal: not read yet
+    assert held.proposal_id in mine.refresh()
+    assert other.pending.claim(held.proposal_id) is not None  # decided there: its file is gone
+    assert held.proposal_id in mine.reviews
+    assert held.proposal_id not in mine.refresh()
