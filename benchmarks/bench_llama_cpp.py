@@ -223,6 +223,7 @@ def main() -> int:
     parser.add_argument("--formats", default="auto,text", help="action formats to drive, comma-separated")
     parser.add_argument("--n-ctx", type=int, default=2048, help="the server's context (its default is 2048)")
     parser.add_argument("--turn-timeout", type=float, default=900.0)
+    parser.add_argument("--base-url", help="a llama.cpp server already running (else one is started)")
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument("--capture", type=Path, help="record requests and raw responses here (JSON lines)")
     args = parser.parse_args()
@@ -232,20 +233,19 @@ def main() -> int:
         print("bench_llama_cpp: llama-cpp-python is not installed; see the README", file=sys.stderr)
         return 2
     root = Path(tempfile.mkdtemp(prefix="bench-llama-"))
-    port = free_port()
-    server = start_llama(port, args.n_ctx, root / "llama-server.log")
+    server = None
+    if args.base_url:
+        base_url = args.base_url.rstrip("/")
+    else:
+        port = free_port()
+        server = start_llama(port, args.n_ctx, root / "llama-server.log")
+        base_url = f"http://127.0.0.1:{port}/v1"
     proxy = None
-    base_url = f"http://127.0.0.1:{port}/v1"
     if args.capture:
         proxy_port = free_port()
+        upstream = base_url.removesuffix("/v1")
         proxy = subprocess.Popen(
-            [
-                sys.executable,
-                str(HERE / "record_proxy.py"),
-                f"http://127.0.0.1:{port}",
-                str(proxy_port),
-                str(args.capture),
-            ]
+            [sys.executable, str(HERE / "record_proxy.py"), upstream, str(proxy_port), str(args.capture)]
         )
         base_url = f"http://127.0.0.1:{proxy_port}/v1"
         wait_for_port(proxy_port, proxy)

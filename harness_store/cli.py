@@ -33,12 +33,12 @@ from pydantic import BaseModel
 from harness_store.errors import HarnessStoreError
 from harness_store.models import KINDS, HarnessEntry, RefinementResult
 from harness_store.paths import data_home, global_root, local_root
-from harness_store.project import ProjectStore  # trust (issue 15)
+from harness_store.project import ProjectStore
 from harness_store.store import HarnessStore, RefinementNotFound, Store
 from harness_store.verify import PreApplyVerifier, Verdict
 from harness_store.views import render_view
 
-# trust (issue 15): (scope, cwd) -> the pre-apply skill verifier the composition root builds.
+# (scope, cwd) -> the pre-apply skill verifier the composition root builds.
 VerifierFactory = Callable[[str, Path], PreApplyVerifier]
 
 
@@ -281,7 +281,7 @@ def _run(
 def _import(
     args: argparse.Namespace, home: Path, repo: str | None, verifier_factory: VerifierFactory | None
 ) -> tuple[Any, str, int]:
-    """trust (issue 15): apply a proposal file through the same validation, checks and history."""
+    """Apply a proposal file through the same validation, checks and history."""
     try:
         raw = json.loads(Path(args.file).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

@@ -33,7 +33,7 @@ _SOURCE_BY_TRIGGER = {"user": "user", "cli": "user", "model": "agent", "auto": "
 
 # Callable answering "does this transcript message id exist?"; None means "not checked".
 EvidenceChecker = Callable[[str], bool]
-# trust (issue 15): called with a skill entry about to be written; returns (refusal or None, check note).
+# called with a skill entry about to be written; returns (refusal or None, check note).
 PreApplyHook = Callable[[HarnessEntry], "tuple[str | None, str | None]"]
 
 
@@ -58,7 +58,7 @@ class ApplyOptions:
     restores: Sequence[HarnessEntry | None] = ()
     # Per-edit refusals decided before apply (rollback conflicts); None means "no refusal".
     preset_errors: Sequence[str | None] = ()
-    # trust (issue 15): the pre-apply skill check (see harness_store/verify.py); None = not checked.
+    # the pre-apply skill check (see harness_store/verify.py); None = not checked.
     pre_apply: PreApplyHook | None = None
 
 
@@ -87,7 +87,7 @@ class _Work:
 def _baseline_entry(baseline: HarnessState, kind: str, entry_id: str, scope: str) -> HarnessEntry | None:
     # A baseline may be one store's state or a merged view where colliding local ids are keyed
     # `local:<id>`; pick the entry of the scope being edited.
-    for key in (f"local:{entry_id}", f"project:{entry_id}", entry_id):  # trust: + project (issue 15)
+    for key in (f"local:{entry_id}", f"project:{entry_id}", entry_id):  # project: the repository's scope
         candidate = baseline.get(kind, key)
         if candidate is not None and candidate.scope == scope:
             return candidate
@@ -130,7 +130,7 @@ def _write(
             created_at=opts.now,
             updated_at=opts.now,
             version=1,
-            examples=list(edit.examples or []),  # trust (issue 15)
+            examples=list(edit.examples or []),
         )
     changes: dict[str, Any] = {
         "title": edit.title,
@@ -164,7 +164,7 @@ def _refusal(
             before, _baseline_entry(opts.baseline, kind, entry_id, before.scope if before else opts.scope)
         ):
             return MSG_BASELINE
-    # trust (issue 15): generalized to the project scope; the local/global message is unchanged.
+    # generalized to the project scope; the local/global message is unchanged.
     if opts.scope in ("local", "project") and edit.action in ("update", "delete"):
         if before is not None and before.scope != opts.scope and before.scope in ("global", "project"):
             return f"{before.scope} entry is read-only in a {opts.scope} refinement"
@@ -207,7 +207,7 @@ def apply_proposal(
             assert entry_id is not None
             if edit.action != "delete":
                 after = _write(edit, entry_id, before, restore, opts)
-                # trust (issue 15): a skill written by a create/update (not a restore) is checked first.
+                # a skill written by a create/update (not a restore) is checked first.
                 if opts.pre_apply is not None and after.kind == "skill" and restore is None:
                     error, check = opts.pre_apply(after)
                     if error is not None:
@@ -267,7 +267,7 @@ def edit_from(entry: HarnessEntry, action: str, reason: str, *, entry_id: str | 
         metadata=entry.metadata,
         evidence=entry.evidence,
         reason=reason,
-        examples=entry.examples,  # trust (issue 15)
+        examples=entry.examples,
     )
 
 

@@ -18,7 +18,7 @@ ACTIONS: tuple[str, ...] = ("create", "update", "delete")
 TRIGGERS: tuple[str, ...] = ("user", "model", "auto", "rollback", "cli")
 
 Kind = Literal["prompt", "memory", "skill", "subagent"]
-Scope = Literal["local", "global", "project"]  # trust: + project (issue 15)
+Scope = Literal["local", "global", "project"]  # project: the repository's scope
 Trust = Literal["candidate", "verified", "rejected"]
 Source = Literal["refine", "agent", "user"]
 Trigger = Literal["user", "model", "auto", "rollback", "cli"]
@@ -35,7 +35,7 @@ CONTENT_FIELDS: tuple[str, ...] = (
     "arguments",
     "metadata",
     "scope",
-    "examples",  # trust (issue 15): a skill's runnable examples are part of what it is
+    "examples",  # a skill's runnable examples are part of what it is
 )
 # What a rollback restores field for field.
 RESTORED_FIELDS: tuple[str, ...] = (*CONTENT_FIELDS, "trust")
@@ -61,7 +61,7 @@ class HarnessEntry(BaseModel):
     created_at: str
     updated_at: str
     version: int = 1
-    # trust (issue 15): calls a skill check runs before the skill is written, each
+    # calls a skill check runs before the skill is written, each
     # `{"args": [...], "kwargs": {...}, "expect": <value>}` or with `"predicate": "<expr over result>"`.
     examples: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -98,7 +98,7 @@ def _evidence(value: Any) -> list[str] | None:
 
 
 def _examples(value: Any) -> list[dict[str, Any]] | None:
-    """trust (issue 15): a list of example objects; non-object items are dropped."""
+    """A list of example objects; non-object items are dropped."""
     if not isinstance(value, list):
         return None
     return [item for item in value if isinstance(item, dict)]
@@ -125,7 +125,7 @@ def normalize_edit(raw: dict[str, Any]) -> dict[str, Any]:
         "metadata": _dict_or_none(raw.get("metadata")),
         "reason": _str_or_none(raw.get("reason")),
         "evidence": _evidence(raw.get("evidence")),
-        "examples": _examples(raw.get("examples")),  # trust (issue 15)
+        "examples": _examples(raw.get("examples")),
     }
 
 
@@ -145,7 +145,7 @@ class Edit(BaseModel):
     metadata: dict[str, Any] | None = None
     reason: str | None = None
     evidence: list[str] | None = None
-    examples: list[dict[str, Any]] | None = None  # trust (issue 15): skill examples
+    examples: list[dict[str, Any]] | None = None  # skill examples
 
     @model_validator(mode="before")
     @classmethod
@@ -189,7 +189,7 @@ class AppliedEdit(Edit):
     after: HarnessEntry | None = None
     applied: bool = False
     error: str | None = None
-    # trust (issue 15): the pre-apply skill check's output on an applied edit ("verified: ...",
+    # the pre-apply skill check's output on an applied edit ("verified: ...",
     # "not verified: verify_skills is off"); a failed check is the refusal `error` instead.
     check: str | None = None
 

@@ -1,4 +1,4 @@
-"""Which parts of an entry the prompt rendering neutralizes, so `/harness` can flag it (issue 15).
+"""Which parts of an entry the prompt rendering neutralizes, so `/harness` can flag it.
 
 The overview renders entry text as quoted, bounded data (overview.py): control and format
 characters become visible escapes, tag-like `<` a look-alike, and content is cut to a bound. This

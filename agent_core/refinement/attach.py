@@ -91,14 +91,14 @@ class SessionRefinement:
             session_id=session.id,
             local_store=session.local_store,
             global_store=session.global_store,
-            project_store=session.project_store,  # trust (issue 15): None outside a git repository
+            project_store=session.project_store,  # None outside a git repository
             planner=planner,
             trajectory=trajectory,
             policy=policy,
             auto_every=_setting(config, "auto_refine_every", DEFAULT_AUTO_EVERY, int),
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
-        from agent_core.skill_check import session_verifiers  # trust (issue 15)
+        from agent_core.skill_check import session_verifiers
 
         coordinator.skill_verifier = session_verifiers(session)
         coordinator.service.children = partial(_running_children, session)

@@ -74,7 +74,7 @@ def _entry_json(key: str, entry: HarnessEntry, *, full: bool) -> dict[str, Any]:
         "trust": entry.trust,
         "version": entry.version,
         "updated_at": entry.updated_at,
-        # trust (issue 15): why the prompt shows this entry altered (empty: as written).
+        # why the prompt shows this entry altered (empty: as written).
         "neutralized": list(neutralized(entry)),
     }
     if full:

@@ -62,7 +62,7 @@ def _project_edit(raw: dict[str, Any]) -> dict[str, Any]:
 
 def split_plan(data: dict[str, Any], scope: Scope) -> Plan:
     """The planner's JSON as a `Plan`: an edit with `"scope": "project"` goes to the project part;
-    any other scope value (or none) stays in the refinement's scope, as before issue 15."""
+    any other scope value (or none) stays in the refinement's scope."""
     raw_edits = data.get("edits")
     edits = [e for e in raw_edits if isinstance(e, dict)] if isinstance(raw_edits, list) else []
     if scope == "project":

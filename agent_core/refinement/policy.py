@@ -10,7 +10,7 @@ The table (refine_review x mode), for a proposal whose kinds are not yet trusted
 
 `ask` means "permission before every cell and every refinement", so it reviews local
 proposals too -- unless the user explicitly chose `never`, which is the one setting that says
-"do not ask me about refinements". A project edit (issue 15) is always reviewed otherwise, trusted
+"do not ask me about refinements". A project edit is always reviewed otherwise, trusted
 kind or not: it lands in the repository for everyone. A kind trusted for the session ("apply and trust this kind")
 skips review for that scope and kind only; it never widens to the other scope.
 """
@@ -36,7 +36,7 @@ def needs_review(
     if refine_review == "never":
         return False
     if scope == "project":
-        return True  # trust (issue 15): a project edit is committed with the code: always asked
+        return True  # a project edit is committed with the code: always asked
     kinds = set(kinds)
     if kinds and all((scope, kind) in trusted for kind in kinds):
         return False

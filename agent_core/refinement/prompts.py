@@ -50,7 +50,7 @@ Answer with one JSON object and nothing else:
 """
 
 
-# trust (issue 15): what the planner is told about the project scope, and the rule the project
+# what the planner is told about the project scope, and the rule the project
 # store enforces on what it writes there (harness_store/project_rules.py).
 PROJECT_RULE = """\
 Project scope: this session works in a git repository whose project harness is committed with its code

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from agent_core.control_plane.held import HeldChange
     from harness_store import HarnessState, Proposal, RefinementResult
 
-Scope = Literal["local", "global", "project"]  # trust (issue 15): + project
+Scope = Literal["local", "global", "project"]  # project: the repository's scope
 Trigger = Literal["user", "model", "auto"]
 Mode = Literal["ask", "auto", "autonomous"]
 RefineReview = Literal["always", "global_only", "never"]
@@ -54,7 +54,7 @@ class PendingReview:
     # It has a file (pending_files.py): it survives a restart, and its file going away means it
     # was decided elsewhere.
     saved: bool = False
-    # trust (issue 15): (kind, id) of the local entry this proposal promotes (`/promote`): approving
+    # (kind, id) of the local entry this proposal promotes (`/promote`): approving
     # it also deletes the local copy, a second refinement that names this one.
     promotion_of: tuple[str, str] | None = None
     # A change a cell made to `.continual-acp/` (agent_core.control_plane), already restored: the

@@ -41,7 +41,7 @@ def edit_summary(edit: Any, *, scope: str, view_path: ViewPath | None = None) ->
         body["after"] = _view(after) or ""
     if edit.error:
         body["error"] = edit.error
-    if getattr(edit, "check", None):  # trust (issue 15): the skill check's note on an applied skill
+    if getattr(edit, "check", None):  # the skill check's note on an applied skill
         body["check"] = edit.check
     if edit.evidence:
         body["evidence"] = list(edit.evidence)

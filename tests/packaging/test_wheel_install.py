@@ -294,3 +294,33 @@ def test_the_review_panel_serves_its_static_files_from_the_wheel(installed: Inst
             proc.kill()
             proc.wait()
     assert proc.returncode == 0
+
+
+def test_uvx_runs_the_registry_launch_line_from_the_built_wheel(installed: Installed) -> None:
+    # The registry's distribution is uvx: `uvx --from <wheel>` runs the same launch line in an
+    # environment uv builds itself (dependencies from the wheelhouse, so it is offline after the first run).
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent))
+    assert uv is not None, "uv is a test dependency: pip install -e '.[test]'"
+    uvx = json.loads((ROOT / "registry" / "continual-acp" / "agent.json").read_text())["distribution"]["uvx"]
+    env = {**installed.env, "UV_CACHE_DIR": str(installed.run_dir / "uv-cache"), "UV_NO_CONFIG": "1"}
+    argv = [
+        uv,
+        "tool",
+        "run",
+        "--no-index",
+        "--find-links",
+        str(_wheelhouse()),
+        "--from",
+        str(installed.wheel),
+    ]
+    argv += [uvx["package"].split("==")[0], *uvx["args"]]
+    client = AcpClient(env, argv=argv, cwd=str(installed.run_dir))
+    try:
+        answer = client.request(
+            "initialize",
+            {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        )
+        assert answer["agentInfo"]["version"] == __version__
+        assert [m["id"] for m in answer["authMethods"]] == ["continual-acp-setup"]
+    finally:
+        assert client.close() == 0, client.stderr()

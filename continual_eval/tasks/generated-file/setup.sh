@@ -1,1 +1,2 @@
+mkdir -p src
 python3 tools/gen.py >/dev/null
