@@ -728,7 +728,12 @@ def plan_update_by_id(plan_id: str, entries: Iterable[PlanItem]) -> Frame:
 
 # A child's state as the unstable `StateUpdate` names it. States it has no word for go as
 # implementation-specific values (a leading `_`), which the schema reserves for that.
-_SUBAGENT_STATES = {"running": "running", "needs-action": "requires_action", "idle": "idle", "finished": "idle"}
+_SUBAGENT_STATES = {
+    "running": "running",
+    "needs-action": "requires_action",
+    "idle": "idle",
+    "finished": "idle",
+}
 
 
 def subagent_update(child_session_id: str, name: str, task: str, state: str, parent_session_id: str) -> Frame:

@@ -517,7 +517,9 @@ CASES: dict[str, Case] = {
         ),
         "AgentPlanUpdate",
     ),
-    "subagent_update": Case(lambda: f.subagent_update("child-1", "tests", "run the tests", "needs-action", "parent-1")),
+    "subagent_update": Case(
+        lambda: f.subagent_update("child-1", "tests", "run the tests", "needs-action", "parent-1")
+    ),
     "plan_update_by_id": Case(
         lambda: f.plan_update_by_id("session", [PlanEntry("Load the data", "completed", "high")])
     ),
