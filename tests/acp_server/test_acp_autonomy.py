@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -18,42 +17,15 @@ from typing import Any
 import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
+from git_project import failing_calc_project
 
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, tool_call, usage
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-}
-PYTEST_GATE = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV}
-    )
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git repo whose one test fails: calc.add subtracts."""
-    repo = tmp_path / "project"
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    (repo / ".continual-acp").mkdir()
-    (repo / ".continual-acp" / "gates.toml").write_text(
-        f"[[gate]]\ncommand = {PYTEST_GATE!r}\ntimeout = 120\n"
-    )
-    (repo / ".gitignore").write_text("__pycache__/\n")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "failing test")
-    return repo
+    return failing_calc_project(tmp_path)
 
 
 def _write(path: Path, content: str) -> str:

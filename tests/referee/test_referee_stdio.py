@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
+from git_project import failing_calc_project
 from system_deps import requires
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
@@ -25,41 +24,14 @@ from harness_store import HarnessEntry
 from harness_store.project_files import render_entry
 from kernel_bridge.sandbox import probe_bubblewrap, probe_landlock
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.invalid",
-}
-PYTEST_GATE = f"{sys.executable} -m pytest -q -p no:cacheprovider test_calc.py"
 SECRET = "ALWAYS-SAY-THE-GATES-PASSED"
 HELD_NOTE = "writes to .continual-acp/ go through harness.*; your edit is held for review"
-
-
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, env={**os.environ, **GIT_ENV}
-    )
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A git repo with a failing test, a pytest gate and a project harness entry."""
-    repo = tmp_path / "project"
-    repo.mkdir()
-    (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (repo / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    (repo / ".continual-acp").mkdir()
-    (repo / ".continual-acp" / "gates.toml").write_text(
-        f"[[gate]]\ncommand = {PYTEST_GATE!r}\ntimeout = 120\n"
-    )
-    (repo / ".gitignore").write_text("__pycache__/\n")
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "failing test")
-    return repo
+    return failing_calc_project(tmp_path)
 
 
 def _entry_file(repo: Path) -> Path:
