@@ -45,9 +45,23 @@ class StateParams(HarnessParams):
     MUST: ClassVar[dict[str, str]] = {
         "scope": "must be local, global, project or merged",
         "asOf": "must be a refinement id",
+        "limit": "must be an integer from 1 to 2000",
+        "cursor": "must be the nextCursor of an earlier answer",
+        "kind": "must be " + ", ".join(KINDS),
     }
     scope: Literal["local", "global", "project", "merged"] = "merged"
     as_of: StrictStr | None = Field(None, alias="asOf")
+    # One page at a time: a 10,000-entry harness whole is megabytes; `nextCursor` leads on.
+    limit: StrictInt = Field(500, ge=1, le=2000)
+    cursor: StrictStr | None = None
+    kind: StrictStr | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str | None) -> str | None:
+        if value is not None and value not in KINDS:
+            raise ValueError("unknown kind")
+        return value
 
 
 class HistoryParams(HarnessParams):

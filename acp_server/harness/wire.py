@@ -7,6 +7,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from acp_server import frames
+from acp_server.harness import state_pages
+from acp_server.harness.state_pages import StateQuery
 
 if TYPE_CHECKING:
     from agent_core.refinement.records import RefinementOutcome
@@ -88,14 +90,21 @@ def result_full(result: RefinementResult) -> JsonObject:
     return body
 
 
-def state_answer(state: HarnessState) -> JsonObject:
-    """`_harness/state`: every entry under its key (kind, then key order) and the tombstones."""
-    entries = [
-        {"key": key, **to_wire_object(entry)}
-        for kind in sorted(state.entries)
-        for key, entry in sorted(state.entries[kind].items())
-    ]
-    return frames.harness_state_response(entries, [to_wire_object(t) for t in state.tombstones])
+def state_answer(
+    state: HarnessState,
+    query: StateQuery | None = None,
+    cursor: str | None = None,
+    limit: int = state_pages.MAX_LIMIT,
+) -> JsonObject:
+    """`_harness/state`: one page of entries under their keys (kind, then key order), the tombstones
+    (of the asked kind), `total`, and `nextCursor` when more follow. Without a query: every entry."""
+    kind = query.kind if query else None
+    after = state_pages.decode_cursor(query, cursor) if query and cursor else None
+    page = state_pages.select(state.entries, kind, after, limit if query else 1 << 62)
+    entries = [{"key": key, **to_wire_object(state.entries[k][key])} for k, key in page.keys]
+    tombstones = [to_wire_object(t) for t in state.tombstones if kind is None or t.kind == kind]
+    next_cursor = state_pages.encode_cursor(query, page.next_last) if query and page.next_last else None
+    return frames.harness_state_response(entries, tombstones, next_cursor, page.total)
 
 
 def status_answer(status: HarnessStatus) -> JsonObject:
