@@ -2,7 +2,7 @@
 
 A large harness (thousands of entries) answered whole is megabytes of JSON and seconds of encoding,
 so an answer carries at most `limit` entries in (kind, key) order and a `nextCursor` when more
-follow. The cursor is keyset, not an offset: it names the last (kind, key) sent, so an entry created,
+follow (the tombstones ride on the first page only). The cursor is keyset, not an offset: it names the last (kind, key) sent, so an entry created,
 changed or removed between two pages never shifts the rest. It also names the query it belongs to
 (session, scope, asOf, kind): a cursor replayed against another query, or text that is not a cursor
 this server wrote, is refused with -32602 instead of silently answering the wrong page.
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from acp_server.errors import AcpError
 
+# The default answers a harness of ordinary size (hundreds of entries) whole, as before paging.
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 2000
 _VERSION = 1

@@ -90,20 +90,19 @@ def result_full(result: RefinementResult) -> JsonObject:
     return body
 
 
-def state_answer(
-    state: HarnessState,
-    query: StateQuery | None = None,
-    cursor: str | None = None,
-    limit: int = state_pages.MAX_LIMIT,
-) -> JsonObject:
-    """`_harness/state`: one page of entries under their keys (kind, then key order), the tombstones
-    (of the asked kind), `total`, and `nextCursor` when more follow. Without a query: every entry."""
-    kind = query.kind if query else None
-    after = state_pages.decode_cursor(query, cursor) if query and cursor else None
-    page = state_pages.select(state.entries, kind, after, limit if query else 1 << 62)
-    entries = [{"key": key, **to_wire_object(state.entries[k][key])} for k, key in page.keys]
-    tombstones = [to_wire_object(t) for t in state.tombstones if kind is None or t.kind == kind]
-    next_cursor = state_pages.encode_cursor(query, page.next_last) if query and page.next_last else None
+def state_answer(state: HarnessState, query: StateQuery, cursor: str | None, limit: int) -> JsonObject:
+    """`_harness/state`: one page of at most `limit` entries under their keys (kind, then key order)
+    after `cursor`, `total` (the entries of every page), `nextCursor` when more follow, and the
+    tombstones (of the asked kind) on the first page only."""
+    after = state_pages.decode_cursor(query, cursor) if cursor else None
+    page = state_pages.select(state.entries, query.kind, after, limit)
+    entries = [{"key": key, **to_wire_object(state.entries[kind][key])} for kind, key in page.keys]
+    tombstones = (
+        [to_wire_object(t) for t in state.tombstones if query.kind is None or t.kind == query.kind]
+        if after is None
+        else []
+    )
+    next_cursor = state_pages.encode_cursor(query, page.next_last) if page.next_last else None
     return frames.harness_state_response(entries, tombstones, next_cursor, page.total)
 
 
