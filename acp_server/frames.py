@@ -846,7 +846,10 @@ def initialize_response(
                 "resume": {},
                 "close": {},
                 "delete": {},
+                # Unstable v1 (session_methods.py). A client that does not know them ignores them.
                 "fork": {},
+                "status": {},
+                "title": {},
             },
             "_meta": {
                 META_KEY: {

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from acp_client import UNMODELLED, without_paths
 
 from acp_server import frames as f
 from agent_core.events import PlanEntry
@@ -557,6 +558,8 @@ CASES: dict[str, Case] = {
             auth_methods=[SETUP_TERMINAL],
         ),
         "InitializeResponse",
+        unstable="InitializeResponse",
+        stable=True,
     ),
     "terminal_auth_method": Case(lambda: SETUP_TERMINAL, "TerminalAuthMethod"),
     "agent_auth_method": Case(
@@ -705,6 +708,8 @@ def test_frame_round_trips_through_its_acp_schema_model(case: str) -> None:
     model = getattr(schema, spec.model)
     items = target if spec.each and isinstance(target, list) else [target]
     for item in items:
+        # Unstable fields acp.schema 0.12 does not model are checked by the SDK schema test instead.
+        item = without_paths(item, UNMODELLED.get(spec.model, ()))
         dumped = model.model_validate(item).model_dump(mode="json", by_alias=True, exclude_unset=True)
         assert dumped == item
 
