@@ -466,9 +466,11 @@ def harness_through_server(
             sids.append(sid)
             logs.append(log_path)
         try:
-            keys = ("state", "state_all", "command", "prompt", "apply")
+            keys = ("state", "state_all", "command", "prompt", "apply", "prompt_after_apply")
             timings: dict[str, list[list[float]]] = {key: [[], []] for key in keys}
             pages: list[int] = [0, 0]
+            # Steady state first (no store changes between prompts, as in most turns), then each
+            # apply followed by the first prompt after it (its section ranks a changed kind afresh).
             for i in range(runs + 2):  # the first two warm caches and imports
                 for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
                     params = {"sessionId": sid, "scope": "merged"}
@@ -484,26 +486,32 @@ def harness_through_server(
                     t3 = time.perf_counter()
                     prompt(wire, sid, f"pandas plot csv question {i}")
                     t4 = time.perf_counter()
-                    wire.call("_harness/rollback", {"sessionId": sid, "refinementId": refinements[which][i]})
-                    t5 = time.perf_counter()
                     pages[which] = count
                     if i >= 2:
-                        for key, (a, b) in zip(
-                            keys, ((t0, t1), (t0, t2), (t2, t3), (t3, t4), (t4, t5)), strict=True
-                        ):
+                        for key, (a, b) in zip(keys, ((t0, t1), (t0, t2), (t2, t3), (t3, t4)), strict=False):
                             timings[key][which].append((b - a) * 1000)
+            for i in range(runs + 2):
+                for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
+                    t0 = time.perf_counter()
+                    wire.call("_harness/rollback", {"sessionId": sid, "refinementId": refinements[which][i]})
+                    t1 = time.perf_counter()
+                    prompt(wire, sid, f"pandas plot csv question {i}")
+                    t2 = time.perf_counter()
+                    if i >= 2:
+                        timings["apply"][which].append((t1 - t0) * 1000)
+                        timings["prompt_after_apply"][which].append((t2 - t1) * 1000)
             for key, (big, empty) in timings.items():
                 out[key] = {"big": big, "empty": empty}
             out["state_pages"] = {"big": pages[0], "empty": pages[1]}
         finally:
             for wire in wires:
                 wire.close()
-        section: dict[str, list[float]] = {}
+        steady, after = slice(2, runs + 2), slice(runs + 4, None)  # the warm-up prompts left out
         for label, log_path in zip(("big", "empty"), logs, strict=True):
             found = SECTION_LINE.findall(log_path.read_text(errors="replace"))
-            section[label] = [float(ms) for ms, _ in found][2:]  # the warm-up prompts left out
+            out.setdefault("section", {})[label] = [float(ms) for ms, _ in found[steady]]
+            out.setdefault("section_after_apply", {})[label] = [float(ms) for ms, _ in found[after]]
             out.setdefault("section_chars", {})[label] = int(found[-1][1]) if found else 0
-        out["section"] = section
     return out
 
 
@@ -657,6 +665,8 @@ def harness_rows(through: dict[str, Any]) -> list[str]:
         "prompt": "text-only prompt round trip",
         "section": "system prompt harness section, built in the server (debug line)",
         "apply": "apply, 5 edits (`_harness/rollback` of a 5-edit refinement)",
+        "prompt_after_apply": "text-only prompt round trip, the first after that apply",
+        "section_after_apply": "harness section of that first prompt after an apply (debug line)",
     }
     rows = []
     for key, label in names.items():
