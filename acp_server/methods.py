@@ -239,6 +239,7 @@ class AcpServer:
             compaction=self.client.compaction,
             plan_by_id=self.client.plan,  # unstable `plan_update` only to a client that advertises `plan`
             path_titles=titles_edit_cards_by_path(self.client.client_name),
+            subagent_updates=self.client.subagents,  # unstable `subagent_update`, replayed too
         )
         editor.session_id = session_id
         editor.presenter = presenter
