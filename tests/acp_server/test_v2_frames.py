@@ -22,6 +22,7 @@ from acp_server.initialize import initialize_answer, initialize_result
 from acp_server.v2 import builders, reshape
 from acp_server.v2.dialect import V2Dialect
 from acp_server.v2.switch import speaks_v2
+from agent_core import load_config
 from agent_core.config_table import ConfigError, from_env
 
 GOLDEN_V1 = Path(__file__).resolve().parents[1] / "golden"
@@ -160,6 +161,10 @@ def test_the_switch_speaks_v2_only_when_on_and_asked_and_refuses_a_bad_value() -
     assert not speaks_v2(1, ON) and not speaks_v2(2, {}) and not speaks_v2(True, ON)
     with pytest.raises(ConfigError, match="CONTINUAL_ACP_PROTOCOL"):
         from_env("CONTINUAL_ACP_PROTOCOL", {"CONTINUAL_ACP_PROTOCOL": "v2"})
+    # The configuration every session request checks refuses it too (-32012 naming the setting).
+    env = {"CONTINUAL_ACP_PROTOCOL": "3", "HOME": "/nonexistent", "CONTINUAL_ACP_HOME": "/nonexistent/data"}
+    with pytest.raises(ConfigError, match="it must be '1' or '2'"):
+        load_config(env)
 
 
 def test_a_client_asking_for_v2_gets_the_v1_answer_byte_for_byte_while_the_switch_is_off() -> None:
