@@ -1031,10 +1031,19 @@ def await_quiescence_response(quiescent: bool, last_refinement_id: str | None) -
 
 
 def harness_state_response(
-    entries: Sequence[Mapping[str, object]], tombstones: Sequence[Mapping[str, object]]
+    entries: Sequence[Mapping[str, object]],
+    tombstones: Sequence[Mapping[str, object]],
+    next_cursor: str | None = None,
+    total: int | None = None,
 ) -> Frame:
-    """The `_harness/state` result: entries (each with its `key`) and tombstones, wire-cased."""
-    return {"entries": [dict(e) for e in entries], "tombstones": [dict(t) for t in tombstones]}
+    """The `_harness/state` result: one page of entries (each with its `key`) and the tombstones,
+    wire-cased; `nextCursor` only when more entries follow, `total` the entries of every page."""
+    answer: Frame = {"entries": [dict(e) for e in entries], "tombstones": [dict(t) for t in tombstones]}
+    if total is not None:
+        answer["total"] = total
+    if next_cursor:
+        answer["nextCursor"] = next_cursor
+    return answer
 
 
 def harness_history_response(

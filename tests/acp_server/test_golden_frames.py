@@ -621,6 +621,14 @@ CASES: dict[str, Case] = {
             [{"kind": "note", "id": "n-0"}],
         )
     ),
+    "harness_state_response__paged": Case(
+        lambda: f.harness_state_response(
+            [{"key": "n-1", "kind": "memory", "id": "n-1", "content": "run make check"}],
+            [],
+            "WzEsWyJzIiwibWVyZ2VkIixudWxsLG51bGxdLFsibWVtb3J5Iiwibi0xIl1d",
+            12,
+        )
+    ),
     "harness_history_response": Case(
         lambda: f.harness_history_response(
             [{"id": "r-2", "summary": "tidy"}, {"id": "r-1", "summary": "add"}], "r-1"
