@@ -134,7 +134,9 @@ class V2Dialect:
         return [self._snapshot(session_id)] if s.active and s.state != s.last else []
 
     def result(self, method: str, result: Any) -> Any:
-        if method in ("session/new", "session/resume") and isinstance(result, Mapping):
+        if method in ("session/new", "session/resume", "session/set_config_option") and isinstance(
+            result, Mapping
+        ):
             return reshape.session_result(result)
         return result
 
