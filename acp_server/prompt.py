@@ -124,9 +124,12 @@ def register_prompt(server: PromptHost) -> None:
                 _usage_for(server, used),
             )
 
+    from acp_server.v2.lifecycle import acknowledging
+
+    # A v2 connection gets the answer at once and the turn framed by `state_update`s (acp_server/v2).
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
-    )(prompt)
+    )(acknowledging(prompt, server.v2_dialect, server.open_session))
 
 
 def _usage_for(server: ServerPort, used: TurnUsage) -> frames.Frame | None:

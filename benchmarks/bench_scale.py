@@ -466,9 +466,11 @@ def harness_through_server(
             sids.append(sid)
             logs.append(log_path)
         try:
-            keys = ("state", "state_all", "command", "prompt", "apply")
+            keys = ("state", "state_all", "command", "prompt", "apply", "prompt_after_apply")
             timings: dict[str, list[list[float]]] = {key: [[], []] for key in keys}
             pages: list[int] = [0, 0]
+            # Steady state first (no store changes between prompts, as in most turns), then each
+            # apply followed by the first prompt after it (its section ranks a changed kind afresh).
             for i in range(runs + 2):  # the first two warm caches and imports
                 for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
                     params = {"sessionId": sid, "scope": "merged"}
@@ -484,26 +486,32 @@ def harness_through_server(
                     t3 = time.perf_counter()
                     prompt(wire, sid, f"pandas plot csv question {i}")
                     t4 = time.perf_counter()
-                    wire.call("_harness/rollback", {"sessionId": sid, "refinementId": refinements[which][i]})
-                    t5 = time.perf_counter()
                     pages[which] = count
                     if i >= 2:
-                        for key, (a, b) in zip(
-                            keys, ((t0, t1), (t0, t2), (t2, t3), (t3, t4), (t4, t5)), strict=True
-                        ):
+                        for key, (a, b) in zip(keys, ((t0, t1), (t0, t2), (t2, t3), (t3, t4)), strict=False):
                             timings[key][which].append((b - a) * 1000)
+            for i in range(runs + 2):
+                for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
+                    t0 = time.perf_counter()
+                    wire.call("_harness/rollback", {"sessionId": sid, "refinementId": refinements[which][i]})
+                    t1 = time.perf_counter()
+                    prompt(wire, sid, f"pandas plot csv question {i}")
+                    t2 = time.perf_counter()
+                    if i >= 2:
+                        timings["apply"][which].append((t1 - t0) * 1000)
+                        timings["prompt_after_apply"][which].append((t2 - t1) * 1000)
             for key, (big, empty) in timings.items():
                 out[key] = {"big": big, "empty": empty}
             out["state_pages"] = {"big": pages[0], "empty": pages[1]}
         finally:
             for wire in wires:
                 wire.close()
-        section: dict[str, list[float]] = {}
+        steady, after = slice(2, runs + 2), slice(runs + 4, None)  # the warm-up prompts left out
         for label, log_path in zip(("big", "empty"), logs, strict=True):
             found = SECTION_LINE.findall(log_path.read_text(errors="replace"))
-            section[label] = [float(ms) for ms, _ in found][2:]  # the warm-up prompts left out
+            out.setdefault("section", {})[label] = [float(ms) for ms, _ in found[steady]]
+            out.setdefault("section_after_apply", {})[label] = [float(ms) for ms, _ in found[after]]
             out.setdefault("section_chars", {})[label] = int(found[-1][1]) if found else 0
-        out["section"] = section
     return out
 
 
@@ -544,6 +552,20 @@ def chart(figures: dict[str, Any]) -> str:
     lists = [(int(k), med(v)) for k, v in figures["list_load"]["list_ms"].items()]
     overview = [(int(k), med(v)) for k, v in figures["harness"]["overview_ms"].items()]
     apply = [(int(k), med(v)) for k, v in figures["harness"]["apply_ms"].items()]
+    harness_series = [
+        Series("section", overview, color="#E69F00"),
+        Series("apply", apply, color="#000000"),
+    ]
+    through = figures.get("harness_server")
+    if through and "section" in through:  # the same, measured inside the running server: empty vs large
+        n = through["entries"]
+        for key, name, color in (
+            ("section", "section (srv)", "#E69F00"),
+            ("apply", "apply (srv)", "#000000"),
+            ("state", "state page (srv)", "#56B4E9"),
+        ):
+            points = [(0, med(through[key]["empty"])), (n, med(through[key]["big"]))]
+            harness_series.append(Series(name, points, color=color, dashed=True))
     panels = [
         Panel("Total RSS (MiB) by open sessions", "MiB", memory_series, y_min=0),
         Panel(
@@ -559,19 +581,23 @@ def chart(figures: dict[str, Any]) -> str:
             y_min=0,
         ),
         Panel(
-            "Harness (ms) by entries",
+            "Harness (ms) by entries; srv, dashed: through the server",
             "median ms",
-            [
-                Series("prompt section", overview, color="#E69F00"),
-                Series("apply, 5 edits", apply, color="#000000"),
-            ],
+            harness_series,
             y_min=0,
         ),
     ]
     return render_svg(
         panels,
         title="continual-acp: cost as the work grows",
-        subtitle=f"{figures['nproc']} cores, shared by 8 engineers (load {figures['load_before']:.1f}); {figures['date']}",
+        subtitle=(
+            f"{figures['nproc']} cores, shared by 8 engineers (load {figures['load_before']:.1f}); {figures['date']}"
+            + (
+                f"; dashed: through the server, load {through['load']:.1f}"
+                if through and "load" in through
+                else ""
+            )
+        ),
         x_label="sessions / messages / entries (see each panel's title)",
         columns=2,
         panel_width=560,
@@ -657,6 +683,8 @@ def harness_rows(through: dict[str, Any]) -> list[str]:
         "prompt": "text-only prompt round trip",
         "section": "system prompt harness section, built in the server (debug line)",
         "apply": "apply, 5 edits (`_harness/rollback` of a 5-edit refinement)",
+        "prompt_after_apply": "text-only prompt round trip, the first after that apply",
+        "section_after_apply": "harness section of that first prompt after an apply (debug line)",
     }
     rows = []
     for key, label in names.items():
@@ -730,8 +758,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=15, help="samples per through-the-server harness row")
     args = parser.parse_args(argv)
     if args.harness_server and not args.from_json:  # that part alone, printed (and saved with --json)
+        load = os.getloadavg()[0]
         through = harness_through_server(_env(), args.harness_server, args.runs, args.profile)
-        through["load"] = os.getloadavg()[0]
+        through["load"] = max(load, os.getloadavg()[0])
         if args.json:
             args.json.write_text(json.dumps(through, indent=1))
         print("\n".join(harness_rows(through)))
@@ -742,8 +771,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             saved["relevance"] = [relevance(args.relevance, trust) for trust in ("verified", "candidate")]
             args.from_json.write_text(json.dumps(saved, indent=1))
         if args.harness_server:
+            load = os.getloadavg()[0]
             saved["harness_server"] = harness_through_server(_env(), args.harness_server, args.runs)
-            saved["harness_server_load"] = os.getloadavg()[0]
+            saved["harness_server"]["load"] = max(load, os.getloadavg()[0])
+            saved["harness_server"]["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             args.from_json.write_text(json.dumps(saved, indent=1))
         return report(saved, args.write_results)
 

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -110,6 +109,8 @@ class ServerConnection:
         self.start()
 
     async def _run(self) -> None:
+        import tempfile  # here, not at import: it is ~4 ms of a new session's start (random, shutil)
+
         errlog: Any = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         try:
             # The SDK import is heavy (httpx, pydantic models): off the event loop.
