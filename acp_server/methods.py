@@ -518,7 +518,7 @@ class AcpServer:
         the user is told so, once (the message is recorded, so later loads show it in place)."""
         from agent_core import MessageChunk
 
-        autonomy = getattr(opened.session, "autonomy", None)
+        autonomy = opened.session.autonomy
         notice = autonomy.take_interrupted_notice() if autonomy is not None else None
         if notice:
             event = MessageChunk(f"\n\n{notice}\n", f"msg_loop_{uuid.uuid4().hex[:12]}")
@@ -862,7 +862,7 @@ def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
     """After the response: start the session's MCP servers (so they never delay the answer)."""
 
     async def start() -> None:
-        registry = getattr(session, "mcp", None)
+        registry = session.mcp
         if registry is not None:
             registry.start()
 
