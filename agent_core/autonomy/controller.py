@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_core import config_table
 from agent_core import events as ev
 from agent_core.autonomy.gates import (
     DetectedGate,
@@ -41,6 +40,7 @@ from agent_core.autonomy.state import (
     new_goal,
 )
 from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
+from agent_core.config import table as config_table
 from agent_core.control_plane.settings import RefereeSettings
 from agent_core.ports import PermissionRequest
 

@@ -13,7 +13,7 @@ from agent_core import Agent, Session
 from agent_core import events as ev
 from agent_core.ports import NoEditor
 from agent_core.testing import ScriptedModelServer, text, tool_call
-from agent_core.turn import TurnOutcome
+from agent_core.turn.loop import TurnOutcome
 
 pytestmark = pytest.mark.anyio
 
