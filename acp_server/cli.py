@@ -90,11 +90,14 @@ def _attach_refinement(session: Any) -> None:
     """The agent's `on_session` seam: the continual harness (host ops, after-turn review) and goals +
     autonomous mode, per session. Autonomous checkpoints ask refinement for an automatic review."""
     from agent_core.autonomy.controller import SessionAutonomy
+    from agent_core.bus import AutonomousCheckpoint
     from agent_core.refinement.attach import SessionRefinement
 
     refinement = SessionRefinement.attach(session)
-    autonomy = SessionAutonomy.attach(session)
-    autonomy.checkpoint_hooks.append(refinement.coordinator.checkpoint)
+    SessionAutonomy.attach(session)
+    session.bus.subscribe(
+        AutonomousCheckpoint, lambda checkpoint: refinement.coordinator.checkpoint(checkpoint.reason)
+    )
 
 
 def _build_agent(config: Any) -> Any:

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_server import frames, session_events, slash_commands, subagent_cards, wire
-from acp_server.capabilities import ClientCapabilities, initialize_result
+from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, AcpError
 from acp_server.harness import events as harness_events
-from acp_server.initialize import SETUP_METHOD_ID
+from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
 from acp_server.open_session import OpenSession
 from acp_server.params import (
     AuthenticateParams,
@@ -35,8 +35,8 @@ from acp_server.params import (
     read_new_session,
 )
 from acp_server.presenter import TurnPresenter
-from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.session_prompt import register_prompt
+from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.transport import Connection
 
 if TYPE_CHECKING:
@@ -54,13 +54,14 @@ if TYPE_CHECKING:
         SetSessionModeRequest,
     )
 
+    from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
     from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
-    from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
+    from agent_core.history.transcript import SessionPage
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class AcpServer:
         self._agent_prepare = agent_prepare
         self.client = ClientCapabilities()
         self.connection: Connection | None = None
+        self.protocol = 1  # 2: the connection speaks the ACP v2 draft (acp_server/v2)
         self.sessions: dict[str, OpenSession] = {}
         self._agent: Agent | None = None
         self._agent_error: str | None = None
@@ -239,6 +241,7 @@ class AcpServer:
             compaction=self.client.compaction,
             plan_by_id=self.client.plan,  # unstable `plan_update` only to a client that advertises `plan`
             path_titles=titles_edit_cards_by_path(self.client.client_name),
+            subagent_updates=self.client.subagents,  # unstable `subagent_update`, replayed too
         )
         editor.session_id = session_id
         editor.presenter = presenter
@@ -347,14 +350,44 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        return initialize_result(*self.advertised(), req.client_capabilities)
+        self._speak(req.protocol_version)
+        return initialize_answer(*self.advertised(), req.protocol_version, req.client_capabilities)
+
+    def _speak(self, protocol_version: int) -> None:
+        """The protocol this connection speaks from now: v1, or the v2 draft (acp_server/v2) when
+        `CONTINUAL_ACP_PROTOCOL=2` and the client asked for it."""
+        from acp_server.v2.switch import speaks_v2
+
+        self.protocol = 2 if speaks_v2(protocol_version) else 1
+        if self.connection is not None:
+            self.connection.dialect = None
+            if self.protocol == 2:
+                from acp_server.v2.dialect import V2Dialect
+
+                self.connection.dialect = V2Dialect(self.connection.notify_as_is)
+
+    def use_connection(self, connection: Connection) -> None:
+        """The connection this server answers on (in the dialect an early `initialize` chose)."""
+        self.connection = connection
+        self._speak(self.protocol)
+
+    def v2_dialect(self) -> V2Dialect | None:
+        """The connection's v2 state, when it speaks the v2 draft."""
+        if self.protocol != 2 or self.connection is None:
+            return None  # v1: nothing of acp_server/v2 is imported
+        from acp_server.v2.dialect import V2Dialect
+
+        dialect = self.connection.dialect
+        return dialect if isinstance(dialect, V2Dialect) else None
 
     def initialized_early(self, params: JsonObject) -> None:
         """The first `initialize` was answered before this server existed (early_initialize.py):
         take the client's capabilities from its params and start the heavy imports now."""
         from acp_server.params import initialize_params
 
-        self.client = ClientCapabilities.from_initialize(initialize_params(params))
+        req = initialize_params(params)
+        self.client = ClientCapabilities.from_initialize(req)
+        self._speak(req.protocol_version)
         self.warm_up()
 
     async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:

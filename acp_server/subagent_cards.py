@@ -8,7 +8,8 @@ background refinement reports. The card ends with the child's final answer (boun
 it failed. `_meta["continual-acp"].subagent`
 carries `{sessionId, name, state, parentSessionId}`. Installed by the composition root through
 `serve_stdio(extensions=[..., install])`. Each state change is recorded in the parent's transcript
-as a `SubagentChanged` event; the presenter replays it through the same `card_updates`.
+as a `SubagentChanged` event; the presenter replays it through the same `updates_for`. A client that
+advertised `subagents` (unstable) gets `subagent_update` frames instead of the card, live and replayed.
 """
 
 from __future__ import annotations
@@ -77,14 +78,20 @@ def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]
     return updates
 
 
-def live_updates(server: AcpServer, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
-    """A client that advertised `subagents` (unstable) hears the child's life as `subagent_update`
-    (the first one announces it); every other client gets the card."""
-    if server.client.subagents:
+def updates_for(change: SubagentChanged, shown: set[str], *, subagent_update: bool) -> list[frames.Frame]:
+    """What one state change sends: to a client that advertised `subagents` (unstable,
+    `subagent_update`) one `subagent_update` (the first announces the child); to every other client
+    the card's updates. Live, replayed on session/load and after it alike."""
+    if subagent_update:
         shown.add(change.child_session_id)
         child, parent = change.child_session_id, change.parent_session_id
         return [frames.subagent_update(child, change.name, change.task, change.state, parent)]
     return card_updates(change, shown)
+
+
+def live_updates(server: AcpServer, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
+    """A live state change, in the shape this client reads (`updates_for`)."""
+    return updates_for(change, shown, subagent_update=server.client.subagents)
 
 
 def watch(server: AcpServer, opened: OpenSession) -> None:
@@ -178,7 +185,7 @@ async def after_replay(server: AcpServer, opened: OpenSession) -> None:
             continue
         change = change_of(record, record.state)
         opened.session.record_event(change)
-        for update in card_updates(change, set(replayed)):
+        for update in updates_for(change, set(replayed), subagent_update=server.client.subagents):
             await server.send_update(opened.session.id, update)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent_core.config import table as config_table
 from agent_core import events as ev
 from agent_core.autonomy.gates import (
     DetectedGate,
@@ -40,7 +41,7 @@ from agent_core.autonomy.state import (
     new_goal,
 )
 from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
-from agent_core.config import table as config_table
+from agent_core.bus import AutonomousCheckpoint, EventBus, KernelReady, TurnFinished
 from agent_core.control_plane.settings import RefereeSettings
 from agent_core.ports import PermissionRequest
 
@@ -95,7 +96,7 @@ class AutonomySession(Protocol):
     editor: Any
     agent_config: Any
     usage_totals: Any
-    kernel_hooks: list[Callable[[Any], None]]
+    bus: EventBus
 
     @property
     def session_dir(self) -> Path: ...
@@ -120,7 +121,6 @@ class SessionAutonomy:
         self._file = AutonomyStateFile(session.session_dir)
         self._state = self._file.load()
         self._seen = _usage_tuple(session.usage_totals)
-        self.checkpoint_hooks: list[Callable[[str], None]] = []  # refinement wires its auto review here
         self.loop_running = False
         self.interrupted_notice: str | None = None
         self._gate_entries: tuple[ev.PlanEntry, ...] = ()  # the last loop's gate statuses, for the plan
@@ -137,15 +137,16 @@ class SessionAutonomy:
         settings = AutonomySettings.from_extra(getattr(session.agent_config, "extra", {}) or {})
         autonomy = cls(session, settings)
         session.autonomy = autonomy
-        session.kernel_hooks.append(autonomy.on_kernel)
-        session.after_turn_hooks.append(autonomy.after_turn)
+        session.bus.subscribe(KernelReady, lambda ready: autonomy.on_kernel(ready.kernel))
+        session.bus.subscribe(TurnFinished, autonomy.after_turn)
         return autonomy
 
-    async def after_turn(self, session: Any, outcome: Any) -> Sequence[ev.TurnEvent]:
+    async def after_turn(self, finished: TurnFinished) -> None:
         """Count the turn's tokens against the goal and show the goal (and gates) as the plan."""
         self.account_usage()
         entries = (*self.plan_entries(), *self._gate_entries)
-        return (ev.PlanChanged(entries),) if entries else ()
+        if entries:
+            finished.add(ev.PlanChanged(entries))
 
     def take_interrupted_notice(self) -> str | None:
         """The "loop interrupted by a restart" message, once."""
@@ -540,8 +541,7 @@ class _Host:
         return self._autonomy.gate_environment()
 
     def checkpoint(self, continuation: int) -> None:
-        for hook in list(self._autonomy.checkpoint_hooks):
-            try:
-                hook(f"autonomous checkpoint after {continuation} continuations")
-            except Exception:
-                log.exception("autonomy checkpoint hook failed")
+        # Refinement subscribes its automatic review here (acp_server's composition root).
+        self._autonomy.session.bus.emit(
+            AutonomousCheckpoint(f"autonomous checkpoint after {continuation} continuations")
+        )

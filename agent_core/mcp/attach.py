@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_core import events as ev
+from agent_core.bus import Closing, KernelReady
 from agent_core.mcp import host_ops
 from agent_core.mcp.config import ServerConfig, call_timeout
 from agent_core.mcp.records import McpNotice
@@ -75,8 +76,8 @@ def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: boo
         task.add_done_callback(_NOTICE_TASKS.discard)
 
     registry.add_listener(tell_user)
-    session.kernel_hooks.append(lambda kernel: host_ops.register(kernel.host_bridge, registry))
-    session.close_hooks.append(registry.aclose)
+    session.bus.subscribe(KernelReady, lambda ready: host_ops.register(ready.kernel.host_bridge, registry))
+    session.bus.subscribe(Closing, lambda _: registry.aclose())
     registry.configure(servers, start=start)
     return registry
 

@@ -87,11 +87,18 @@ class SubagentHub:
 
     def attach(self, session: Any) -> None:
         """Per session: the `agents.*` host ops on its kernels, and closing its children with it."""
+        from agent_core.bus import Closing, KernelReady
         from agent_core.subagents.host_ops import register_host_ops
 
         session.subagents = self  # how acp_server finds the hub (cards, /agents, session/list)
-        session.kernel_hooks.append(lambda kernel: register_host_ops(kernel.host_bridge, self, session))
-        session.close_hooks.append(lambda: self.close_children(session.id))
+        session.bus.subscribe(
+            KernelReady, lambda ready: register_host_ops(ready.kernel.host_bridge, self, session)
+        )
+
+        async def close_children(_: Closing) -> None:
+            await self.close_children(session.id)
+
+        session.bus.subscribe(Closing, close_children)
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)

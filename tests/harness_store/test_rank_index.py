@@ -49,3 +49,37 @@ def test_a_changed_scope_state_gives_a_new_prompt_view_and_an_unchanged_one_the_
     changed = state(entry("memory", "a", "alpha"), entry("memory", "b", "beta"))
     new_view = ScopeStates(local, changed).prompt_view()
     assert new_view is not view and "b" in new_view.entries["memory"]
+
+
+def test_a_write_to_one_kind_keeps_the_other_kinds_merged_dicts_so_their_indexes_are_reused(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    from harness_store import HarnessStore
+    from harness_store.project import ProjectStore
+
+    def create(kind: str, entry_id: str) -> dict[str, object]:
+        return {
+            "action": "create",
+            "kind": kind,
+            "id": entry_id,
+            "title": entry_id,
+            "content": f"{entry_id} text",
+        }
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    glob, local = HarnessStore(tmp_path / "global"), HarnessStore(tmp_path / "local")
+    project = ProjectStore(tmp_path / "repo")
+    glob.apply({"edits": [create("memory", "g1"), create("prompt", "g2")]}, scope="global", trigger="user")
+    project.apply({"edits": [create("prompt", "p1")]}, trigger="user")
+    local.apply({"edits": [create("memory", "g1")]}, scope="local", trigger="user")  # collides: local:g1
+
+    def view():  # type: ignore[no-untyped-def]
+        return ScopeStates(local.load(), glob.load(), project.load()).prompt_view()
+
+    before = view()
+    glob.apply({"edits": [create("memory", "g3")]}, scope="global", trigger="user")
+    after = view()
+    assert after is not before
+    assert after.entries["prompt"] is before.entries["prompt"]  # untouched kind: the same dict
+    assert sorted(after.entries["memory"]) == ["g1", "g3", "local:g1"]
+    assert sorted(after.entries["prompt"]) == ["g2", "p1"]
