@@ -22,7 +22,7 @@ from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
 from acp_server.open_session import OpenSession
@@ -35,8 +35,8 @@ from acp_server.params import (
     read_new_session,
 )
 from acp_server.presenter import TurnPresenter
-from acp_server.session_prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
 
 if TYPE_CHECKING:
@@ -58,10 +58,10 @@ if TYPE_CHECKING:
     from agent_core.agent import Agent
     from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
+    from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
-    from agent_core.history.transcript import SessionPage
 
 log = logging.getLogger(__name__)
 
@@ -331,6 +331,7 @@ class AcpServer:
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
         r.request("authenticate", reader=read_authenticate)(self.authenticate)
+        r.request("auth/login", reader=read_authenticate)(self.login)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
@@ -389,6 +390,14 @@ class AcpServer:
         self.client = ClientCapabilities.from_initialize(req)
         self._speak(req.protocol_version)
         self.warm_up()
+
+    async def login(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """`auth/login`, the ACP v2 draft's `authenticate`: served on a v2 connection only."""
+        if self.protocol != 2:
+            raise AcpError(
+                METHOD_NOT_FOUND, "Method not found: auth/login (ACP v2; this connection speaks v1)"
+            )
+        return await self.authenticate(ctx, req)
 
     async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
         """The setup method: `{}` once a model is set up (at once when the environment or the config
@@ -518,7 +527,7 @@ class AcpServer:
         the user is told so, once (the message is recorded, so later loads show it in place)."""
         from agent_core import MessageChunk
 
-        autonomy = getattr(opened.session, "autonomy", None)
+        autonomy = opened.session.autonomy
         notice = autonomy.take_interrupted_notice() if autonomy is not None else None
         if notice:
             event = MessageChunk(f"\n\n{notice}\n", f"msg_loop_{uuid.uuid4().hex[:12]}")
@@ -862,7 +871,7 @@ def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
     """After the response: start the session's MCP servers (so they never delay the answer)."""
 
     async def start() -> None:
-        registry = getattr(session, "mcp", None)
+        registry = session.mcp
         if registry is not None:
             registry.start()
 

@@ -25,15 +25,17 @@ if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
     from agent_core.events import SubagentChanged
+    from agent_core.session import Session
+    from agent_core.subagents.hub import SubagentHub
 
 log = logging.getLogger(__name__)
 
 NEEDS_ACTION_TEXT = "**needs action:** waiting for your answer to its permission request"
 
 
-def hub_of(session: Any) -> Any | None:
+def hub_of(session: Session) -> SubagentHub | None:
     """The subagent hub a session is attached to (None without subagents)."""
-    return getattr(session, "subagents", None)
+    return session.subagents
 
 
 def card_content(change: SubagentChanged) -> list[frames.Frame]:
@@ -148,7 +150,7 @@ def list_meta(agent: Any, session_id: str) -> frames.Frame | None:
     return frames.subagent_link_meta(record.parent_id, record.name, record.state)
 
 
-def background_entries(session: Any) -> list[frames.Frame]:
+def background_entries(session: Session) -> list[frames.Frame]:
     """The quiescence mirror's `background` list: this session's children still queued or running."""
     hub = hub_of(session)
     if hub is None:
@@ -160,16 +162,16 @@ def background_entries(session: Any) -> list[frames.Frame]:
     ]
 
 
-def needing_action(session: Any) -> list[str]:
+def needing_action(session: Session) -> list[str]:
     """Names of this session's children waiting for the user's answer to a permission request."""
     hub = hub_of(session)
     return [r.name for r in hub.needing_action(session.id)] if hub is not None else []
 
 
-def running_children(session: Any) -> int:
+def running_children(session: Session) -> int:
     """Children of this session still queued or running (for the background-work report)."""
     hub = hub_of(session)
-    return int(hub.running_children(session.id)) if hub is not None else 0
+    return hub.running_children(session.id) if hub is not None else 0
 
 
 async def after_replay(server: AcpServer, opened: OpenSession) -> None:

@@ -114,7 +114,7 @@ class Dialect(Protocol):
 
     def answered(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
 
-    def result(self, method: str, result: Any) -> Any: ...
+    def result(self, method: str, params: Any, result: Any) -> tuple[list[tuple[str, Any]], Any]: ...
 
 
 class Connection:
@@ -390,7 +390,9 @@ class Connection:
             if not isinstance(payload, dict):  # only batches serialize to lists, and we refuse those
                 return
             if self.dialect is not None and "result" in payload:
-                payload = {**payload, "result": self.dialect.result(method, payload["result"])}
+                before, result = self.dialect.result(method, message.get("params"), payload["result"])
+                await self._notify_all(before)
+                payload = {**payload, "result": result}
             await self.send(payload)
             if "result" in payload:
                 for callback in ctx.after_response:

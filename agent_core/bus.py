@@ -95,7 +95,7 @@ class EventBus:
         return f" in {self.label}" if self.label else ""
 
 
-# ------------------------------------------------------------------ the session's events
+# ------------------------------------------------------------------ the session's (and agent's) events
 
 
 @dataclass(frozen=True)
@@ -139,6 +139,12 @@ class OutsideTurn:
     the editor connection presents it."""
 
     event: ev.TurnEvent
+
+
+@dataclass(frozen=True)
+class ShuttingDown:
+    """The agent is closing: published (awaited) before its sessions close (the subagent hub stops
+    admitting children here)."""
 
 
 @dataclass(frozen=True)

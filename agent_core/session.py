@@ -20,30 +20,32 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
-from agent_core.config import session_settings as settings
 from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
-from agent_core.history.prompt_checkpoints import SessionCheckpoints
+from agent_core.config import session_settings as settings
 from agent_core.config.loader import AgentConfig
-from agent_core.turn.content import plain_text, title_from
-from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.editor_ops import EditorOps
-from agent_core.trust.entry_usage import TurnUsage, UsageLedger
 from agent_core.errors import ModelError
-from agent_core.turn.hooks import RefinementHook
+from agent_core.history.prompt_checkpoints import SessionCheckpoints
+from agent_core.history.transcript import SessionStore, TranscriptWriter, now_iso
 from agent_core.kernel.handle import KernelHandle
 from agent_core.mcp.prompt_section import prompt_section as mcp_prompt_section
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
-from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
-from agent_core.turn.recorder import TurnRecorder
-from agent_core.history.transcript import SessionStore, TranscriptWriter, now_iso
+from agent_core.trust.entry_usage import TurnUsage, UsageLedger
+from agent_core.turn.content import plain_text, title_from
+from agent_core.turn.hooks import RefinementHook
 from agent_core.turn.loop import STEER_PREFIX, TurnOutcome, run_turn_body
+from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
+from agent_core.turn.recorder import TurnRecorder
+from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
     from agent_core.control_plane.guard import ControlPlaneGuard
     from agent_core.control_plane.held import HeldChange
     from agent_core.history.ownership import SessionOwnerLock
+    from agent_core.mcp.registry import McpRegistry
+    from agent_core.subagents.hub import SubagentHub
     from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
@@ -109,7 +111,11 @@ class Session:
         self._refinement: RefinementHook | None = None
         self._refinement_failed: Callable[[TurnFailed], None] | None = None
         self._turn_usage: TurnUsage | None = None  # the running turn's entries and outcome
+        # The features' slots: each is set by the feature when it attaches (None until then, or
+        # when this agent has no such feature) and read by acp_server and the other features.
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
+        self.subagents: SubagentHub | None = None  # the server's hub (agent_core.subagents)
+        self.mcp: McpRegistry | None = None  # this session's MCP servers (agent_core.mcp)
         self._sandbox_warned = False
         # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
         self.control_plane: ControlPlaneGuard | None = None
@@ -253,7 +259,7 @@ class Session:
                 cwd=self.cwd,
                 harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
                 skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
-                mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(getattr(self, "mcp", None))),
+                mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(self.mcp)),
             )
         )
 
@@ -720,3 +726,16 @@ class Session:
     def session_dir(self) -> Path:
         """`<home>/sessions/<id>`: transcript, snapshot, cell outputs, local harness."""
         return self.store.session_dir(self.id)
+
+
+if TYPE_CHECKING:
+    from agent_core.autonomy.controller import AutonomySession
+    from agent_core.control_plane.cells import GuardedSession
+    from agent_core.subagents.hub import AttachedSession
+    from agent_core.turn.loop import TurnContext
+
+    def _features_see_a_session(
+        session: Session,
+    ) -> tuple[AttachedSession, AutonomySession, GuardedSession, TurnContext]:
+        """For mypy only: a `Session` is what each feature's Protocol of it asks (they cannot import it)."""
+        return session, session, session, session

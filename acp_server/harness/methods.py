@@ -20,7 +20,6 @@ from acp_server.background import status_fields
 from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
 from acp_server.harness.names import HARNESS_METHODS
-from acp_server.harness.state_pages import StateQuery
 from acp_server.harness.wire import (
     already_rolled_back,
     await_quiescence_answer,
@@ -102,6 +101,8 @@ def install(server: HarnessHost) -> None:
             raise AcpError.invalid_params(
                 f"_harness/state: no refinement {as_of!r} in this session's or the global harness"
             ) from None
+        from acp_server.harness.state_pages import StateQuery
+
         query = StateQuery(request.session_id, scope, as_of, request.kind)
         return state_answer(current, query, request.cursor, request.limit)
 

@@ -7,10 +7,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from acp_server import frames
-from acp_server.harness import state_pages
-from acp_server.harness.state_pages import StateQuery
 
 if TYPE_CHECKING:
+    from acp_server.harness.state_pages import StateQuery
     from agent_core.refinement.records import RefinementOutcome
     from agent_core.refinement.surface import HarnessState, HarnessStatus, HistoryPage, RefinementResult
 
@@ -110,6 +109,8 @@ def state_answer(state: HarnessState, query: StateQuery, cursor: str | None, lim
     """`_harness/state`: one page of at most `limit` entries under their keys (kind, then key order)
     after `cursor`, `total` (the entries of every page), `nextCursor` when more follow, and the
     tombstones (of the asked kind) on the first page only."""
+    from acp_server.harness import state_pages  # at the first call: not on the start-up path
+
     after = state_pages.decode_cursor(query, cursor) if cursor else None
     page = state_pages.select(state.entries, query.kind, after, limit)
     entries = [{"key": key, **_entry_wire(state.entries[kind][key])} for kind, key in page.keys]

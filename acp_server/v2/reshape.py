@@ -115,7 +115,8 @@ def auth_method(method: Mapping[str, Any]) -> Frame:
 
 
 def session_result(result: Mapping[str, Any]) -> Frame:
-    """session/new and session/resume results: v2 has no modes (the `mode` config option stays)."""
+    """session/new, session/resume and session/set_config_option results: v2 has no modes (the
+    `mode` config option stays), and config options are keyed `configId`."""
     out = {k: v for k, v in result.items() if k != "modes"}
     if isinstance(out.get("configOptions"), list):
         out["configOptions"] = [config_option(o) for o in out["configOptions"]]

@@ -17,9 +17,8 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_core.config import table as config_table
 from agent_core import events as ev
 from agent_core.autonomy.gates import (
     DetectedGate,
@@ -42,8 +41,14 @@ from agent_core.autonomy.state import (
 )
 from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
 from agent_core.bus import AutonomousCheckpoint, EventBus, KernelReady, TurnFinished
+from agent_core.config import table as config_table
 from agent_core.control_plane.settings import RefereeSettings
 from agent_core.ports import PermissionRequest
+
+if TYPE_CHECKING:
+    from agent_core.config.loader import AgentConfig
+    from agent_core.model import Usage
+    from agent_core.ports import EditorPort
 
 __all__ = ["AutonomySettings", "SessionAutonomy"]
 
@@ -89,14 +94,28 @@ class AutonomySettings:
 
 
 class AutonomySession(Protocol):
-    """The parts of a Session this module uses."""
+    """The parts of a Session this module uses (`Session` is one; the session declares this
+    feature's slot, so this package does not import the session)."""
 
-    id: str
-    cwd: str
-    editor: Any
-    agent_config: Any
-    usage_totals: Any
-    bus: EventBus
+    autonomy: SessionAutonomy | None  # the slot `attach` fills
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def editor(self) -> EditorPort: ...
+
+    @property
+    def agent_config(self) -> AgentConfig: ...
+
+    @property
+    def usage_totals(self) -> Usage: ...
+
+    @property
+    def bus(self) -> EventBus: ...
 
     @property
     def session_dir(self) -> Path: ...
@@ -133,8 +152,8 @@ class SessionAutonomy:
             self._save(replace(self._state, goal=replace(self._state.goal, notice=None)))
 
     @classmethod
-    def attach(cls, session: Any) -> SessionAutonomy:
-        settings = AutonomySettings.from_extra(getattr(session.agent_config, "extra", {}) or {})
+    def attach(cls, session: AutonomySession) -> SessionAutonomy:
+        settings = AutonomySettings.from_extra(session.agent_config.extra)
         autonomy = cls(session, settings)
         session.autonomy = autonomy
         session.bus.subscribe(KernelReady, lambda ready: autonomy.on_kernel(ready.kernel))

@@ -35,8 +35,8 @@ from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_eve
 if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.held import HeldChange
-    from agent_core.turn.hooks import RefinementHook
     from agent_core.session import Session
+    from agent_core.turn.hooks import RefinementHook
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -157,5 +157,5 @@ def harness_of(session: Session) -> HarnessSurface:
 def _running_children(session: Session) -> int:
     """What the subagent hub (attached later, when the agent has one) reports as still queued or
     running for this session: background work the user waits on."""
-    hub = getattr(session, "subagents", None)
-    return int(hub.running_children(session.id)) if hub is not None else 0
+    hub = session.subagents
+    return hub.running_children(session.id) if hub is not None else 0

@@ -188,6 +188,7 @@ V2_RESPONSES = {
     "initialize": "InitializeResponse",
     "session/new": "NewSessionResponse",
     "session/prompt": "PromptResponse",
+    "session/set_config_option": "SetSessionConfigOptionResponse",
 }
 V2_AGENT_REQUESTS = {"session/request_permission": "RequestPermissionRequest"}
 

@@ -76,6 +76,7 @@ def test_a_v2_session_is_acknowledged_at_once_framed_by_state_updates_and_its_ba
     client = v2_client(spawn, model, CONTINUAL_ACP_PROTOCOL="2", CONTINUAL_ACP_CONFIG=str(config))
     init = v2_initialize(client)
     assert init["protocolVersion"] == 2 and init["info"]["name"] == "continual-acp"
+    assert client.request("auth/login", {"methodId": init["authMethods"][0]["methodId"]}) == {}
     new = client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     sid = new["sessionId"]
     assert "modes" not in new
