@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, frames, session_events, subagent_cards, wire
+from acp_server import frames, session_events, slash_commands, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
@@ -35,8 +35,8 @@ from acp_server.params import (
     read_new_session,
 )
 from acp_server.presenter import TurnPresenter
-from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
 
 if TYPE_CHECKING:
@@ -56,12 +56,12 @@ if TYPE_CHECKING:
 
     from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
-    from agent_core.config import AgentConfig
+    from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
+    from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
-    from agent_core.transcript import SessionPage
 
 log = logging.getLogger(__name__)
 
@@ -277,20 +277,20 @@ class AcpServer:
     def _advertise_commands(self, ctx: RequestContext, session_id: str) -> None:
         async def advertise() -> None:
             opened = self.sessions.get(session_id)
-            extra = commands.skill_commands(opened.session) if opened is not None else []
+            extra = slash_commands.skill_commands(opened.session) if opened is not None else []
             if opened is not None:
                 opened.advertised_skills = tuple(c.name for c in extra)
-            await self.send_update(session_id, commands.available_commands_update(extra))
+            await self.send_update(session_id, slash_commands.available_commands_update(extra))
 
         ctx.after_response.append(advertise)
 
     async def refresh_commands(self, opened: OpenSession) -> None:
         """Re-advertise the commands when the session's user skills changed since the last time."""
-        extra = await anyio.to_thread.run_sync(commands.skill_commands, opened.session)
+        extra = await anyio.to_thread.run_sync(slash_commands.skill_commands, opened.session)
         names = tuple(c.name for c in extra)
         if names != opened.advertised_skills:
             opened.advertised_skills = names
-            await self.send_update(opened.session.id, commands.available_commands_update(extra))
+            await self.send_update(opened.session.id, slash_commands.available_commands_update(extra))
 
     async def open_session(self, session_id: str) -> OpenSession:
         """An open session, or one resumed from disk; -32002 when it exists nowhere."""
@@ -416,7 +416,7 @@ class AcpServer:
         if agent.config.model_setup_complete:
             return
         from agent_core import load_config
-        from agent_core.config import config_path
+        from agent_core.config.loader import config_path
 
         path = str(config_path(os.environ))
         try:
@@ -809,7 +809,7 @@ def check_session_id(agent: Agent, session_id: str) -> None:
     client input, so never an internal error, and refused before anything follows the path. An id
     that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
     an unknown session (-32002 naming it), and deleting one is a no-op."""
-    from agent_core.transcript import UnsafeSessionPath
+    from agent_core.history.transcript import UnsafeSessionPath
 
     shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
     try:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_core.aio import shielded
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.safetext import StreamJoiner, scrub, scrub_value
 

@@ -97,7 +97,7 @@ class PanelActions:
     """The panel's write actions over the stores of one data home (through `link` when given).
 
     `verifier_factory` (`(scope, cwd) -> PreApplyVerifier`) builds the skill check a direct write
-    runs; by default `agent_core.skill_check.cli_verifier_factory`, which like a session's own
+    runs; by default `agent_core.trust.skill_check.cli_verifier_factory`, which like a session's own
     check (`session_verifiers`) ends in `verifier_for` with the config's `verify_skills`: one
     check, whoever promotes."""
 
@@ -149,7 +149,7 @@ class PanelActions:
         session runs (`verifier_for`), in the session's working directory (its imports resolve
         there). A check that cannot be set up refuses every skill, saying why (memories and other
         kinds are not checked)."""
-        from agent_core.skill_check import refusing_verifier
+        from agent_core.trust.skill_check import refusing_verifier
 
         cwd = session_cwd(self.data.home, session_id)
         if cwd is None or not cwd.is_dir():
@@ -158,7 +158,7 @@ class PanelActions:
             )
         try:
             if self._verifier_factory is None:
-                from agent_core.skill_check import cli_verifier_factory
+                from agent_core.trust.skill_check import cli_verifier_factory
 
                 self._verifier_factory = cli_verifier_factory()
             return self._verifier_factory(scope, cwd)
@@ -414,7 +414,7 @@ class PanelActions:
 
     def promote(self, store_key: str, kind: str, entry_id: str, target: str) -> ActionResult:
         """Move a local entry up to `target` (as `/promote <kind>/<id> <target>`): two refinements."""
-        from agent_core.promotion import PromotionError
+        from agent_core.trust.promotion import PromotionError
 
         if store_key == GLOBAL:
             raise PanelQueryError("only a session's local entry can be promoted")

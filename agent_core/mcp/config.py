@@ -115,6 +115,6 @@ def parse_servers(raw: Any) -> tuple[ServerConfig, ...]:
 def call_timeout(extra: Mapping[str, Any]) -> float:
     """`mcp_call_timeout` from config.toml (seconds), default 60. `load_config` refuses a bad value at
     start, naming the key; here it raises the same `ConfigError`."""
-    from agent_core.config_table import value
+    from agent_core.config.table import value
 
     return float(value(extra, "mcp_call_timeout"))

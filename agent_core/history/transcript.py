@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent_core import events as ev
-from agent_core.codec import event_from_json, event_to_json
+from agent_core.history.codec import event_from_json, event_to_json
 from agent_core.safetext import scrub
 from kernel_bridge.output import private_dir, write_private
 
@@ -372,7 +372,7 @@ class SessionStore:
         want = resolve_cwd(cwd) if cwd else None
         summaries: list[SessionSummary] = []
         if self.root.is_dir():
-            from agent_core.session_index import indexed_sessions
+            from agent_core.history.session_index import indexed_sessions
 
             root = str(self.root)
             for name, meta in indexed_sessions(self.root, META, self.read_meta).items():
