@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SlashCommand:
+    """One advertised slash command: its name, what it does, the argument hint."""
+
     name: str
     description: str
     hint: str | None = None

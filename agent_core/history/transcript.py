@@ -106,6 +106,8 @@ def _write_private(path: Path, text: str) -> None:
 
 @dataclass(frozen=True)
 class SessionSummary:
+    """One `session/list` entry."""
+
     session_id: str
     cwd: str
     title: str | None
@@ -114,6 +116,8 @@ class SessionSummary:
 
 @dataclass(frozen=True)
 class SessionPage:
+    """One page of `session/list` and the cursor to the next."""
+
     sessions: list[SessionSummary]
     next_cursor: str | None = None
 

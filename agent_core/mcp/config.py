@@ -26,6 +26,8 @@ class McpConfigError(ValueError):
 
 @dataclass(frozen=True)
 class StdioServer:
+    """An MCP server the session starts as a process (stdio transport)."""
+
     name: str
     command: str
     args: tuple[str, ...] = ()
@@ -36,6 +38,8 @@ class StdioServer:
 
 @dataclass(frozen=True)
 class HttpServer:
+    """An MCP server reached over HTTP or SSE."""
+
     name: str
     url: str
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)

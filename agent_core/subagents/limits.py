@@ -26,6 +26,8 @@ DEFAULT_MAX_DEPTH = 2
 
 @dataclass(frozen=True)
 class Limits:
+    """How many children may run, how deep they nest, their token and time budgets."""
+
     max_running: int = DEFAULT_MAX_RUNNING
     max_depth: int = DEFAULT_MAX_DEPTH
     token_budget: int | None = None

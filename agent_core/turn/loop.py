@@ -354,6 +354,8 @@ def stream_fallback_notice(event: StreamFallback) -> str:
 
 @dataclass(frozen=True)
 class _ToolResult:
+    """What a tool call gives back to the model, and whether it was cancelled."""
+
     text: str
     cancelled: bool = False
 

@@ -77,6 +77,8 @@ running without checking `agents.list()`.
 
 @dataclass(frozen=True)
 class PromptInputs:
+    """What the system prompt is built from besides the fixed base."""
+
     cwd: str
     harness_overview: str = ""
     skill_index: str = ""
