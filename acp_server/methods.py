@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, frames, session_events, subagent_cards, wire
+from acp_server import frames, session_events, slash_commands, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
 from acp_server.open_session import OpenSession, SessionBound, SessionReplayed
@@ -35,8 +35,8 @@ from acp_server.params import (
     read_new_session,
 )
 from acp_server.presenter import TurnPresenter
-from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
 from agent_core.bus import EventBus
 
@@ -57,12 +57,12 @@ if TYPE_CHECKING:
 
     from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
-    from agent_core.config import AgentConfig
+    from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
+    from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
-    from agent_core.transcript import SessionPage
 
 log = logging.getLogger(__name__)
 
@@ -273,20 +273,20 @@ class AcpServer:
     def _advertise_commands(self, ctx: RequestContext, session_id: str) -> None:
         async def advertise() -> None:
             opened = self.sessions.get(session_id)
-            extra = commands.skill_commands(opened.session) if opened is not None else []
+            extra = slash_commands.skill_commands(opened.session) if opened is not None else []
             if opened is not None:
                 opened.advertised_skills = tuple(c.name for c in extra)
-            await self.send_update(session_id, commands.available_commands_update(extra))
+            await self.send_update(session_id, slash_commands.available_commands_update(extra))
 
         ctx.after_response.append(advertise)
 
     async def refresh_commands(self, opened: OpenSession) -> None:
         """Re-advertise the commands when the session's user skills changed since the last time."""
-        extra = await anyio.to_thread.run_sync(commands.skill_commands, opened.session)
+        extra = await anyio.to_thread.run_sync(slash_commands.skill_commands, opened.session)
         names = tuple(c.name for c in extra)
         if names != opened.advertised_skills:
             opened.advertised_skills = names
-            await self.send_update(opened.session.id, commands.available_commands_update(extra))
+            await self.send_update(opened.session.id, slash_commands.available_commands_update(extra))
 
     async def open_session(self, session_id: str) -> OpenSession:
         """An open session, or one resumed from disk; -32002 when it exists nowhere."""
@@ -327,6 +327,7 @@ class AcpServer:
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
         r.request("authenticate", reader=read_authenticate)(self.authenticate)
+        r.request("auth/login", reader=read_authenticate)(self.login)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
@@ -386,6 +387,14 @@ class AcpServer:
         self._speak(req.protocol_version)
         self.warm_up()
 
+    async def login(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """`auth/login`, the ACP v2 draft's `authenticate`: served on a v2 connection only."""
+        if self.protocol != 2:
+            raise AcpError(
+                METHOD_NOT_FOUND, "Method not found: auth/login (ACP v2; this connection speaks v1)"
+            )
+        return await self.authenticate(ctx, req)
+
     async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
         """The setup method: `{}` once a model is set up (at once when the environment or the config
         file already gave one), else -32000 naming `continual-acp setup`."""
@@ -403,7 +412,7 @@ class AcpServer:
         if agent.config.model_setup_complete:
             return
         from agent_core import load_config
-        from agent_core.config import config_path
+        from agent_core.config.loader import config_path
 
         path = str(config_path(os.environ))
         try:
@@ -792,7 +801,7 @@ def check_session_id(agent: Agent, session_id: str) -> None:
     client input, so never an internal error, and refused before anything follows the path. An id
     that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
     an unknown session (-32002 naming it), and deleting one is a no-op."""
-    from agent_core.transcript import UnsafeSessionPath
+    from agent_core.history.transcript import UnsafeSessionPath
 
     shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
     try:

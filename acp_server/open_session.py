@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class OpenSession:
+    """A session bound to this connection: the session, its editor and presenter, its harness."""
+
     session: Session
     editor: JsonRpcEditor
     presenter: TurnPresenter

@@ -41,11 +41,15 @@ class ConnectionClosed(Exception):
 
 @dataclass(frozen=True)
 class _Oversized:
+    """A request line past the size limit (its length), answered with an error."""
+
     size: int
 
 
 @dataclass
 class _Waiter:
+    """A request this server sent the client, waiting for its answer."""
+
     method: str
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
@@ -55,6 +59,8 @@ class _Waiter:
 
 @dataclass
 class _Inflight:
+    """A client request being handled: its context and the scope that cancels it."""
+
     ctx: RequestContext
     scope: anyio.CancelScope
     cancelled_by_peer: bool = False
@@ -114,7 +120,7 @@ class Dialect(Protocol):
 
     def answered(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
 
-    def result(self, method: str, result: Any) -> Any: ...
+    def result(self, method: str, params: Any, result: Any) -> tuple[list[tuple[str, Any]], Any]: ...
 
 
 class Connection:
@@ -390,7 +396,9 @@ class Connection:
             if not isinstance(payload, dict):  # only batches serialize to lists, and we refuse those
                 return
             if self.dialect is not None and "result" in payload:
-                payload = {**payload, "result": self.dialect.result(method, payload["result"])}
+                before, result = self.dialect.result(method, message.get("params"), payload["result"])
+                await self._notify_all(before)
+                payload = {**payload, "result": result}
             await self.send(payload)
             if "result" in payload:
                 for callback in ctx.after_response:

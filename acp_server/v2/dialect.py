@@ -24,6 +24,7 @@ Outbound = list[tuple[str, Any]]  # (method, params) notifications to write
 META_KEY = "continual-acp"
 UPDATE = "session/update"
 PERMISSION = "session/request_permission"
+RESHAPED_RESULTS = ("session/new", "session/resume", "session/set_config_option")
 CHUNKS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
 
 
@@ -133,12 +134,18 @@ class V2Dialect:
         s.waiting -= 1
         return [self._snapshot(session_id)] if s.active and s.state != s.last else []
 
-    def result(self, method: str, result: Any) -> Any:
-        if method in ("session/new", "session/resume", "session/set_config_option") and isinstance(
-            result, Mapping
+    def result(self, method: str, params: Any, result: Any) -> tuple[Outbound, Any]:
+        """A result's v2 shape, and what must precede it: a resumed session's current state."""
+        before: Outbound = []
+        if (
+            method == "session/resume"
+            and isinstance(params, Mapping)
+            and isinstance(params.get("sessionId"), str)
         ):
-            return reshape.session_result(result)
-        return result
+            before.append(self._snapshot(params["sessionId"]))
+        if method in RESHAPED_RESULTS and isinstance(result, Mapping):
+            return before, reshape.session_result(result)
+        return before, result
 
 
 def _for_subagent(params: Mapping[str, Any]) -> bool:

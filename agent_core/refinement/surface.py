@@ -23,10 +23,6 @@ import anyio
 
 from agent_core.bus import EventBus, Subscription
 from agent_core.events import RefinementReported
-from agent_core.promotion import (
-    Promotion,
-    PromotionError,
-)
 from agent_core.refinement.records import (
     Found,
     PendingReview,
@@ -40,6 +36,10 @@ from agent_core.refinement.records import (
     UnknownRefinement,
 )
 from agent_core.refinement.reporting import preview_edits
+from agent_core.trust.promotion import (
+    Promotion,
+    PromotionError,
+)
 from harness_store import (
     KINDS,
     HarnessEntry,

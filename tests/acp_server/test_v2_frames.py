@@ -23,7 +23,7 @@ from acp_server.v2 import builders, reshape
 from acp_server.v2.dialect import V2Dialect
 from acp_server.v2.switch import speaks_v2
 from agent_core import load_config
-from agent_core.config_table import ConfigError, from_env
+from agent_core.config.table import ConfigError, from_env
 
 GOLDEN_V1 = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN = GOLDEN_V1 / "v2"
@@ -156,6 +156,14 @@ def test_the_foreground_state_follows_prompts_and_their_own_permission_requests_
     assert [u["messageId"] for u in sent if u["sessionUpdate"] == "user_message"] == ["user_1", "user_2"]
 
 
+def test_a_resumed_session_reports_its_state_before_the_answer_which_has_no_modes() -> None:
+    dialect = V2Dialect(_no_send)
+    new = json.loads((GOLDEN_V1 / "new_session_response.json").read_text(encoding="utf-8"))
+    before, result = dialect.result("session/resume", {"sessionId": "s1", "cwd": "/work"}, new)
+    assert [(m, p["update"]["state"]) for m, p in before] == [("session/update", "idle")]
+    assert check_v2("ResumeSessionResponse", result) is None and "modes" not in result
+
+
 def test_the_switch_speaks_v2_only_when_on_and_asked_and_refuses_a_bad_value() -> None:
     assert speaks_v2(2, ON) and speaks_v2(3, ON)
     assert not speaks_v2(1, ON) and not speaks_v2(2, {}) and not speaks_v2(True, ON)
@@ -170,3 +178,20 @@ def test_the_switch_speaks_v2_only_when_on_and_asked_and_refuses_a_bad_value() -
 def test_a_client_asking_for_v2_gets_the_v1_answer_byte_for_byte_while_the_switch_is_off() -> None:
     v1 = initialize_result(["_harness/status"], ["_harness/quiescence"], None)
     assert initialize_answer(["_harness/status"], ["_harness/quiescence"], 2, None, environ={}) == v1
+
+
+def test_auth_login_is_refused_on_a_v1_connection_as_an_unknown_method() -> None:
+    from acp_server.errors import AcpError
+    from acp_server.methods import AcpServer
+    from acp_server.params import AuthenticateParams
+    from acp_server.registry import MethodRegistry, RequestContext
+
+    server = AcpServer(MethodRegistry())
+    ctx = RequestContext(connection=None, method="auth/login", request_id=1, is_notification=False)  # type: ignore[arg-type]
+
+    async def login() -> None:
+        await server.login(ctx, AuthenticateParams("continual-acp-setup"))
+
+    with pytest.raises(AcpError) as refused:
+        anyio.run(login)
+    assert refused.value.code == -32601
