@@ -25,7 +25,7 @@ from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
-from acp_server.open_session import OpenSession
+from acp_server.open_session import OpenSession, SessionBound, SessionReplayed
 from acp_server.params import (
     AuthenticateParams,
     InitializeParams,
@@ -38,6 +38,7 @@ from acp_server.presenter import TurnPresenter
 from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
+from agent_core.bus import EventBus
 
 if TYPE_CHECKING:
     # Typing only: agent_core and the wire models are imported off the startup path.
@@ -99,13 +100,12 @@ class AcpServer:
         self._background = anyio.Event()
         self._background_started = False
         self.extension_notifications: list[str] = []
-        # Called with every session bound to this connection (new/load/resume), once its setup is
-        # done (`OpenSession.set_up`): a seam for extensions that keep per-session state (the
-        # harness events are subscribed there too).
-        self.bind_hooks: list[Callable[[OpenSession], None]] = []
-        # Called after a session/load replay, before the response (subagent cards whose child
-        # changed state while no one recorded it, e.g. interrupted by a restart).
-        self.replayed_hooks: list[Callable[[OpenSession], Awaitable[None]]] = []
+        # The seam for extensions that keep per-session state (agent_core.bus): `SessionBound` for
+        # every session bound to this connection (new/load/resume) once its setup is done
+        # (`OpenSession.set_up`; the harness events are subscribed there too), `SessionReplayed`
+        # after a session/load replay, before the response (subagent cards whose child changed
+        # state while no one recorded it, e.g. interrupted by a restart).
+        self.bus = EventBus("the ACP server")
         self._register()
 
     # ------------------------------------------------------------ agent lifecycle
@@ -257,11 +257,7 @@ class AcpServer:
             # One subscription to the session's harness events: cards, review prompts, quiescence.
             harness_events.subscribe(self, opened)
             # The bind hooks read what the session's setup attached (its subagent hub).
-            for hook in self.bind_hooks:
-                try:
-                    hook(opened)
-                except Exception:
-                    log.exception("session bind hook %r failed for %s", hook, session_id)
+            self.bus.emit(SessionBound(opened))
 
         opened = OpenSession(session, editor, presenter, build_harness, after_set_up)
         self.sessions[session_id] = opened
@@ -511,11 +507,7 @@ class AcpServer:
         for event in events:
             await opened.presenter.present(event)
         await self._tell_interrupted_loop(opened)
-        for replayed in self.replayed_hooks:
-            try:
-                await replayed(opened)
-            except Exception:
-                log.exception("session replay hook %r failed for %s", replayed, req.session_id)
+        await self.bus.publish(SessionReplayed(opened))
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
