@@ -152,11 +152,13 @@ class DirWatch:
         self.dirs = tuple(dirs)
         self._marks: dict[int, int] | None = None
         self._overflows = 0
-        self._trusted = bool(self.dirs) and file_system(self.dirs[0]) in LOCAL_FILE_SYSTEMS
+        self._trusted: bool | None = None  # read from the mount table at the first arm()
 
     def arm(self) -> None:
         """Start counting from now: call it right before reading what the directories hold."""
         self._marks = None
+        if self._trusted is None:
+            self._trusted = bool(self.dirs) and file_system(self.dirs[0]) in LOCAL_FILE_SYSTEMS
         if not self._trusted:
             return
         with _SHARED.lock:

@@ -4,8 +4,8 @@ very next read. `DirWatch` is the kernel's inotify, exercised for real."""
 
 from __future__ import annotations
 
-import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +15,7 @@ from harness_store.project import ProjectStore, project_root
 
 from .conftest import git, memory
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(os, "inotify_init") and not Path("/proc/self/mounts").exists(), reason="Linux only"
-)
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 
 
 def _require_local(path: Path) -> None:
