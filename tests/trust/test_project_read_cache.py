@@ -105,3 +105,26 @@ def test_a_write_by_another_process_is_seen(tmp_path: Path) -> None:
     watch.arm()
     subprocess.run([sys.executable, "-c", f"open({str(target)!r}, 'w').write('two')"], check=True)
     assert watch.changed() is True
+
+
+def test_a_watch_refused_by_the_kernel_or_a_remote_file_system_always_says_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-user watch limit cannot be lowered here without root, so the refusal is stood in for;
+    an NFS mount is stood in for by the mount table's answer."""
+    import harness_store.dir_watch as dir_watch
+
+    _require_local(tmp_path)
+    (tmp_path / "a").mkdir()
+    real_watch = dir_watch._SHARED.watch
+    monkeypatch.setattr(
+        dir_watch._SHARED, "watch", lambda path: None if path.name == "a" else real_watch(path)
+    )
+    limited = DirWatch([tmp_path, tmp_path / "a"])  # `a` exists: its parent's watch does not cover it
+    limited.arm()
+    assert limited.changed() is True
+    monkeypatch.undo()
+    monkeypatch.setattr(dir_watch, "file_system", lambda path: "nfs4")
+    remote = DirWatch([tmp_path])
+    remote.arm()
+    assert remote.changed() is True
