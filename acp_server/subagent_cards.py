@@ -25,6 +25,7 @@ from acp_server.open_session import SessionBound, SessionReplayed
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
+    from agent_core.agent import Agent
     from agent_core.events import SubagentChanged
     from agent_core.session import Session
     from agent_core.subagents.hub import SubagentHub
@@ -144,9 +145,9 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
     opened.unsubscribe = unsubscribe
 
 
-def list_meta(agent: Any, session_id: str) -> frames.Frame | None:
+def list_meta(agent: Agent, session_id: str) -> frames.Frame | None:
     """`_meta` for a child session's `session/list` entry (None for a top-level session)."""
-    hub = getattr(agent, "subagents", None)
+    hub = agent.subagents
     record = hub.record(session_id) if hub is not None else None
     if record is None:
         return None

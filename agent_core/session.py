@@ -5,9 +5,16 @@ task, so the model stream is closed and the cell interrupted at whatever point t
 and the relay answers `TurnEnded("cancelled")`. Turns are serialized by a FIFO lock: a second prompt
 waits for the first to end.
 
-The parts live in their own modules: the settings table (config/session_settings.py), the model context
-and its surgery (turn/model_context.py), the kernel handle and its status (kernel/handle.py), the
-hook types (turn/hooks.py). The session is a `TurnContext` (turn/loop.py) and an `EditorOpsHost` (editor_ops.py).
+The parts live in their own modules: the settings table (config/session_settings.py), the model
+context and its surgery (turn/model_context.py), the kernel handle and its status (kernel/handle.py),
+the refinement seam's type (turn/hooks.py). The session is a `TurnContext` (turn/loop.py) and an
+`EditorOpsHost` (editor_ops.py).
+
+Features attach to it (`Agent(on_session=...)`) into typed slots declared here -- `refinement`,
+`autonomy`, `subagents`, `mcp`, `control_plane`, `control_plane_hold`, and the agent's
+`kernel_wait_reason`, `hibernation_line`, `owner_lock` -- and subscribe to what it tells them on
+`bus` (agent_core.bus). The slot types are named for the type checker only, so importing the
+session imports no feature.
 """
 
 from __future__ import annotations
