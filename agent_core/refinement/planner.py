@@ -21,6 +21,7 @@ from agent_core.refinement.prompts import (
     review_user_prompt,
 )
 from agent_core.refinement.records import ReviewVerdict, Scope
+from agent_core.refinement.reply_schemas import PLAN_SCHEMA, REVIEW_SCHEMA
 from agent_core.refinement.trajectory import (
     PLANNER_WINDOW_CHARS,
     REVIEW_WINDOW_CHARS,
@@ -101,6 +102,7 @@ class RefinementPlanner:
             system=REVIEW_SYSTEM_PROMPT,
             user=review_user_prompt(trajectory, trigger_note=trigger_note, project=project),
             max_tokens=self.budgets.review_max_tokens,
+            schema=REVIEW_SCHEMA,
         )
         data = extract_json_object(reply.text, finish_reason=reply.finish_reason, reasoning=reply.reasoning)
         instructions = data.get("instructions")
@@ -141,6 +143,7 @@ class RefinementPlanner:
                 project=project or scope == "project",
             ),
             max_tokens=self.budgets.planner_max_tokens,
+            schema=PLAN_SCHEMA,
         )
         data = extract_json_object(reply.text, finish_reason=reply.finish_reason, reasoning=reply.reasoning)
         return split_plan(data, scope)
