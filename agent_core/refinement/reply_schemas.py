@@ -28,24 +28,37 @@ REVIEW_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+_KIND: dict[str, Any] = {"type": "string", "enum": ["prompt", "memory", "skill", "subagent"]}
+_LIST: dict[str, Any] = {"type": "array", "items": _TEXT, "maxItems": 8}
+# What any edit may carry besides its action, kind, id, title and content.
+_DETAILS: dict[str, Any] = {
+    "path": _TEXT,
+    "reference": {"type": "object"},
+    "arguments": {"type": "object"},
+    "reason": _TEXT,
+    "evidence": _LIST,
+    "scope": {"type": "string", "enum": ["local", "global", "project"]},
+    "about": _LIST,
+}
+
+
+def _edit(action: str, required: list[str], fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"action": {"type": "string", "const": action}, "kind": _KIND, **fields, **_DETAILS},
+        "required": ["action", "kind", *required],
+        "additionalProperties": False,
+    }
+
+
+# One shape per action, each with the fields the store needs for it: a constrained model cannot
+# answer a create without its title and content, or an update without the id it changes.
 _EDIT: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "action": {"type": "string", "enum": ["create", "update", "delete"]},
-        "kind": {"type": "string", "enum": ["prompt", "memory", "skill", "subagent"]},
-        "id": _TEXT,
-        "title": _TEXT,
-        "content": _TEXT,
-        "path": _TEXT,
-        "reference": {"type": "object"},
-        "arguments": {"type": "object"},
-        "reason": _TEXT,
-        "evidence": {"type": "array", "items": _TEXT, "maxItems": 8},
-        "scope": {"type": "string", "enum": ["local", "global", "project"]},
-        "about": {"type": "array", "items": _TEXT, "maxItems": 8},
-    },
-    "required": ["action", "kind"],
-    "additionalProperties": False,
+    "anyOf": [
+        _edit("create", ["title", "content"], {"title": _TEXT, "content": _TEXT}),
+        _edit("update", ["id"], {"id": _TEXT, "title": _TEXT, "content": _TEXT}),
+        _edit("delete", ["id"], {"id": _TEXT}),
+    ]
 }
 
 PLAN_SCHEMA: dict[str, Any] = {
