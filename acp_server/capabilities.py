@@ -38,6 +38,10 @@ class ClientCapabilities:
     plan: bool = False  # `plan` (unstable v1): the plan goes as `plan_update` by id instead of `plan`
     # `subagents` (unstable v1): each child's life goes as `subagent_update` instead of a card.
     subagents: bool = False
+    # The unstable `usage` of the prompt response. The schema names no capability for it: a client
+    # takes it when it advertised an unstable capability we honour (`plan`, `subagents`: it speaks
+    # the unstable schema that defines `usage`) or opted in with `_meta["continual-acp"].usage: true`.
+    usage: bool = False
     client_name: str = ""  # `clientInfo.name` (client_quirks.py: how some clients title cards)
     raw: dict[str, object] = field(default_factory=dict)
 
@@ -53,6 +57,7 @@ class ClientCapabilities:
         ours_raw, session_raw = meta.get(META_KEY), caps.get("session")
         ours: dict[str, object] = ours_raw if isinstance(ours_raw, dict) else {}
         session: dict[str, object] = session_raw if isinstance(session_raw, dict) else {}
+        plan, subagents = isinstance(caps.get("plan"), dict), isinstance(caps.get("subagents"), dict)
         return cls(
             read_text_file=fs.get("readTextFile") is True,
             write_text_file=fs.get("writeTextFile") is True,
@@ -61,8 +66,9 @@ class ClientCapabilities:
             # `{}` advertises the capability; omitted or null does not (schema.json).
             notices=isinstance(session.get("notices"), dict),
             compaction=isinstance(session.get("compaction"), dict),
-            plan=isinstance(caps.get("plan"), dict),
-            subagents=isinstance(caps.get("subagents"), dict),
+            plan=plan,
+            subagents=subagents,
+            usage=plan or subagents or ours.get("usage") is True,
             client_name=_client_name(req.client_info),
             raw=caps,
         )

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
+    from agent_core.session import Session
+
 
 def _build_parser() -> argparse.ArgumentParser:
     import argparse
@@ -86,15 +88,18 @@ def _preload() -> None:
         importlib.import_module(module)
 
 
-def _attach_refinement(session: Any) -> None:
+def _attach_refinement(session: Session) -> None:
     """The agent's `on_session` seam: the continual harness (host ops, after-turn review) and goals +
     autonomous mode, per session. Autonomous checkpoints ask refinement for an automatic review."""
     from agent_core.autonomy.controller import SessionAutonomy
+    from agent_core.bus import AutonomousCheckpoint
     from agent_core.refinement.attach import SessionRefinement
 
     refinement = SessionRefinement.attach(session)
-    autonomy = SessionAutonomy.attach(session)
-    autonomy.checkpoint_hooks.append(refinement.coordinator.checkpoint)
+    SessionAutonomy.attach(session)
+    session.bus.subscribe(
+        AutonomousCheckpoint, lambda checkpoint: refinement.coordinator.checkpoint(checkpoint.reason)
+    )
 
 
 def _build_agent(config: Any) -> Any:

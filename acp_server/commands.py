@@ -261,11 +261,10 @@ async def goal(ctx: CommandContext, argument: str) -> None:
 async def mcp(ctx: CommandContext, argument: str) -> None:
     from agent_core.mcp import command_text  # the logic lives with the MCP package
 
-    await ctx.reply(await command_text(getattr(ctx.session, "mcp", None), argument))
+    await ctx.reply(await command_text(ctx.session.mcp, argument))
 
 
 async def agents(ctx: CommandContext, argument: str) -> None:
     from agent_core.subagents.commands import agents_command  # the logic lives with the subagents
 
-    hub = getattr(ctx.session, "subagents", None)
-    await ctx.reply(await agents_command(hub, ctx.session.id, argument))
+    await ctx.reply(await agents_command(ctx.session.subagents, ctx.session.id, argument))

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from acp_server.capabilities import ClientCapabilities
     from acp_server.open_session import OpenSession
     from acp_server.registry import MethodRegistry
+    from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
@@ -63,6 +64,8 @@ class PromptHost(HarnessHost, Protocol):
     async def cancel_session(self, session_id: str) -> None: ...
 
     async def refresh_commands(self, opened: OpenSession) -> None: ...
+
+    def v2_dialect(self) -> V2Dialect | None: ...
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from acp_server import frames
 from acp_server.errors import AcpError
-from acp_server.initialize import check_initialize_params, initialize_result
+from acp_server.initialize import check_initialize_params, initialize_answer
 
 WAIT_SECONDS = 0.25
 MAX_FIRST_LINE = 1 << 20
@@ -104,7 +104,12 @@ def answer_first_initialize(
     ident, params = request
     answer = frames.result_message(
         ident,
-        initialize_result(extension_methods, extension_notifications, params.get("clientCapabilities")),
+        initialize_answer(
+            extension_methods,
+            extension_notifications,
+            params.get("protocolVersion"),
+            params.get("clientCapabilities"),
+        ),
     )
     line = json.dumps(answer, separators=(",", ":")) + "\n"  # ASCII: an id may hold lone surrogates
     try:

@@ -846,7 +846,10 @@ def initialize_response(
                 "resume": {},
                 "close": {},
                 "delete": {},
+                # Unstable v1 (session_methods.py). A client that does not know them ignores them.
                 "fork": {},
+                "status": {},
+                "title": {},
             },
             "_meta": {
                 META_KEY: {
@@ -974,9 +977,26 @@ def config_options_response(config_options: Sequence[Mapping[str, object]]) -> F
     return {"configOptions": [dict(o) for o in config_options]}
 
 
-def prompt_response(stop_reason: str) -> Frame:
-    """The session/prompt result."""
-    return {"stopReason": stop_reason}
+def prompt_response(stop_reason: str, usage: Frame | None = None) -> Frame:
+    """The session/prompt result; `usage` (unstable v1, `turn_usage`) only for a client that takes it."""
+    if usage is None:
+        return {"stopReason": stop_reason}
+    return {"stopReason": stop_reason, "usage": usage}
+
+
+def turn_usage(
+    input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int
+) -> Frame:
+    """A prompt turn's tokens (unstable v1 `Usage`). `inputTokens` counts the prompt tokens not read
+    from cache; the total is what the endpoint billed as prompt + completion (cache writes are part
+    of the prompt tokens, so they are not added twice)."""
+    return {
+        "totalTokens": input_tokens + cache_read_tokens + output_tokens,
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "cachedReadTokens": cache_read_tokens,
+        "cachedWriteTokens": cache_write_tokens,
+    }
 
 
 def empty_response() -> Frame:
@@ -1011,10 +1031,19 @@ def await_quiescence_response(quiescent: bool, last_refinement_id: str | None) -
 
 
 def harness_state_response(
-    entries: Sequence[Mapping[str, object]], tombstones: Sequence[Mapping[str, object]]
+    entries: Sequence[Mapping[str, object]],
+    tombstones: Sequence[Mapping[str, object]],
+    next_cursor: str | None = None,
+    total: int | None = None,
 ) -> Frame:
-    """The `_harness/state` result: entries (each with its `key`) and tombstones, wire-cased."""
-    return {"entries": [dict(e) for e in entries], "tombstones": [dict(t) for t in tombstones]}
+    """The `_harness/state` result: one page of entries (each with its `key`) and the tombstones,
+    wire-cased; `nextCursor` only when more entries follow, `total` the entries of every page."""
+    answer: Frame = {"entries": [dict(e) for e in entries], "tombstones": [dict(t) for t in tombstones]}
+    if total is not None:
+        answer["total"] = total
+    if next_cursor:
+        answer["nextCursor"] = next_cursor
+    return answer
 
 
 def harness_history_response(

@@ -6,8 +6,9 @@ Kept apart from capabilities.py (the dataclass of what the client offers) so tha
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from acp_server import __version__, frames
 from acp_server.errors import AcpError
@@ -86,6 +87,37 @@ def auth_methods(client_capabilities: object) -> list[frames.Frame]:
             SETUP_METHOD_ID, SETUP_METHOD_NAME, SETUP_DESCRIPTION, setup_command() if legacy else None
         )
     ]
+
+
+def initialize_answer(
+    extension_methods: Sequence[str],
+    extension_notifications: Sequence[str],
+    protocol_version: object,
+    client_capabilities: object = None,
+    environ: Mapping[str, str] = os.environ,
+) -> frames.Frame:
+    """The answer in the protocol this connection speaks: v1 (`initialize_result`), or the v2 draft
+    when the switch is on and the client asked for it (acp_server/v2; nothing of it loads otherwise)."""
+    from acp_server.v2.switch import speaks_v2
+
+    v1 = initialize_result(extension_methods, extension_notifications, client_capabilities)
+    if not speaks_v2(protocol_version, environ):
+        return v1
+    from acp_server.v2 import builders, reshape
+
+    caps = v1["agentCapabilities"]
+    assert (
+        isinstance(caps, dict) and isinstance(v1["agentInfo"], dict) and isinstance(v1["authMethods"], list)
+    )
+    prompt = caps["promptCapabilities"]
+    assert isinstance(prompt, dict)
+    return builders.initialize_response(
+        info=v1["agentInfo"],
+        auth_methods=[reshape.auth_method(m) for m in v1["authMethods"]],
+        extension_meta=caps["_meta"],
+        image=prompt.get("image") is True,
+        embedded_context=prompt.get("embeddedContext") is True,
+    )
 
 
 def initialize_result(

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from acp_server import commands, frames, session_events, subagent_cards, wire
-from acp_server.capabilities import ClientCapabilities, initialize_result
+from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
-from acp_server.errors import INTERNAL_ERROR, AcpError
+from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
-from acp_server.initialize import SETUP_METHOD_ID
+from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
 from acp_server.open_session import OpenSession
 from acp_server.params import (
     AuthenticateParams,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         SetSessionModeRequest,
     )
 
+    from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
     from agent_core.config import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
@@ -88,6 +89,7 @@ class AcpServer:
         self._agent_prepare = agent_prepare
         self.client = ClientCapabilities()
         self.connection: Connection | None = None
+        self.protocol = 1  # 2: the connection speaks the ACP v2 draft (acp_server/v2)
         self.sessions: dict[str, OpenSession] = {}
         self._agent: Agent | None = None
         self._agent_error: str | None = None
@@ -239,6 +241,7 @@ class AcpServer:
             compaction=self.client.compaction,
             plan_by_id=self.client.plan,  # unstable `plan_update` only to a client that advertises `plan`
             path_titles=titles_edit_cards_by_path(self.client.client_name),
+            subagent_updates=self.client.subagents,  # unstable `subagent_update`, replayed too
         )
         editor.session_id = session_id
         editor.presenter = presenter
@@ -328,6 +331,7 @@ class AcpServer:
         # wire models at startup (the 400 ms spawn->session/new budget).
         r.request("initialize", reader=read_initialize)(self.initialize)
         r.request("authenticate", reader=read_authenticate)(self.authenticate)
+        r.request("auth/login", reader=read_authenticate)(self.login)
         r.request("session/new", reader=read_new_session)(self.new_session)
         r.request("session/load", params_model="LoadSessionRequest")(self.load_session)
         r.request("session/resume", params_model="ResumeSessionRequest")(self.resume_session)
@@ -347,15 +351,53 @@ class AcpServer:
             self.warm_up()
 
         ctx.after_response.append(warm_up)
-        return initialize_result(*self.advertised(), req.client_capabilities)
+        self._speak(req.protocol_version)
+        return initialize_answer(*self.advertised(), req.protocol_version, req.client_capabilities)
+
+    def _speak(self, protocol_version: int) -> None:
+        """The protocol this connection speaks from now: v1, or the v2 draft (acp_server/v2) when
+        `CONTINUAL_ACP_PROTOCOL=2` and the client asked for it."""
+        from acp_server.v2.switch import speaks_v2
+
+        self.protocol = 2 if speaks_v2(protocol_version) else 1
+        if self.connection is not None:
+            self.connection.dialect = None
+            if self.protocol == 2:
+                from acp_server.v2.dialect import V2Dialect
+
+                self.connection.dialect = V2Dialect(self.connection.notify_as_is)
+
+    def use_connection(self, connection: Connection) -> None:
+        """The connection this server answers on (in the dialect an early `initialize` chose)."""
+        self.connection = connection
+        self._speak(self.protocol)
+
+    def v2_dialect(self) -> V2Dialect | None:
+        """The connection's v2 state, when it speaks the v2 draft."""
+        if self.protocol != 2 or self.connection is None:
+            return None  # v1: nothing of acp_server/v2 is imported
+        from acp_server.v2.dialect import V2Dialect
+
+        dialect = self.connection.dialect
+        return dialect if isinstance(dialect, V2Dialect) else None
 
     def initialized_early(self, params: JsonObject) -> None:
         """The first `initialize` was answered before this server existed (early_initialize.py):
         take the client's capabilities from its params and start the heavy imports now."""
         from acp_server.params import initialize_params
 
-        self.client = ClientCapabilities.from_initialize(initialize_params(params))
+        req = initialize_params(params)
+        self.client = ClientCapabilities.from_initialize(req)
+        self._speak(req.protocol_version)
         self.warm_up()
+
+    async def login(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
+        """`auth/login`, the ACP v2 draft's `authenticate`: served on a v2 connection only."""
+        if self.protocol != 2:
+            raise AcpError(
+                METHOD_NOT_FOUND, "Method not found: auth/login (ACP v2; this connection speaks v1)"
+            )
+        return await self.authenticate(ctx, req)
 
     async def authenticate(self, ctx: RequestContext, req: AuthenticateParams) -> JsonObject:
         """The setup method: `{}` once a model is set up (at once when the environment or the config
@@ -485,7 +527,7 @@ class AcpServer:
         the user is told so, once (the message is recorded, so later loads show it in place)."""
         from agent_core import MessageChunk
 
-        autonomy = getattr(opened.session, "autonomy", None)
+        autonomy = opened.session.autonomy
         notice = autonomy.take_interrupted_notice() if autonomy is not None else None
         if notice:
             event = MessageChunk(f"\n\n{notice}\n", f"msg_loop_{uuid.uuid4().hex[:12]}")
@@ -829,7 +871,7 @@ def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
     """After the response: start the session's MCP servers (so they never delay the answer)."""
 
     async def start() -> None:
-        registry = getattr(session, "mcp", None)
+        registry = session.mcp
         if registry is not None:
             registry.start()
 

@@ -20,7 +20,7 @@ from acp_server import client_quirks, frames
 from acp_server.cells import CellCard
 from acp_server.frames import Frame
 from acp_server.gates import GateCard, goal_meta
-from acp_server.subagent_cards import card_updates
+from acp_server.subagent_cards import updates_for
 from agent_core.events import (
     CellClear,
     CellDisplay,
@@ -81,6 +81,7 @@ class TurnPresenter:
         compaction: bool = False,
         plan_by_id: bool = False,
         path_titles: bool = False,
+        subagent_updates: bool = False,
     ) -> None:
         self._send = send
         self._cwd = cwd
@@ -90,6 +91,8 @@ class TurnPresenter:
         self._plan_by_id = plan_by_id  # the client advertised `plan` (unstable): `plan_update` by id
         self._open_compactions: set[str] = set()
         self._path_titles = path_titles  # the client titles edit cards by diff path (client_quirks.py)
+        # The client advertised `subagents` (unstable): a replayed child is `subagent_update`, no card.
+        self._subagent_updates = subagent_updates
         # Paragraphs: clients that ignore `messageId` (toad, CodeCompanion) join the agent messages
         # of a turn (across the cards between them); each message after the first starts with a
         # blank line.
@@ -268,7 +271,7 @@ class TurnPresenter:
         elif isinstance(event, SubagentChanged):
             # Recorded by subagent_cards (live cards are sent there); here on a session/load replay.
             self.replayed_subagents[event.child_session_id] = event.state
-            for update in card_updates(event, self._subagents_shown):
+            for update in updates_for(event, self._subagents_shown, subagent_update=self._subagent_updates):
                 await self._send(update)
         elif isinstance(event, TurnEnded):
             self.stop_reason = event.stop_reason

@@ -20,6 +20,7 @@ from acp_server.config_options import config_options
 from acp_server.context import CommandContext
 from acp_server.errors import AcpError
 from acp_server.harness.review import ask_pending_reviews, wait_for_settlement
+from acp_server.turn_usage import TurnUsage
 
 if TYPE_CHECKING:
     from acp.schema import (
@@ -95,7 +96,9 @@ def register_prompt(server: PromptHost) -> None:
                     from agent_core import TextPart
 
                     parts = [TextPart(text), *(_prompt_part(b) for b in req.prompt[1:])]
-                    return frames.prompt_response(await _run_turn(opened, parts, generation))
+                    used = TurnUsage(opened.session.usage_totals)
+                    stop_reason = await _run_turn(opened, parts, generation, used)
+                    return frames.prompt_response(stop_reason, _usage_for(server, used))
             if command is not None:
                 # A command may ask the model (`/refine`, `/compact`): cancelling the prompt cancels
                 # that request too, and the lock is free for the next prompt at once.
@@ -110,18 +113,28 @@ def register_prompt(server: PromptHost) -> None:
             # Proposals that arrived after an earlier turn ended are asked before this one starts.
             if not await ask_pending_reviews(opened, generation):
                 return frames.prompt_response("cancelled")
-            stop_reason = await _run_turn(opened, parts, generation)
+            used = TurnUsage(opened.session.usage_totals)
+            stop_reason = await _run_turn(opened, parts, generation, used)
             opened.last_stop_reason = stop_reason
             if _wants_settlement(opened.session) and stop_reason != "cancelled":
                 with opened.cancellable():
                     await wait_for_settlement(opened, WAIT_FOR_REFINEMENT_SECONDS)
             return frames.prompt_response(
-                "cancelled" if opened.cancel_generation != generation else stop_reason
+                "cancelled" if opened.cancel_generation != generation else stop_reason,
+                _usage_for(server, used),
             )
 
+    from acp_server.v2.lifecycle import acknowledging
+
+    # A v2 connection gets the answer at once and the turn framed by `state_update`s (acp_server/v2).
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
-    )(prompt)
+    )(acknowledging(prompt, server.v2_dialect, server.open_session))
+
+
+def _usage_for(server: ServerPort, used: TurnUsage) -> frames.Frame | None:
+    """The turn's `usage` (unstable) for a client that takes it (`ClientCapabilities.usage`)."""
+    return used.frame() if server.client.usage else None
 
 
 def _steers(session: Session) -> bool:
@@ -166,8 +179,8 @@ def _command_runner(
     return CommandRunner(CommandContext(server, opened, reply, announce_mode))
 
 
-async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: int) -> str:
-    from agent_core import ModelError
+async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: int, used: TurnUsage) -> str:
+    from agent_core import ModelError, UsageReport
 
     presenter = opened.presenter
     presenter.stop_reason = None
@@ -176,6 +189,8 @@ async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: in
         presenter.attach(tg)
         try:
             async for event in opened.session.run_turn(parts):
+                if isinstance(event, UsageReport):
+                    used.add(event)
                 await presenter.present(event)
         except ModelError as exc:
             failure = AcpError.from_error(frames.model_error(exc.message, exc.endpoint, exc.status))

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,7 +106,7 @@ def write_quiescence(
     }
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     path = session_dir / FILE
-    temp = session_dir / f".{FILE}.{pid}-{secrets.token_hex(4)}.tmp"
+    temp = session_dir / f".{FILE}.{pid}-{os.urandom(4).hex()}.tmp"  # not `secrets`: ~6 ms at start
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC | _NOFOLLOW, 0o600)
     try:
         try:

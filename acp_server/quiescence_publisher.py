@@ -20,6 +20,7 @@ from acp_server.quiescence_file import write_quiescence
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
+    from agent_core.subagents.records import ChildChanged
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +113,10 @@ def watch(opened: OpenSession) -> QuiescencePublisher:
         publisher.update()
 
     unsubscribe = opened.harness.subscribe(on_harness_event)
-    hub = getattr(opened.session, "subagents", None)
+    hub = opened.session.subagents
 
-    async def on_child(event: Any) -> None:
-        if getattr(event.record, "parent_id", None) == publisher.session_id:
+    async def on_child(event: ChildChanged) -> None:
+        if event.record.parent_id == publisher.session_id:
             publisher.update()
 
     if hub is not None:

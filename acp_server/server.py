@@ -122,7 +122,7 @@ async def _serve(
     reader = prefixed(early.unread if early is not None else b"", await open_reader(reserved.read_fd))
     writer = await open_writer(reserved.write_fd)
     connection = Connection(reader, writer, registry, max_line_bytes=_max_message_bytes())
-    server.connection = connection
+    server.use_connection(connection)
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.warm_up_soon)
         tg.start_soon(server.start_agent)

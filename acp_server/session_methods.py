@@ -98,8 +98,7 @@ async def read_title(params: JsonObject, method: str) -> TitleParams:
 
 def install(server: HarnessHost) -> None:
     """Register the `_session/*` methods, and the unstable `session/status` and `session/set_title`
-    (served to a client that knows them; `initialize` does not advertise `sessionCapabilities.status`
-    / `.title`, which the `acp.schema` models a Python client validates with do not define)."""
+    (advertised as `sessionCapabilities.status` / `.title`)."""
 
     async def status(ctx: RequestContext, request: StatusParams) -> JsonObject:
         from acp_server import frames

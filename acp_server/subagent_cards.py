@@ -8,7 +8,8 @@ background refinement reports. The card ends with the child's final answer (boun
 it failed. `_meta["continual-acp"].subagent`
 carries `{sessionId, name, state, parentSessionId}`. Installed by the composition root through
 `serve_stdio(extensions=[..., install])`. Each state change is recorded in the parent's transcript
-as a `SubagentChanged` event; the presenter replays it through the same `card_updates`.
+as a `SubagentChanged` event; the presenter replays it through the same `updates_for`. A client that
+advertised `subagents` (unstable) gets `subagent_update` frames instead of the card, live and replayed.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
     from agent_core.events import SubagentChanged
+    from agent_core.session import Session
+    from agent_core.subagents.hub import SubagentHub
 
 log = logging.getLogger(__name__)
 
 NEEDS_ACTION_TEXT = "**needs action:** waiting for your answer to its permission request"
 
 
-def hub_of(session: Any) -> Any | None:
+def hub_of(session: Session) -> SubagentHub | None:
     """The subagent hub a session is attached to (None without subagents)."""
-    return getattr(session, "subagents", None)
+    return session.subagents
 
 
 def card_content(change: SubagentChanged) -> list[frames.Frame]:
@@ -77,14 +80,20 @@ def card_updates(change: SubagentChanged, shown: set[str]) -> list[frames.Frame]
     return updates
 
 
-def live_updates(server: AcpServer, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
-    """A client that advertised `subagents` (unstable) hears the child's life as `subagent_update`
-    (the first one announces it); every other client gets the card."""
-    if server.client.subagents:
+def updates_for(change: SubagentChanged, shown: set[str], *, subagent_update: bool) -> list[frames.Frame]:
+    """What one state change sends: to a client that advertised `subagents` (unstable,
+    `subagent_update`) one `subagent_update` (the first announces the child); to every other client
+    the card's updates. Live, replayed on session/load and after it alike."""
+    if subagent_update:
         shown.add(change.child_session_id)
         child, parent = change.child_session_id, change.parent_session_id
         return [frames.subagent_update(child, change.name, change.task, change.state, parent)]
     return card_updates(change, shown)
+
+
+def live_updates(server: AcpServer, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
+    """A live state change, in the shape this client reads (`updates_for`)."""
+    return updates_for(change, shown, subagent_update=server.client.subagents)
 
 
 def watch(server: AcpServer, opened: OpenSession) -> None:
@@ -141,7 +150,7 @@ def list_meta(agent: Any, session_id: str) -> frames.Frame | None:
     return frames.subagent_link_meta(record.parent_id, record.name, record.state)
 
 
-def background_entries(session: Any) -> list[frames.Frame]:
+def background_entries(session: Session) -> list[frames.Frame]:
     """The quiescence mirror's `background` list: this session's children still queued or running."""
     hub = hub_of(session)
     if hub is None:
@@ -153,16 +162,16 @@ def background_entries(session: Any) -> list[frames.Frame]:
     ]
 
 
-def needing_action(session: Any) -> list[str]:
+def needing_action(session: Session) -> list[str]:
     """Names of this session's children waiting for the user's answer to a permission request."""
     hub = hub_of(session)
     return [r.name for r in hub.needing_action(session.id)] if hub is not None else []
 
 
-def running_children(session: Any) -> int:
+def running_children(session: Session) -> int:
     """Children of this session still queued or running (for the background-work report)."""
     hub = hub_of(session)
-    return int(hub.running_children(session.id)) if hub is not None else 0
+    return hub.running_children(session.id) if hub is not None else 0
 
 
 async def after_replay(server: AcpServer, opened: OpenSession) -> None:
@@ -178,7 +187,7 @@ async def after_replay(server: AcpServer, opened: OpenSession) -> None:
             continue
         change = change_of(record, record.state)
         opened.session.record_event(change)
-        for update in card_updates(change, set(replayed)):
+        for update in updates_for(change, set(replayed), subagent_update=server.client.subagents):
             await server.send_update(opened.session.id, update)
 
 

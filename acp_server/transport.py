@@ -17,7 +17,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
@@ -104,6 +104,19 @@ def _encode(message: Mapping[str, object]) -> bytes | None:
         return (json.dumps(frames.error_message(ident, error)) + "\n").encode("ascii")
 
 
+class Dialect(Protocol):
+    """Another protocol version's shape of what this connection writes (acp_server/v2); the handlers
+    keep producing v1 frames. Each hook returns the (method, params) notifications to write."""
+
+    def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
+
+    def request(self, method: str, params: Any) -> tuple[list[tuple[str, Any]], Any]: ...
+
+    def answered(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
+
+    def result(self, method: str, params: Any, result: Any) -> tuple[list[tuple[str, Any]], Any]: ...
+
+
 class Connection:
     """One JSON-RPC peer connection; `serve()` runs it until end of input."""
 
@@ -130,6 +143,7 @@ class Connection:
         self._idle = anyio.Event()
         self._idle.set()
         self.eof = anyio.Event()
+        self.dialect: Dialect | None = None  # set by `initialize` when the client speaks ACP v2
 
     # ------------------------------------------------------------------ outbound
 
@@ -148,8 +162,19 @@ class Connection:
                 log.warning("client stopped reading our output (%s); dropping further messages", exc)
 
     async def notify(self, method: str, params: object) -> None:
-        """Send the client a notification."""
+        """Send the client a notification (in the connection's dialect, when it has one)."""
+        if self.dialect is None:
+            await self.send(frames.notification_message(method, params))
+            return
+        await self._notify_all(self.dialect.notification(method, params))
+
+    async def notify_as_is(self, method: str, params: object) -> None:
+        """A notification already in the connection's protocol (a dialect's own)."""
         await self.send(frames.notification_message(method, params))
+
+    async def _notify_all(self, messages: list[tuple[str, Any]]) -> None:
+        for method, params in messages:
+            await self.send(frames.notification_message(method, params))
 
     async def request(
         self, method: str, params: object, *, timeout: float | None = None, cancel_if_abandoned: bool = False
@@ -166,15 +191,22 @@ class Connection:
         waiter = _Waiter(method)
         self._waiters[key] = waiter
         sent = False
+        dialect, original = self.dialect, params
         try:
             if self.eof.is_set():
                 raise ConnectionClosed(f"client disconnected; {method} was not sent")
+            if dialect is not None:
+                before, params = dialect.request(method, params)
+                await self._notify_all(before)
             await self.send(frames.request_message(ident, method, params))
             sent = True
             with anyio.fail_after(timeout):
                 await waiter.done.wait()
         finally:
             self._waiters.pop(key, None)
+            if dialect is not None and sent:
+                with anyio.CancelScope(shield=True):  # the state change is owed even to a cancelled wait
+                    await self._notify_all(dialect.answered(method, original))
             if cancel_if_abandoned and sent and not waiter.done.is_set() and self._task_group is not None:
                 # Sent from the connection's task group: the waiting task is being cancelled.
                 self._task_group.start_soon(
@@ -357,6 +389,10 @@ class Connection:
         if payload is not None:
             if not isinstance(payload, dict):  # only batches serialize to lists, and we refuse those
                 return
+            if self.dialect is not None and "result" in payload:
+                before, result = self.dialect.result(method, message.get("params"), payload["result"])
+                await self._notify_all(before)
+                payload = {**payload, "result": result}
             await self.send(payload)
             if "result" in payload:
                 for callback in ctx.after_response:

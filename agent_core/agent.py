@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
+from agent_core.bus import EventBus, ShuttingDown
 from agent_core.config import AgentConfig
 from agent_core.errors import KernelBackendUnavailable, SessionNotFound
 from agent_core.hibernation import Hibernator, revive_text
@@ -22,6 +23,7 @@ from agent_core.transcript import SessionPage, SessionStore, TranscriptDamaged, 
 
 if TYPE_CHECKING:
     from agent_core.promotion import DeletionNotice
+    from agent_core.subagents.hub import SubagentHub
     from harness_store import HarnessStore
     from kernel_bridge import KernelPool, KernelSession
     from kernel_bridge.guarantees import KernelGuarantees
@@ -54,9 +56,10 @@ class Agent:
         self._pool_lock = asyncio.Lock()
         self._sessions: dict[str, Session] = {}
         self._global_store: HarnessStore | None = None
-        # Run first by `aclose`, before sessions close (the subagent hub stops admitting there).
-        self.shutdown_hooks: list[Callable[[], Coroutine[Any, Any, None]]] = []
-        self.subagents: Any = None  # agent_core.subagents.SubagentHub, set by SubagentHub.install
+        # What the agent tells its features (agent_core.bus): `ShuttingDown`, published first by
+        # `aclose`, before sessions close (the subagent hub stops admitting there).
+        self.bus = EventBus("the agent")
+        self.subagents: SubagentHub | None = None  # set by SubagentHub.install
         # When set, every session's kernel start waits for it (acp_server opens it right after its
         # first session response is written: a kernel starting beside session/new slows the answer).
         self.kernel_gate: asyncio.Event | None = None
@@ -165,11 +168,7 @@ class Agent:
         self._setup_pending.clear()  # a closing agent sets up no session
         if self.kernel_gate is not None:
             self.kernel_gate.set()  # held kernel starts give up (a session's close waits for its start)
-        for hook in list(self.shutdown_hooks):  # subagents stop before their sessions close
-            try:
-                await hook()
-            except Exception:
-                log.exception("shutdown hook %r failed", hook)
+        await self.bus.publish(ShuttingDown())  # subagents stop before their sessions close
         sessions, self._sessions = list(self._sessions.values()), {}
         # Concurrently: each close waits for a final snapshot, and an editor exit must not take N x that.
         results = await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)

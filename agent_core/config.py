@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,10 +152,16 @@ class ConfigFileError(ConfigError):
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
+        fh = path.open("rb")
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        raise ConfigFileError(path, f"cannot be read: {exc.strerror or exc}") from None
+    import tomllib  # only when there is a file: most starts have none, and it costs ~2 ms
+
+    try:
+        with fh:
+            return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         # tomllib's message names the line and column ("... (at line 2, column 9)").
         found = re.search(r"at line (\d+)", str(exc))

@@ -452,6 +452,14 @@ OPTIONS: tuple[Option, ...] = (
         at_least=1024,
         default_text="64 MiB",
     ),
+    Option(
+        "",
+        "choice",
+        "ACP version spoken: `2` = the v2 draft, to a client asking for it (README: ACP v2 draft)",
+        default="1",
+        env="CONTINUAL_ACP_PROTOCOL",
+        choices=("1", "2"),
+    ),
     Option("", "str", "the kernel's host bridge address", env="CONTINUAL_ACP_BRIDGE", internal=True),
     Option("", "str", "the kernel's host bridge token", env="CONTINUAL_ACP_BRIDGE_TOKEN", internal=True),
     Option(

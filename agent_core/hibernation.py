@@ -88,10 +88,8 @@ class Hibernator:
         children = self._running_children(session.id)
         if children:
             return f"{children} subagent(s) of this session are running"
-        mcp = getattr(session, "mcp", None)
-        started = [
-            c.name for c in getattr(mcp, "connections", {}).values() if c.state in ("connecting", "ready")
-        ]
+        connections = session.mcp.connections.values() if session.mcp is not None else ()
+        started = [c.name for c in connections if c.state in ("connecting", "ready")]
         if started:
             return "MCP server(s) started in this session are running: " + ", ".join(sorted(started))
         if kernel is not None and session.agent_config.kernel_backend.kind == "local":

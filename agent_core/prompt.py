@@ -9,6 +9,7 @@ changes after a refinement, so the base stays a stable cache prefix for the mode
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -126,9 +127,15 @@ def _add_mcp_section(parts: list[str], inputs: PromptInputs) -> None:
 
 
 def safe_section(name: str, build: Callable[[], str]) -> str:
-    """Build an optional prompt section; a failure drops the section (logged), never the turn."""
+    """Build an optional prompt section; a failure drops the section (logged), never the turn.
+
+    Its build time is a debug line on stderr (`prompt section <name>: <ms> ms, <n> chars`): the one
+    way to see what a large harness costs each turn inside a running server (benchmarks read it)."""
+    started = time.perf_counter()
     try:
-        return build()
+        text = build()
     except Exception:
         log.exception("could not build the %s section of the system prompt; leaving it out", name)
         return ""
+    log.debug("prompt section %s: %.3f ms, %d chars", name, (time.perf_counter() - started) * 1000, len(text))
+    return text

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core import settings
+from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
 from agent_core.checkpoints import SessionCheckpoints
 from agent_core.config import AgentConfig
 from agent_core.content import plain_text, title_from
@@ -28,7 +29,7 @@ from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.editor_ops import EditorOps
 from agent_core.entry_usage import TurnUsage, UsageLedger
 from agent_core.errors import ModelError
-from agent_core.hooks import RefinementHook, TurnFailedHook
+from agent_core.hooks import RefinementHook
 from agent_core.kernel_handle import KernelHandle
 from agent_core.mcp.prompt import prompt_section as mcp_prompt_section
 from agent_core.model import ModelClient, Usage
@@ -42,15 +43,13 @@ if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
     from agent_core.control_plane.guard import ControlPlaneGuard
     from agent_core.control_plane.held import HeldChange
+    from agent_core.mcp.registry import McpRegistry
     from agent_core.ownership import SessionOwnerLock
+    from agent_core.subagents.hub import SubagentHub
     from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
-
-# An after-turn hook (the refinement seam): called after every turn, before `TurnEnded`; the events
-# it returns (e.g. `RefinementReported`) are part of the turn. Background work should spawn its own task.
-AfterTurnHook = Callable[["Session", TurnOutcome], Awaitable[Sequence[ev.TurnEvent]]]
 
 CANCEL_WAIT = 0.9  # seconds `cancel()` waits for the turn task; the contract is `cancelled` within 1 s
 
@@ -105,17 +104,18 @@ class Session:
         self.always_allowed = False  # "Allow always (this session)" was chosen; `ask` again revokes it
         self.stream_fallback_told = False  # the user knows answers come unstreamed (turn.py)
         self.owner_lock: SessionOwnerLock | None = None  # released by close(), after the final snapshot
-        self.after_turn_hooks: list[AfterTurnHook] = []
-        # Seams for refinement/autonomous mode (attached via `Agent(on_session=...)`):
-        self.kernel_hooks: list[Callable[[KernelSession], None]] = []  # a kernel is ready (host ops)
-        self.compaction_hooks: list[Callable[[], None]] = []  # the context was just compacted
-        self.close_hooks: list[Callable[[], Awaitable[None]]] = []  # the session is closing
-        self.turn_failed_hooks: list[TurnFailedHook] = []  # a turn raised: no after-turn hook ran
-        # Events that happen outside a turn (`notify_user`, `/compact`): acp_server presents them.
-        self.event_listeners: list[Callable[[ev.TurnEvent], Awaitable[None]]] = []
+        # What the session tells its features and the editor connection (agent_core.bus): a kernel
+        # is ready, a turn finished or failed, the context was compacted, it closes, an event
+        # happened outside a turn. Features subscribe when they attach (`Agent(on_session=...)`).
+        self.bus = EventBus(f"session {session_id}")
         self._refinement: RefinementHook | None = None
+        self._refinement_failed: Callable[[TurnFailed], None] | None = None
         self._turn_usage: TurnUsage | None = None  # the running turn's entries and outcome
+        # The features' slots: each is set by the feature when it attaches (None until then, or
+        # when this agent has no such feature) and read by acp_server and the other features.
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
+        self.subagents: SubagentHub | None = None  # the server's hub (agent_core.subagents)
+        self.mcp: McpRegistry | None = None  # this session's MCP servers (agent_core.mcp)
         self._sandbox_warned = False
         # The control-plane guard (agent_core.control_plane): set when an unconfined kernel is ready.
         self.control_plane: ControlPlaneGuard | None = None
@@ -195,12 +195,19 @@ class Session:
 
     @refinement.setter
     def refinement(self, hook: RefinementHook | None) -> None:
-        """Attach `hook`: it is told when a turn fails, like any turn-failure hook."""
-        if self._refinement is not None and self._refinement.turn_failed in self.turn_failed_hooks:
-            self.turn_failed_hooks.remove(self._refinement.turn_failed)
+        """Attach `hook`: it is told when a turn fails (a `TurnFailed` subscriber, like any other)."""
+        if self._refinement_failed is not None:
+            self.bus.unsubscribe(TurnFailed, self._refinement_failed)
+            self._refinement_failed = None
         self._refinement = hook
         if hook is not None:
-            self.turn_failed_hooks.append(hook.turn_failed)
+            told = hook
+
+            def failed(_: TurnFailed) -> None:
+                told.turn_failed()
+
+            self._refinement_failed = failed
+            self.bus.subscribe(TurnFailed, failed)
 
     # ------------------------------------------------------------ harness
 
@@ -252,7 +259,7 @@ class Session:
                 cwd=self.cwd,
                 harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
                 skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
-                mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(getattr(self, "mcp", None))),
+                mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(self.mcp)),
             )
         )
 
@@ -335,11 +342,7 @@ class Session:
         await self.publish(ev.CompactionChanged(compaction_id, "completed", summary=summary))
         if summary is None:
             return nothing
-        for hook in list(self.compaction_hooks):
-            try:
-                hook()
-            except Exception:
-                log.exception("compaction hook %r failed in session %s", hook, self.id)
+        self.bus.emit(Compacted())
         return summary
 
     # ------------------------------------------------------------ turns
@@ -497,12 +500,9 @@ class Session:
             self.title = title_from(parts)
             self._writer.append({"type": "title", "title": self.title})
             events.append(ev.TitleChanged(self.title))
-        for hook in list(self.after_turn_hooks):
-            try:
-                events.extend(await hook(self, outcome))
-            except Exception:
-                log.exception("after-turn hook %r failed in session %s", hook, self.id)
-        return events
+        finished = TurnFinished(outcome)
+        await self.bus.publish(finished)
+        return events + finished.events
 
     def _record_usage(self, usage: TurnUsage, stop_reason: str) -> None:
         """One line in the entry-usage ledger; a failure to write it never fails the turn."""
@@ -512,13 +512,9 @@ class Session:
             log.warning("could not record harness entry usage for session %s: %s", self.id, exc)
 
     def _turn_failed(self) -> None:
-        # No after-turn hook runs on this path; hooks (refinement) must still let go of what the
+        # No `TurnFinished` on this path; subscribers (refinement) must still let go of what the
         # turn's cells scheduled, or the session never becomes quiescent again.
-        for hook in list(self.turn_failed_hooks):
-            try:
-                hook()
-            except Exception:
-                log.exception("turn-failure hook %r failed in session %s", hook, self.id)
+        self.bus.emit(TurnFailed())
 
     def record_event(self, event: ev.TurnEvent) -> None:
         """Append an event that happened outside a turn (a background refinement) to the transcript,
@@ -530,16 +526,12 @@ class Session:
 
     async def publish(self, event: ev.TurnEvent) -> None:
         """Show an event now: into the running turn when there is one, else recorded (a notice is
-        live information and is not) and handed to `event_listeners` (the editor connection)."""
+        live information and is not) and published as `OutsideTurn` (the editor connection shows it)."""
         if self.emit_into_turn(event):
             return
         if not isinstance(event, ev.Notice):
             self.record_event(event)
-        for listener in list(self.event_listeners):
-            try:
-                await listener(event)
-            except Exception:
-                log.exception("event listener %r failed in session %s", listener, self.id)
+        await self.bus.publish(OutsideTurn(event))
 
     async def notify_user(
         self,
@@ -633,9 +625,9 @@ class Session:
         roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
         lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
         self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
-        self.close_hooks.append(self._close_control_plane)
+        self.bus.subscribe(Closing, self._close_control_plane)
 
-    async def _close_control_plane(self) -> None:
+    def _close_control_plane(self, _: Closing) -> None:
         if self.control_plane is not None:
             self.control_plane.close()
 
@@ -657,11 +649,7 @@ class Session:
                     guarantees.describe(),
                 )
             )
-        for hook in list(self.kernel_hooks):
-            try:
-                hook(kernel)
-            except Exception:
-                log.exception("kernel hook %r failed in session %s", hook, self.id)
+        self.bus.emit(KernelReady(kernel))
 
     @property
     def current_cell(self) -> str | None:
@@ -721,11 +709,7 @@ class Session:
             return
         await self.cancel()
         self._closed = True
-        for close_hook in list(self.close_hooks):
-            try:
-                await asyncio.wait_for(close_hook(), 10)
-            except Exception:
-                log.exception("close hook %r failed in session %s", close_hook, self.id)
+        await self.bus.publish(Closing(), timeout=10)
         try:
             await self._close_kernel_and_transcript(snapshot_timeout)
         finally:
@@ -742,3 +726,16 @@ class Session:
     def session_dir(self) -> Path:
         """`<home>/sessions/<id>`: transcript, snapshot, cell outputs, local harness."""
         return self.store.session_dir(self.id)
+
+
+if TYPE_CHECKING:
+    from agent_core.autonomy.controller import AutonomySession
+    from agent_core.control_plane.cells import GuardedSession
+    from agent_core.subagents.hub import AttachedSession
+    from agent_core.turn import TurnContext
+
+    def _features_see_a_session(
+        session: Session,
+    ) -> tuple[AttachedSession, AutonomySession, GuardedSession, TurnContext]:
+        """For mypy only: a `Session` is what each feature's Protocol of it asks (they cannot import it)."""
+        return session, session, session, session

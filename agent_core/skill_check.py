@@ -30,7 +30,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ from harness_store import HarnessEntry
 from harness_store.verify import PreApplyVerifier, Verdict
 
 if TYPE_CHECKING:
+    from agent_core.session import Session
     from kernel_bridge import KernelPool
 
 log = logging.getLogger(__name__)
@@ -542,13 +543,12 @@ def verifier_for(
     return shared_service(python, float(timeout)).verifier(cwd, sys_path, protected)
 
 
-def session_verifiers(session: Any) -> Any:
+def session_verifiers(session: Session) -> Callable[[str], PreApplyVerifier]:
     """scope -> verifier for one session's refinements (its cwd; config from its agent config)."""
     config = session.agent_config
 
     def for_scope(scope: str) -> PreApplyVerifier:
-        extra = getattr(config, "extra", {}) or {}
-        return verifier_for(extra, scope, session.cwd, python=getattr(config, "kernel_python", None))
+        return verifier_for(config.extra, scope, session.cwd, python=config.kernel_python)
 
     return for_scope
 

@@ -8,24 +8,27 @@ the harness surface's (`HarnessSurface.promote`: a project promotion is reviewed
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_core.why import WhyAnswer, render_why, why
 from harness_store import Scopes, Store
 
+if TYPE_CHECKING:
+    from agent_core.session import Session
 
-def session_stores(session: Any) -> list[tuple[str, Store]]:
+
+def session_stores(session: Session) -> list[tuple[str, Store]]:
     """(scope, store) a session sees, narrowest first: local, project (if any), global."""
     scopes: Scopes = session.scopes
     return list(scopes.each())
 
 
-def why_answer(session: Any, entry_id: str, *, kind: str | None = None) -> WhyAnswer:
+def why_answer(session: Session, entry_id: str, *, kind: str | None = None) -> WhyAnswer:
     """`why` over the session's stores and the data home's transcripts."""
     return why(entry_id, stores=session_stores(session), sessions=session.store, kind=kind)
 
 
-def why_reply(session: Any, argument: str) -> str:
+def why_reply(session: Session, argument: str) -> str:
     """The reply to `/why <entry-id>` (or `/why <kind>/<entry-id>`)."""
     words = argument.split()
     if len(words) != 1:

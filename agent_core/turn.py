@@ -37,6 +37,8 @@ from agent_core.ports import EditorPort, PermissionRequest
 from agent_core.titles import cell_title
 
 if TYPE_CHECKING:
+    from agent_core.control_plane.guard import ControlPlaneGuard
+    from agent_core.control_plane.held import HeldChange
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,8 @@ class TurnOutcome:
 
 
 class TurnContext(Protocol):
-    """What one turn needs of its session (`Session` is one): settings, context, model, editor, kernel."""
+    """What one turn needs of its session (`Session` is one): settings, context, model, editor, kernel,
+    and the control-plane guard around its cells (what `control_plane.cells.GuardedSession` asks)."""
 
     @property
     def agent_config(self) -> AgentConfig: ...
@@ -107,6 +110,13 @@ class TurnContext(Protocol):
 
     @property
     def kernel_handle(self) -> KernelHandle: ...
+
+    @property
+    def control_plane(self) -> ControlPlaneGuard | None: ...
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None: ...
+
+    async def publish(self, event: ev.TurnEvent) -> None: ...
 
     async def kernel(self) -> KernelSession: ...
 

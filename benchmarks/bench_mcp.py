@@ -147,6 +147,7 @@ def session_mcp_setup_in_process(rounds: int) -> tuple[list[float], list[float]]
     registry that has not started them (the servers start after the response). Alternated, in process."""
     from types import SimpleNamespace
 
+    from agent_core.bus import EventBus
     from agent_core.config import AgentConfig
     from agent_core.mcp import attach_mcp, parse_servers
 
@@ -155,7 +156,7 @@ def session_mcp_setup_in_process(rounds: int) -> tuple[list[float], list[float]]
     for _ in range(rounds):
         for servers in (0, 3):
             entries = server_entries(servers)
-            session = SimpleNamespace(cwd="/tmp", agent_config=config, kernel_hooks=[], close_hooks=[])
+            session = SimpleNamespace(cwd="/tmp", agent_config=config, bus=EventBus())
             start = time.perf_counter()
             attach_mcp(session, parse_servers(entries), start=False)
             times[servers].append(time.perf_counter() - start)

@@ -28,19 +28,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))  # continual_eval (the chart) from this checkout
 
 from bench_server import INIT_PARAMS, OUR_SERVER, Wire, compile_our_packages, rss_kib  # noqa: E402
+
+if TYPE_CHECKING:
+    from harness_store import HarnessState as HarnessStateT
 
 # ~4 MB of ordinary variables: a bytes blob, a list of floats, a dict of strings.
 MAKE_VARS = (
@@ -361,54 +367,151 @@ def relevance(entries: int, trust: str) -> dict[str, Any]:
     return {"entries": entries, "trust": trust, "queries": total, "hits": hits}
 
 
-def harness_through_server(env: dict[str, str], entries: int, runs: int) -> dict[str, Any]:
-    """A global harness of `entries` entries beside an empty one, two servers, interleaved:
-    `_harness/state` (merged), `/harness`, and a text-only prompt round trip (the system prompt with
-    its harness section is built for every model request)."""
-    from bench_harness import make_store
+SCOPES = ("global", "project", "local")
+SECTION_LINE = re.compile(r"prompt section harness: ([0-9.]+) ms, ([0-9]+) chars")
+
+
+def three_scopes(entries: int) -> dict[str, HarnessStateT]:
+    """`entries` bench entries (bench_harness.make_entry) dealt round-robin to global, project, local."""
+    from bench_harness import make_entry
+
+    from harness_store import HarnessState
+
+    rng = random.Random(entries)
+    by_scope: dict[str, dict[str, dict[str, Any]]] = {
+        scope: {k: {} for k in ("prompt", "memory", "skill", "subagent")} for scope in SCOPES
+    }
+    for i in range(entries):
+        scope = SCOPES[i % 3]
+        entry = make_entry(i, rng).model_copy(update={"scope": scope})
+        by_scope[scope][entry.kind][entry.id] = entry
+    return {scope: HarnessState.build(kinds, head=None) for scope, kinds in by_scope.items()}
+
+
+def git_repo(path: Path) -> Path:
+    path.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def write_project(repo: Path, state: HarnessStateT) -> None:
+    """The project scope as `ProjectStore` keeps it: one entry file per entry under the repository."""
+    from harness_store.project_files import file_name, render_entry
+    from harness_store.repository_backend import project_root
+
+    entries_dir = project_root(repo) / "entries"
+    for kind, items in state.entries.items():
+        (entries_dir / kind).mkdir(parents=True, exist_ok=True)
+        for entry_id, entry in items.items():
+            (entries_dir / kind / file_name(entry_id)).write_text(render_entry(entry), encoding="utf-8")
+
+
+def harness_through_server(
+    env: dict[str, str], entries: int, runs: int, profile: Path | None = None
+) -> dict[str, Any]:
+    """A harness of `entries` entries (global + project + local, a third each) beside an empty one,
+    two servers, interleaved: `_harness/state` (merged: the first page, and every page through
+    `nextCursor`), `/harness`, a text-only prompt round trip (the system prompt with its harness
+    section is built for every model request; the section's build time is read from the server's
+    debug line on stderr), and an apply (`_harness/rollback` of a 5-edit refinement: its inverse
+    is a 5-edit apply to the global store)."""
+    from bench_harness import five_edits
 
     from agent_core.testing.scripted_model import ScriptedModelServer, text
+    from harness_store import HarnessStore
+    from harness_store.private_files import private_dir
+    from harness_store.statefile import save_state
 
-    out: dict[str, Any] = {"entries": entries}
+    def save(root: Path, state: HarnessStateT) -> None:
+        private_dir(root)
+        save_state(root / "harness_state.json", state)
+
+    out: dict[str, Any] = {"entries": entries, "scopes": list(SCOPES)}
+    scopes = three_scopes(entries)
     with tempfile.TemporaryDirectory() as scratch, ScriptedModelServer([], fallback=text("ok")) as model:
-        wires, sids = [], []
+        wires, sids, logs, refinements = [], [], [], []
         for label, size in (("big", entries), ("empty", 0)):
             home = Path(scratch) / label
+            repo = git_repo(Path(scratch) / f"{label}-repo")
+            store = HarnessStore(home / "harness")
             if size:
-                make_store(home / "harness", size, 0)
-            wire = server(
-                env,
-                scratch,
-                CONTINUAL_ACP_HOME=str(home),
-                OPENAI_BASE_URL=model.base_url,
-                CONTINUAL_ACP_EAGER_KERNEL="0",
+                save(home / "harness", scopes["global"])
+                write_project(repo, scopes["project"])
+            # The refinements the apply rows roll back, one per run (written before the server starts).
+            refinements.append(
+                [store.apply(five_edits(i), scope="global", trigger="model").id for i in range(runs + 2)]
             )
+            log_path = Path(scratch) / f"{label}.stderr"
+            argv = OUR_SERVER
+            if profile is not None and size:
+                argv = (sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "acp_server")
+            with log_path.open("wb") as log:
+                wire = Wire(
+                    argv,
+                    {
+                        **env,
+                        "CONTINUAL_ACP_HOME": str(home),
+                        "OPENAI_BASE_URL": model.base_url,
+                        "CONTINUAL_ACP_EAGER_KERNEL": "0",
+                        "CONTINUAL_ACP_LOG_LEVEL": "DEBUG",
+                    },
+                    scratch,
+                    stderr=log,
+                )
+            wire.call("initialize", INIT_PARAMS)
+            sid = wire.call("session/new", {"cwd": str(repo), "mcpServers": []})["sessionId"]
+            if size:
+                save(home / "sessions" / sid / "harness", scopes["local"])
             wires.append(wire)
-            sids.append(wire.call("session/new", {"cwd": scratch, "mcpServers": []})["sessionId"])
+            sids.append(sid)
+            logs.append(log_path)
         try:
-            timings: dict[str, list[list[float]]] = {
-                "state": [[], []],
-                "command": [[], []],
-                "prompt": [[], []],
-            }
+            keys = ("state", "state_all", "command", "prompt", "apply", "prompt_after_apply")
+            timings: dict[str, list[list[float]]] = {key: [[], []] for key in keys}
+            pages: list[int] = [0, 0]
+            # Steady state first (no store changes between prompts, as in most turns), then each
+            # apply followed by the first prompt after it (its section ranks a changed kind afresh).
             for i in range(runs + 2):  # the first two warm caches and imports
                 for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
+                    params = {"sessionId": sid, "scope": "merged"}
                     t0 = time.perf_counter()
-                    wire.call("_harness/state", {"sessionId": sid, "scope": "merged"})
+                    answer = wire.call("_harness/state", params)
                     t1 = time.perf_counter()
-                    command(wire, sid, "/harness")
+                    count = 1
+                    while answer.get("nextCursor"):
+                        answer = wire.call("_harness/state", {**params, "cursor": answer["nextCursor"]})
+                        count += 1
                     t2 = time.perf_counter()
-                    prompt(wire, sid, f"pandas plot csv question {i}")
+                    command(wire, sid, "/harness")
                     t3 = time.perf_counter()
+                    prompt(wire, sid, f"pandas plot csv question {i}")
+                    t4 = time.perf_counter()
+                    pages[which] = count
                     if i >= 2:
-                        timings["state"][which].append((t1 - t0) * 1000)
-                        timings["command"][which].append((t2 - t1) * 1000)
-                        timings["prompt"][which].append((t3 - t2) * 1000)
+                        for key, (a, b) in zip(keys, ((t0, t1), (t0, t2), (t2, t3), (t3, t4)), strict=False):
+                            timings[key][which].append((b - a) * 1000)
+            for i in range(runs + 2):
+                for which, (wire, sid) in enumerate(zip(wires, sids, strict=True)):
+                    t0 = time.perf_counter()
+                    wire.call("_harness/rollback", {"sessionId": sid, "refinementId": refinements[which][i]})
+                    t1 = time.perf_counter()
+                    prompt(wire, sid, f"pandas plot csv question {i}")
+                    t2 = time.perf_counter()
+                    if i >= 2:
+                        timings["apply"][which].append((t1 - t0) * 1000)
+                        timings["prompt_after_apply"][which].append((t2 - t1) * 1000)
             for key, (big, empty) in timings.items():
                 out[key] = {"big": big, "empty": empty}
+            out["state_pages"] = {"big": pages[0], "empty": pages[1]}
         finally:
             for wire in wires:
                 wire.close()
+        steady, after = slice(2, runs + 2), slice(runs + 4, None)  # the warm-up prompts left out
+        for label, log_path in zip(("big", "empty"), logs, strict=True):
+            found = SECTION_LINE.findall(log_path.read_text(errors="replace"))
+            out.setdefault("section", {})[label] = [float(ms) for ms, _ in found[steady]]
+            out.setdefault("section_after_apply", {})[label] = [float(ms) for ms, _ in found[after]]
+            out.setdefault("section_chars", {})[label] = int(found[-1][1]) if found else 0
     return out
 
 
@@ -421,7 +524,8 @@ def med(values: Sequence[float]) -> float:
 
 def spread(values: Sequence[float]) -> str:
     ordered = sorted(values)
-    return f"{ordered[0]:.0f}-{ordered[-1]:.0f}"
+    digits = 1 if ordered[-1] < 10 else 0
+    return f"{ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f}"
 
 
 def p95(values: Sequence[float]) -> float:
@@ -448,6 +552,20 @@ def chart(figures: dict[str, Any]) -> str:
     lists = [(int(k), med(v)) for k, v in figures["list_load"]["list_ms"].items()]
     overview = [(int(k), med(v)) for k, v in figures["harness"]["overview_ms"].items()]
     apply = [(int(k), med(v)) for k, v in figures["harness"]["apply_ms"].items()]
+    harness_series = [
+        Series("section", overview, color="#E69F00"),
+        Series("apply", apply, color="#000000"),
+    ]
+    through = figures.get("harness_server")
+    if through and "section" in through:  # the same, measured inside the running server: empty vs large
+        n = through["entries"]
+        for key, name, color in (
+            ("section", "section (srv)", "#E69F00"),
+            ("apply", "apply (srv)", "#000000"),
+            ("state", "state page (srv)", "#56B4E9"),
+        ):
+            points = [(0, med(through[key]["empty"])), (n, med(through[key]["big"]))]
+            harness_series.append(Series(name, points, color=color, dashed=True))
     panels = [
         Panel("Total RSS (MiB) by open sessions", "MiB", memory_series, y_min=0),
         Panel(
@@ -463,19 +581,23 @@ def chart(figures: dict[str, Any]) -> str:
             y_min=0,
         ),
         Panel(
-            "Harness (ms) by entries",
+            "Harness (ms) by entries; srv, dashed: through the server",
             "median ms",
-            [
-                Series("prompt section", overview, color="#E69F00"),
-                Series("apply, 5 edits", apply, color="#000000"),
-            ],
+            harness_series,
             y_min=0,
         ),
     ]
     return render_svg(
         panels,
         title="continual-acp: cost as the work grows",
-        subtitle=f"{figures['nproc']} cores, shared by 8 engineers (load {figures['load_before']:.1f}); {figures['date']}",
+        subtitle=(
+            f"{figures['nproc']} cores, shared by 8 engineers (load {figures['load_before']:.1f}); {figures['date']}"
+            + (
+                f"; dashed: through the server, load {through['load']:.1f}"
+                if through and "load" in through
+                else ""
+            )
+        ),
         x_label="sessions / messages / entries (see each panel's title)",
         columns=2,
         panel_width=560,
@@ -532,18 +654,7 @@ def table(figures: dict[str, Any]) -> str:
         )
     through = figures.get("harness_server")
     if through:
-        n = through["entries"]
-        names = {
-            "state": "`_harness/state` (merged)",
-            "command": "`/harness`",
-            "prompt": "text-only prompt round trip",
-        }
-        for key, label in names.items():
-            big, empty = through[key]["big"], through[key]["empty"]
-            lines.append(
-                f"| {label}, {n} global entries vs none, through the server | {med(big):.1f} vs {med(empty):.1f} "
-                f"({spread(big)} / {spread(empty)}) |"
-            )
+        lines += harness_rows(through)
     for rel in figures.get("relevance", []):
         lines.append(
             f"| planted {rel['trust']} entry in the prompt, {rel['entries']} entries, {rel['queries']} queries needing it "
@@ -558,6 +669,33 @@ def table(figures: dict[str, Any]) -> str:
         lines.append("")
         lines += [f"* {note}" for note in notes]
     return "\n".join(lines)
+
+
+def harness_rows(through: dict[str, Any]) -> list[str]:
+    """The through-the-server harness rows: the large harness beside an empty one, same run."""
+    n = through["entries"]
+    where = "global + project + local" if "scopes" in through else "global"
+    load = f", load {through['load']:.1f}" if "load" in through else ""
+    names = {
+        "state": "`_harness/state` (merged), first page",
+        "state_all": f"`_harness/state` (merged), every page ({through.get('state_pages', {}).get('big', 1)} pages)",
+        "command": "`/harness`",
+        "prompt": "text-only prompt round trip",
+        "section": "system prompt harness section, built in the server (debug line)",
+        "apply": "apply, 5 edits (`_harness/rollback` of a 5-edit refinement)",
+        "prompt_after_apply": "text-only prompt round trip, the first after that apply",
+        "section_after_apply": "harness section of that first prompt after an apply (debug line)",
+    }
+    rows = []
+    for key, label in names.items():
+        if key not in through or not through[key]["big"]:
+            continue
+        big, empty = through[key]["big"], through[key]["empty"]
+        rows.append(
+            f"| {label}, {n} entries ({where}) vs none, through the server{load} | {med(big):.1f} vs "
+            f"{med(empty):.1f} ({spread(big)} / {spread(empty)}) |"
+        )
+    return rows
 
 
 def write_results(figures: dict[str, Any], svg: str) -> None:
@@ -614,15 +752,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="ENTRIES",
         help="only the planted-entry figures, added to --from-json",
     )
+    parser.add_argument(
+        "--profile", type=Path, help="with --harness-server: cProfile the large-harness server into this file"
+    )
+    parser.add_argument("--runs", type=int, default=15, help="samples per through-the-server harness row")
     args = parser.parse_args(argv)
+    if args.harness_server and not args.from_json:  # that part alone, printed (and saved with --json)
+        load = os.getloadavg()[0]
+        through = harness_through_server(_env(), args.harness_server, args.runs, args.profile)
+        through["load"] = max(load, os.getloadavg()[0])
+        if args.json:
+            args.json.write_text(json.dumps(through, indent=1))
+        print("\n".join(harness_rows(through)))
+        return 0
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
         if args.relevance:
             saved["relevance"] = [relevance(args.relevance, trust) for trust in ("verified", "candidate")]
             args.from_json.write_text(json.dumps(saved, indent=1))
         if args.harness_server:
-            saved["harness_server"] = harness_through_server(_env(), args.harness_server, 15)
-            saved["harness_server_load"] = os.getloadavg()[0]
+            load = os.getloadavg()[0]
+            saved["harness_server"] = harness_through_server(_env(), args.harness_server, args.runs)
+            saved["harness_server"]["load"] = max(load, os.getloadavg()[0])
+            saved["harness_server"]["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
             args.from_json.write_text(json.dumps(saved, indent=1))
         return report(saved, args.write_results)
 

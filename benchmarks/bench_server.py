@@ -28,7 +28,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 OUR_SERVER = (sys.executable, "-m", "acp_server")
 ECHO_AGENT = (sys.executable, str(Path(__file__).resolve()), "--echo-agent")
@@ -91,13 +91,15 @@ def run_echo_agent() -> None:
 class Wire:
     """Blocking JSON-RPC over a child's pipes; reads on the calling thread so timings have no hand-off."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], cwd: str) -> None:
+    def __init__(
+        self, argv: Sequence[str], env: dict[str, str], cwd: str, stderr: IO[bytes] | None = None
+    ) -> None:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=stderr if stderr is not None else subprocess.DEVNULL,
             env=env,
             cwd=cwd,
         )

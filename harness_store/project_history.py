@@ -64,13 +64,19 @@ class ProjectHistory:
         self._offset, self.lines, self.positions = 0, [], {}
         self._generation += 1
 
+    @property
+    def version(self) -> tuple[int, int]:
+        """Changes whenever the parsed lines do (a line appended, the file re-read from scratch)."""
+        return self._generation, len(self.lines)
+
     def refresh(self) -> None:
         """Parse what was appended since the last call (everything, if the file was replaced)."""
         try:
             stat = self.path.stat()
         except FileNotFoundError:
-            self._sig = None
-            self._reset()
+            if self._sig is not None or self.lines:  # already empty: nothing changed
+                self._sig = None
+                self._reset()
             return
         sig = (stat.st_ino, stat.st_size)
         if sig == self._sig:

@@ -39,6 +39,7 @@ from typing import Any
 from harness_store import write_listeners
 from harness_store.backend import Backend, Snapshot
 from harness_store.core import _SOURCE_BY_TRIGGER
+from harness_store.dir_watch import DirWatch
 from harness_store.errors import HarnessStoreError
 from harness_store.lock import DEFAULT_TIMEOUT, StoreLock
 from harness_store.models import (
@@ -120,6 +121,12 @@ class RepositoryBackend(Backend):
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
         self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
         self._history = ProjectHistory(self.history_path)
+        # The last snapshot read with nothing to repair and no conflict, and what it was read from
+        # (history version, tombstones file signature): while no file changed, `read()` hands out
+        # this same object, so the prompt's view of it (and its word index) is reused.
+        self._clean: tuple[tuple[object, ...], HarnessState] | None = None
+        # Which lets that read skip the stat of every entry file (dir_watch.py: inotify, where trusted).
+        self._watch = DirWatch([self.root, self.entries_dir, *(self.entries_dir / kind for kind in KINDS)])
         self._written: list[Path] = []  # the files the current locked write touched (write_listeners)
 
     @property
@@ -129,10 +136,12 @@ class RepositoryBackend(Backend):
 
     # -- reading the files ------------------------------------------------------------------------
 
-    def _scan(self) -> tuple[dict[str, dict[str, HarnessEntry]], list[ProjectConflict]]:
+    def _scan(self) -> tuple[dict[str, dict[str, HarnessEntry]], list[ProjectConflict], bool]:
+        """Every entry file parsed (or its conflict), and whether any file changed since the last scan."""
         entries = empty_entries()
         broken: list[ProjectConflict] = []
         seen: set[str] = set()
+        changed = False
         for kind in KINDS:
             directory = self.entries_dir / kind
             try:
@@ -147,25 +156,28 @@ class RepositoryBackend(Backend):
                 if not item.name.endswith(".md") or item.name.startswith("."):
                     continue
                 seen.add(item.path)
-                parsed = self._read(item)
+                parsed, fresh = self._read(item)
+                changed = changed or fresh
                 if isinstance(parsed, HarnessEntry):
                     entries[kind][parsed.id] = parsed
                 else:
                     broken.append(self._file_conflict(kind, Path(item.path), parsed))
         for stale in set(self._files) - seen:
             del self._files[stale]
-        return entries, broken
+            changed = True
+        return entries, broken, changed
 
-    def _read(self, item: os.DirEntry[str]) -> HarnessEntry | str:
+    def _read(self, item: os.DirEntry[str]) -> tuple[HarnessEntry | str, bool]:
+        """The file's entry (or its text when it does not parse), and whether it was read afresh."""
         path = item.path
         try:
             stat = item.stat()
         except OSError:
-            return ""
+            return "", True
         sig = (stat.st_mtime_ns, stat.st_size)
         cached = self._files.get(path)
         if cached is not None and cached[0] == sig:
-            return cached[1]
+            return cached[1], False
         try:
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
@@ -179,7 +191,7 @@ class RepositoryBackend(Backend):
             log.warning("project harness entry %s: %s", path, exc)
             value = text
         self._files[path] = (sig, value)
-        return value
+        return value, True
 
     def _file_conflict(self, kind: str, path: Path, text: str) -> ProjectConflict:
         entry_id = id_from_file_name(path.name)
@@ -224,8 +236,16 @@ class RepositoryBackend(Backend):
         return missing
 
     def _snapshot(self, *, repair: bool = False) -> tuple[HarnessState, list[ProjectConflict]]:
-        entries, conflicts = self._scan()
+        if self._clean is not None and not self._watch.changed():  # no entry file touched since
+            self._history.refresh()
+            if self._clean[0] == (self._history.version, _signature(self.tombstones_path)):
+                return self._clean[1], []
+        self._watch.arm()  # before the scan: a write during it makes the next read scan again
+        entries, conflicts, changed = self._scan()
         self._history.refresh()
+        source = (self._history.version, _signature(self.tombstones_path))
+        if not changed and not conflicts and self._clean is not None and self._clean[0] == source:
+            return self._clean[1], []
         # The history is the truth: replay a last record whose file writes were cut off.
         missing = self._interrupted(entries, {(c.kind, c.entry_id) for c in conflicts})
         if missing:
@@ -264,7 +284,9 @@ class RepositoryBackend(Backend):
         for conflict in conflicts:
             entries.get(conflict.kind, {}).pop(conflict.entry_id, None)
         head = self._history.lines[-1].record.id if self._history.lines else None
-        return HarnessState.build(entries, self._read_tombstones(), head=head), conflicts
+        state = HarnessState.build(entries, self._read_tombstones(), head=head)
+        self._clean = (source, state) if not missing and not conflicts else None
+        return state, conflicts
 
     def check_scope(self, scope: str) -> None:
         if scope != "project":
@@ -414,6 +436,14 @@ class RepositoryBackend(Backend):
                 self._write_tombstones(state.tombstones)
         except OSError as exc:
             raise HarnessStoreError(f"cannot write the project harness {self.root}: {exc.strerror}") from exc
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 def _same_entry(a: HarnessEntry | None, b: HarnessEntry | None) -> bool:

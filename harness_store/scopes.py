@@ -34,21 +34,44 @@ def merge_scopes(
     """Global, project and local entries together, colliding ids prefixed with their scope."""
     if project_state is None:
         return merge(global_state, local_state)
-    entries: dict[str, dict[str, HarnessEntry]] = {}
-    for kind in KINDS:
-        merged = dict(global_state.entries.get(kind, {}))
-        for key, entry in project_state.entries.get(kind, {}).items():
-            merged[f"project:{key}" if key in merged else key] = entry
-        taken = {e.id for e in merged.values()} | set(merged)
-        for key, entry in local_state.entries.get(kind, {}).items():
-            merged[f"local:{key}" if key in taken else key] = entry
-        entries[kind] = merged
+    entries = {kind: _merge_kind(*_sources(kind, global_state, local_state, project_state)) for kind in KINDS}
     tombstones = [*global_state.tombstones, *project_state.tombstones, *local_state.tombstones]
     return HarnessState.build(entries, tombstones)
 
 
+_Items = dict[str, HarnessEntry]
+_NONE: _Items = {}
+
+
+def _sources(
+    kind: str, global_state: HarnessState, local_state: HarnessState, project_state: HarnessState | None
+) -> tuple[_Items, _Items | None, _Items]:
+    # Any empty dict stands for any other (an empty store's state is read afresh each time).
+    project = (project_state.entries.get(kind) or _NONE) if project_state is not None else None
+    return global_state.entries.get(kind) or _NONE, project, local_state.entries.get(kind) or _NONE
+
+
+def _merge_kind(global_items: _Items, project_items: _Items | None, local_items: _Items) -> _Items:
+    """One kind's entries of the three scopes, colliding ids prefixed (see `merge_scopes`)."""
+    merged = dict(global_items)
+    if project_items is None:  # two scopes: exactly `overview.merge`
+        for key, entry in local_items.items():
+            merged[f"local:{key}" if key in merged else key] = entry
+        return merged
+    for key, entry in project_items.items():
+        merged[f"project:{key}" if key in merged else key] = entry
+    taken = {e.id for e in merged.values()} | set(merged)
+    for key, entry in local_items.items():
+        merged[f"local:{key}" if key in taken else key] = entry
+    return merged
+
+
 # Recent prompt views by the identity of their source states (which they hold, so ids stay unique).
 _VIEWS: dict[tuple[int, ...], tuple[tuple[HarnessState | None, ...], HarnessState]] = {}
+# Recent merged kinds by the identity of their three source dicts (held, as above). A write changes
+# the dicts of the kinds it touched only (copy-on-write), so after it the other kinds' merged dicts,
+# and the word indexes built for them, are reused.
+_KINDS: dict[tuple[int, ...], tuple[tuple[_Items | None, ...], _Items]] = {}
 
 
 def _empty(state: HarnessState | None) -> bool:
@@ -72,7 +95,7 @@ class ScopeStates:
             *(project.tombstones if project is not None else []),
             *self.global_.tombstones,
         ]
-        return HarnessState.build(merge_scopes(self.global_, self.local, project).entries, tombstones)
+        return HarnessState.build(self._merged_view().entries, tombstones)
 
     def prompt_view(self) -> HarnessState:
         """The prompt's view: `merge_scopes(global, local, project)` (tombstones global first).
@@ -88,11 +111,33 @@ class ScopeStates:
         hit = _VIEWS.get(ident)
         if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
             return hit[1]
-        view = merge_scopes(self.global_, self.local, self.project)
+        view = self._merged_view()
         if len(_VIEWS) >= 8:
             _VIEWS.pop(next(iter(_VIEWS)))
         _VIEWS[ident] = (sources, view)
         return view
+
+    def _merged_view(self) -> HarnessState:
+        """`merge_scopes(global, local, project)`, each kind's dict reused while its sources are."""
+        entries: dict[str, _Items] = {}
+        for kind in KINDS:
+            sources = _sources(kind, self.global_, self.local, self.project)
+            ident = tuple(id(items) for items in sources)
+            hit = _KINDS.get(ident)
+            if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
+                entries[kind] = hit[1]
+                continue
+            entries[kind] = _merge_kind(*sources)
+            if len(_KINDS) >= 32:
+                _KINDS.pop(next(iter(_KINDS)))
+            _KINDS[ident] = (sources, entries[kind])
+        project = self.project
+        tombstones = [
+            *self.global_.tombstones,
+            *(project.tombstones if project else []),
+            *self.local.tombstones,
+        ]
+        return HarnessState.build(entries, tombstones)
 
 
 @dataclass(frozen=True)

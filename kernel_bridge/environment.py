@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import importlib.util
 import os
+import re
 import shutil
 import sys
 from collections.abc import Collection, Mapping
@@ -131,8 +133,14 @@ def is_secret(name: str, keep: Collection[str] = ()) -> bool:
     """True when `name` looks like a credential and the user did not opt in to passing it."""
     if name in keep or name in (BRIDGE_ADDRESS_VAR, BRIDGE_TOKEN_VAR):
         return False
-    upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in SECRET_PATTERNS)
+    return _secret_names().match(name.upper()) is not None
+
+
+@functools.cache
+def _secret_names() -> re.Pattern[str]:
+    # One pattern, compiled once: checked against every variable at start, where compiling each
+    # of SECRET_PATTERNS on its own (fnmatch) cost a few ms before the first session was answered.
+    return re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in SECRET_PATTERNS))
 
 
 def drop_secret_environment(keep: Collection[str] = ()) -> list[str]:

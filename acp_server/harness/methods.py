@@ -101,7 +101,10 @@ def install(server: HarnessHost) -> None:
             raise AcpError.invalid_params(
                 f"_harness/state: no refinement {as_of!r} in this session's or the global harness"
             ) from None
-        return state_answer(current)
+        from acp_server.harness.state_pages import StateQuery
+
+        query = StateQuery(request.session_id, scope, as_of, request.kind)
+        return state_answer(current, query, request.cursor, request.limit)
 
     @method("_harness/history")
     async def history(request: HistoryParams, opened: OpenSession) -> JsonObject:

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from acp_server.errors import AcpError
+from acp_server.harness.state_pages import DEFAULT_LIMIT, MAX_LIMIT
 from agent_core.refinement.surface import KINDS
 
 JsonObject = dict[str, object]
@@ -45,9 +46,23 @@ class StateParams(HarnessParams):
     MUST: ClassVar[dict[str, str]] = {
         "scope": "must be local, global, project or merged",
         "asOf": "must be a refinement id",
+        "limit": f"must be an integer from 1 to {MAX_LIMIT}",
+        "cursor": "must be the nextCursor of an earlier answer",
+        "kind": f"must be one of {', '.join(KINDS)}",
     }
     scope: Literal["local", "global", "project", "merged"] = "merged"
     as_of: StrictStr | None = Field(None, alias="asOf")
+    # One page at a time: a 10,000-entry harness whole is megabytes; `nextCursor` leads on.
+    limit: StrictInt = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    cursor: StrictStr | None = Field(None, max_length=4096)
+    kind: StrictStr | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str | None) -> str | None:
+        if value is not None and value not in KINDS:
+            raise ValueError("unknown kind")
+        return value
 
 
 class HistoryParams(HarnessParams):

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from acp_server import frames
 
 if TYPE_CHECKING:
+    from acp_server.harness.state_pages import StateQuery
     from agent_core.refinement.records import RefinementOutcome
     from agent_core.refinement.surface import HarnessState, HarnessStatus, HistoryPage, RefinementResult
 
@@ -88,14 +89,38 @@ def result_full(result: RefinementResult) -> JsonObject:
     return body
 
 
-def state_answer(state: HarnessState) -> JsonObject:
-    """`_harness/state`: every entry under its key (kind, then key order) and the tombstones."""
-    entries = [
-        {"key": key, **to_wire_object(entry)}
-        for kind in sorted(state.entries)
-        for key, entry in sorted(state.entries[kind].items())
-    ]
-    return frames.harness_state_response(entries, [to_wire_object(t) for t in state.tombstones])
+# Entry (by identity, held so the id stays its own) -> its wire object: entries are frozen, and a
+# large harness is paged through many times; the dump + rename is most of a page's cost.
+_WIRED: dict[int, tuple[object, JsonObject]] = {}
+
+
+def _entry_wire(entry: object) -> JsonObject:
+    hit = _WIRED.get(id(entry))
+    if hit is not None and hit[0] is entry:
+        return hit[1]
+    wired = to_wire_object(entry)
+    if len(_WIRED) >= 20_000:
+        _WIRED.clear()
+    _WIRED[id(entry)] = (entry, wired)
+    return wired
+
+
+def state_answer(state: HarnessState, query: StateQuery, cursor: str | None, limit: int) -> JsonObject:
+    """`_harness/state`: one page of at most `limit` entries under their keys (kind, then key order)
+    after `cursor`, `total` (the entries of every page), `nextCursor` when more follow, and the
+    tombstones (of the asked kind) on the first page only."""
+    from acp_server.harness import state_pages  # at the first call: not on the start-up path
+
+    after = state_pages.decode_cursor(query, cursor) if cursor else None
+    page = state_pages.select(state.entries, query.kind, after, limit)
+    entries = [{"key": key, **_entry_wire(state.entries[kind][key])} for kind, key in page.keys]
+    tombstones = (
+        [to_wire_object(t) for t in state.tombstones if query.kind is None or t.kind == query.kind]
+        if after is None
+        else []
+    )
+    next_cursor = state_pages.encode_cursor(query, page.next_last) if page.next_last else None
+    return frames.harness_state_response(entries, tombstones, next_cursor, page.total)
 
 
 def status_answer(status: HarnessStatus) -> JsonObject:

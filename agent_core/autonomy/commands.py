@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Any
 
-from agent_core.autonomy.controller import SessionAutonomy
+from agent_core.autonomy.controller import AutonomySession, SessionAutonomy
 
 __all__ = ["AUTONOMOUS_USAGE", "GOAL_USAGE", "autonomous_command", "goal_command"]
 
@@ -61,7 +60,7 @@ def goal_command(autonomy: SessionAutonomy, argument: str) -> str:
     )
 
 
-async def autonomous_command(session: Any, autonomy: SessionAutonomy, argument: str) -> str:
+async def autonomous_command(session: AutonomySession, autonomy: SessionAutonomy, argument: str) -> str:
     """Run `/autonomous ...` and return the reply (may ask the editor to confirm detected gates)."""
     parts = argument.strip().split(maxsplit=2)
     action = parts[0].lower() if parts else "status"
@@ -131,7 +130,7 @@ def _gate_lines(autonomy: SessionAutonomy) -> str:
     return "\n".join(lines)
 
 
-def _status(session: Any, autonomy: SessionAutonomy) -> str:
+def _status(session: AutonomySession, autonomy: SessionAutonomy) -> str:
     limits = autonomy.settings.limits
     state = "on" if session.mode == "autonomous" else f"off (mode: {session.mode})"
     lines = [

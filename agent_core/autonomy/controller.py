@@ -17,7 +17,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core import config_table
 from agent_core import events as ev
@@ -41,8 +41,14 @@ from agent_core.autonomy.state import (
     new_goal,
 )
 from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
+from agent_core.bus import AutonomousCheckpoint, EventBus, KernelReady, TurnFinished
 from agent_core.control_plane.settings import RefereeSettings
 from agent_core.ports import PermissionRequest
+
+if TYPE_CHECKING:
+    from agent_core.config import AgentConfig
+    from agent_core.model import Usage
+    from agent_core.ports import EditorPort
 
 __all__ = ["AutonomySettings", "SessionAutonomy"]
 
@@ -88,14 +94,28 @@ class AutonomySettings:
 
 
 class AutonomySession(Protocol):
-    """The parts of a Session this module uses."""
+    """The parts of a Session this module uses (`Session` is one; the session declares this
+    feature's slot, so this package does not import the session)."""
 
-    id: str
-    cwd: str
-    editor: Any
-    agent_config: Any
-    usage_totals: Any
-    kernel_hooks: list[Callable[[Any], None]]
+    autonomy: SessionAutonomy | None  # the slot `attach` fills
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def cwd(self) -> str: ...
+
+    @property
+    def editor(self) -> EditorPort: ...
+
+    @property
+    def agent_config(self) -> AgentConfig: ...
+
+    @property
+    def usage_totals(self) -> Usage: ...
+
+    @property
+    def bus(self) -> EventBus: ...
 
     @property
     def session_dir(self) -> Path: ...
@@ -120,7 +140,6 @@ class SessionAutonomy:
         self._file = AutonomyStateFile(session.session_dir)
         self._state = self._file.load()
         self._seen = _usage_tuple(session.usage_totals)
-        self.checkpoint_hooks: list[Callable[[str], None]] = []  # refinement wires its auto review here
         self.loop_running = False
         self.interrupted_notice: str | None = None
         self._gate_entries: tuple[ev.PlanEntry, ...] = ()  # the last loop's gate statuses, for the plan
@@ -133,19 +152,20 @@ class SessionAutonomy:
             self._save(replace(self._state, goal=replace(self._state.goal, notice=None)))
 
     @classmethod
-    def attach(cls, session: Any) -> SessionAutonomy:
-        settings = AutonomySettings.from_extra(getattr(session.agent_config, "extra", {}) or {})
+    def attach(cls, session: AutonomySession) -> SessionAutonomy:
+        settings = AutonomySettings.from_extra(session.agent_config.extra)
         autonomy = cls(session, settings)
         session.autonomy = autonomy
-        session.kernel_hooks.append(autonomy.on_kernel)
-        session.after_turn_hooks.append(autonomy.after_turn)
+        session.bus.subscribe(KernelReady, lambda ready: autonomy.on_kernel(ready.kernel))
+        session.bus.subscribe(TurnFinished, autonomy.after_turn)
         return autonomy
 
-    async def after_turn(self, session: Any, outcome: Any) -> Sequence[ev.TurnEvent]:
+    async def after_turn(self, finished: TurnFinished) -> None:
         """Count the turn's tokens against the goal and show the goal (and gates) as the plan."""
         self.account_usage()
         entries = (*self.plan_entries(), *self._gate_entries)
-        return (ev.PlanChanged(entries),) if entries else ()
+        if entries:
+            finished.add(ev.PlanChanged(entries))
 
     def take_interrupted_notice(self) -> str | None:
         """The "loop interrupted by a restart" message, once."""
@@ -540,8 +560,7 @@ class _Host:
         return self._autonomy.gate_environment()
 
     def checkpoint(self, continuation: int) -> None:
-        for hook in list(self._autonomy.checkpoint_hooks):
-            try:
-                hook(f"autonomous checkpoint after {continuation} continuations")
-            except Exception:
-                log.exception("autonomy checkpoint hook failed")
+        # Refinement subscribes its automatic review here (acp_server's composition root).
+        self._autonomy.session.bus.emit(
+            AutonomousCheckpoint(f"autonomous checkpoint after {continuation} continuations")
+        )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from agent_core import events as ev
 from agent_core.control_plane.guard import MODEL_NOTE, ControlPlaneGuard, LockBusy
@@ -21,16 +21,18 @@ log = logging.getLogger(__name__)
 
 
 class GuardedSession(Protocol):
-    control_plane: ControlPlaneGuard | None
+    @property
+    def control_plane(self) -> ControlPlaneGuard | None: ...
 
     async def hold_control_plane_change(self, held: HeldChange) -> str | None:
         """Keep `held` as a pending review; its id (None when it could not be kept)."""
         ...
 
+    async def publish(self, event: ev.TurnEvent) -> None: ...
 
-def guard_of(session: Any) -> ControlPlaneGuard | None:
-    guard = getattr(session, "control_plane", None)
-    return guard if isinstance(guard, ControlPlaneGuard) else None
+
+def guard_of(session: GuardedSession) -> ControlPlaneGuard | None:
+    return session.control_plane
 
 
 def _short(path: str) -> str:
@@ -38,7 +40,7 @@ def _short(path: str) -> str:
     return path[path.find(marker) + 1 :] if marker in path else path
 
 
-async def hold(session: Any, held: HeldChange, emit: Callable[[ev.TurnEvent], None] | None) -> str:
+async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.TurnEvent], None] | None) -> str:
     """Hold `held` for review and tell the user; the line for the model's next request."""
     paths = ", ".join(_short(f.path) for f in held.files)
     review_id: str | None = None
@@ -59,7 +61,7 @@ async def hold(session: Any, held: HeldChange, emit: Callable[[ev.TurnEvent], No
     return MODEL_NOTE.format(paths=paths)
 
 
-def before_cell(session: Any) -> None:
+def before_cell(session: GuardedSession) -> None:
     """Before a cell: the baseline, if the guard has none yet (its kernel just became ready)."""
     guard = guard_of(session)
     if guard is not None:
@@ -67,7 +69,12 @@ def before_cell(session: Any) -> None:
 
 
 async def after_cell(
-    session: Any, cell_id: str, code: str, emit: Callable[[ev.TurnEvent], None], *, cancelled: bool = False
+    session: GuardedSession,
+    cell_id: str,
+    code: str,
+    emit: Callable[[ev.TurnEvent], None],
+    *,
+    cancelled: bool = False,
 ) -> str | None:
     """Check the control plane after a cell; the note for the model, or None when nothing changed.
 

@@ -11,13 +11,17 @@ import asyncio
 import json
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
+from agent_core.bus import Closing, KernelReady
 from agent_core.mcp import host_ops
 from agent_core.mcp.config import ServerConfig, call_timeout
 from agent_core.mcp.records import McpNotice
 from agent_core.mcp.registry import McpRegistry
+
+if TYPE_CHECKING:
+    from agent_core.session import Session
 
 
 def _call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
@@ -29,7 +33,7 @@ def _call_text(server: str, tool: str, arguments: dict[str, Any]) -> str:
 _NOTICE_TASKS: set[asyncio.Task[None]] = set()
 
 
-def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: bool = True) -> McpRegistry:
+def attach_mcp(session: Session, servers: Sequence[ServerConfig] = (), *, start: bool = True) -> McpRegistry:
     """Give `session` an MCP registry of `servers`; they connect in the background, now or (with
     `start=False`) on `session.mcp.start()` or their first use."""
     from agent_core.ports import PermissionRequest
@@ -55,7 +59,7 @@ def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: boo
 
     registry = McpRegistry(
         cwd=str(session.cwd),
-        call_timeout=call_timeout(getattr(session.agent_config, "extra", {})),
+        call_timeout=call_timeout(session.agent_config.extra),
         ask_permission=ask,
     )
     session.mcp = registry
@@ -63,27 +67,26 @@ def attach_mcp(session: Any, servers: Sequence[ServerConfig] = (), *, start: boo
     def tell_user(notice: McpNotice) -> None:
         # A failed, crashed, hung or garbled server is something the user should know but that is not
         # part of the answer: an ACP `notice` where the client shows them, else an agent message.
-        notify = getattr(session, "notify_user", None)
-        if notify is None:
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        task = loop.create_task(notify(notice.level, f"MCP server {notice.server}: {notice.message}"))
+        task = loop.create_task(
+            session.notify_user(notice.level, f"MCP server {notice.server}: {notice.message}")
+        )
         _NOTICE_TASKS.add(task)
         task.add_done_callback(_NOTICE_TASKS.discard)
 
     registry.add_listener(tell_user)
-    session.kernel_hooks.append(lambda kernel: host_ops.register(kernel.host_bridge, registry))
-    session.close_hooks.append(registry.aclose)
+    session.bus.subscribe(KernelReady, lambda ready: host_ops.register(ready.kernel.host_bridge, registry))
+    session.bus.subscribe(Closing, lambda _: registry.aclose())
     registry.configure(servers, start=start)
     return registry
 
 
-def configure_mcp(session: Any, servers: Sequence[ServerConfig] | None, *, start: bool = True) -> None:
+def configure_mcp(session: Session, servers: Sequence[ServerConfig] | None, *, start: bool = True) -> None:
     """New servers for an open session (None = leave them as they are)."""
-    registry = getattr(session, "mcp", None)
+    registry = session.mcp
     if servers is None:
         return
     if registry is None:

@@ -14,15 +14,17 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
 from agent_core.mcp.config import ServerConfig
 from agent_core.mcp.records import McpNotice, McpOpError, State
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +32,7 @@ CONNECT_TIMEOUT = 30.0  # seconds from spawn to a tool list
 AUTO_RESTARTS = 3  # a server that crashed after being ready is restarted by the next call, this often
 STDERR_TAIL = 800
 
-Op = Callable[[Any], Awaitable[Any]]
+Op = Callable[["ClientSession"], Awaitable[Any]]
 _E = TypeVar("_E", bound=BaseException)
 
 
@@ -107,6 +109,8 @@ class ServerConnection:
         self.start()
 
     async def _run(self) -> None:
+        import tempfile  # here, not at import: it is ~4 ms of a new session's start (random, shutil)
+
         errlog: Any = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
         try:
             # The SDK import is heavy (httpx, pydantic models): off the event loop.
@@ -149,10 +153,10 @@ class ServerConnection:
         async with anyio.create_task_group() as outer:
             outer.start_soon(pump)
             client = transports.client_session(receive, write, self._garbage_seen, self._notified)
-            async with client as session:
+            async with client as opened:
                 with anyio.fail_after(self._connect_timeout):
-                    init = await session.initialize()
-                    self.tools = await _list_tools(session, transports)
+                    init = await opened.initialize()
+                    self.tools = await _list_tools(opened, transports)
                 self.server_info = transports.dump(init).get("serverInfo", {})
                 self.capabilities = transports.dump(init).get("capabilities", {})
                 self.state, self.error, self._was_ready = "ready", None, True
@@ -163,17 +167,17 @@ class ServerConnection:
                         request = await self._requests.get()
                         if not request.future.done():
                             self._inflight.add(request)  # before the task starts: a crash must answer it
-                            group.start_soon(self._serve, transports, session, request)
+                            group.start_soon(self._serve, transports, opened, request)
             outer.cancel_scope.cancel()
 
-    async def _serve(self, transports: Any, session: Any, request: _Request) -> None:
+    async def _serve(self, transports: Any, client: ClientSession, request: _Request) -> None:
         future = request.future
         try:
             with anyio.CancelScope() as scope:
                 # The caller gave up (its cell was interrupted): stop waiting for the server too.
                 future.add_done_callback(lambda f: scope.cancel() if f.cancelled() else None)
                 with anyio.fail_after(request.timeout):
-                    result = await request.op(session)
+                    result = await request.op(client)
                 if not future.done():
                     future.set_result(result)
         except TimeoutError:
@@ -206,10 +210,10 @@ class ServerConnection:
         if self._tools_stale:
             self._tools_stale = False
 
-            async def op(session: Any) -> Any:
+            async def op(client: ClientSession) -> Any:
                 from agent_core.mcp import transports
 
-                return await _list_tools(session, transports)
+                return await _list_tools(client, transports)
 
             self.tools = list(await self.request("tools/list", op, self._connect_timeout))
         return self.tools
@@ -280,7 +284,7 @@ class ServerConnection:
             )
 
     async def request(self, label: str, op: Op, timeout: float) -> Any:
-        """Run `op(session)` in the server's task; its result, or `McpOpError`."""
+        """Run `op(client)` (the SDK ClientSession) in the server's task; its result, or `McpOpError`."""
         await self.wait_ready()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._requests.put_nowait(_Request(label, op, timeout, future))
@@ -306,9 +310,9 @@ def _first(exc: BaseException, kind: type[_E]) -> _E | None:
     return exc if isinstance(exc, kind) else None
 
 
-async def _list_tools(session: Any, transports: Any) -> list[dict[str, Any]]:
+async def _list_tools(client: ClientSession, transports: Any) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
-    result = await session.list_tools()
+    result = await client.list_tools()
     while True:
         body = transports.dump(result)
         tools.extend(body.get("tools", []))
@@ -317,4 +321,4 @@ async def _list_tools(session: Any, transports: Any) -> list[dict[str, Any]]:
             return tools
         from mcp import types
 
-        result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        result = await client.list_tools(params=types.PaginatedRequestParams(cursor=cursor))

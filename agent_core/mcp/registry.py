@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.mcp.config import DEFAULT_CALL_TIMEOUT, ServerConfig
 from agent_core.mcp.connection import ServerConnection
 from agent_core.mcp.names import identifiers
 from agent_core.mcp.records import McpNotice, McpOpError
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 log = logging.getLogger(__name__)
 
@@ -215,10 +218,10 @@ class McpRegistry:
         if destructive(spec) and (connection.name, name) not in self.allowed_always:
             await self._permit(connection.name, name, arguments)
 
-        async def op(session: Any) -> Any:
+        async def op(client: ClientSession) -> Any:
             from agent_core.mcp.transports import dump
 
-            return dump(await session.call_tool(name, arguments))
+            return dump(await client.call_tool(name, arguments))
 
         result = await connection.request(f"tools/call {name}", op, self.call_timeout)
         if not isinstance(result, dict):
@@ -255,40 +258,40 @@ class McpRegistry:
     async def resources(self, server: str) -> list[dict[str, Any]]:
         connection = self.connection(server)
 
-        async def op(session: Any) -> Any:
+        async def op(client: ClientSession) -> Any:
             from agent_core.mcp.transports import dump
 
-            return dump(await session.list_resources()).get("resources", [])
+            return dump(await client.list_resources()).get("resources", [])
 
         return list(await connection.request("resources/list", op, self.call_timeout))
 
     async def read(self, server: str, uri: str) -> list[dict[str, Any]]:
         connection = self.connection(server)
 
-        async def op(session: Any) -> Any:
+        async def op(client: ClientSession) -> Any:
             from agent_core.mcp.transports import dump
 
-            return dump(await session.read_resource(uri)).get("contents", [])
+            return dump(await client.read_resource(uri)).get("contents", [])
 
         return list(await connection.request(f"resources/read {uri}", op, self.call_timeout))
 
     async def prompts(self, server: str) -> list[dict[str, Any]]:
         connection = self.connection(server)
 
-        async def op(session: Any) -> Any:
+        async def op(client: ClientSession) -> Any:
             from agent_core.mcp.transports import dump
 
-            return dump(await session.list_prompts()).get("prompts", [])
+            return dump(await client.list_prompts()).get("prompts", [])
 
         return list(await connection.request("prompts/list", op, self.call_timeout))
 
     async def prompt(self, server: str, name: str, arguments: dict[str, str]) -> dict[str, Any]:
         connection = self.connection(server)
 
-        async def op(session: Any) -> Any:
+        async def op(client: ClientSession) -> Any:
             from agent_core.mcp.transports import dump
 
-            return dump(await session.get_prompt(name, arguments))
+            return dump(await client.get_prompt(name, arguments))
 
         return dict(await connection.request(f"prompts/get {name}", op, self.call_timeout))
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
-from agent_core import events as ev
+from agent_core.bus import Closing, Compacted, KernelReady, TurnFinished
 from agent_core.refinement.completion import ModelClientCompletion, RefineBudgets, refine_model
 from agent_core.refinement.coordinator import (
     DEFAULT_AUTO_EVERY,
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from agent_core.control_plane.held import HeldChange
     from agent_core.hooks import RefinementHook
     from agent_core.session import Session
-    from agent_core.turn import TurnOutcome
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -105,10 +104,10 @@ class SessionRefinement:
         refinement = cls(session, coordinator)
         hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
         session.refinement = hook  # how acp_server finds it: `harness_of(session)`
-        session.after_turn_hooks.append(refinement.after_turn)
-        session.kernel_hooks.append(refinement.on_kernel)
-        session.compaction_hooks.append(refinement.compacted)
-        session.close_hooks.append(refinement.aclose)
+        session.bus.subscribe(TurnFinished, refinement.after_turn)
+        session.bus.subscribe(KernelReady, lambda ready: refinement.on_kernel(ready.kernel))
+        session.bus.subscribe(Compacted, lambda _: refinement.compacted())
+        session.bus.subscribe(Closing, lambda _: refinement.aclose())
 
         async def hold_change(held: HeldChange) -> str | None:
             return (await coordinator.hold_change(held)).proposal_id
@@ -124,10 +123,9 @@ class SessionRefinement:
                 self.coordinator.serve(), name=f"refinement-{self.session.id}"
             )
 
-    async def after_turn(self, session: Session, outcome: TurnOutcome) -> Sequence[ev.TurnEvent]:
+    async def after_turn(self, finished: TurnFinished) -> None:
         """Before `TurnEnded`: release cell-scheduled refinements and maybe queue an automatic review."""
         self.coordinator.turn_ended()
-        return ()
 
     def turn_failed(self) -> None:
         """The session calls this when a turn raised (a model failure): no after-turn hook ran."""
@@ -159,5 +157,5 @@ def harness_of(session: Session) -> HarnessSurface:
 def _running_children(session: Session) -> int:
     """What the subagent hub (attached later, when the agent has one) reports as still queued or
     running for this session: background work the user waits on."""
-    hub = getattr(session, "subagents", None)
-    return int(hub.running_children(session.id)) if hub is not None else 0
+    hub = session.subagents
+    return hub.running_children(session.id) if hub is not None else 0

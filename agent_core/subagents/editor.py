@@ -10,13 +10,16 @@ parent's running turn, so the card follows it. File reads and writes go through 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_core.ports import EditorPort, PermissionDecision, PermissionRequest
 
+if TYPE_CHECKING:
+    from agent_core.subagents.session_port import SubagentSession
+
 
 class ChildEditor:
-    def __init__(self, parent: Any, name: str) -> None:
+    def __init__(self, parent: SubagentSession, name: str) -> None:
         self._parent = parent  # the parent Session
         self.name = name
         self.asked: set[str] = set()  # the child's cell ids whose card is in the parent's thread

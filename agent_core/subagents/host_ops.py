@@ -8,9 +8,12 @@ bridge turns into the kernel-side `HostError` with the message.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.subagents.records import SubagentError
+
+if TYPE_CHECKING:
+    from agent_core.subagents.session_port import SubagentSession
 
 # The longest single wait the kernel asks for; `agents.inbox(wait=True)` waits in slices of it, so a
 # wait abandoned by an interrupted cell holds its bridge connection for at most this long.
@@ -40,7 +43,9 @@ def _handle(record: Any) -> dict[str, Any]:
     }
 
 
-def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]:
+def handlers(
+    hub: SubagentHub, session: SubagentSession
+) -> dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]:
     """Each `agents.*` op bound to `session`, ready for `host_bridge.register(op, handler)`."""
 
     async def spawn(args: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +103,7 @@ def handlers(hub: SubagentHub, session: Any) -> dict[str, Callable[[dict[str, An
     }
 
 
-def register_host_ops(bridge: Any, hub: SubagentHub, session: Any) -> None:
+def register_host_ops(bridge: Any, hub: SubagentHub, session: SubagentSession) -> None:
     """Register `agents.*` on a session's host bridge."""
     for name, handler in handlers(hub, session).items():
         bridge.register(name, handler)

@@ -19,9 +19,10 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent_core import events as ev
+from agent_core.bus import Closing, KernelReady, ShuttingDown
 from agent_core.subagents import persistence
 from agent_core.subagents.editor import ChildEditor
 from agent_core.subagents.limits import Limits, child_budget
@@ -36,6 +37,7 @@ from agent_core.subagents.records import (
     now_iso,
 )
 from agent_core.subagents.runner import Activity, Ending, drive
+from agent_core.subagents.session_port import SubagentSession
 from agent_core.subagents.specs import Spec, first_prompt, resolve_spec
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,12 @@ log = logging.getLogger(__name__)
 Listener = Callable[[ChildChanged], Awaitable[None]]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 CANCEL_WAIT = 5.0
+
+
+class AttachedSession(SubagentSession, Protocol):
+    """A session the hub attaches to: it declares the hub as its `subagents` slot."""
+
+    subagents: SubagentHub | None
 
 
 class SubagentHub:
@@ -54,7 +62,7 @@ class SubagentHub:
         self._scanned = False
         self._inboxes: dict[str, Inbox] = {}
         self._activity: dict[str, Activity] = {}
-        self._sessions: dict[str, Any] = {}  # child id -> its Session (while open here)
+        self._sessions: dict[str, SubagentSession] = {}  # child id -> its Session (while open here)
         self._queue: list[tuple[str, list[ev.PromptPart]]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reasons: dict[str, str] = {}
@@ -74,24 +82,32 @@ class SubagentHub:
         agent.subagents = hub
         previous = agent.on_session
 
-        def on_session(session: Any) -> None:
+        def on_session(session: AttachedSession) -> None:
             if previous is not None:
                 previous(session)
             hub.attach(session)
 
         agent.on_session = on_session
-        hooks = getattr(agent, "shutdown_hooks", None)
-        if hooks is not None:
-            hooks.append(hub.aclose)
+
+        async def shutting_down(_: ShuttingDown) -> None:
+            await hub.aclose()
+
+        agent.bus.subscribe(ShuttingDown, shutting_down)
         return hub
 
-    def attach(self, session: Any) -> None:
+    def attach(self, session: AttachedSession) -> None:
         """Per session: the `agents.*` host ops on its kernels, and closing its children with it."""
         from agent_core.subagents.host_ops import register_host_ops
 
         session.subagents = self  # how acp_server finds the hub (cards, /agents, session/list)
-        session.kernel_hooks.append(lambda kernel: register_host_ops(kernel.host_bridge, self, session))
-        session.close_hooks.append(lambda: self.close_children(session.id))
+        session.bus.subscribe(
+            KernelReady, lambda ready: register_host_ops(ready.kernel.host_bridge, self, session)
+        )
+
+        async def close_children(_: Closing) -> None:
+            await self.close_children(session.id)
+
+        session.bus.subscribe(Closing, close_children)
 
     def add_listener(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -219,7 +235,7 @@ class SubagentHub:
 
     async def spawn(
         self,
-        parent: Any,
+        parent: SubagentSession,
         task: str,
         *,
         name: str | None = None,
@@ -287,9 +303,7 @@ class SubagentHub:
         self._children.setdefault(parent.id, []).append(record.session_id)
         self._sessions[record.session_id] = session
         self._activity[record.session_id] = Activity()
-        parts: list[ev.PromptPart] = [
-            ev.TextPart(first_prompt(task, resolved, name, getattr(parent, "title", None)))
-        ]
+        parts: list[ev.PromptPart] = [ev.TextPart(first_prompt(task, resolved, name, parent.title))]
         if self._running_count() < self.limits.max_running:
             self._start(record, parts)
         else:
@@ -349,7 +363,7 @@ class SubagentHub:
                 raise
         self._settle(record, ending)
 
-    async def _forward_asked_cell(self, record: ChildRecord, session: Any, event: object) -> None:
+    async def _forward_asked_cell(self, record: ChildRecord, session: SubagentSession, event: object) -> None:
         """A child cell the user was asked about (its card is in the parent's thread) reports its
         start and end to the parent -- into its running turn, or, between the parent's turns, to its
         editor (and transcript) at once -- so that card follows the cell."""
@@ -402,7 +416,9 @@ class SubagentHub:
         self._releases.add(task)
         task.add_done_callback(self._releases.discard)
 
-    async def _released_kernel(self, release: Callable[[Any], Awaitable[bool]], session: Any) -> None:
+    async def _released_kernel(
+        self, release: Callable[[SubagentSession], Awaitable[bool]], session: SubagentSession
+    ) -> None:
         try:
             await release(session)
         except Exception:
@@ -436,7 +452,7 @@ class SubagentHub:
 
     # ------------------------------------------------------------ messages
 
-    def send(self, sender: Any, message: str, to: str) -> dict[str, Any]:
+    def send(self, sender: SubagentSession, message: str, to: str) -> dict[str, Any]:
         """Put `message` in the inbox of `to` (parent, a direct child, or a sibling)."""
         if not isinstance(message, str) or not message:
             raise SubagentError("send needs a non-empty message string")
@@ -460,7 +476,7 @@ class SubagentHub:
             self._save(own)
         return {"delivered": True, "to": to, "relation": relation}
 
-    def observe(self, parent: Any, name: str) -> dict[str, Any]:
+    def observe(self, parent: SubagentSession, name: str) -> dict[str, Any]:
         """A bounded, read-only summary of one child: state, task, last cells and messages."""
         record = self.child(parent.id, name)
         activity = self._activity.get(record.session_id)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.subagents.records import Budget
+
+if TYPE_CHECKING:
+    from agent_core.subagents.session_port import SubagentSession
 
 log = logging.getLogger(__name__)
 
@@ -43,23 +46,18 @@ class Limits:
         )
 
 
-def child_budget(limits: Limits, parent: Any, parent_budget: Budget | None) -> Budget:
+def child_budget(limits: Limits, parent: SubagentSession, parent_budget: Budget | None) -> Budget:
     """The budget of a new child of `parent`: the configured one, capped by what the parent has left.
 
-    "Left" is the parent's goal budget when it has an active goal (read defensively: the goal lives
-    on `session.autonomy`, which may not be attached), and the parent's own child budget when the
+    "Left" is the parent's goal budget when it has an active goal (the goal lives on
+    `session.autonomy`, which may not be attached), and the parent's own child budget when the
     parent is itself a child.
     """
     tokens = limits.token_budget
     seconds = limits.max_seconds
-    goal = getattr(getattr(parent, "autonomy", None), "goal", None)
-    if goal is not None and getattr(goal, "state", "active") == "active":
-        left = getattr(goal, "budget_left", None)
-        if isinstance(left, int):
-            tokens = left if tokens is None else min(tokens, left)
-        goal_seconds = getattr(goal, "seconds_left", None)
-        if isinstance(goal_seconds, int | float):
-            seconds = float(goal_seconds) if seconds is None else min(seconds, float(goal_seconds))
+    goal = parent.autonomy.goal if parent.autonomy is not None else None
+    if goal is not None and goal.state == "active" and goal.budget_left is not None:
+        tokens = goal.budget_left if tokens is None else min(tokens, goal.budget_left)
     if parent_budget is not None:
         if parent_budget.tokens is not None:
             tokens = parent_budget.tokens if tokens is None else min(tokens, parent_budget.tokens)

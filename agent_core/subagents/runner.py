@@ -19,6 +19,7 @@ from typing import Any
 from agent_core import events as ev
 from agent_core.errors import ModelError
 from agent_core.subagents.records import ChildRecord, bounded
+from agent_core.subagents.session_port import SubagentSession
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +81,9 @@ def _tokens(totals: Any) -> int:
     return int(totals.input_tokens) + int(totals.output_tokens) + int(totals.cache_write_tokens)
 
 
-def final_answer(session: Any, activity: Activity) -> str | None:
+def final_answer(session: SubagentSession, activity: Activity) -> str | None:
     """The child's last assistant message without tool calls (its answer), else its last text."""
-    for message in reversed(getattr(session, "messages", [])):
+    for message in reversed(session.messages):
         if message.get("role") == "user":
             break
         if message.get("role") == "assistant" and not message.get("tool_calls"):
@@ -93,7 +94,7 @@ def final_answer(session: Any, activity: Activity) -> str | None:
 
 
 async def drive(
-    session: Any,
+    session: SubagentSession,
     parts: Sequence[ev.PromptPart],
     record: ChildRecord,
     activity: Activity,

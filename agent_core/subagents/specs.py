@@ -8,7 +8,10 @@ over a global one with the same id.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_core.subagents.session_port import SubagentSession
 
 
 class SpecNotFound(LookupError):
@@ -23,7 +26,7 @@ class Spec:
     model: str | None = None
 
 
-def resolve_spec(session: Any, spec_id: str) -> Spec:
+def resolve_spec(session: SubagentSession, spec_id: str) -> Spec:
     """The `subagent` entry `spec_id` of the session's harness (local first, then global)."""
     for store in (session.local_store, session.global_store):
         entry = store.load().get("subagent", spec_id)

@@ -18,7 +18,7 @@ from acp_helpers import initialize, new_session
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
 # Methods that take no session id (they make one, or come before any session).
-NO_SESSION = {"initialize", "authenticate", "session/new", "session/list"}
+NO_SESSION = {"initialize", "authenticate", "auth/login", "session/new", "session/list"}
 
 
 def _table() -> Any:

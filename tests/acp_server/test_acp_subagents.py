@@ -685,7 +685,7 @@ def test_the_quiescence_mirror_is_not_quiescent_while_a_child_runs_and_settles_w
         }
 
 
-def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_final_state(
+def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_final_state_or_its_subagent_updates(
     spawn: ClientFactory, tmp_path: Path
 ) -> None:
     home = tmp_path / "shared-home"
@@ -714,6 +714,24 @@ def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_fina
         assert last["status"] == "completed"
         assert last["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
         assert "replayed answer" in json.dumps(last["content"])
+        assert [u for u in second.updates(sid) if u["sessionUpdate"] == "subagent_update"] == []
+        assert second.close() == 0
+        # A client that reads `subagent_update` gets the same life replayed that way, as it heard it live.
+        third = spawn(model.base_url, CONTINUAL_ACP_HOME=str(home))
+        initialize(third, subagents={})
+        third.request(
+            "session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+        )
+        replayed = [u for u in third.updates(sid) if u["sessionUpdate"] == "subagent_update"]
+        assert [u["sessionId"] for u in replayed] == [
+            cards[0]["_meta"]["continual-acp"]["subagent"]["sessionId"]
+        ] * len(replayed)
+        assert replayed[0]["state"] == {"state": "running"} and replayed[-1]["state"] == {"state": "idle"}
+        assert replayed[-1]["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+        assert subagent_updates(third, sid) == [], (
+            "a replayed card went to a client that reads subagent_update"
+        )
+        assert third.violations == [], third.violations
 
 
 def test_loading_the_parent_shows_a_child_cut_by_a_restart_as_interrupted_on_its_card(

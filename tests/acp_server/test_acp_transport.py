@@ -28,7 +28,15 @@ def test_initialize_advertises_exactly_the_documented_capabilities(spawn: Client
     caps = result["agentCapabilities"]
     assert caps["loadSession"] is True  # type: ignore[index]
     assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}  # type: ignore[index]
-    assert caps["sessionCapabilities"] == {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}}  # type: ignore[index]
+    assert caps["sessionCapabilities"] == {  # type: ignore[index]
+        "list": {},
+        "resume": {},
+        "close": {},
+        "delete": {},
+        "fork": {},
+        "status": {},
+        "title": {},
+    }
     meta = caps["_meta"]["continual-acp"]  # type: ignore[index]
     assert meta["version"] == 1
     assert all(name.startswith(("_harness/", "_session/")) for name in meta["methods"])

@@ -111,6 +111,31 @@ async def test_set_config_option_without_a_type_takes_a_string_value(registry: M
             "_harness/state: scope must be local, global, project or merged",
         ),
         (
+            "_harness/state",
+            {"sessionId": "s", "limit": 0},
+            "_harness/state: limit must be an integer from 1 to 2000",
+        ),
+        (
+            "_harness/state",
+            {"sessionId": "s", "limit": 2001},
+            "_harness/state: limit must be an integer from 1 to 2000",
+        ),
+        (
+            "_harness/state",
+            {"sessionId": "s", "limit": "10"},
+            "_harness/state: limit must be an integer from 1 to 2000",
+        ),
+        (
+            "_harness/state",
+            {"sessionId": "s", "cursor": 5},
+            "_harness/state: cursor must be the nextCursor of an earlier answer",
+        ),
+        (
+            "_harness/state",
+            {"sessionId": "s", "kind": "note"},
+            "_harness/state: kind must be one of prompt, memory, skill, subagent",
+        ),
+        (
             "_harness/history",
             {"sessionId": "s", "limit": True},
             "_harness/history: limit must be a positive integer",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +10,9 @@ from agent_helpers import collect, config_for, of_type
 
 from agent_core import Agent, Session
 from agent_core import events as ev
+from agent_core.bus import Closing, Compacted, KernelReady, TurnFinished
 from agent_core.ports import NoEditor
 from agent_core.testing import ScriptedModelServer, text, tool_call
-from agent_core.turn import TurnOutcome
 
 pytestmark = pytest.mark.anyio
 
@@ -26,17 +25,17 @@ async def test_hooks_attached_on_session_see_the_kernel_the_turn_compaction_and_
             seen["ops"].append(args)
             return {"echo": args.get("value")}
 
-        async def after_turn(s: Session, outcome: TurnOutcome) -> Sequence[ev.TurnEvent]:
-            seen["outcomes"].append(outcome.stop_reason)
-            return [ev.RefinementReported("ref_1", "noted", "local")]
+        async def after_turn(finished: TurnFinished) -> None:
+            seen["outcomes"].append(finished.outcome.stop_reason)
+            finished.add(ev.RefinementReported("ref_1", "noted", "local"))
 
-        async def on_close() -> None:
+        async def on_close(_: Closing) -> None:
             seen["closed"] += 1
 
-        session.kernel_hooks.append(lambda kernel: kernel.host_bridge.register("test.echo", echo))
-        session.after_turn_hooks.append(after_turn)
-        session.compaction_hooks.append(lambda: seen.__setitem__("compactions", seen["compactions"] + 1))
-        session.close_hooks.append(on_close)
+        session.bus.subscribe(KernelReady, lambda ready: ready.kernel.host_bridge.register("test.echo", echo))
+        session.bus.subscribe(TurnFinished, after_turn)
+        session.bus.subscribe(Compacted, lambda _: seen.__setitem__("compactions", seen["compactions"] + 1))
+        session.bus.subscribe(Closing, on_close)
 
     code = "from kernel_bridge import hostclient as bridge\nprint(bridge.call('test.echo', value=7))"
 
@@ -63,11 +62,13 @@ async def test_hooks_attached_on_session_see_the_kernel_the_turn_compaction_and_
 
 
 async def test_a_failing_after_turn_hook_does_not_break_the_turn(tmp_path: Path) -> None:
-    async def broken(session: Session, outcome: TurnOutcome) -> Sequence[ev.TurnEvent]:
+    async def broken(finished: TurnFinished) -> None:
         raise RuntimeError("hook bug")
 
     async def scenario(server: ScriptedModelServer) -> list[ev.TurnEvent]:
-        agent = Agent(config_for(tmp_path, server), on_session=lambda s: s.after_turn_hooks.append(broken))
+        agent = Agent(
+            config_for(tmp_path, server), on_session=lambda s: s.bus.subscribe(TurnFinished, broken)
+        )
         await agent.start()
         try:
             session = await agent.new_session(str(tmp_path), NoEditor())

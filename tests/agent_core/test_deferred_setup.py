@@ -9,6 +9,7 @@ import pytest
 from agent_helpers import config_for
 
 from agent_core import Agent
+from agent_core.bus import KernelReady
 from agent_core.ports import NoEditor
 from agent_core.session import Session
 
@@ -75,7 +76,7 @@ async def test_a_kernel_that_starts_before_the_deferred_setup_runs_it_first_so_i
     hooked: list[int | None] = []
 
     def on_session(session: Session) -> None:
-        session.kernel_hooks.append(lambda kernel: hooked.append(kernel.kernel_pid))
+        session.bus.subscribe(KernelReady, lambda ready: hooked.append(ready.kernel.kernel_pid))
 
     agent = Agent(config_for(tmp_path, None), on_session=on_session)
     try:

@@ -14,6 +14,7 @@ from agent_helpers import collect, config_for, of_type
 
 from agent_core import Agent, Session
 from agent_core import events as ev
+from agent_core.bus import OutsideTurn
 from agent_core.ports import NoEditor
 from agent_core.testing import ScriptedModelServer, text, tool_call
 
@@ -169,11 +170,11 @@ def test_an_unrestorable_variable_is_announced_first_and_reported_when_the_kerne
         try:
             session: Session = await agent.new_session(str(tmp_path), NoEditor())
 
-            async def listen(event: ev.TurnEvent) -> None:
-                if isinstance(event, ev.Notice):
-                    notices.append(event)
+            async def listen(outside: OutsideTurn) -> None:
+                if isinstance(outside.event, ev.Notice):
+                    notices.append(outside.event)
 
-            session.event_listeners.append(listen)
+            session.bus.subscribe(OutsideTurn, listen)
             await collect(session, "open")
             clock.advance(31)
             first_sweep = await agent.hibernator.sweep()  # told, not stopped

@@ -10,6 +10,7 @@ import pytest
 from agent_helpers import collect, config_for, running_agent
 
 from agent_core import Session
+from agent_core.bus import TurnFailed
 from agent_core.errors import ModelError
 from agent_core.ports import NoEditor
 from agent_core.testing import ScriptedModelServer, error, text
@@ -54,7 +55,7 @@ def test_a_failed_turn_tells_the_attached_refinement_once_and_a_good_turn_does_n
 def test_a_failed_turn_runs_every_turn_failure_hook(tmp_path: Path) -> None:
     def attach(session: Session) -> Callable[[], object]:
         calls: list[str] = []
-        session.turn_failed_hooks.append(lambda: calls.append("hook"))
+        session.bus.subscribe(TurnFailed, lambda _: calls.append("hook"))
         return lambda: len(calls)
 
     assert _fail_then_succeed(tmp_path, attach) == (1, 1)
@@ -74,10 +75,10 @@ def test_a_failing_turn_failure_hook_does_not_hide_the_turn_error(tmp_path: Path
     def attach(session: Session) -> Callable[[], object]:
         refinement = _Refinement()
 
-        def broken() -> None:
+        def broken(_: TurnFailed) -> None:
             raise RuntimeError("hook bug")
 
-        session.turn_failed_hooks.append(broken)
+        session.bus.subscribe(TurnFailed, broken)
         session.refinement = refinement
         return lambda: refinement.failed
 

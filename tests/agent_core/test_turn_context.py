@@ -18,6 +18,7 @@ from agent_core.testing import ScriptedModelServer, text, tool_call
 from agent_core.turn import TurnContext, TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
+    from agent_core.control_plane.held import HeldChange
     from kernel_bridge import KernelSession
 
 
@@ -37,6 +38,7 @@ class _Context:
         self.messages: list[dict[str, Any]] = []
         self.usage: list[Usage] = []
         self.kernel_handle = KernelHandle(self._no_kernel, label="stand-in")
+        self.control_plane = None  # no guard: nothing under .continual-acp/ is watched
 
     async def _no_kernel(self) -> KernelSession:
         raise RuntimeError("this context has no kernel")
@@ -73,6 +75,12 @@ class _Context:
 
     async def cells_need_approval(self) -> bool:
         return False
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None:
+        return None
+
+    async def publish(self, event: ev.TurnEvent) -> None:
+        return None
 
 
 def _run(

@@ -319,3 +319,28 @@ def test_a_state_behind_history_warns_only_when_no_writer_is_mid_commit(
         assert behind_warnings() == []
         assert HarnessStore(store.root).load().get("memory", "a").content == "v2"  # type: ignore[union-attr]
         assert len(behind_warnings()) == 1  # nobody is filling the gap: a writer crashed
+
+
+def test_the_state_file_after_writes_to_one_kind_at_a_time_is_the_whole_state_dump(tmp_path: Path) -> None:
+    """Each kind's JSON is reused while its entries are (statefile.serialize): the saved bytes must
+    still be exactly the dump of the whole current state, tombstones and head included."""
+    from harness_store.statefile import FORMAT, peek_token
+
+    store = HarnessStore(tmp_path / "h")
+    store.apply(
+        proposal(create("memory", "A", "alpha"), create("skill", "S", "does s")),
+        scope="global",
+        trigger="user",
+    )
+    store.apply(proposal(create("prompt", "P", "pee")), scope="global", trigger="user")
+    rejected = store.apply(proposal(create("memory", "B", "beta")), scope="global", trigger="model")
+    store.record_review(rejected.id, "reject")
+    path = tmp_path / "h" / "harness_state.json"
+    token = peek_token(path)
+    assert token is not None
+    state = store.load()
+    expected = (
+        b'{"format":%d,"save_token":"%s",' % (FORMAT, token.encode()) + state.model_dump_json().encode()[1:]
+    )
+    assert path.read_bytes() == expected
+    assert state.tombstones and state.head == store.history()[-1].id

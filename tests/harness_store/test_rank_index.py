@@ -7,7 +7,7 @@ import random
 
 from test_harness_overview import entry, state
 
-from harness_store import OverviewBudget, render_overview
+from harness_store import HarnessState, OverviewBudget, render_overview
 from harness_store.scopes import ScopeStates
 
 WORDS = "pandas plot csv git rebase kernel model deploy cache docker".split()
@@ -49,3 +49,78 @@ def test_a_changed_scope_state_gives_a_new_prompt_view_and_an_unchanged_one_the_
     changed = state(entry("memory", "a", "alpha"), entry("memory", "b", "beta"))
     new_view = ScopeStates(local, changed).prompt_view()
     assert new_view is not view and "b" in new_view.entries["memory"]
+
+
+def test_a_write_to_one_kind_keeps_the_other_kinds_merged_dicts_so_their_indexes_are_reused(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    from harness_store import HarnessStore
+    from harness_store.project import ProjectStore
+
+    def create(kind: str, entry_id: str) -> dict[str, object]:
+        return {
+            "action": "create",
+            "kind": kind,
+            "id": entry_id,
+            "title": entry_id,
+            "content": f"{entry_id} text",
+        }
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    glob, local = HarnessStore(tmp_path / "global"), HarnessStore(tmp_path / "local")
+    project = ProjectStore(tmp_path / "repo")
+    glob.apply({"edits": [create("memory", "g1"), create("prompt", "g2")]}, scope="global", trigger="user")
+    project.apply({"edits": [create("prompt", "p1")]}, trigger="user")
+    local.apply({"edits": [create("memory", "g1")]}, scope="local", trigger="user")  # collides: local:g1
+
+    def view():  # type: ignore[no-untyped-def]
+        return ScopeStates(local.load(), glob.load(), project.load()).prompt_view()
+
+    before = view()
+    glob.apply({"edits": [create("memory", "g3")]}, scope="global", trigger="user")
+    after = view()
+    assert after is not before
+    assert after.entries["prompt"] is before.entries["prompt"]  # untouched kind: the same dict
+    assert sorted(after.entries["memory"]) == ["g1", "g3", "local:g1"]
+    assert sorted(after.entries["prompt"]) == ["g2", "p1"]
+
+
+def test_an_index_derived_after_a_few_writes_ranks_as_a_fresh_plain_pass() -> None:
+    """The next prompt after a write ranks a copy of the kind's dict with a few entries changed: its
+    index is derived from the last one, and must choose exactly what a plain pass over it chooses."""
+    from harness_store import rank_index
+
+    budget = OverviewBudget(entries_per_kind=7, max_chars=100_000)
+    queries = (None, "pandas", "git rebase", "deploy cache docker kernel", "nothing shared")
+    for seed in range(4):
+        rng = random.Random(seed)
+        harness = _random_state(seed)
+        for _ in range(2):  # index the view (the second ranking builds it)
+            render_overview(harness, query="pandas", budget=budget)
+        for step in range(3):
+            entries = {kind: dict(items) for kind, items in harness.entries.items()}
+            memory = entries["memory"]
+            for key in rng.sample(sorted(memory), 3):  # deleted
+                del memory[key]
+            for i in range(2):  # updated or created now: newer than every entry
+                key = rng.choice([*sorted(memory), f"new{step}{i}"])
+                words = " ".join(rng.choice(WORDS) for _ in range(3))
+                memory[key] = entry(
+                    "memory",
+                    key,
+                    f"{words} fresh",
+                    trust=rng.choice(["verified", "candidate", "rejected"]),
+                    updated=f"2026-02-0{step + 1}T00:00:0{i}.000Z",
+                )
+            harness = HarnessState.build(entries)
+            derived = [render_overview(harness, query=q, budget=budget) for q in queries]
+            assert rank_index._indexes[id(harness.entries["memory"])][0] is harness.entries["memory"]
+            plain = []
+            for q in queries:  # each a first sighting of an equal state: the plain pass
+                for cache in (rank_index._latest, rank_index._indexes, rank_index._seen):
+                    cache.clear()
+                fresh = HarnessState.build({kind: dict(items) for kind, items in entries.items()})
+                plain.append(render_overview(fresh, query=q, budget=budget))
+            assert derived == plain, (seed, step)
+            for _ in range(2):
+                render_overview(harness, query="pandas", budget=budget)  # indexed again for the next step

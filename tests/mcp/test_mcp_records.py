@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from agent_core.bus import EventBus
 from agent_core.config import ConfigError, load_config
 from agent_core.mcp import (
     HttpServer,
@@ -101,7 +102,7 @@ def test_mcp_call_timeout_from_config_toml_bounds_the_sessions_calls(tmp_path: P
     config_file = tmp_path / "config.toml"
     config_file.write_text("mcp_call_timeout = 2.5\n", encoding="utf-8")
     config = load_config({"CONTINUAL_ACP_CONFIG": str(config_file), "HOME": str(tmp_path)})
-    session = SimpleNamespace(cwd=tmp_path, agent_config=config, kernel_hooks=[], close_hooks=[])
+    session = SimpleNamespace(cwd=tmp_path, agent_config=config, bus=EventBus())
     assert attach_mcp(session, (), start=False).call_timeout == 2.5
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from test_subagent_hub import WAIT, make_agent
 
+from agent_core.bus import KernelReady
 from agent_core.ports import NoEditor
 from agent_core.subagents import SubagentHub
 from agent_core.testing import ScriptedModelServer, text, tool_call
@@ -25,7 +26,9 @@ def test_a_finished_child_releases_its_kernel_and_a_later_load_restores_its_stat
 
         def on_session(session: Any) -> None:
             attach(session)
-            session.kernel_hooks.append(kernels.append)  # every kernel a session gets
+            session.bus.subscribe(
+                KernelReady, lambda ready: kernels.append(ready.kernel)
+            )  # every kernel a session gets
 
         agent.on_session = on_session
         try:

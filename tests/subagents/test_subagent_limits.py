@@ -55,5 +55,5 @@ def test_a_paused_goal_does_not_limit_the_child() -> None:
 
 
 def test_a_grandchild_gets_no_more_than_its_parent_child_had() -> None:
-    budget = child_budget(Limits(max_seconds=600), object(), Budget(tokens=300, seconds=20))
+    budget = child_budget(Limits(max_seconds=600), _Parent(None), Budget(tokens=300, seconds=20))
     assert budget == Budget(tokens=300, seconds=20)

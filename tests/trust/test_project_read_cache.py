@@ -1,0 +1,85 @@
+"""A project harness read without a stat of every entry file: the same state object while nothing
+changed, and every kind of change on disk (in place, by another writer, a git checkout) seen by the
+very next read. `DirWatch` is the kernel's inotify, exercised for real."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness_store.dir_watch import LOCAL_FILE_SYSTEMS, DirWatch, file_system
+from harness_store.project import ProjectStore, project_root
+
+from .conftest import git, memory
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "inotify_init") and not Path("/proc/self/mounts").exists(), reason="Linux only"
+)
+
+
+def _require_local(path: Path) -> None:
+    if file_system(path) not in LOCAL_FILE_SYSTEMS:
+        pytest.skip(f"{path} is on {file_system(path)}: not watched")
+
+
+def test_a_watch_reports_a_write_a_new_file_a_rename_and_a_missing_directory_appearing(
+    tmp_path: Path,
+) -> None:
+    _require_local(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.md").write_text("one")
+    watch = DirWatch([tmp_path, tmp_path / "a", tmp_path / "b"])  # b does not exist yet
+    changes = {
+        "in place": lambda: (tmp_path / "a" / "x.md").write_text("two"),
+        "new file": lambda: (tmp_path / "a" / "y.md").write_text("new"),
+        "renamed": lambda: (tmp_path / "a" / "y.md").rename(tmp_path / "a" / "z.md"),
+        "removed": lambda: (tmp_path / "a" / "z.md").unlink(),
+        "created dir": lambda: (tmp_path / "b").mkdir(),
+        "file in it": lambda: (tmp_path / "b" / "w.md").write_text("w"),
+        "dir gone": lambda: shutil.rmtree(tmp_path / "a"),
+    }
+    seen = {}
+    for name, change in changes.items():
+        watch.arm()
+        quiet = watch.changed()
+        change()
+        seen[name] = (quiet, watch.changed())
+    assert seen == dict.fromkeys(changes, (False, True))
+    # Reading a file is not a change.
+    watch.arm()
+    (tmp_path / "b" / "w.md").read_text()
+    assert watch.changed() is False
+
+
+def test_an_unarmed_or_unwatchable_watch_always_says_changed(tmp_path: Path) -> None:
+    assert DirWatch([tmp_path]).changed() is True  # never armed
+    orphan = DirWatch([tmp_path / "missing" / "deeper"])  # no watched parent to see it appear
+    orphan.arm()
+    assert orphan.changed() is True
+
+
+def test_a_project_read_is_the_same_state_until_an_entry_file_changes_then_the_change_is_read(
+    repo: Path,
+) -> None:
+    _require_local(repo)
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one"), memory("B", "two")]}, trigger="user")
+    first = store.load()
+    assert store.load() is first
+    path = project_root(repo) / "entries" / "memory" / "a.md"
+    # A hand edit in place (same directory entry, no rename): the next read has it.
+    path.write_text(path.read_text().replace("\none\n", "\nuno, changed by hand\n"))
+    edited = store.load()
+    assert edited is not first
+    assert edited.get("memory", "a").content == "uno, changed by hand"  # type: ignore[union-attr]
+    assert store.load() is edited
+    # Another writer (another process's store) adds an entry; then git takes the working tree back.
+    ProjectStore(repo).apply({"edits": [memory("C", "three")]}, trigger="user")
+    assert sorted(store.load().entries["memory"]) == ["a", "b", "c"]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "harness")
+    git(repo, "checkout", "-q", "HEAD~1")
+    assert store.load().entries["memory"] == {}
