@@ -12,6 +12,7 @@ fails on a few hundred of them (llama-cpp-python's server dies). Arrays are boun
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 _TEXT: dict[str, Any] = {"type": "string"}
@@ -42,6 +43,11 @@ _DETAILS: dict[str, Any] = {
 }
 
 
+# Past this many entries the ids are left free (a grammar of thousands of alternatives costs more
+# than the refusals of an unknown id it saves).
+ID_ENUM_LIMIT = 200
+
+
 def _edit(action: str, required: list[str], fields: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -51,24 +57,27 @@ def _edit(action: str, required: list[str], fields: dict[str, Any]) -> dict[str,
     }
 
 
-# One shape per action, each with the fields the store needs for it: a constrained model cannot
-# answer a create without its title and content, or an update without the id it changes.
-_EDIT: dict[str, Any] = {
-    "anyOf": [
-        _edit("create", ["title", "content"], {"title": _TEXT, "content": _TEXT}),
-        _edit("update", ["id"], {"id": _TEXT, "title": _TEXT, "content": _TEXT}),
-        _edit("delete", ["id"], {"id": _TEXT}),
-    ]
-}
-
-PLAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "summary": _TEXT,
-        "rationale": _TEXT,
-        "expected_outcome": _TEXT,
-        "edits": {"type": "array", "items": _EDIT, "maxItems": 8},
-    },
-    "required": ["summary", "edits"],
-    "additionalProperties": False,
-}
+def plan_schema(entry_ids: Collection[str] = ()) -> dict[str, Any]:
+    """The planner's answer, one edit shape per action with the fields the store needs for it (a
+    create or an update its title and content, an update or a delete its id). An update or delete
+    may only name an entry that exists (`entry_ids`, the ids of the store being refined); with no
+    entries there is nothing to update, and only creates are offered."""
+    shapes = [_edit("create", ["title", "content"], {"title": _TEXT, "content": _TEXT})]
+    if entry_ids:
+        ids = sorted(set(entry_ids))
+        known: dict[str, Any] = {"type": "string", "enum": ids} if len(ids) <= ID_ENUM_LIMIT else _TEXT
+        shapes.append(
+            _edit("update", ["id", "title", "content"], {"id": known, "title": _TEXT, "content": _TEXT})
+        )
+        shapes.append(_edit("delete", ["id"], {"id": known}))
+    return {
+        "type": "object",
+        "properties": {
+            "summary": _TEXT,
+            "rationale": _TEXT,
+            "expected_outcome": _TEXT,
+            "edits": {"type": "array", "items": {"anyOf": shapes}, "maxItems": 8},
+        },
+        "required": ["summary", "edits"],
+        "additionalProperties": False,
+    }

@@ -13,7 +13,7 @@ from agent_core.errors import ModelError
 from agent_core.model import ModelClient
 from agent_core.refinement.completion import ModelClientCompletion, RefineBudgets
 from agent_core.refinement.planner import RefinementPlanner
-from agent_core.refinement.reply_schemas import PLAN_SCHEMA, REVIEW_SCHEMA
+from agent_core.refinement.reply_schemas import REVIEW_SCHEMA, plan_schema
 from agent_core.testing import ScriptedModelServer, error, text
 
 pytestmark = pytest.mark.anyio
@@ -32,8 +32,10 @@ def _planner(client: ModelClient) -> RefinementPlanner:
     return RefinementPlanner(ModelClientCompletion(client), RefineBudgets(512, 512))
 
 
-async def _plan(planner: RefinementPlanner) -> list[str]:
-    plan = await planner.plan([], overview="(empty)", history=[], scope="local", instructions=None)
+async def _plan(planner: RefinementPlanner, entry_ids: tuple[str, ...] = ()) -> list[str]:
+    plan = await planner.plan(
+        [], overview="(empty)", history=[], scope="local", instructions=None, entry_ids=entry_ids
+    )
     return [edit.content or "" for edit in plan.proposal.edits]
 
 
@@ -51,7 +53,7 @@ async def test_the_planner_and_the_review_gate_send_their_json_schema_and_turns_
     assert verdict.should_refine and turn
     assert plan_body["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "answer", "schema": PLAN_SCHEMA, "strict": False},
+        "json_schema": {"name": "answer", "schema": plan_schema(), "strict": False},
     }
     assert review_body["response_format"]["json_schema"]["schema"] == REVIEW_SCHEMA
     assert "response_format" not in turn_body
@@ -75,7 +77,7 @@ async def test_an_endpoint_refusing_json_schema_gets_json_object_with_the_schema
             await client.aclose()
         kinds = [body["response_format"]["type"] for body in server.requests]
     assert kinds == ["json_schema", "json_object", "json_object"]
-    assert server.requests[1]["response_format"]["schema"] == PLAN_SCHEMA
+    assert server.requests[1]["response_format"]["schema"] == plan_schema()
     assert server.requests[1]["messages"] == server.requests[0]["messages"]
     warnings = [r.getMessage() for r in caplog.records if "structured output" in r.getMessage()]
     assert len(warnings) == 1 and "'json_schema'" in warnings[0] and "as 'json_object'" in warnings[0]
@@ -110,3 +112,25 @@ async def test_a_400_that_is_not_about_response_format_surfaces_and_the_schema_i
         kinds = [body["response_format"]["type"] for body in server.requests]
     assert raised.value.status == 400 and "maximum context length" in str(raised.value)
     assert kinds == ["json_schema", "json_schema"]
+
+
+def _shapes(schema: dict[str, object]) -> dict[str, dict[str, object]]:
+    edits = schema["properties"]["edits"]["items"]["anyOf"]  # type: ignore[index]
+    return {shape["properties"]["action"]["const"]: shape for shape in edits}
+
+
+async def test_an_update_or_delete_may_only_name_an_existing_entry_and_none_is_offered_without_entries() -> (
+    None
+):
+    with ScriptedModelServer([text(PLAN)]) as server:
+        client = _client(server.base_url)
+        try:
+            await _plan(_planner(client), entry_ids=("test_command", "style"))
+        finally:
+            await client.aclose()
+        shapes = _shapes(server.requests[0]["response_format"]["json_schema"]["schema"])
+    assert set(shapes) == {"create", "update", "delete"}
+    assert shapes["update"]["properties"]["id"]["enum"] == ["style", "test_command"]  # type: ignore[index]
+    assert shapes["update"]["required"] == ["action", "kind", "id", "title", "content"]
+    assert shapes["create"]["required"] == ["action", "kind", "title", "content"]
+    assert set(_shapes(plan_schema())) == {"create"}
