@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return eval_main(argv_list[1:])
     if argv_list[:1] == ["harness"]:
-        from agent_core.skill_check import cli_verifier_factory  # trust: imports are checked
+        from agent_core.trust.skill_check import cli_verifier_factory  # trust: imports are checked
         from harness_store.cli import main as harness_main
 
         return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())

@@ -1,6 +1,6 @@
 """Session modes and config options from agent_core's settings table.
 
-One definition of each mode and review policy: `agent_core.settings` (its `Setting`s say the id,
+One definition of each mode and review policy: `agent_core.config.session_settings` (its `Setting`s say the id,
 the choices, the words an editor shows). Zed hides `modes` once config options exist, so the mode is
 also a config option (category `mode`) and `modes` mirrors it for older clients.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 from acp_server import frames
 
 if TYPE_CHECKING:
-    from agent_core.settings import Choice, Setting
+    from agent_core.config.session_settings import Choice, Setting
 
 JsonObject = dict[str, object]
 
@@ -34,13 +34,13 @@ def _triples(choices: tuple[Choice, ...]) -> list[tuple[str, str, str]]:
 
 def modes_state(session: ConfigurableSession) -> JsonObject:
     """`modes`: the current mode and every mode of the table."""
-    from agent_core.settings import MODE
+    from agent_core.config.session_settings import MODE
 
     return frames.session_modes(session.mode, _triples(MODE.choices))
 
 
 def _option(setting: Setting, session: ConfigurableSession) -> JsonObject:
-    from agent_core.settings import MODEL, model_choices
+    from agent_core.config.session_settings import MODEL, model_choices
 
     current = setting.choice_value(session.config.get(setting.id))
     if setting is MODEL:
@@ -59,7 +59,7 @@ def _option(setting: Setting, session: ConfigurableSession) -> JsonObject:
 
 def config_options(session: ConfigurableSession) -> list[JsonObject]:
     """Every advertised setting as a `select` config option, in table order."""
-    from agent_core.settings import advertised
+    from agent_core.config.session_settings import advertised
 
     return [_option(setting, session) for setting in advertised()]
 

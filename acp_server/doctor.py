@@ -236,7 +236,7 @@ async def _start_kernel(agent: Any, cwd: str) -> None:
 
 async def check_kernel_backend(config: AgentConfig) -> CheckResult:
     """The configured kernel backend answers (gateway token, sandbox tier, provisioner spec)."""
-    from agent_core.kernel_backend import probe_backend
+    from agent_core.kernel.backend import probe_backend
 
     ok, detail, fix = await probe_backend(config.kernel_backend, home=config.home)
     return CheckResult(f"kernel backend ({config.kernel_backend.kind})", ok, detail, fix)
@@ -269,7 +269,7 @@ def _print(result: CheckResult, out: TextIO) -> None:
 def _config_problem(exc: ValueError) -> CheckResult:
     """The FAIL line for a configuration `load_config` refused (the server refuses it the same way:
     every session request answers this error until it is fixed)."""
-    from agent_core.config import ConfigFileError
+    from agent_core.config.loader import ConfigFileError
 
     if isinstance(exc, ConfigFileError):
         fix = (

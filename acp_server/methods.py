@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_server import commands, frames, session_events, subagent_cards, wire
+from acp_server import frames, session_events, slash_commands, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
 from acp_server.config_options import config_options, modes_state, session_setup
@@ -25,7 +25,7 @@ from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
-from acp_server.open_session import OpenSession
+from acp_server.open_session import OpenSession, SessionBound, SessionReplayed
 from acp_server.params import (
     AuthenticateParams,
     InitializeParams,
@@ -35,9 +35,10 @@ from acp_server.params import (
     read_new_session,
 )
 from acp_server.presenter import TurnPresenter
-from acp_server.prompt import register_prompt
 from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
+from agent_core.bus import EventBus
 
 if TYPE_CHECKING:
     # Typing only: agent_core and the wire models are imported off the startup path.
@@ -56,12 +57,12 @@ if TYPE_CHECKING:
 
     from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
-    from agent_core.config import AgentConfig
+    from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
+    from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
-    from agent_core.transcript import SessionPage
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +100,12 @@ class AcpServer:
         self._background = anyio.Event()
         self._background_started = False
         self.extension_notifications: list[str] = []
-        # Called with every session bound to this connection (new/load/resume), once its setup is
-        # done (`OpenSession.set_up`): a seam for extensions that keep per-session state (the
-        # harness events are subscribed there too).
-        self.bind_hooks: list[Callable[[OpenSession], None]] = []
-        # Called after a session/load replay, before the response (subagent cards whose child
-        # changed state while no one recorded it, e.g. interrupted by a restart).
-        self.replayed_hooks: list[Callable[[OpenSession], Awaitable[None]]] = []
+        # The seam for extensions that keep per-session state (agent_core.bus): `SessionBound` for
+        # every session bound to this connection (new/load/resume) once its setup is done
+        # (`OpenSession.set_up`; the harness events are subscribed there too), `SessionReplayed`
+        # after a session/load replay, before the response (subagent cards whose child changed
+        # state while no one recorded it, e.g. interrupted by a restart).
+        self.bus = EventBus("the ACP server")
         self._register()
 
     # ------------------------------------------------------------ agent lifecycle
@@ -257,11 +257,7 @@ class AcpServer:
             # One subscription to the session's harness events: cards, review prompts, quiescence.
             harness_events.subscribe(self, opened)
             # The bind hooks read what the session's setup attached (its subagent hub).
-            for hook in self.bind_hooks:
-                try:
-                    hook(opened)
-                except Exception:
-                    log.exception("session bind hook %r failed for %s", hook, session_id)
+            self.bus.emit(SessionBound(opened))
 
         opened = OpenSession(session, editor, presenter, build_harness, after_set_up)
         self.sessions[session_id] = opened
@@ -277,20 +273,20 @@ class AcpServer:
     def _advertise_commands(self, ctx: RequestContext, session_id: str) -> None:
         async def advertise() -> None:
             opened = self.sessions.get(session_id)
-            extra = commands.skill_commands(opened.session) if opened is not None else []
+            extra = slash_commands.skill_commands(opened.session) if opened is not None else []
             if opened is not None:
                 opened.advertised_skills = tuple(c.name for c in extra)
-            await self.send_update(session_id, commands.available_commands_update(extra))
+            await self.send_update(session_id, slash_commands.available_commands_update(extra))
 
         ctx.after_response.append(advertise)
 
     async def refresh_commands(self, opened: OpenSession) -> None:
         """Re-advertise the commands when the session's user skills changed since the last time."""
-        extra = await anyio.to_thread.run_sync(commands.skill_commands, opened.session)
+        extra = await anyio.to_thread.run_sync(slash_commands.skill_commands, opened.session)
         names = tuple(c.name for c in extra)
         if names != opened.advertised_skills:
             opened.advertised_skills = names
-            await self.send_update(opened.session.id, commands.available_commands_update(extra))
+            await self.send_update(opened.session.id, slash_commands.available_commands_update(extra))
 
     async def open_session(self, session_id: str) -> OpenSession:
         """An open session, or one resumed from disk; -32002 when it exists nowhere."""
@@ -416,7 +412,7 @@ class AcpServer:
         if agent.config.model_setup_complete:
             return
         from agent_core import load_config
-        from agent_core.config import config_path
+        from agent_core.config.loader import config_path
 
         path = str(config_path(os.environ))
         try:
@@ -511,11 +507,7 @@ class AcpServer:
         for event in events:
             await opened.presenter.present(event)
         await self._tell_interrupted_loop(opened)
-        for replayed in self.replayed_hooks:
-            try:
-                await replayed(opened)
-            except Exception:
-                log.exception("session replay hook %r failed for %s", replayed, req.session_id)
+        await self.bus.publish(SessionReplayed(opened))
         await opened.presenter.close()
         self._advertise_commands(ctx, session.id)
         ctx.after_response.append(_start_mcp(session))
@@ -809,7 +801,7 @@ def check_session_id(agent: Agent, session_id: str) -> None:
     client input, so never an internal error, and refused before anything follows the path. An id
     that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
     an unknown session (-32002 naming it), and deleting one is a no-op."""
-    from agent_core.transcript import UnsafeSessionPath
+    from agent_core.history.transcript import UnsafeSessionPath
 
     shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
     try:

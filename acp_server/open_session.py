@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class OpenSession:
+    """A session bound to this connection: the session, its editor and presenter, its harness."""
+
     session: Session
     editor: JsonRpcEditor
     presenter: TurnPresenter
@@ -79,3 +81,17 @@ class OpenSession:
         """Cancel every running `cancellable()` block: its model requests are closed at once."""
         for scope in list(self.cancel_scopes):
             scope.cancel()
+
+
+@dataclass(frozen=True)
+class SessionBound:
+    """A session was bound to the connection and set up (published on `AcpServer.bus`)."""
+
+    opened: OpenSession
+
+
+@dataclass(frozen=True)
+class SessionReplayed:
+    """A session/load replay was sent, before the response (published, awaited, on `AcpServer.bus`)."""
+
+    opened: OpenSession

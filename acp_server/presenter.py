@@ -17,9 +17,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from acp_server import client_quirks, frames
-from acp_server.cells import CellCard
+from acp_server.cell_cards import CellCard
 from acp_server.frames import Frame
-from acp_server.gates import GateCard, goal_meta
+from acp_server.gate_cards import GateCard, goal_meta
 from acp_server.subagent_cards import updates_for
 from agent_core.events import (
     CellClear,

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from acp_server.open_session import SessionBound
 from acp_server.quiescence_file import write_quiescence
 
 if TYPE_CHECKING:
@@ -119,14 +120,15 @@ def watch(opened: OpenSession) -> QuiescencePublisher:
         if event.record.parent_id == publisher.session_id:
             publisher.update()
 
-    if hub is not None:
-        hub.add_listener(on_child)
+    from agent_core.subagents.records import ChildChanged  # after the session/new answer
+
+    subscription = hub.bus.subscribe(ChildChanged, on_child) if hub is not None else None
     earlier = opened.unsubscribe
 
     def unbind() -> None:
         unsubscribe()
-        if hub is not None:
-            hub.remove_listener(on_child)
+        if subscription is not None:
+            subscription.cancel()
         publisher.end()
         if earlier is not None:
             earlier()
@@ -141,4 +143,4 @@ def install(server: AcpServer) -> None:
     def bind(opened: OpenSession) -> None:
         watch(opened)
 
-    server.bind_hooks.append(bind)
+    server.bus.subscribe(SessionBound, lambda bound: bind(bound.opened))

@@ -79,6 +79,8 @@ CancelHook = Callable[[RequestContext], Awaitable[None]]
 
 @dataclass(frozen=True)
 class MethodSpec:
+    """A registered method: its name, the call that reads params and runs it, the handler."""
+
     name: str
     # Reads the params into the handler's type and runs the handler (built by `request`).
     call: Callable[[RequestContext, JsonObject], Awaitable[object]]

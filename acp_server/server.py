@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def _configure_logging() -> None:
     import logging  # here, not at the top: the early `initialize` answer goes out before logging loads
 
-    from agent_core.config_table import ConfigError, from_env
+    from agent_core.config.table import ConfigError, from_env
 
     try:
         level, problem = str(from_env("CONTINUAL_ACP_LOG_LEVEL", os.environ)), None
@@ -41,7 +41,7 @@ def _max_message_bytes() -> int:
     import logging
 
     from acp_server.transport import DEFAULT_MAX_LINE_BYTES
-    from agent_core.config_table import ConfigError, from_env
+    from agent_core.config.table import ConfigError, from_env
 
     try:
         return int(from_env("CONTINUAL_ACP_MAX_MESSAGE_BYTES", os.environ))

@@ -13,8 +13,8 @@ from acp_server.errors import AcpError
 if TYPE_CHECKING:
     from acp.schema import PromptRequest
 
-    from acp_server.context import HarnessHost
     from acp_server.registry import RequestContext
+    from acp_server.server_port import HarnessHost
 
 JsonObject = dict[str, object]
 
@@ -124,8 +124,8 @@ def install(server: HarnessHost) -> None:
     server.registry.request("session/set_title", reader=read_title)(set_title)
 
     async def rewind(ctx: RequestContext, request: RewindParams) -> JsonObject:
-        from acp_server import rewind as rewinding
-        from agent_core.rewind import RewindError
+        from acp_server import rewind_commands as rewinding
+        from agent_core.history.rewind import RewindError
 
         opened = await server.open_session(request.session_id)
         if opened.prompt_lock.locked():
@@ -149,7 +149,7 @@ def install(server: HarnessHost) -> None:
 
     async def steer(ctx: RequestContext, request: PromptRequest) -> JsonObject:
         # Same params as session/prompt ({sessionId, prompt}): read with its schema model.
-        from acp_server.prompt import steer_into
+        from acp_server.session_prompt import steer_into
 
         opened = await server.open_session(request.session_id)
         if not opened.session.busy:

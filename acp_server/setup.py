@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agent_core import AgentConfig, load_config
-from agent_core.config import config_path, default_home
+from agent_core.config.loader import config_path, default_home
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from acp_server import frames
 from acp_server.background import quiescence_params, quiescence_update
 from acp_server.frames import QUIESCENCE
+from acp_server.open_session import SessionBound, SessionReplayed
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
@@ -130,11 +131,13 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
             if QUIESCENCE in server.extension_notifications and server.client.quiescence:
                 await server.notify(QUIESCENCE, quiescence_params(parent_id, now))
 
-    hub.add_listener(listener)
+    from agent_core.subagents.records import ChildChanged  # after the session/new answer
+
+    subscription = hub.bus.subscribe(ChildChanged, listener)
     earlier = opened.unsubscribe
 
     def unsubscribe() -> None:
-        hub.remove_listener(listener)
+        subscription.cancel()
         if earlier is not None:
             earlier()
 
@@ -193,5 +196,5 @@ async def after_replay(server: AcpServer, opened: OpenSession) -> None:
 
 def install(server: AcpServer) -> None:
     """Show subagent cards in every session bound to this server."""
-    server.bind_hooks.append(lambda opened: watch(server, opened))
-    server.replayed_hooks.append(lambda opened: after_replay(server, opened))
+    server.bus.subscribe(SessionBound, lambda bound: watch(server, bound.opened))
+    server.bus.subscribe(SessionReplayed, lambda replayed: after_replay(server, replayed.opened))

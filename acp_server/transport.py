@@ -41,11 +41,15 @@ class ConnectionClosed(Exception):
 
 @dataclass(frozen=True)
 class _Oversized:
+    """A request line past the size limit (its length), answered with an error."""
+
     size: int
 
 
 @dataclass
 class _Waiter:
+    """A request this server sent the client, waiting for its answer."""
+
     method: str
     done: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
@@ -55,6 +59,8 @@ class _Waiter:
 
 @dataclass
 class _Inflight:
+    """A client request being handled: its context and the scope that cancels it."""
+
     ctx: RequestContext
     scope: anyio.CancelScope
     cancelled_by_peer: bool = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from agent_core.config import AgentConfig, load_config
+from agent_core.config.loader import AgentConfig, load_config
 from agent_core.errors import (
     KernelBackendUnavailable,
     ModelError,
@@ -42,20 +42,20 @@ from agent_core.events import (
     UserMessage,
 )
 from agent_core.ports import EditorPort, NoEditor, PermissionDecision, PermissionRequest
-from agent_core.titles import cell_title
+from agent_core.turn.titles import cell_title
 
 if TYPE_CHECKING:
     from agent_core.agent import Agent
+    from agent_core.history.transcript import SessionPage, SessionStore, SessionSummary
     from agent_core.session import Session
-    from agent_core.transcript import SessionPage, SessionStore, SessionSummary
     from harness_store import HarnessStore, Proposal, RefinementResult, merge, render_overview
 
 _LAZY: dict[str, str] = {
     "Agent": "agent_core.agent",
     "Session": "agent_core.session",
-    "SessionStore": "agent_core.transcript",
-    "SessionPage": "agent_core.transcript",
-    "SessionSummary": "agent_core.transcript",
+    "SessionStore": "agent_core.history.transcript",
+    "SessionPage": "agent_core.history.transcript",
+    "SessionSummary": "agent_core.history.transcript",
     # harness names acp_server needs, re-exported so acp_server never imports harness_store
     "HarnessStore": "harness_store",
     "Proposal": "harness_store",

@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
 from agent_core.bus import EventBus, ShuttingDown
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import KernelBackendUnavailable, SessionNotFound
-from agent_core.hibernation import Hibernator, revive_text
-from agent_core.kernel_backend import pool_options
+from agent_core.history.transcript import SessionPage, SessionStore, TranscriptDamaged, resolve_cwd
+from agent_core.kernel.backend import pool_options
+from agent_core.kernel.hibernation import Hibernator, revive_text
 from agent_core.mcp import ServerConfig, attach_mcp, configure_mcp
 from agent_core.model import ModelClient
 from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
-from agent_core.transcript import SessionPage, SessionStore, TranscriptDamaged, resolve_cwd
 
 if TYPE_CHECKING:
-    from agent_core.promotion import DeletionNotice
     from agent_core.subagents.hub import SubagentHub
+    from agent_core.trust.promotion import DeletionNotice
     from harness_store import HarnessStore
     from kernel_bridge import KernelPool, KernelSession
     from kernel_bridge.guarantees import KernelGuarantees
@@ -249,7 +249,7 @@ class Agent:
         setup: bool = True,
         **state: object,
     ) -> Session:
-        from agent_core.ownership import SessionOwnerLock
+        from agent_core.history.ownership import SessionOwnerLock
 
         if restore:
             # Locked before the transcript is opened: another process may be appending to it.
@@ -320,7 +320,7 @@ class Agent:
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
         session_id = f"sess_{uuid.uuid4().hex}"
-        from agent_core.transcript import now_iso
+        from agent_core.history.transcript import now_iso
 
         return self._make(
             session_id,
@@ -399,7 +399,7 @@ class Agent:
         transcript, local harness, goal and kernel state (agent_core/fork.py); opened like a loaded
         session. Returns it and a line saying which kernel state it got. `ForkError` / `RewindError`
         (ValueErrors) when it cannot be made."""
-        from agent_core.fork import fork_point, prepare_fork
+        from agent_core.history.fork import fork_point, prepare_fork
 
         where = resolve_cwd(cwd or source.cwd)
         if not Path(where).is_dir():
@@ -447,8 +447,8 @@ class Agent:
         Returns what the reply should say about the session's local harness entries (listed, and
         saved under `<home>/harness/deleted-sessions/` for `harness import`), or None if it had none.
         """
-        from agent_core.ownership import SessionOwnerLock
-        from agent_core.promotion import deletion_notice  # trust
+        from agent_core.history.ownership import SessionOwnerLock
+        from agent_core.trust.promotion import deletion_notice  # trust
 
         await self.close_session(session_id)
         try:

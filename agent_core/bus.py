@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from agent_core import events as ev
 
 if TYPE_CHECKING:
-    from agent_core.turn import TurnOutcome
+    from agent_core.turn.loop import TurnOutcome
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)

@@ -16,11 +16,15 @@ from typing import Any, Literal
 
 @dataclass(frozen=True)
 class TextPart:
+    """Prompt text."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ImagePart:
+    """A prompt image (base64 data), with its URI when the client gave one."""
+
     data: str  # base64
     mime_type: str
     uri: str | None = None
@@ -62,12 +66,16 @@ class UserMessage:
 
 @dataclass(frozen=True)
 class MessageChunk:
+    """A piece of the agent's reply text."""
+
     text: str
     message_id: str
 
 
 @dataclass(frozen=True)
 class ThoughtChunk:
+    """A piece of the model's reasoning text."""
+
     text: str
     message_id: str
 
@@ -83,6 +91,8 @@ class CellStarted:
 
 @dataclass(frozen=True)
 class CellOutput:
+    """Text a running cell wrote to stdout or stderr."""
+
     cell_id: str
     stream: Literal["stdout", "stderr"]
     text: str
@@ -99,6 +109,8 @@ class CellDisplay:
 
 @dataclass(frozen=True)
 class CellClear:
+    """The cell cleared its output (IPython `clear_output`)."""
+
     cell_id: str
 
 
@@ -114,6 +126,8 @@ class FileEdited:
 
 @dataclass(frozen=True)
 class CellFinished:
+    """A cell ended: how, the error if any, the output the model gets, its duration."""
+
     cell_id: str
     status: Literal["completed", "failed", "cancelled"]
     error: str | None = None  # "ename: evalue" (or "kernel died ...") when failed
@@ -123,6 +137,8 @@ class CellFinished:
 
 @dataclass(frozen=True)
 class UsageReport:
+    """Context window use after a model request, and that request's token counts."""
+
     used: int  # tokens in context now
     size: int  # model window
     input_tokens: int = 0
@@ -133,11 +149,15 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class TitleChanged:
+    """The session's title changed."""
+
     title: str
 
 
 @dataclass(frozen=True)
 class PlanEntry:
+    """One entry of the session's plan."""
+
     content: str
     status: Literal["pending", "in_progress", "completed"] = "pending"
     priority: Literal["high", "medium", "low"] = "medium"
@@ -145,6 +165,8 @@ class PlanEntry:
 
 @dataclass(frozen=True)
 class PlanChanged:
+    """The whole plan, as it is now."""
+
     entries: tuple[PlanEntry, ...]
 
 
@@ -176,6 +198,8 @@ class GateStarted:
 
 @dataclass(frozen=True)
 class GateOutput:
+    """Text a running gate printed."""
+
     gate_id: str
     text: str
 

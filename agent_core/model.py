@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agent_core.aio import shielded
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.safetext import StreamJoiner, scrub, scrub_value
 
@@ -65,11 +65,15 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 @dataclass(frozen=True)
 class TextDelta:
+    """A piece of answer text from the model stream."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ReasoningDelta:
+    """A piece of reasoning text from the model stream."""
+
     text: str
 
 
@@ -97,6 +101,8 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts of one model request."""
+
     input_tokens: int = 0  # prompt tokens not served from cache
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -109,6 +115,8 @@ class Usage:
 
 @dataclass(frozen=True)
 class ModelDone:
+    """The end of one model request: why it stopped, its text, reasoning, tool calls, usage."""
+
     finish_reason: str  # "stop" | "tool_calls" | "length" | "content_filter" | ...
     text: str
     reasoning: str
@@ -164,6 +172,8 @@ def parse_usage(raw: Any) -> Usage | None:
 
 @dataclass
 class _CallSlot:
+    """A tool call being assembled from stream deltas."""
+
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)

@@ -20,31 +20,31 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core import events as ev
-from agent_core import settings
 from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
-from agent_core.checkpoints import SessionCheckpoints
-from agent_core.config import AgentConfig
-from agent_core.content import plain_text, title_from
-from agent_core.context import SERVER_STOPPED_ANSWER, ModelContext
+from agent_core.config import session_settings as settings
+from agent_core.config.loader import AgentConfig
 from agent_core.editor_ops import EditorOps
-from agent_core.entry_usage import TurnUsage, UsageLedger
 from agent_core.errors import ModelError
-from agent_core.hooks import RefinementHook
-from agent_core.kernel_handle import KernelHandle
-from agent_core.mcp.prompt import prompt_section as mcp_prompt_section
+from agent_core.history.prompt_checkpoints import SessionCheckpoints
+from agent_core.history.transcript import SessionStore, TranscriptWriter, now_iso
+from agent_core.kernel.handle import KernelHandle
+from agent_core.mcp.prompt_section import prompt_section as mcp_prompt_section
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
-from agent_core.prompt import PromptInputs, build_system_prompt, safe_section
-from agent_core.recorder import TurnRecorder
-from agent_core.transcript import SessionStore, TranscriptWriter, now_iso
-from agent_core.turn import STEER_PREFIX, TurnOutcome, run_turn_body
+from agent_core.trust.entry_usage import TurnUsage, UsageLedger
+from agent_core.turn.content import plain_text, title_from
+from agent_core.turn.hooks import RefinementHook
+from agent_core.turn.loop import STEER_PREFIX, TurnOutcome, run_turn_body
+from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
+from agent_core.turn.recorder import TurnRecorder
+from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
     from agent_core.control_plane.guard import ControlPlaneGuard
     from agent_core.control_plane.held import HeldChange
+    from agent_core.history.ownership import SessionOwnerLock
     from agent_core.mcp.registry import McpRegistry
-    from agent_core.ownership import SessionOwnerLock
     from agent_core.subagents.hub import SubagentHub
     from harness_store import HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
@@ -231,7 +231,7 @@ class Session:
     def project_store(self) -> ProjectStore | None:
         """The `ProjectStore` of the git repository around the cwd, or None outside one."""
         if not self._project_checked:
-            from agent_core.project_scope import session_project_store
+            from agent_core.trust.project_scope import session_project_store
 
             self._project_store = session_project_store(self.cwd)
             self._project_checked = True
@@ -619,7 +619,7 @@ class Session:
         if self.control_plane is not None or kernel.guarantees.confined:
             return  # the sandbox tiers mount .continual-acp read-only: nothing to detect
         from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
-        from agent_core.project_scope import find_repo
+        from agent_core.trust.project_scope import find_repo
 
         repo = find_repo(self.cwd)
         roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
@@ -732,7 +732,7 @@ if TYPE_CHECKING:
     from agent_core.autonomy.controller import AutonomySession
     from agent_core.control_plane.cells import GuardedSession
     from agent_core.subagents.hub import AttachedSession
-    from agent_core.turn import TurnContext
+    from agent_core.turn.loop import TurnContext
 
     def _features_see_a_session(
         session: Session,

@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT))
 
 from agent_core import Agent, load_config  # noqa: E402
 from agent_core import events as ev  # noqa: E402
+from agent_core.history.transcript import SessionStore  # noqa: E402
 from agent_core.ports import NoEditor  # noqa: E402
 from agent_core.testing import ScriptedModelServer, stall, text, tool_call  # noqa: E402
-from agent_core.transcript import SessionStore  # noqa: E402
 
 
 def _config(home: Path, server: ScriptedModelServer) -> Any:

@@ -148,7 +148,7 @@ def session_mcp_setup_in_process(rounds: int) -> tuple[list[float], list[float]]
     from types import SimpleNamespace
 
     from agent_core.bus import EventBus
-    from agent_core.config import AgentConfig
+    from agent_core.config.loader import AgentConfig
     from agent_core.mcp import attach_mcp, parse_servers
 
     config = AgentConfig(home=Path(tempfile.gettempdir()))

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_core import Agent, TextPart, load_config
+from agent_core.history.rewind import plan_rewind, rewind
 from agent_core.ports import NoEditor
-from agent_core.rewind import plan_rewind, rewind
 from agent_core.testing import ScriptedModelServer
 from agent_core.testing.scripted_model import text, tool_call
 from kernel_bridge import KernelPool

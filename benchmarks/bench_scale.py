@@ -228,7 +228,7 @@ def revive_latency(env: dict[str, str], samples: int) -> dict[str, Any]:
 
 def write_transcript(home: Path, session_id: str, cwd: str, messages: int) -> None:
     from agent_core import events as ev
-    from agent_core.transcript import SessionStore
+    from agent_core.history.transcript import SessionStore
 
     store = SessionStore(home)
     writer = store.create(session_id, cwd)

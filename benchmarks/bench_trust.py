@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_core.skill_check import SkillCheckService
+from agent_core.trust.skill_check import SkillCheckService
 from harness_store import HarnessEntry, HarnessStore
 from harness_store.project import ProjectStore
 

@@ -1,7 +1,7 @@
 """The pre-apply verifier seam: a skill create/update is checked before it is written.
 
 The store cannot run code (it imports no kernels), so the check is a callable the caller supplies
-(`agent_core.skill_check` builds one on a scratch kernel). Checks are slow (a kernel round trip),
+(`agent_core.trust.skill_check` builds one on a scratch kernel). Checks are slow (a kernel round trip),
 so `HarnessStore.apply` runs them *before* it takes the store lock, on the entries a dry run of the
 proposal would write, and the locked apply reuses those verdicts. Only an entry that came out
 different under the lock (another writer moved it meanwhile) is checked again, under the lock.

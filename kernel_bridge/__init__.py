@@ -25,9 +25,9 @@ if TYPE_CHECKING:
         Stream,
     )
     from kernel_bridge.hostbridge import HostBridge
+    from kernel_bridge.kernel_session import KernelSession
     from kernel_bridge.launcher import Launcher, LaunchSpec, RunningKernel, start_local_kernel
     from kernel_bridge.pool import KernelPool
-    from kernel_bridge.session import KernelSession
 
 _EXPORTS = {
     "CellEvent": "events",
@@ -41,7 +41,7 @@ _EXPORTS = {
     "InterpreterNotFound": "errors",
     "KernelBridgeError": "errors",
     "KernelPool": "pool",
-    "KernelSession": "session",
+    "KernelSession": "kernel_session",
     "KernelStartError": "errors",
     "LaunchSpec": "launcher",
     "Launcher": "launcher",

@@ -16,6 +16,7 @@ from kernel_bridge.environment import check_ipykernel, resolve_interpreter, scru
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
+from kernel_bridge.kernel_session import KernelSession, SessionOptions
 from kernel_bridge.launcher import (
     DEFAULT_STARTUP_TIMEOUT,
     Launcher,
@@ -29,7 +30,6 @@ from kernel_bridge.output import (
     DEFAULT_MAX_SESSION_OUTPUT_BYTES,
     private_dir,
 )
-from kernel_bridge.session import KernelSession, SessionOptions
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
 
 log = logging.getLogger(__name__)

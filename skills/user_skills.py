@@ -24,6 +24,8 @@ DESCRIPTION_MAX = 1024
 
 @dataclass(frozen=True)
 class SkillInfo:
+    """One Agent Skill found on disk: name, description, where it lives."""
+
     name: str
     description: str
     folder: str
@@ -41,6 +43,8 @@ class SkillInfo:
 
 @dataclass(frozen=True)
 class SkillIndex:
+    """The Agent Skills found, and the folders that could not be used."""
+
     skills: tuple[SkillInfo, ...] = ()
     # Folders that look like skills but could not be used, with the reason (for `doctor` and logs).
     problems: tuple[str, ...] = field(default_factory=tuple)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from acp_server.harness.review import ask_pending_reviews, ask_review
 
 if TYPE_CHECKING:
-    from acp_server.context import CommandContext
+    from acp_server.server_port import CommandContext
     from agent_core.refinement.records import Scope
     from agent_core.refinement.surface import HarnessEntry, HarnessState, RefinementResult
 
@@ -95,7 +95,7 @@ async def _usage_section(ctx: CommandContext, overview: str, state: HarnessState
     """Per entry shown: turns in the prompt, last use, how those turns went, review marks."""
     import anyio
 
-    from agent_core.entry_usage import usage_section
+    from agent_core.trust.entry_usage import usage_section
 
     entries = {key: entry for by_key in state.entries.values() for key, entry in by_key.items()}
     home = ctx.session.agent_config.home
@@ -307,7 +307,7 @@ async def why(ctx: CommandContext, argument: str) -> None:
     """`/why <entry-id>`: the refinements that wrote the entry and the messages they cite."""
     import anyio
 
-    from agent_core.trust_commands import why_reply
+    from agent_core.trust.commands import why_reply
 
     # Reads histories and transcripts from disk: off the event loop.
     await ctx.reply(await anyio.to_thread.run_sync(why_reply, ctx.session, argument))

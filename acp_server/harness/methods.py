@@ -33,7 +33,6 @@ from acp_server.harness.wire import (
 from acp_server.subagent_cards import hub_of, needing_action
 
 if TYPE_CHECKING:
-    from acp_server.context import HarnessHost
     from acp_server.harness.params import (
         AwaitQuiescenceParams,
         HarnessParams,
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     )
     from acp_server.open_session import OpenSession
     from acp_server.registry import ParamsReader, RequestContext
+    from acp_server.server_port import HarnessHost
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def install(server: HarnessHost) -> None:
 
     @method("_harness/why")
     async def why(request: WhyParams, opened: OpenSession) -> JsonObject:
-        from agent_core.trust_commands import why_answer
+        from agent_core.trust.commands import why_answer
 
         answer = await anyio.to_thread.run_sync(
             partial(why_answer, opened.session, request.entry_id, kind=request.kind)

@@ -71,13 +71,49 @@ class Page:
     total: int
 
 
+# A kind's entries dict (by identity, held) -> its keys sorted. States are immutable and a write
+# copies only the kinds it touches, so walking the pages of a large harness sorts each kind once.
+_SORTED: dict[int, tuple[Mapping[str, object], list[str]]] = {}
+
+
+def _sorted_keys(items: Mapping[str, object]) -> list[str]:
+    hit = _SORTED.get(id(items))
+    if hit is not None and hit[0] is items:
+        return hit[1]
+    keys = sorted(items)
+    if len(_SORTED) >= 16:
+        _SORTED.pop(next(iter(_SORTED)))
+    _SORTED[id(items)] = (items, keys)
+    return keys
+
+
 def select(
     entries: Mapping[str, Mapping[str, object]], kind: str | None, after: tuple[str, str] | None, limit: int
 ) -> Page:
     """The (kind, key) pairs of one page, in (kind, key) order, and the last one when more follow."""
     kinds = [kind] if kind is not None else sorted(entries)
-    ordered: list[tuple[str, str]] = [(k, key) for k in kinds for key in sorted(entries.get(k, {}))]
-    start = bisect_right(ordered, after) if after is not None else 0
-    page = ordered[start : start + limit]
-    more = start + limit < len(ordered)
-    return Page(page, page[-1] if more and page else None, len(ordered))
+    sizes = [len(entries.get(k, {})) for k in kinds]
+    page: list[tuple[str, str]] = []
+    for k, size in zip(kinds, sizes, strict=True):
+        if not size or (after is not None and k < after[0]):
+            continue
+        keys = _sorted_keys(entries[k])
+        start = bisect_right(keys, after[1]) if after is not None and k == after[0] else 0
+        page += [(k, key) for key in keys[start : start + limit - len(page)]]
+        if len(page) >= limit:
+            break
+    more = len(page) >= limit and _any_after(entries, kinds, page[-1])
+    return Page(page, page[-1] if more else None, sum(sizes))
+
+
+def _any_after(entries: Mapping[str, Mapping[str, object]], kinds: list[str], last: tuple[str, str]) -> bool:
+    """Whether any (kind, key) sorts after `last`."""
+    for k in kinds:
+        if k < last[0] or not entries.get(k):
+            continue
+        if k > last[0]:
+            return True
+        keys = _sorted_keys(entries[k])
+        if bisect_right(keys, last[1]) < len(keys):
+            return True
+    return False

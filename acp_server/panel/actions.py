@@ -17,8 +17,8 @@ and the answer names those sessions (README, "Open sessions and the standalone p
 * delete   -> `HarnessService.apply_user` with one delete edit
 * promote  -> `HarnessService.promote` (`/promote`)
 
-This module only says which service acts and turns its answer into what the page shows. They
-block (file locks, the hop to the server loop, a short event loop of their own): call them from a
+This module only says which service acts; results.py turns the answer into what the page shows and
+skill_checks.py sets up the skill check a direct write runs. The actions block (file locks, the hop to the server loop, a short event loop of their own): call them from a
 worker thread.
 """
 
@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from acp_server.panel.sessions import describe_sessions, session_cwd
+from acp_server.panel import results
+from acp_server.panel.results import ActionResult
+from acp_server.panel.sessions import describe_sessions
+from acp_server.panel.skill_checks import PanelSkillChecks, Verifier, VerifierFactory
 from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, StoreView, proposer_of
 
 if TYPE_CHECKING:
@@ -44,60 +45,14 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 DECISIONS = ("apply", "reject", "reject_forever")
-# A store's pre-apply skill verifier (harness_store.verify.PreApplyVerifier: entry -> Verdict).
-Verifier = Callable[[Any], Any]
 PROMOTION_TARGETS = ("project", "global")
-
-
-@dataclass
-class ActionResult:
-    """The outcome the page shows: ok, the new refinement id (if any), and what was refused."""
-
-    ok: bool
-    message: str
-    refinement_id: str | None = None
-    errors: list[str] = field(default_factory=list)
-    conflict: bool = False  # a rollback refused because entries changed since (force may override)
-    tombstones: list[str] = field(default_factory=list)
-    refinement_ids: list[str] = field(default_factory=list)  # every record the action wrote
-    via_session: str | None = None  # the open session whose harness made the change (its card)
-    open_elsewhere: list[str] = field(default_factory=list)  # open in another server: no card there
-
-    def to_json(self) -> dict[str, Any]:
-        ids = self.refinement_ids or ([self.refinement_id] if self.refinement_id else [])
-        return {
-            "ok": self.ok,
-            "message": self.message,
-            "refinement_id": self.refinement_id,
-            "refinement_ids": ids,
-            "errors": self.errors,
-            "conflict": self.conflict,
-            "tombstones": self.tombstones,
-            "via_session": self.via_session,
-            "open_elsewhere": self.open_elsewhere,
-        }
-
-
-def _outcome_result(outcome: Any, done: str, session_id: str) -> ActionResult:
-    """A `RefinementOutcome` of a decision made through a session's surface, as the page shows it."""
-    rid = outcome.refinement_id
-    if outcome.status == "applied":
-        ids = list(outcome.refinement_ids)
-        return ActionResult(
-            True, f"{done}: refinement {rid}.", rid, refinement_ids=ids, via_session=session_id
-        )
-    if outcome.status == "rejected":
-        return ActionResult(True, f"{done} ({outcome.error}).", via_session=session_id)
-    errors = [outcome.error] if outcome.error else []
-    recorded = f" (recorded as {rid})" if rid else ""
-    return ActionResult(False, f"Not done{recorded}.", rid, errors, via_session=session_id)
 
 
 class PanelActions:
     """The panel's write actions over the stores of one data home (through `link` when given).
 
     `verifier_factory` (`(scope, cwd) -> PreApplyVerifier`) builds the skill check a direct write
-    runs; by default `agent_core.skill_check.cli_verifier_factory`, which like a session's own
+    runs; by default `agent_core.trust.skill_check.cli_verifier_factory`, which like a session's own
     check (`session_verifiers`) ends in `verifier_for` with the config's `verify_skills`: one
     check, whoever promotes."""
 
@@ -106,11 +61,11 @@ class PanelActions:
         data: PanelData,
         link: ServerLink | None = None,
         *,
-        verifier_factory: Callable[[str, Path], Verifier] | None = None,
+        verifier_factory: VerifierFactory | None = None,
     ) -> None:
         self.data = data
         self.link = link
-        self._verifier_factory = verifier_factory
+        self._skill_checks = PanelSkillChecks(data.home, verifier_factory)
 
     # ------------------------------------------------------------ who acts
 
@@ -134,36 +89,7 @@ class PanelActions:
 
     def _direct(self, store_key: str, result: ActionResult) -> ActionResult:
         """A result of a direct store write, with the sessions that will see it only on their next read."""
-        if not result.ok:
-            return result
-        result.open_elsewhere = self._elsewhere(store_key)
-        if result.open_elsewhere:
-            result.message += (
-                f" Made by the review panel: open session(s) {', '.join(result.open_elsewhere)} in "
-                "another server read the change at their next step (no card is shown there)."
-            )
-        return result
-
-    def _skill_verifier(self, scope: str, session_id: str) -> Verifier:
-        """The skill check for a direct write into `scope` on behalf of `session_id`: the one a
-        session runs (`verifier_for`), in the session's working directory (its imports resolve
-        there). A check that cannot be set up refuses every skill, saying why (memories and other
-        kinds are not checked)."""
-        from agent_core.skill_check import refusing_verifier
-
-        cwd = session_cwd(self.data.home, session_id)
-        if cwd is None or not cwd.is_dir():
-            return refusing_verifier(
-                f"the skill check needs the session's working directory ({cwd or 'not recorded'}), which is not there"
-            )
-        try:
-            if self._verifier_factory is None:
-                from agent_core.skill_check import cli_verifier_factory
-
-                self._verifier_factory = cli_verifier_factory()
-            return self._verifier_factory(scope, cwd)
-        except Exception as exc:  # a bad config.toml: no skill goes in unchecked
-            return refusing_verifier(f"the skill check could not be set up: {exc}")
+        return results.with_open_elsewhere(result, self._elsewhere(store_key)) if result.ok else result
 
     def _routed(self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Any]) -> Any:
         _sid, surface = acting
@@ -198,7 +124,7 @@ class PanelActions:
 
         def verifier(scope: str) -> Verifier:
             assert check_as is not None
-            return self._skill_verifier(scope, check_as)
+            return self._skill_checks.for_session(scope, check_as)
 
         async def run() -> T:
             service = HarnessService.for_stores(
@@ -222,42 +148,11 @@ class PanelActions:
         acting = self._acting(view.key, proposer=proposer)
         if acting is not None:
             outcome: RollbackOutcome = self._routed(acting, lambda s: s.rollback(refinement_id, force=force))
-            return self._rolled_back(refinement_id, outcome, force, via=acting[0])
+            return results.rolled_back(refinement_id, outcome, force, via=acting[0])
         local_key = self._local_key(view.key if view.key != GLOBAL else proposer)
         outcome = self._serviced(local_key, view.session_id, lambda s: s.rollback(refinement_id, force=force))
-        done = self._rolled_back(refinement_id, outcome, force)
+        done = results.rolled_back(refinement_id, outcome, force)
         return self._direct(view.key, done) if done.ok else done
-
-    def _rolled_back(
-        self, refinement_id: str, outcome: RollbackOutcome, force: bool, *, via: str | None = None
-    ) -> ActionResult:
-        if outcome.rolled_back_by is not None:  # answered before any write: no record for a no-op
-            return ActionResult(
-                False, f"Refinement {refinement_id} was already rolled back by {outcome.rolled_back_by}."
-            )
-        result = outcome.result
-        assert result is not None
-        if outcome.refused:
-            return self._refused_rollback(refinement_id, result, force)
-        ids = [result.id, *([outcome.partner_id] if outcome.partner_id else [])]
-        text = f"Rolled back {refinement_id}: new refinement {result.id} ({result.scope})."
-        if len(ids) > 1:
-            text += f" The other half of its promotion was rolled back too ({ids[1]})."
-        if result.errors:
-            text += " Some edits were not rolled back."
-        return ActionResult(True, text, result.id, list(result.errors), refinement_ids=ids, via_session=via)
-
-    def _refused_rollback(self, refinement_id: str, result: Any, force: bool) -> ActionResult:
-        errors = list(result.errors)
-        conflict = any("entry changed since refinement" in e for e in errors)
-        hint = " Confirm with force to override." if conflict and not force else ""
-        return ActionResult(
-            False,
-            f"Rollback of {refinement_id} was refused (recorded as {result.id}).{hint}",
-            refinement_id=result.id,
-            errors=errors,
-            conflict=conflict,
-        )
 
     # ------------------------------------------------------------ reviews
 
@@ -283,7 +178,7 @@ class PanelActions:
                 decided = self._routed(acting, lambda s: s.decide(proposal_id, decision))  # type: ignore[arg-type]
             except HarnessStoreError as exc:
                 return ActionResult(False, f"Proposal {proposal_id} was not decided: {exc}")
-            return _outcome_result(decided, f"{verb} proposal {proposal_id}", acting[0])
+            return results.decided_via_session(decided, f"{verb} proposal {proposal_id}", acting[0])
         from agent_core.refinement.surface import ReviewAlreadyDecided, ReviewNotFound
 
         local_key = self._local_key(store_key if store_key != GLOBAL else proposer)
@@ -297,40 +192,8 @@ class PanelActions:
         except (ReviewAlreadyDecided, ReviewNotFound):  # removing the file is the claim
             return ActionResult(False, f"Proposal {proposal_id} was already decided elsewhere.")
         if pending.held is not None:  # a cell's change to .continual-acp/: files, not a refinement
-            if outcome.status == "rejected":
-                return ActionResult(True, f"Rejected proposal {proposal_id}: the files stay as they were.")
-            if outcome.status != "applied":
-                return ActionResult(
-                    False, f"Proposal {proposal_id} was not fully applied.", None, list(outcome.errors)
-                )
-            return ActionResult(True, f"Applied proposal {proposal_id}: the cell's change is written back.")
-        if outcome.status == "rejected":
-            ids = list(outcome.tombstones)
-            return self._direct(
-                store_key,
-                ActionResult(
-                    True,
-                    f"Rejected proposal {proposal_id}"
-                    + (" forever" if decision == "reject_forever" else "")
-                    + (f" (tombstones {', '.join(ids)})." if ids else "."),
-                    tombstones=ids,
-                ),
-            )
-        rid, errors = outcome.refinement_id, list(outcome.errors)
-        if outcome.status != "applied":
-            return ActionResult(
-                False, f"Proposal {proposal_id} was refused (recorded as {rid}).", rid, errors
-            )
-        return self._direct(
-            store_key,
-            ActionResult(
-                True,
-                f"Applied proposal {proposal_id}: refinement {rid}.",
-                rid,
-                errors,
-                refinement_ids=list(outcome.refinement_ids),
-            ),
-        )
+            return results.held_reviewed(proposal_id, outcome)
+        return self._direct(store_key, results.reviewed(proposal_id, decision, outcome))
 
     # ------------------------------------------------------------ entries
 
@@ -354,20 +217,13 @@ class PanelActions:
         acting = self._acting(store_key)
         if acting is not None:
             decided = self._routed(acting, lambda s: s.decide(writer, "apply", edit_ids=[entry_id]))
-            return _outcome_result(decided, f"Verified {kind} {entry_id}", acting[0])
+            return results.decided_via_session(decided, f"Verified {kind} {entry_id}", acting[0])
         outcome: RefinementOutcome = self._serviced(
             self._local_key(store_key),
             view.session_id,
             lambda s: s.decide(writer, "apply", edit_ids=[entry_id]),
         )
-        rid = outcome.refinement_id
-        if outcome.status != "applied":
-            return ActionResult(
-                False, f"{kind} {entry_id} was not verified (recorded as {rid}).", rid, list(outcome.errors)
-            )
-        return self._direct(
-            store_key, ActionResult(True, f"Verified {kind} {entry_id}: refinement {rid}.", rid)
-        )
+        return self._direct(store_key, results.verified(kind, entry_id, outcome))
 
     def delete(self, store_key: str, kind: str, entry_id: str) -> ActionResult:
         """Delete an entry with a user-written refinement (it can be rolled back like any other)."""
@@ -391,16 +247,7 @@ class PanelActions:
             result = self._serviced(
                 self._local_key(view.key), view.session_id, lambda s: s.apply_user(proposal, scope=scope)
             )
-        if not result.applied:
-            return ActionResult(
-                False,
-                f"{kind} {entry_id} was not deleted (recorded as {result.id}).",
-                result.id,
-                list(result.errors),
-            )
-        done = ActionResult(
-            True, f"Deleted {kind} {entry_id}: refinement {result.id}.", result.id, via_session=via
-        )
+        done = results.deleted(kind, entry_id, result, via=via)
         return done if via is not None else self._direct(store_key, done)
 
     def promote_targets(self, store_key: str) -> list[str]:
@@ -414,7 +261,7 @@ class PanelActions:
 
     def promote(self, store_key: str, kind: str, entry_id: str, target: str) -> ActionResult:
         """Move a local entry up to `target` (as `/promote <kind>/<id> <target>`): two refinements."""
-        from agent_core.promotion import PromotionError
+        from agent_core.trust.promotion import PromotionError
 
         if store_key == GLOBAL:
             raise PanelQueryError("only a session's local entry can be promoted")
@@ -444,22 +291,5 @@ class PanelActions:
         except PromotionError as exc:
             return ActionResult(False, f"Not promoted: {exc}.")
         via = acting[0] if acting is not None else None
-        if not done.created.applied:
-            return ActionResult(
-                False,
-                f"Could not promote {kind} {entry_id} to {target} (recorded as {done.created.id}); the local entry is unchanged.",
-                done.created.id,
-                list(done.created.errors),
-                via_session=via,
-            )
-        ids = [done.created.id]
-        text = f"Promoted {kind} {entry_id} to the {target} harness: refinement {done.created.id}."
-        errors: list[str] = []
-        if done.removed is not None and done.removed.applied:
-            ids.append(done.removed.id)
-            text += f" The local copy was removed: refinement {done.removed.id}."
-        else:
-            errors = list(done.removed.errors) if done.removed is not None else []
-            text += " The local copy is still there."
-        result = ActionResult(True, text, done.created.id, errors, refinement_ids=ids, via_session=via)
+        result = results.promoted(kind, entry_id, target, done, via=via)
         return result if via is not None else self._direct(store_key, result)

@@ -26,7 +26,7 @@ class EvidenceReader:
         self._cache: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
 
     def _messages(self, session_id: str) -> dict[str, Any]:
-        from agent_core.transcript import SessionStore
+        from agent_core.history.transcript import SessionStore
 
         store = SessionStore(self.home)
         try:

@@ -76,14 +76,14 @@ class PanelServer:
 
 def default_home() -> Path:
     """The data home the agent writes to (the same rules as the server's config)."""
-    from agent_core.config import load_config
+    from agent_core.config.loader import load_config
 
     try:
         return Path(load_config().home)
     except ValueError:
         import os
 
-        from agent_core.config import default_home as home_from_env
+        from agent_core.config.loader import default_home as home_from_env
 
         return home_from_env(os.environ)
 

@@ -1,7 +1,7 @@
 """The sessions under a data home, and which of them a server process has open right now.
 
 A server holds an exclusive `flock` on `sessions/<id>/owner.lock` while a session is open
-(agent_core/ownership.py). Probing that lock by trying to take it could make a server opening the
+(agent_core/history/ownership.py). Probing that lock by trying to take it could make a server opening the
 session at that instant fail with "session in use", so on Linux the panel reads `/proc/locks`
 instead (it lists every held lock by device and inode, without touching it). Elsewhere the open
 state is reported as unknown (None). The same owner state tells a live session's published
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-OWNER_LOCK = "owner.lock"  # agent_core.ownership.LOCK_FILE
+OWNER_LOCK = "owner.lock"  # agent_core.history.ownership.LOCK_FILE
 PROC_LOCKS = Path("/proc/locks")
 
 

@@ -20,8 +20,8 @@ from typing import Any
 from acp_server.panel.diffs import line_diff
 from acp_server.panel.evidence import EvidenceReader
 from acp_server.panel.sessions import describe_sessions, session_ids
-from agent_core.entry_usage import EntryUsage, home_usage
-from agent_core.entry_usage import describe as describe_usage
+from agent_core.trust.entry_usage import EntryUsage, home_usage
+from agent_core.trust.entry_usage import describe as describe_usage
 
 GLOBAL = "global"
 KIND_ORDER = ("prompt", "memory", "skill", "subagent")
@@ -123,7 +123,7 @@ class StoreView:
 
 
 def _usage(entry: Any, usage: dict[str, EntryUsage]) -> dict[str, Any]:
-    """The entry's use in prompts (agent_core.entry_usage), keyed as the prompt showed it."""
+    """The entry's use in prompts (agent_core.trust.entry_usage), keyed as the prompt showed it."""
     found = usage.get(entry.id) or usage.get(f"{entry.scope}:{entry.id}")
     return {
         "turns": found.turns if found else 0,

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from agent_core import config_table
 from agent_core import events as ev
 from agent_core.autonomy.gates import (
     DetectedGate,
@@ -42,11 +41,12 @@ from agent_core.autonomy.state import (
 )
 from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
 from agent_core.bus import AutonomousCheckpoint, EventBus, KernelReady, TurnFinished
+from agent_core.config import table as config_table
 from agent_core.control_plane.settings import RefereeSettings
 from agent_core.ports import PermissionRequest
 
 if TYPE_CHECKING:
-    from agent_core.config import AgentConfig
+    from agent_core.config.loader import AgentConfig
     from agent_core.model import Usage
     from agent_core.ports import EditorPort
 

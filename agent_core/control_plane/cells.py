@@ -1,6 +1,6 @@
 """The guard around one cell: check after it, hold what it changed, tell the user and the model.
 
-The turn loop (turn.py) calls `after_cell` whatever way the cell ended; the session (the
+The turn loop (turn/loop.py) calls `after_cell` whatever way the cell ended; the session (the
 `GuardedSession` here) supplies the guard and where a held change goes (a pending review).
 """
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_core.config_table import DEFAULT_TEST_PATTERNS
+from agent_core.config.table import DEFAULT_TEST_PATTERNS
 
 __all__ = ["DEFAULT_TEST_PATTERNS", "RefereeSettings"]
 
@@ -27,7 +27,7 @@ class RefereeSettings:
     @classmethod
     def from_extra(cls, extra: Mapping[str, Any]) -> RefereeSettings:
         """From `AgentConfig.extra` (checked by `load_config`; a bad value here is an error entry)."""
-        from agent_core.config_table import value
+        from agent_core.config.table import value
 
         errors: list[str] = []
         found: dict[str, tuple[str, ...]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 from agent_core.mcp.attach import attach_mcp, configure_mcp
 from agent_core.mcp.commands import command_text, restart_text, status_text
 from agent_core.mcp.config import HttpServer, McpConfigError, ServerConfig, StdioServer, parse_servers
-from agent_core.mcp.prompt import prompt_section
+from agent_core.mcp.prompt_section import prompt_section
 from agent_core.mcp.records import McpNotice, McpOpError
 from agent_core.mcp.registry import McpRegistry
 

@@ -61,6 +61,7 @@ def attach_mcp(session: Session, servers: Sequence[ServerConfig] = (), *, start:
         cwd=str(session.cwd),
         call_timeout=call_timeout(session.agent_config.extra),
         ask_permission=ask,
+        bus=session.bus,
     )
     session.mcp = registry
 
@@ -77,7 +78,7 @@ def attach_mcp(session: Session, servers: Sequence[ServerConfig] = (), *, start:
         _NOTICE_TASKS.add(task)
         task.add_done_callback(_NOTICE_TASKS.discard)
 
-    registry.add_listener(tell_user)
+    session.bus.subscribe(McpNotice, tell_user)
     session.bus.subscribe(KernelReady, lambda ready: host_ops.register(ready.kernel.host_bridge, registry))
     session.bus.subscribe(Closing, lambda _: registry.aclose())
     registry.configure(servers, start=start)

@@ -26,6 +26,8 @@ class McpConfigError(ValueError):
 
 @dataclass(frozen=True)
 class StdioServer:
+    """An MCP server the session starts as a process (stdio transport)."""
+
     name: str
     command: str
     args: tuple[str, ...] = ()
@@ -36,6 +38,8 @@ class StdioServer:
 
 @dataclass(frozen=True)
 class HttpServer:
+    """An MCP server reached over HTTP or SSE."""
+
     name: str
     url: str
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
@@ -111,6 +115,6 @@ def parse_servers(raw: Any) -> tuple[ServerConfig, ...]:
 def call_timeout(extra: Mapping[str, Any]) -> float:
     """`mcp_call_timeout` from config.toml (seconds), default 60. `load_config` refuses a bad value at
     start, naming the key; here it raises the same `ConfigError`."""
-    from agent_core.config_table import value
+    from agent_core.config.table import value
 
     return float(value(extra, "mcp_call_timeout"))

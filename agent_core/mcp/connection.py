@@ -42,6 +42,8 @@ class _ServerGone(Exception):
 
 @dataclass(eq=False)
 class _Request:
+    """One operation waiting for a server's connection task to run it."""
+
     label: str
     op: Op
     timeout: float

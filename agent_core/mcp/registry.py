@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agent_core.bus import EventBus
 from agent_core.mcp.config import DEFAULT_CALL_TIMEOUT, ServerConfig
 from agent_core.mcp.connection import ServerConnection
 from agent_core.mcp.names import identifiers
@@ -47,6 +48,7 @@ class McpRegistry:
         cwd: str | None = None,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
         ask_permission: AskPermission | None = None,
+        bus: EventBus | None = None,
     ) -> None:
         self.cwd = cwd
         self.call_timeout = call_timeout
@@ -54,7 +56,8 @@ class McpRegistry:
         self.connections: dict[str, ServerConnection] = {}
         self.notices: list[McpNotice] = []
         self.allowed_always: set[tuple[str, str]] = set()
-        self._listeners: list[Callable[[McpNotice], None]] = []
+        # Where each `McpNotice` is emitted: the session's bus when attached (agent_core.mcp.attach).
+        self.bus = bus if bus is not None else EventBus("MCP")
         self._stopping: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------ configuration
@@ -100,21 +103,10 @@ class McpRegistry:
 
     # ------------------------------------------------------------ notices
 
-    def add_listener(self, listener: Callable[[McpNotice], None]) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: Callable[[McpNotice], None]) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
-
     def _notice(self, notice: McpNotice) -> None:
         self.notices.append(notice)
         del self.notices[:-MAX_NOTICES]
-        for listener in list(self._listeners):
-            try:
-                listener(notice)
-            except Exception:
-                log.exception("MCP notice listener %r failed", listener)
+        self.bus.emit(notice)
 
     # ------------------------------------------------------------ lookup
 

@@ -33,10 +33,10 @@ from agent_core.refinement.surface import HarnessSurface
 from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
 
 if TYPE_CHECKING:
-    from agent_core.config import AgentConfig
+    from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.held import HeldChange
-    from agent_core.hooks import RefinementHook
     from agent_core.session import Session
+    from agent_core.turn.hooks import RefinementHook
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ _Number = TypeVar("_Number", int, float)
 
 def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:
     """`name` as checked by `config_table` (`load_config` refused a bad value at start)."""
-    from agent_core.config_table import value
+    from agent_core.config.table import value
 
     return kind(value(config.extra, name))
 
@@ -54,7 +54,7 @@ def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Numbe
 class SessionRefinement:
     """A session's refinement: its coordinator, the harness surface over it, and the session seams.
 
-    It is the session's `RefinementHook` (agent_core/hooks.py): attaching it as `session.refinement`
+    It is the session's `RefinementHook` (agent_core/turn/hooks.py): attaching it as `session.refinement`
     registers its `turn_failed`, so a turn that raised still releases what its cells scheduled.
     """
 
@@ -97,7 +97,7 @@ class SessionRefinement:
             auto_every=_setting(config, "auto_refine_every", DEFAULT_AUTO_EVERY, int),
             cooldown_seconds=_setting(config, "refine_cooldown_seconds", DEFAULT_COOLDOWN_SECONDS, float),
         )
-        from agent_core.skill_check import session_verifiers
+        from agent_core.trust.skill_check import session_verifiers
 
         coordinator.skill_verifier = session_verifiers(session)
         coordinator.service.children = partial(_running_children, session)

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from agent_core.bus import EventBus
 from agent_core.events import RefinementReported
 from agent_core.refinement.records import QuiescenceChanged, ReviewDecided, ReviewRequested
 
@@ -27,7 +28,7 @@ _FLUSH: Any = object()  # marker: "everything before me was delivered"
 
 class Outbox:
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self.bus = EventBus("refinement")  # every event, in order, awaited before waiters wake
         # Quiescence as published: flips here first; `_settled` (one event per busy period) is set
         # only after the quiescent transition was delivered.
         self.quiescent = True
@@ -39,11 +40,16 @@ class Outbox:
 
     def add_listener(self, listener: Listener) -> None:
         """`listener` receives every event, in order; it is awaited before waiters wake."""
-        self._listeners.append(listener)
+        self.bus.subscribe(RefinementReported, listener)
+        self.bus.subscribe(QuiescenceChanged, listener)
+        self.bus.subscribe(ReviewRequested, listener)
+        self.bus.subscribe(ReviewDecided, listener)
 
     def remove_listener(self, listener: Listener) -> None:
-        if listener in self._listeners:
-            self._listeners.remove(listener)
+        self.bus.unsubscribe(RefinementReported, listener)
+        self.bus.unsubscribe(QuiescenceChanged, listener)
+        self.bus.unsubscribe(ReviewRequested, listener)
+        self.bus.unsubscribe(ReviewDecided, listener)
 
     def emit(self, event: CoordinatorEvent) -> None:
         self._send.send_nowait((event, None))
@@ -80,10 +86,6 @@ class Outbox:
         async with self._receive:
             async for event, settle in self._receive:
                 if event is not _FLUSH:
-                    for listener in list(self._listeners):
-                        try:
-                            await listener(event)
-                        except Exception:
-                            log.exception("refinement listener failed on %s", type(event).__name__)
+                    await self.bus.publish(event)
                 if settle is not None:
                     settle.set()

@@ -22,17 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agent_core.promotion import TARGETS as PROMOTION_TARGETS
-from agent_core.promotion import (
-    Promotion,
-    PromotionError,
-    create_proposal,
-    find_local,
-    local_removal_of,
-    promoted_as,
-    removal_proposal,
-    removal_proposal_for,
-)
 from agent_core.refinement.jobs import Jobs
 from agent_core.refinement.outbox import CoordinatorEvent, Outbox
 from agent_core.refinement.pending_reviews import PendingReviews
@@ -54,6 +43,17 @@ from agent_core.refinement.records import (
 )
 from agent_core.refinement.reporting import report_rejection, report_result
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
+from agent_core.trust.promotion import TARGETS as PROMOTION_TARGETS
+from agent_core.trust.promotion import (
+    Promotion,
+    PromotionError,
+    create_proposal,
+    find_local,
+    local_removal_of,
+    promoted_as,
+    removal_proposal,
+    removal_proposal_for,
+)
 from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult, Scopes, Store
 from harness_store.errors import ReviewNotFound
 from harness_store.validation import resolve_id

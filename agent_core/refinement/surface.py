@@ -21,11 +21,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from agent_core.bus import EventBus, Subscription
 from agent_core.events import RefinementReported
-from agent_core.promotion import (
-    Promotion,
-    PromotionError,
-)
 from agent_core.refinement.records import (
     Found,
     PendingReview,
@@ -39,6 +36,10 @@ from agent_core.refinement.records import (
     UnknownRefinement,
 )
 from agent_core.refinement.reporting import preview_edits
+from agent_core.trust.promotion import (
+    Promotion,
+    PromotionError,
+)
 from harness_store import (
     KINDS,
     HarnessEntry,
@@ -124,7 +125,7 @@ class HarnessSurface:
     def __init__(self, coordinator: RefinementCoordinator, *, record: Record | None = None) -> None:
         self.coordinator = coordinator
         self._record = record
-        self._subscribers: list[Subscriber] = []
+        self._bus = EventBus(f"the harness of session {coordinator.session_id}")
         coordinator.add_listener(self._deliver)
 
     @property
@@ -152,11 +153,16 @@ class HarnessSurface:
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """`subscriber` gets every event, in order, awaited before quiescence waiters wake;
         returns the function that unsubscribes it."""
-        self._subscribers.append(subscriber)
+        subscriptions: list[Subscription[Any]] = [
+            self._bus.subscribe(RefinementReported, subscriber),
+            self._bus.subscribe(ReviewRequested, subscriber),
+            self._bus.subscribe(ReviewDecided, subscriber),
+            self._bus.subscribe(QuiescenceChanged, subscriber),
+        ]
 
         def unsubscribe() -> None:
-            if subscriber in self._subscribers:
-                self._subscribers.remove(subscriber)
+            for subscription in subscriptions:
+                subscription.cancel()
 
         return unsubscribe
 
@@ -167,11 +173,7 @@ class HarnessSurface:
                 self._record(event)
             except Exception:
                 log.exception("recording refinement %s in the transcript failed", event.refinement_id)
-        for subscriber in list(self._subscribers):
-            try:
-                await subscriber(event)
-            except Exception:
-                log.exception("harness subscriber failed on %s", type(event).__name__)
+        await self._bus.publish(event)
 
     async def flushed(self, timeout: float = 30.0) -> bool:
         """Wait until every event emitted so far reached the subscribers."""

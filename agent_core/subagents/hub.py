@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import re
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent_core import events as ev
-from agent_core.bus import Closing, KernelReady, ShuttingDown
+from agent_core.bus import Closing, EventBus, KernelReady, ShuttingDown
 from agent_core.subagents import persistence
 from agent_core.subagents.editor import ChildEditor
 from agent_core.subagents.limits import Limits, child_budget
@@ -42,7 +41,6 @@ from agent_core.subagents.specs import Spec, first_prompt, resolve_spec
 
 log = logging.getLogger(__name__)
 
-Listener = Callable[[ChildChanged], Awaitable[None]]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
 CANCEL_WAIT = 5.0
 
@@ -66,7 +64,8 @@ class SubagentHub:
         self._queue: list[tuple[str, list[ev.PromptPart]]] = []
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_reasons: dict[str, str] = {}
-        self._listeners: list[Listener] = []
+        # Every state change, as `ChildChanged`, delivered in order by one task (the editor's cards).
+        self.bus = EventBus("the subagent hub")
         self._events: asyncio.Queue[ChildChanged] | None = None
         self._delivery: asyncio.Task[None] | None = None
         self._stopping = False
@@ -108,13 +107,6 @@ class SubagentHub:
             await self.close_children(session.id)
 
         session.bus.subscribe(Closing, close_children)
-
-    def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: Listener) -> None:
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(listener)
 
     # ------------------------------------------------------------ records
 
@@ -204,7 +196,7 @@ class SubagentHub:
         return True
 
     def _emit(self, event: ChildChanged) -> None:
-        if not self._listeners:
+        if not self.bus.handlers(ChildChanged):
             return
         if self._events is None:
             self._events = asyncio.Queue()
@@ -215,12 +207,7 @@ class SubagentHub:
     async def _deliver(self) -> None:
         assert self._events is not None
         while not self._events.empty():
-            event = self._events.get_nowait()
-            for listener in list(self._listeners):
-                try:
-                    await listener(event)
-                except Exception:
-                    log.exception("subagent listener %r failed", listener)
+            await self.bus.publish(self._events.get_nowait())
 
     async def flushed(self) -> None:
         """Wait until every state change so far has reached the listeners."""

@@ -26,6 +26,8 @@ DEFAULT_MAX_DEPTH = 2
 
 @dataclass(frozen=True)
 class Limits:
+    """How many children may run, how deep they nest, their token and time budgets."""
+
     max_running: int = DEFAULT_MAX_RUNNING
     max_depth: int = DEFAULT_MAX_DEPTH
     token_budget: int | None = None
@@ -35,7 +37,7 @@ class Limits:
     def from_config(cls, config: Any) -> Limits:
         """The limits from config.toml (checked against `config_table`; a bad value raises
         `ConfigError` naming the key, as `load_config` already did at start)."""
-        from agent_core.config_table import value
+        from agent_core.config.table import value
 
         extra = getattr(config, "extra", {}) or {}
         return cls(

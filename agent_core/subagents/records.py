@@ -59,6 +59,8 @@ class Budget:
 
 @dataclass
 class ChildRecord:
+    """A subagent as its parent sees it: who, what task, its state and final answer."""
+
     session_id: str
     parent_id: str
     name: str

@@ -20,6 +20,8 @@ class SpecNotFound(LookupError):
 
 @dataclass(frozen=True)
 class Spec:
+    """A subagent spec: the instructions a child starts with, its role and model."""
+
     id: str
     instructions: str
     role: str | None = None

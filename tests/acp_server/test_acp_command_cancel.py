@@ -12,9 +12,9 @@ from pathlib import Path
 from acp_client import AcpClient
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command, send_prompt
 
-from agent_core.compaction import SUMMARY_SYSTEM
 from agent_core.testing.script import usage
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text
+from agent_core.turn.compaction import SUMMARY_SYSTEM
 
 CANCEL_CONTRACT_SECONDS = 1.0
 

@@ -150,3 +150,33 @@ def test_a_garbled_or_foreign_cursor_is_refused_with_invalid_params(
     assert str(refused.value.message).startswith(message), refused.value.message
     # The server keeps serving, and the harness is untouched.
     assert client.request("_harness/state", {"sessionId": sid, "scope": "global"})["total"] == 7
+
+
+def test_a_page_is_the_slice_after_the_cursor_of_all_keys_in_kind_then_key_order() -> None:
+    """`select` reads each kind's sorted keys (cached per dict) instead of sorting them all for
+    every page: it must still answer exactly the slice of the one sorted list."""
+    import random
+    from bisect import bisect_right
+
+    from acp_server.harness.state_pages import select
+
+    rng = random.Random(7)
+    for _ in range(2000):
+        kinds = rng.sample(["prompt", "memory", "skill", "subagent"], rng.randrange(5))
+        entries = {
+            k: {f"{rng.choice('abc')}{rng.randrange(9)}": 0 for _ in range(rng.randrange(6))} for k in kinds
+        }
+        every = sorted((k, key) for k in entries for key in entries[k])
+        kind = rng.choice([None, "memory", "skill"])
+        after = rng.choice([None, *every, ("memory", "b4"), ("zzz", "a")])
+        limit = rng.randrange(1, 5)
+        ordered = [(k, key) for k, key in every if kind is None or k == kind]
+        start = bisect_right(ordered, after) if after is not None else 0
+        page = select(entries, kind, after, limit)
+        more = start + limit < len(ordered)
+        expected = ordered[start : start + limit]
+        assert (page.keys, page.next_last, page.total) == (
+            expected,
+            expected[-1] if more else None,
+            len(ordered),
+        )

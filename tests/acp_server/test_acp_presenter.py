@@ -8,7 +8,7 @@ import anyio
 import pytest
 from acp_client import check_model
 
-from acp_server.cells import HEAD_CHARS, TAIL_CHARS
+from acp_server.cell_cards import HEAD_CHARS, TAIL_CHARS
 from acp_server.presenter import TurnPresenter
 from agent_core import events as ev
 

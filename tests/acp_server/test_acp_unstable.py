@@ -5,13 +5,43 @@ against the schema the npm SDK ships)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
-from acp_client import AcpClient
-from acp_helpers import ClientFactory, initialize, new_session, run_command, send_prompt
+import pytest
+from acp_client import AcpClient, close_and_check, server_env
+from acp_helpers import initialize, new_session, run_command, send_prompt
 
-from agent_core.testing import ScriptedModelServer, response, text, tool_call, usage
+from agent_core.testing import ScriptedModelServer, response, text, usage
+
+Clients = dict[str, tuple[AcpClient, str]]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def clients(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModelServer) -> Iterator[Clients]:
+    """One server per kind of client for the module: `plan` advertises the unstable `plan`, `plain`
+    nothing; each with one session. At teardown both must have kept stdout clean."""
+    base = tmp_path_factory.mktemp("unstable")
+    made: Clients = {}
+    kinds: tuple[tuple[str, dict[str, object]], ...] = (("plan", {"plan": {}}), ("plain", {}))
+    for name, capabilities in kinds:
+        home = base / f"home-{name}"
+        home.mkdir()
+        client = AcpClient(server_env(home, model.base_url), cwd=str(base))
+        made[name] = (client, "")
+        initialize(client, **capabilities)
+        made[name] = (client, new_session(client, base)[0])
+    yield made
+    problems: list[str] = []
+    for client, _ in made.values():
+        problems += close_and_check(client)
+    assert not problems, "\n".join(problems)
 
 
 def plan_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
@@ -19,13 +49,10 @@ def plan_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
 
 
 def test_a_client_that_advertises_plan_gets_plan_update_by_id_and_one_that_does_not_gets_plan(
-    spawn: ClientFactory, tmp_path: Path
+    clients: Clients,
 ) -> None:
     seen: dict[str, list[dict[str, Any]]] = {}
-    for name, capabilities in (("plan", {"plan": {}}), ("plain", {})):
-        client = spawn()
-        initialize(client, **capabilities)
-        sid, _ = new_session(client, tmp_path)
+    for name, (client, sid) in clients.items():
         reply = run_command(client, sid, "/goal make the import tests pass")
         assert "make the import tests pass" in reply, reply
         seen[name] = plan_updates(client, sid)
@@ -38,14 +65,18 @@ def test_a_client_that_advertises_plan_gets_plan_update_by_id_and_one_that_does_
 
 
 def test_the_prompt_response_carries_the_turn_usage_only_for_a_client_that_speaks_the_unstable_schema(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    clients: Clients, model: ScriptedModelServer
 ) -> None:
-    unstable = spawn(model.base_url)
-    initialize(unstable, plan={})
-    sid, _ = new_session(unstable, tmp_path)
-    # Two requests in one turn: a cell, then the answer; their figures add up.
+    unstable, sid = clients["plan"]
+    # Two requests in one turn (a call of a tool that does not exist is answered without a kernel,
+    # then the answer); their figures add up.
+    call = {"tool_call": {"index": 0, "id": "call_1", "name": "shell", "arguments": "{}"}}
     model.push(
-        tool_call("x = 1", usage=usage(1000, 40, cached_tokens=600, cache_write_tokens=100)),
+        response(
+            [call],
+            finish_reason="tool_calls",
+            usage=usage(1000, 40, cached_tokens=600, cache_write_tokens=100),
+        ),
         text("done", usage=usage(1100, 10, cached_tokens=900)),
     )
     assert response_of(unstable, sid, "set x") == {
@@ -63,9 +94,7 @@ def test_the_prompt_response_carries_the_turn_usage_only_for_a_client_that_speak
     assert response_of(unstable, sid, "hello") == {"stopReason": "end_turn"}
     assert unstable.violations == [], unstable.violations
 
-    plain = spawn(model.base_url)
-    initialize(plain)
-    plain_sid, _ = new_session(plain, tmp_path)
+    plain, plain_sid = clients["plain"]
     model.push(text("done", usage=usage(1000, 40)))
     assert response_of(plain, plain_sid, "hello") == {"stopReason": "end_turn"}
 

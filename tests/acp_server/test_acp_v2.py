@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from acp_client import AcpClient, select
+import pytest
+from acp_client import AcpClient, RpcError, select
 from acp_helpers import ClientFactory
 
-from agent_core.testing.scripted_model import ScriptedModelServer, response, text, tool_call
+from agent_core.testing.scripted_model import ScriptedModelServer, error, response, text, tool_call
 
 PLAN = {
     "summary": "Remember the test command",
@@ -125,6 +126,23 @@ def test_a_v2_session_is_acknowledged_at_once_framed_by_state_updates_and_its_ba
     ]
     [permission] = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
     assert permission["params"]["subject"]["toolCall"]["title"] == permission["params"]["title"]
+
+    # A prompt for no session is refused before acceptance; a model failure after acceptance ends the
+    # work as idle `error`, carrying what the v1 answer would have (the endpoint and its status).
+    with pytest.raises(RpcError) as refused:
+        client.request(
+            "session/prompt", {"sessionId": "no-such-session", "prompt": [{"type": "text", "text": "x"}]}
+        )
+    assert refused.value.code == -32002
+    model.push(error(400, "the model rejected the request"))
+    prompt_v2(client, sid, "fail")
+    wait_idle(client, sid, 3)
+    failed = [s for s in states(client, sid) if "stopReason" in s][-1]
+    assert (failed["state"], failed["stopReason"], failed["error"]["data"]["status"]) == (
+        "idle",
+        "error",
+        400,
+    )
     assert client.violations == [], client.violations
 
 

@@ -261,14 +261,14 @@ def _opened(directory: Path) -> Any:
 @pytest.mark.anyio
 async def test_the_server_shutdown_marks_the_files_of_sessions_still_open_ended(tmp_path: Path) -> None:
     from acp_server.methods import AcpServer
+    from acp_server.open_session import SessionBound
     from acp_server.quiescence_publisher import install
     from acp_server.registry import MethodRegistry
 
     server = AcpServer(MethodRegistry())
     install(server)
     opened = _opened(tmp_path)
-    for hook in server.bind_hooks:
-        hook(opened)
+    server.bus.emit(SessionBound(opened))
     server.sessions[SID] = opened
     assert _read(tmp_path).state == "settled"
     server._agent_ready.set()  # no agent was built: nothing to close but the sessions

@@ -23,7 +23,7 @@ from acp_server.v2 import builders, reshape
 from acp_server.v2.dialect import V2Dialect
 from acp_server.v2.switch import speaks_v2
 from agent_core import load_config
-from agent_core.config_table import ConfigError, from_env
+from agent_core.config.table import ConfigError, from_env
 
 GOLDEN_V1 = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN = GOLDEN_V1 / "v2"
@@ -195,3 +195,31 @@ def test_auth_login_is_refused_on_a_v1_connection_as_an_unknown_method() -> None
     with pytest.raises(AcpError) as refused:
         anyio.run(login)
     assert refused.value.code == -32601
+
+
+def test_the_method_table_initialize_speaks_v2_only_to_a_client_asking_for_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from acp_server.methods import AcpServer
+    from acp_server.params import initialize_params
+    from acp_server.registry import MethodRegistry, RequestContext
+
+    class Peer:
+        dialect: object = None
+
+        async def notify_as_is(self, method: str, params: object) -> None:
+            raise AssertionError("nothing is sent by initialize")
+
+    monkeypatch.setenv("CONTINUAL_ACP_PROTOCOL", "2")
+    server = AcpServer(MethodRegistry())
+    server.connection = Peer()  # type: ignore[assignment]
+    ctx = RequestContext(connection=None, method="initialize", request_id=1, is_notification=False)  # type: ignore[arg-type]
+
+    async def initialize(version: int) -> dict[str, Any]:
+        return await server.initialize(ctx, initialize_params({"protocolVersion": version}))
+
+    answer = anyio.run(initialize, 2)
+    assert answer["protocolVersion"] == 2 and check_v2("InitializeResponse", answer) is None
+    assert isinstance(server.v2_dialect(), V2Dialect)
+    assert anyio.run(initialize, 1)["protocolVersion"] == 1
+    assert server.v2_dialect() is None and server.connection.dialect is None

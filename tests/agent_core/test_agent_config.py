@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import ConfigFileError, load_config
+from agent_core.config.loader import ConfigFileError, load_config
 
 
 def test_environment_wins_over_the_config_file(tmp_path: Path) -> None:

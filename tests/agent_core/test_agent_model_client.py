@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.model import ModelClient, ModelDone, ReasoningDelta, TextDelta, parse_usage
 from agent_core.testing import (

@@ -9,9 +9,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_core.content import plain_text, title_from, to_model_content
 from agent_core.events import ImagePart, ResourceLinkPart, ResourcePart, TextPart
-from agent_core.prompt import BASE_PROMPT, PromptInputs, build_system_prompt
+from agent_core.turn.content import plain_text, title_from, to_model_content
+from agent_core.turn.system_prompt import BASE_PROMPT, PromptInputs, build_system_prompt
 
 
 def test_prompt_sections_come_in_order_after_the_base(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_core import events as ev
-from agent_core.recorder import CELL_OUTPUT_KEPT, TurnRecorder
-from agent_core.transcript import SessionStore
+from agent_core.history.transcript import SessionStore
+from agent_core.turn.recorder import CELL_OUTPUT_KEPT, TurnRecorder
 
 
 def _replay(tmp_path: Path, events: list[ev.TurnEvent]) -> list[ev.TurnEvent]:

@@ -10,10 +10,10 @@ from agent_helpers import collect, config_for, of_type, running_agent
 
 from agent_core import SessionNotFound
 from agent_core import events as ev
-from agent_core.compaction import SUMMARY_PREFIX
 from agent_core.ports import NoEditor
-from agent_core.prompt import BASE_PROMPT
 from agent_core.testing import ScriptedModelServer, text, tool_call, usage
+from agent_core.turn.compaction import SUMMARY_PREFIX
+from agent_core.turn.system_prompt import BASE_PROMPT
 
 pytestmark = pytest.mark.anyio
 
@@ -277,7 +277,7 @@ async def test_damaged_harness_file_leaves_the_base_prompt_intact(tmp_path: Path
 
 
 async def test_a_transcript_cut_off_mid_cell_loads_with_the_call_answered(tmp_path: Path) -> None:
-    from agent_core.transcript import SessionStore
+    from agent_core.history.transcript import SessionStore
 
     async def scenario(server: ScriptedModelServer) -> list[dict]:
         config = config_for(tmp_path, server)

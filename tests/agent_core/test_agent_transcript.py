@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_core import events as ev
-from agent_core.transcript import SessionStore
+from agent_core.history.transcript import SessionStore
 
 
 def _store(tmp_path: Path) -> SessionStore:

@@ -511,7 +511,7 @@ async def test_permission_answered_cancelled_ends_the_turn_cancelled(tmp_path: P
 
 
 def test_cell_titles_prefer_the_model_then_a_comment_then_the_first_statement() -> None:
-    from agent_core.titles import cell_title
+    from agent_core.turn.titles import cell_title
 
     assert cell_title("x = 1", "  Set x ") == "Set x"
     assert cell_title("\n# load the data\nimport pandas", None) == "load the data"

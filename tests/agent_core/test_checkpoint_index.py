@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_core.checkpoints import Checkpoint, CheckpointIndex, kernel_state_at
+from agent_core.history.prompt_checkpoints import Checkpoint, CheckpointIndex, kernel_state_at
 
 
 def entry(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core import config_table
-from agent_core.config import ConfigError, load_config
+from agent_core.config import table as config_table
+from agent_core.config.loader import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("acp_server", "agent_core", "harness_store", "kernel_bridge", "skills")
@@ -23,7 +23,7 @@ def _readme_table() -> str:
 
 def test_the_readme_configuration_table_is_the_one_generated_from_the_settings_table() -> None:
     assert _readme_table() == config_table.markdown_table(), (
-        "regenerate it: python -m agent_core.config_table"
+        "regenerate it: python -m agent_core.config.table"
     )
 
 
@@ -43,7 +43,7 @@ def test_an_unknown_config_key_is_reported_with_the_closest_valid_one(
 ) -> None:
     path = tmp_path / "config.toml"
     path.write_text("contex_window = 1000\n", encoding="utf-8")
-    with caplog.at_level(logging.WARNING, logger="agent_core.config"):
+    with caplog.at_level(logging.WARNING, logger="agent_core.config.loader"):
         config = load_config({"HOME": str(tmp_path), "CONTINUAL_ACP_CONFIG": str(path)})
     expected = f"{path}: unknown setting 'contex_window'; did you mean 'context_window'? (it is ignored)"
     assert config.warnings == (expected,)
@@ -111,6 +111,7 @@ def test_a_feature_setting_with_a_bad_value_is_refused_at_start_naming_the_key(
 
 
 def test_modes_and_review_policies_come_from_the_session_settings_table() -> None:
-    from agent_core import config, settings
+    from agent_core.config import loader as config
+    from agent_core.config import session_settings as settings
 
     assert config.MODES == settings.MODES and config.REFINE_REVIEW == settings.REVIEW_POLICIES

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agent_core import events as ev
-from agent_core.entry_usage import (
+from agent_core.trust.entry_usage import (
     EntryUsage,
     TurnUsage,
     UsageLedger,

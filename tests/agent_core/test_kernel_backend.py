@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import load_config
-from agent_core.kernel_backend import KernelBackend, parse_backend, pool_options
+from agent_core.config.loader import load_config
+from agent_core.kernel.backend import KernelBackend, parse_backend, pool_options
 
 
 def _write_config(home: Path, text: str) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent_core.kernel_handle import KernelHandle, snapshot_names
+from agent_core.kernel.handle import KernelHandle, snapshot_names
 
 if TYPE_CHECKING:
     from kernel_bridge import KernelSession

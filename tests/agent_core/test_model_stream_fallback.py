@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.model import ModelClient, ModelDone, StreamFallback, TextDelta
 from agent_core.testing import ScriptedModelServer, broken_stream, error, text, tool_call

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.model import ModelClient
 from agent_core.refinement.completion import ModelClientCompletion, RefineBudgets

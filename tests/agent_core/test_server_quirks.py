@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.model import ModelClient, ModelDone
 from agent_core.testing import ScriptedModelServer, error, response
-from agent_core.text_actions import tools_refused
+from agent_core.turn.text_actions import tools_refused
 
 pytestmark = pytest.mark.anyio
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.session_index import INDEX
-from agent_core.transcript import SessionStore
+from agent_core.history.session_index import INDEX
+from agent_core.history.transcript import SessionStore
 
 
 def _ids(store: SessionStore) -> set[str]:

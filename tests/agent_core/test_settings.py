@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core import config, settings
+from agent_core.config import loader as config
+from agent_core.config import session_settings as settings
 
 
 def test_the_table_lists_every_setting_a_session_accepts_in_order() -> None:
@@ -18,7 +19,7 @@ def test_only_settable_by_scripts_settings_are_not_advertised_to_editors() -> No
 
 
 def test_modes_and_review_policies_are_the_values_the_config_file_accepts() -> None:
-    # agent_core.config validates config.toml/env against its own tuples; they must be the table's.
+    # agent_core.config.loader validates config.toml/env against its own tuples; they must be the table's.
     assert settings.MODES == config.MODES == ("ask", "auto", "autonomous")
     assert settings.REVIEW_POLICIES == config.REFINE_REVIEW == ("always", "global_only", "never")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.text_actions import FormatMemory, configured_format, find_action, tools_refused
+from agent_core.turn.text_actions import FormatMemory, configured_format, find_action, tools_refused
 
 
 def test_the_first_python_block_is_the_action() -> None:

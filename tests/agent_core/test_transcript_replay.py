@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_core import events as ev
-from agent_core.transcript import SessionStore
+from agent_core.history.transcript import SessionStore
 
 
 def _store_with_history(tmp_path: Path) -> SessionStore:

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from agent_helpers import config_for
 
 from agent_core import events as ev
-from agent_core.config import AgentConfig
-from agent_core.kernel_handle import KernelHandle
+from agent_core.config.loader import AgentConfig
+from agent_core.kernel.handle import KernelHandle
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, NoEditor
 from agent_core.testing import ScriptedModelServer, text, tool_call
-from agent_core.turn import TurnContext, TurnOutcome, run_turn_body
+from agent_core.turn.loop import TurnContext, TurnOutcome, run_turn_body
 
 if TYPE_CHECKING:
     from agent_core.control_plane.held import HeldChange

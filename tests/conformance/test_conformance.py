@@ -203,8 +203,8 @@ def http_mcp_url() -> Iterator[str]:
 def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) -> dict[str, Any]:
     """One run of run-session.mjs (two server processes, one per client variant); its JSON report,
     with the run's process marker under `_marker`."""
-    from agent_core import text_actions
     from agent_core.testing.scripted_model import ScriptedModelServer, error, text, tool_call
+    from agent_core.turn import text_actions
 
     tmp_path = tmp_path_factory.mktemp("conformance")
 

@@ -61,7 +61,7 @@ def test_a_session_whose_transcript_holds_a_lone_surrogate_turn_loads_and_replay
 
 
 def test_a_transcript_record_with_lone_surrogates_is_written_and_reads_back_replaced(tmp_path: Path) -> None:
-    from agent_core.transcript import SessionStore
+    from agent_core.history.transcript import SessionStore
 
     store = SessionStore(tmp_path / "home")
     writer = store.create("s-1", str(tmp_path))

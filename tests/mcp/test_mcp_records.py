@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from agent_core.bus import EventBus
-from agent_core.config import ConfigError, load_config
+from agent_core.config.loader import ConfigError, load_config
 from agent_core.mcp import (
     HttpServer,
     McpConfigError,

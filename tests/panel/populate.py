@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.events import CellFinished, CellStarted, MessageChunk, TextPart, UserMessage
-from agent_core.transcript import SessionStore
+from agent_core.history.transcript import SessionStore
 from harness_store import HarnessStore
 
 SKILL_REF = {"type": "python", "import": "project_tools.checks", "callable": "run_checks"}

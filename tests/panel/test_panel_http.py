@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from acp_server.quiescence_file import write_quiescence
-from agent_core.ownership import SessionOwnerLock
+from agent_core.history.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 
 from .conftest import RunningPanel, start_panel
@@ -587,7 +587,7 @@ def _local_skill(home: Path, cwd: Path, sid: str, module: str) -> None:
 def test_a_standalone_promotion_the_skill_check_refuses_is_refused_with_the_reason(
     panel: RunningPanel, populated: Populated, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_core.skill_check import shared_service
+    from agent_core.trust.skill_check import shared_service
 
     monkeypatch.setenv("CONTINUAL_ACP_CONFIG", str(tmp_path / "none.toml"))  # the defaults: checks on
     sid = "sess-skills"

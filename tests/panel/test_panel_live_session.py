@@ -241,9 +241,9 @@ _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 def _hold_global_promotion(home: Path, sid: str, entry_id: str, proposal_id: str) -> None:
     """A local memory of `sid` and, waiting on disk, its promotion to global (`promotion_of` set),
     saved by the product's own pending-review writer."""
-    from agent_core.promotion import create_proposal
     from agent_core.refinement.pending_files import PendingFiles
     from agent_core.refinement.records import PendingReview
+    from agent_core.trust.promotion import create_proposal
 
     local = HarnessStore(home / "sessions" / sid / "harness")
     fact = create("memory", "Promoted fact", "Deploys go out on Tuesdays.", id=entry_id)

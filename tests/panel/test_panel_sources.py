@@ -59,7 +59,7 @@ def test_ensure_panel_starts_one_panel_per_home_and_serves_it(tmp_path: Path) ->
 
 
 def test_entries_carry_their_use_in_prompts_and_a_review_mark(tmp_path: Path) -> None:
-    from agent_core.entry_usage import TurnUsage, UsageLedger
+    from agent_core.trust.entry_usage import TurnUsage, UsageLedger
 
     home = tmp_path / "home"
     store = HarnessStore(home / "harness")

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agent_core.config import AgentConfig
+from agent_core.config.loader import AgentConfig
 from agent_core.model import ModelClient
 from agent_core.refinement import (
     CoordinatorEvent,

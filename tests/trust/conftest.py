@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.skill_check import SkillCheckService
+from agent_core.trust.skill_check import SkillCheckService
 from harness_store.project import ProjectStore
 
 SKILLS = """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from agent_core.project_scope import find_repo, project_store
+from agent_core.trust.project_scope import find_repo, project_store
 
 
 def test_the_project_store_is_found_from_a_subdirectory_of_a_git_repo(tmp_path: Path) -> None:

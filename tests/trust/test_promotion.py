@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.promotion import PromotionError, deletion_notice, promote, undo_promotion
+from agent_core.trust.promotion import PromotionError, deletion_notice, promote, undo_promotion
 from harness_store import HarnessStore
 from harness_store.cli import main as harness_cli
 from harness_store.project import ProjectStore

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.skill_check import OFF_NOTE, SkillCheckService, disabled_verifier, verify_enabled
+from agent_core.trust.skill_check import OFF_NOTE, SkillCheckService, disabled_verifier, verify_enabled
 from harness_store import HarnessEntry, HarnessStore
 
 

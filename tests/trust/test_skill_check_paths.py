@@ -11,7 +11,7 @@ import pytest
 
 from agent_core.refinement import Policy, RefinementCoordinator
 from agent_core.refinement.host_ops import harness_write
-from agent_core.skill_check import SkillCheckService
+from agent_core.trust.skill_check import SkillCheckService
 from harness_store import HarnessStore, Proposal
 
 from .test_skill_check import edit

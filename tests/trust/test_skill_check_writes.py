@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.skill_check import SkillCheckService
+from agent_core.trust.skill_check import SkillCheckService
 
 from .test_skill_check import skill
 

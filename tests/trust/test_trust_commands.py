@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from agent_core import Agent
-from agent_core.config import load_config
+from agent_core.config.loader import load_config
 from agent_core.ports import NoEditor
 from agent_core.refinement import harness_of
-from agent_core.trust_commands import session_stores, why_reply
+from agent_core.trust.commands import session_stores, why_reply
 from harness_store.project import ProjectStore
 
 pytestmark = pytest.mark.anyio

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from agent_core import events as ev
-from agent_core.transcript import SessionStore
-from agent_core.why import render_why, why
+from agent_core.history.transcript import SessionStore
+from agent_core.trust.why import render_why, why
 from harness_store import HarnessStore
 
 

@@ -91,7 +91,7 @@ def output_message(output: str) -> str:
 
 def configured_format(extra: Mapping[str, object]) -> str:
     """`action_format` from the config (`auto` when unset); raises ValueError naming the bad value."""
-    from agent_core.config_table import value
+    from agent_core.config.table import value
 
     return str(value(extra, "action_format"))
 

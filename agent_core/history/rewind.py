@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_core.checkpoints import Checkpoint, kernel_state_at
+from agent_core.history.prompt_checkpoints import Checkpoint, kernel_state_at
 
 if TYPE_CHECKING:
     from agent_core.session import Session

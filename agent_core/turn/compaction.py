@@ -32,6 +32,8 @@ SUMMARY_PREFIX = (
 
 @dataclass(frozen=True)
 class Compacted:
+    """The summary of the older turns and the messages kept after it."""
+
     summary: str
     messages: list[dict[str, Any]]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_core.checkpoints import INDEX, CheckpointIndex
-from agent_core.rewind import plan_rewind
-from agent_core.transcript import FORMAT_VERSION, now_iso
+from agent_core.history.prompt_checkpoints import INDEX, CheckpointIndex
+from agent_core.history.rewind import plan_rewind
+from agent_core.history.transcript import FORMAT_VERSION, now_iso
 
 if TYPE_CHECKING:
     from agent_core.session import Session

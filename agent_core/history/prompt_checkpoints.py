@@ -158,7 +158,7 @@ def kernel_state_at(entries: list[Checkpoint], turn: int) -> tuple[str | None, s
 
 def workspace_state(cwd: str) -> tuple[str | None, str | None]:
     """(commit, repository root) for the workspace's tracked files now, or (None, None) outside git."""
-    from agent_core.project_scope import git_repo  # imports harness_store: not on the session/new path
+    from agent_core.trust.project_scope import git_repo  # imports harness_store: not on the session/new path
 
     repo = git_repo(cwd)
     if repo is None:

@@ -1,6 +1,6 @@
 """Rewind and fork in the editor: `/rewind [n] [--files]`, `/rewind list`, `_session/rewind`, `/fork [n]`.
 
-agent_core does the rewind (agent_core/rewind.py); this module asks what must be asked: before a
+agent_core does the rewind (agent_core/history/rewind.py); this module asks what must be asked: before a
 file revert, the diff it would undo; after the rewind, whether the refinements made since that
 point go too (listed, never rolled back without a yes). Both questions are
 `session/request_permission` with a card showing what would change.
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from acp_server import frames
 
 if TYPE_CHECKING:
-    from acp_server.context import CommandContext, ForkHost
     from acp_server.open_session import OpenSession
+    from acp_server.server_port import CommandContext, ForkHost
     from agent_core import RefinementResult
-    from agent_core.rewind import RewindPlan
+    from agent_core.history.rewind import RewindPlan
 
 JsonObject = dict[str, object]
 DIFF_SHOWN = 20_000  # characters of a file diff put in the question's card
@@ -88,11 +88,11 @@ async def rewind(
 ) -> RewindReport:
     """Plan, ask, rewind. `rollback`: None asks the user about later refinements, True/False decides.
 
-    Raises `agent_core.rewind.RewindError` when there is nothing to rewind to or a turn runs."""
+    Raises `agent_core.history.rewind.RewindError` when there is nothing to rewind to or a turn runs."""
     import anyio
 
-    from agent_core.rewind import RewindError, files_diff, plan_rewind, revert_files
-    from agent_core.rewind import rewind as do_rewind
+    from agent_core.history.rewind import RewindError, files_diff, plan_rewind, revert_files
+    from agent_core.history.rewind import rewind as do_rewind
 
     session = opened.session
     if session.busy:
@@ -218,7 +218,7 @@ def _parse(argument: str) -> tuple[str, int | None, bool]:
 
 
 async def command(ctx: CommandContext, argument: str) -> None:
-    from agent_core.rewind import RewindError, list_cut_parts
+    from agent_core.history.rewind import RewindError, list_cut_parts
 
     try:
         action, turns, files = _parse(argument)

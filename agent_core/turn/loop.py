@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core import events as ev
-from agent_core import text_actions as ta
 from agent_core.aio import shielded
-from agent_core.config import NO_MODEL_MESSAGE, AgentConfig
-from agent_core.content import to_model_content
+from agent_core.config.loader import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.errors import ModelError, PermissionRequestFailed
-from agent_core.kernel_handle import KernelHandle
+from agent_core.kernel.handle import KernelHandle
 from agent_core.model import (
     IPYTHON_TOOL,
     ModelClient,
@@ -34,7 +32,9 @@ from agent_core.model import (
     Usage,
 )
 from agent_core.ports import EditorPort, PermissionRequest
-from agent_core.titles import cell_title
+from agent_core.turn import text_actions as ta
+from agent_core.turn.content import to_model_content
+from agent_core.turn.titles import cell_title
 
 if TYPE_CHECKING:
     from agent_core.control_plane.guard import ControlPlaneGuard
@@ -354,6 +354,8 @@ def stream_fallback_notice(event: StreamFallback) -> str:
 
 @dataclass(frozen=True)
 class _ToolResult:
+    """What a tool call gives back to the model, and whether it was cancelled."""
+
     text: str
     cancelled: bool = False
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_core import config_table
-from agent_core.config_table import ConfigError
-from agent_core.kernel_backend import KernelBackend, parse_backend
+from agent_core.config import table as config_table
+from agent_core.config.table import ConfigError
+from agent_core.kernel.backend import KernelBackend, parse_backend
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ class AgentConfig:
     # Start a session's kernel as soon as the session exists (so the first cell does not wait for it);
     # False defers it to the first cell (scripts and tests that may never run one).
     eager_kernel: bool = True
-    # A session's kernel idle this long is snapshotted and stopped (hibernation.py); its next cell
+    # A session's kernel idle this long is snapshotted and stopped (kernel/hibernation.py); its next cell
     # revives it. 0 = never on idle (a `max_kernels` cap still hibernates the coldest one).
     kernel_idle_minutes: float = 30.0
     context_window: int = 128_000
@@ -84,7 +84,7 @@ class AgentConfig:
     while_busy: str = "queue"
     config_file: Path | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel_backend.py
+    kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel/backend.py
     warnings: tuple[str, ...] = ()  # unknown config.toml keys, each with the closest valid one
 
     def option(self, key: str) -> Any:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent_core import settings
+from agent_core.config import session_settings as settings
 
 # What looks like a test or CI config to the tamper evidence of a gates' pass (agent_core.autonomy).
 DEFAULT_TEST_PATTERNS = (
@@ -292,7 +292,7 @@ OPTIONS: tuple[Option, ...] = (
         env="CONTINUAL_ACP_WHILE_BUSY",
         choices=("queue", "steer"),
     ),
-    # per-prompt checkpoints (rewind, fork; agent_core/checkpoints.py)
+    # per-prompt checkpoints (rewind, fork; agent_core/history/prompt_checkpoints.py)
     Option(
         "checkpoint_max_count",
         "int",
@@ -308,7 +308,7 @@ OPTIONS: tuple[Option, ...] = (
         at_least=0,
         default_text="1 GiB",
     ),
-    # kernel backends (agent_core/kernel_backend.py checks how they combine)
+    # kernel backends (agent_core/kernel/backend.py checks how they combine)
     Option(
         "kernel",
         "choice",
@@ -628,5 +628,5 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":  # `python -m agent_core.config_table` prints the README table
+if __name__ == "__main__":  # `python -m agent_core.config.table` prints the README table
     print(markdown_table(), end="")

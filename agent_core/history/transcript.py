@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent_core import events as ev
-from agent_core.codec import event_from_json, event_to_json
+from agent_core.history.codec import event_from_json, event_to_json
 from agent_core.safetext import scrub
 from kernel_bridge.output import private_dir, write_private
 
@@ -106,6 +106,8 @@ def _write_private(path: Path, text: str) -> None:
 
 @dataclass(frozen=True)
 class SessionSummary:
+    """One `session/list` entry."""
+
     session_id: str
     cwd: str
     title: str | None
@@ -114,6 +116,8 @@ class SessionSummary:
 
 @dataclass(frozen=True)
 class SessionPage:
+    """One page of `session/list` and the cursor to the next."""
+
     sessions: list[SessionSummary]
     next_cursor: str | None = None
 
@@ -368,7 +372,7 @@ class SessionStore:
         want = resolve_cwd(cwd) if cwd else None
         summaries: list[SessionSummary] = []
         if self.root.is_dir():
-            from agent_core.session_index import indexed_sessions
+            from agent_core.history.session_index import indexed_sessions
 
             root = str(self.root)
             for name, meta in indexed_sessions(self.root, META, self.read_meta).items():

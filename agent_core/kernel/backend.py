@@ -14,7 +14,7 @@ Settings (config.toml keys; the environment wins where a variable exists):
 * any backend: `kernel_host_transport` = "auto" | "socket" | "stdin"
 
 The names `CONTINUAL_ACP_KERNEL`, `CONTINUAL_ACP_GATEWAY_URL` and `CONTINUAL_ACP_GATEWAY_TOKEN`
-are a public contract. Parsing is separate from `config.py` on purpose: it owns only these keys.
+are a public contract. Parsing is separate from `config/loader.py` on purpose: it owns only these keys.
 """
 
 from __future__ import annotations

@@ -501,7 +501,7 @@ def refusing_verifier(reason: str) -> PreApplyVerifier:
 
 def verify_enabled(extra: Mapping[str, Any], scope: str) -> bool:
     """`verify_skills` from config.toml: a bool for every store, or a table by scope (default on)."""
-    from agent_core.config_table import value as setting
+    from agent_core.config.table import value as setting
 
     value = setting(extra, "verify_skills")
     if isinstance(value, Mapping):
@@ -536,7 +536,7 @@ def verifier_for(
     """The verifier a store of `scope` gets: the shared service's, or the "off" note per config."""
     if not verify_enabled(extra, scope):
         return disabled_verifier()
-    from agent_core.config_table import value as setting
+    from agent_core.config.table import value as setting
 
     timeout = setting(extra, "skill_check_timeout")
     protected = tuple(setting(extra, "protected_paths"))
@@ -557,7 +557,7 @@ def cli_verifier_factory() -> Any:
     """`(scope, cwd) -> verifier` for `continual-acp harness import` (config from config.toml)."""
 
     def factory(scope: str, cwd: Any) -> PreApplyVerifier:
-        from agent_core.config import load_config
+        from agent_core.config.loader import load_config
 
         config = load_config()
         return verifier_for(config.extra, scope, cwd, python=config.kernel_python)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_core.why import WhyAnswer, render_why, why
+from agent_core.trust.why import WhyAnswer, render_why, why
 from harness_store import Scopes, Store
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def why_reply(session: Session, argument: str) -> str:
     text = render_why(answer)
     if not answer.current:
         return text
-    from agent_core.entry_usage import describe, home_usage
+    from agent_core.trust.entry_usage import describe, home_usage
 
     usage = home_usage(session.agent_config.home)
     lines = [

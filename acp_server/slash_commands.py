@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.harness import commands as harness_commands
-from acp_server.rewind import command as rewind_command
-from acp_server.rewind import fork_command
+from acp_server.rewind_commands import command as rewind_command
+from acp_server.rewind_commands import fork_command
 
 if TYPE_CHECKING:
-    from acp_server.context import CommandContext
+    from acp_server.server_port import CommandContext
     from agent_core.session import Session
 
 log = logging.getLogger(__name__)
@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SlashCommand:
+    """One advertised slash command: its name, what it does, the argument hint."""
+
     name: str
     description: str
     hint: str | None = None

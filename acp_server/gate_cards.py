@@ -41,6 +41,8 @@ def _fence(text: str, lang: str = "") -> str:
 
 @dataclass
 class GateCard:
+    """One gate run shown as a tool card: its command, where it came from, its bounded output."""
+
     cell_id: str  # the gate run's id (named like a cell's for the presenter's coalescing)
     command: str
     source: str = ""  # where the command came from (shown under it)

@@ -12,7 +12,7 @@ rather than the replay list.
 from __future__ import annotations
 
 from agent_core import events as ev
-from agent_core.transcript import TranscriptWriter
+from agent_core.history.transcript import TranscriptWriter
 
 CELL_OUTPUT_KEPT = 200_000  # characters of one cell's streamed output kept for replay
 FLUSH_AT = 65_536  # characters buffered before a coalesced record is written anyway

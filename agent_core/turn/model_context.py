@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from agent_core import events as ev
-from agent_core.compaction import compact_messages, split_point
-from agent_core.content import IMAGE_NOT_SEEN
+from agent_core.history.transcript import TranscriptWriter
 from agent_core.model import ModelClient, Usage
-from agent_core.transcript import TranscriptWriter
+from agent_core.turn.compaction import compact_messages, split_point
+from agent_core.turn.content import IMAGE_NOT_SEEN
 
 Message = dict[str, Any]
 

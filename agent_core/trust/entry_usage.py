@@ -119,6 +119,8 @@ class UsageLedger:
 
 @dataclass
 class EntryUsage:
+    """What one harness entry's turns came to: counts, last use, how they went."""
+
     turns: int = 0
     last_used: str | None = None
     failed_cell_turns: int = 0

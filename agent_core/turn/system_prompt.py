@@ -77,10 +77,12 @@ running without checking `agents.list()`.
 
 @dataclass(frozen=True)
 class PromptInputs:
+    """What the system prompt is built from besides the fixed base."""
+
     cwd: str
     harness_overview: str = ""
     skill_index: str = ""
-    mcp_servers: str = ""  # agent_core.mcp.prompt.prompt_section
+    mcp_servers: str = ""  # agent_core.mcp.prompt_section.prompt_section
     today: date | None = None
 
 
@@ -121,7 +123,7 @@ def build_system_prompt(inputs: PromptInputs) -> str:
 
 
 def _add_mcp_section(parts: list[str], inputs: PromptInputs) -> None:
-    """The connected MCP servers (bounded by agent_core.mcp.prompt), after the skills."""
+    """The connected MCP servers (bounded by agent_core.mcp.prompt_section), after the skills."""
     if inputs.mcp_servers.strip():
         parts.append(inputs.mcp_servers.strip())
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agent_core.history.transcript import SessionStore
 from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
-from agent_core.transcript import SessionStore
 from harness_store import HarnessEntry, RefinementResult
 
 QUOTE_CHARS = 400

@@ -1,0 +1,1 @@
+"""Agent configuration: the environment and config.toml, the settings table, the session settings."""

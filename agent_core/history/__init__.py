@@ -1,0 +1,1 @@
+"""Sessions on disk: transcripts, the session index, checkpoints, rewind and fork, the owner lock."""

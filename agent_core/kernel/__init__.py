@@ -1,0 +1,1 @@
+"""The session's kernel: which backend, its handle, hibernation of idle kernels."""

@@ -1,0 +1,1 @@
+"""One turn: the loop, its recorder and hooks, the model context, the system prompt and compaction."""
