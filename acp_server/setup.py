@@ -15,7 +15,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 import tomllib
 import urllib.request
@@ -212,18 +211,10 @@ def write_config(path: Path, values: dict[str, str | None]) -> None:
     for key, value in values.items():
         if parsed.get(key) != value:
             raise ValueError(f"{key} would not read back from {path} as written")
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".toml", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:  # mkstemp makes it 0600
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    path.chmod(0o600)
+    from agent_core.files import private_dir, write_atomic
+
+    private_dir(path.parent)
+    write_atomic(path, text, mode=0o600)  # 0600 even over an older, wider file: it may hold a key
 
 
 def _overriding_environment() -> list[str]:

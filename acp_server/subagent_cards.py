@@ -15,7 +15,7 @@ advertised `subagents` (unstable) gets `subagent_update` frames instead of the c
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.background import quiescence_params, quiescence_update
@@ -25,9 +25,11 @@ from acp_server.open_session import SessionBound, SessionReplayed
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
+    from agent_core.agent import Agent
     from agent_core.events import SubagentChanged
     from agent_core.session import Session
     from agent_core.subagents.hub import SubagentHub
+    from agent_core.subagents.records import ChildChanged, ChildRecord
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ def card_content(change: SubagentChanged) -> list[frames.Frame]:
     return content
 
 
-def change_of(record: Any, state: str) -> SubagentChanged:
+def change_of(record: ChildRecord, state: str) -> SubagentChanged:
     """A hub record's state change as the event the parent's transcript records."""
     from agent_core.events import SubagentChanged
 
@@ -106,7 +108,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
     shown: set[str] = set()
     active: set[str] = set()  # the children counted in the last quiescence report
 
-    async def listener(event: Any) -> None:
+    async def listener(event: ChildChanged) -> None:
         record = event.record
         if record.parent_id != parent_id:
             return
@@ -144,9 +146,9 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
     opened.unsubscribe = unsubscribe
 
 
-def list_meta(agent: Any, session_id: str) -> frames.Frame | None:
+def list_meta(agent: Agent, session_id: str) -> frames.Frame | None:
     """`_meta` for a child session's `session/list` entry (None for a top-level session)."""
-    hub = getattr(agent, "subagents", None)
+    hub = agent.subagents
     record = hub.record(session_id) if hub is not None else None
     if record is None:
         return None

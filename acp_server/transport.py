@@ -114,6 +114,8 @@ class Dialect(Protocol):
     """Another protocol version's shape of what this connection writes (acp_server/v2); the handlers
     keep producing v1 frames. Each hook returns the (method, params) notifications to write."""
 
+    def inbound(self, message: dict[str, Any]) -> dict[str, Any]: ...
+
     def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
 
     def request(self, method: str, params: Any) -> tuple[list[tuple[str, Any]], Any]: ...
@@ -363,6 +365,8 @@ class Connection:
                 valid_id = ident if ident is not None and _usable_id(ident) else None
                 await self._reply_error(valid_id, INVALID_REQUEST, f"Invalid request: {problem}")
             return
+        if self.dialect is not None:
+            message = self.dialect.inbound(message)  # a request the v1 table serves under another name
         method: str = message["method"]
         if method == CANCEL_REQUEST:
             await self._cancel_request(message.get("params"))

@@ -396,7 +396,7 @@ class Agent:
         mcp_servers: Sequence[ServerConfig] = (),
     ) -> tuple[Session, str]:
         """A new session from `source` as it is now, or as it was before its `turns`-th last prompt:
-        transcript, local harness, goal and kernel state (agent_core/fork.py); opened like a loaded
+        transcript, local harness, goal and kernel state (agent_core/history/fork.py); opened like a loaded
         session. Returns it and a line saying which kernel state it got. `ForkError` / `RewindError`
         (ValueErrors) when it cannot be made."""
         from agent_core.history.fork import fork_point, prepare_fork

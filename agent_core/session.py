@@ -1,13 +1,20 @@
 """A session: the turn queue, and the parts a turn works on.
 
-`run_turn` runs the turn loop (turn.py) in its own task and relays its events; `cancel` cancels that
+`run_turn` runs the turn loop (turn/loop.py) in its own task and relays its events; `cancel` cancels that
 task, so the model stream is closed and the cell interrupted at whatever point the turn is waiting,
 and the relay answers `TurnEnded("cancelled")`. Turns are serialized by a FIFO lock: a second prompt
 waits for the first to end.
 
-The parts live in their own modules: the settings table (settings.py), the model context and its
-surgery (context.py), the kernel handle and its status (kernel_handle.py), the hook types
-(hooks.py). The session is a `TurnContext` (turn.py) and an `EditorOpsHost` (editor_ops.py).
+The parts live in their own modules: the settings table (config/session_settings.py), the model
+context and its surgery (turn/model_context.py), the kernel handle and its status (kernel/handle.py),
+the refinement seam's type (turn/hooks.py). The session is a `TurnContext` (turn/loop.py) and an
+`EditorOpsHost` (editor_ops.py).
+
+Features attach to it (`Agent(on_session=...)`) into typed slots declared here -- `refinement`,
+`autonomy`, `subagents`, `mcp`, `control_plane`, `control_plane_hold`, and the agent's
+`kernel_wait_reason`, `hibernation_line`, `owner_lock` -- and subscribe to what it tells them on
+`bus` (agent_core.bus). The slot types are named for the type checker only, so importing the
+session imports no feature.
 """
 
 from __future__ import annotations
@@ -102,7 +109,7 @@ class Session:
         }
         self.config.update(config or {})
         self.always_allowed = False  # "Allow always (this session)" was chosen; `ask` again revokes it
-        self.stream_fallback_told = False  # the user knows answers come unstreamed (turn.py)
+        self.stream_fallback_told = False  # the user knows answers come unstreamed (turn/loop.py)
         self.owner_lock: SessionOwnerLock | None = None  # released by close(), after the final snapshot
         # What the session tells its features and the editor connection (agent_core.bus): a kernel
         # is ready, a turn finished or failed, the context was compacted, it closes, an event
@@ -178,7 +185,7 @@ class Session:
         return models
 
     def set_config(self, key: str, value: Any) -> None:
-        """Change one setting (agent_core.settings); raises ValueError with a readable message on a bad key or value."""
+        """Change one setting (agent_core.config.session_settings); raises ValueError with a readable message on a bad key or value."""
         value = settings.validate(key, value, models=self.available_models())
         self.config[key] = value
         if key == "mode" and value == "ask":
@@ -263,7 +270,7 @@ class Session:
             )
         )
 
-    # ------------------------------------------------------------ model context (context.py)
+    # ------------------------------------------------------------ model context (turn/model_context.py)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -585,7 +592,7 @@ class Session:
     def busy(self) -> bool:
         return self._turn_task is not None and not self._turn_task.done()
 
-    # ------------------------------------------------------------ kernel (kernel_handle.py)
+    # ------------------------------------------------------------ kernel (kernel/handle.py)
 
     async def cells_need_approval(self) -> bool:
         """A `sandbox` kernel was asked for but no sandbox tier works here: every cell is approved by

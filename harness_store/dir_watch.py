@@ -151,27 +151,36 @@ class DirWatch:
     def __init__(self, dirs: Sequence[Path]) -> None:
         self.dirs = tuple(dirs)
         self._marks: dict[int, int] | None = None
+        # Each watched directory's (device, inode) at arm(): a watch follows its inode, so a
+        # directory swapped in under the same path (an unwatched parent renamed) raises nothing.
+        self._identities: tuple[tuple[str, tuple[int, int]], ...] = ()
         self._overflows = 0
-        self._trusted = bool(self.dirs) and file_system(self.dirs[0]) in LOCAL_FILE_SYSTEMS
+        self._trusted: bool | None = None  # read from the mount table at the first arm()
 
     def arm(self) -> None:
         """Start counting from now: call it right before reading what the directories hold."""
         self._marks = None
+        if self._trusted is None:
+            self._trusted = bool(self.dirs) and file_system(self.dirs[0]) in LOCAL_FILE_SYSTEMS
         if not self._trusted:
             return
         with _SHARED.lock:
             _SHARED.drain()
             marks: dict[int, int] = {}
             watched: set[Path] = set()
+            identities: list[tuple[str, tuple[int, int]]] = []
             for directory in self.dirs:
-                wd = _SHARED.watch(directory)
-                if wd is None:
+                identity = _identity(directory)  # before the watch: a swap between them is then a change
+                wd = _SHARED.watch(directory) if identity is not None else None
+                if wd is None or identity is None:
                     if directory.parent in watched and not directory.exists():
                         continue  # its creation is an event on the parent
                     return
                 watched.add(directory)
+                identities.append((str(directory), identity))
                 marks[wd] = _SHARED.counts[wd]
             self._marks, self._overflows = marks, _SHARED.overflows
+            self._identities = tuple(identities)
 
     def changed(self) -> bool:
         """True when something in the directories may have changed since `arm()` (always, when
@@ -183,6 +192,15 @@ class DirWatch:
             _SHARED.drain()
             if _SHARED.overflows != self._overflows:
                 return True
-            return any(
-                wd not in _SHARED.alive or _SHARED.counts.get(wd) != seen for wd, seen in marks.items()
-            )
+            if any(wd not in _SHARED.alive or _SHARED.counts.get(wd) != seen for wd, seen in marks.items()):
+                return True
+        # One stat per directory (a handful), not per file: still the path's directory?
+        return any(_identity(path) != identity for path, identity in self._identities)
+
+
+def _identity(path: Path | str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino

@@ -164,7 +164,8 @@ def _private_regular(path: str) -> bytes:
 def _write_fast(path: str, data: bytes) -> None:
     """Write `path` (0600) through a temp file and a rename, without fsync: a checkpoint is a
     convenience, not acknowledged data, and an fsync per turn would cost more than the rest of it.
-    A value torn by a crash is caught on restore by its size."""
+    A value torn by a crash is caught on restore by its size. Its own write, as it runs inside the
+    kernel, which imports nothing of the host's packages."""
     tmp = f"{path}.tmp-{_os.getpid()}"
     fd = _os.open(tmp, _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC, 0o600)
     try:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_bridge import checkpoint_kernelside
+from kernel_bridge.output import write_private
 from kernel_bridge.snapshot import SnapshotPaths, untrusted_reason
 
 MODULE = "_continual_acp_checkpoints"
@@ -165,10 +166,5 @@ def copy_store(source: Path, target: Path, labels: list[str]) -> None:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    # The temp name is the snapshot's (`<name>.tmp-<pid>`): `snapshot.remove_stale_temps` sweeps it.
+    write_private(path, data, temp=path.with_name(f"{path.name}.tmp-{os.getpid()}"))

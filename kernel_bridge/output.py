@@ -63,12 +63,13 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def write_private(path: Path, data: str | bytes, *, sync: bool = True) -> None:
+def write_private(path: Path, data: str | bytes, *, sync: bool = True, temp: Path | None = None) -> None:
     """Replace `path` with `data`, mode 0600, atomically: a hidden temp file beside it (never
-    through a link), fsynced unless `sync` is False, renamed over `path`; removed on failure.
-    kernel_bridge's and agent_core's one atomic private write (harness_store has its own, as
-    neither package may import the other). Raises OSError."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    through a link; `temp` names it where a sweep looks for leftovers by name), fsynced unless
+    `sync` is False, renamed over `path`; removed on failure. kernel_bridge's and agent_core's one
+    atomic private write (harness_store has its own, as neither package may import the other).
+    Raises OSError."""
+    temp = temp if temp is not None else path.with_name(f".{path.name}.{os.getpid()}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     raw = data if isinstance(data, bytes) else data.encode("utf-8")
     try:

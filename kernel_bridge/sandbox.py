@@ -216,7 +216,10 @@ def bubblewrap_argv(
 
 
 def _copy_private(source: Path, target: Path) -> None:
-    """Copy `source` over `target` atomically (temp file in the target's dir + rename), mode 0600."""
+    """Copy `source` over `target` atomically (temp file in the target's dir + rename), mode 0600.
+
+    Streams the copy (`write_private` takes the bytes, and a snapshot can be as large as the cap);
+    the temp name is the snapshot's, which `snapshot.remove_stale_temps` sweeps."""
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

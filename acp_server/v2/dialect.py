@@ -24,7 +24,8 @@ Outbound = list[tuple[str, Any]]  # (method, params) notifications to write
 META_KEY = "continual-acp"
 UPDATE = "session/update"
 PERMISSION = "session/request_permission"
-RESHAPED_RESULTS = ("session/new", "session/resume", "session/set_config_option")
+RESHAPED_RESULTS = ("session/new", "session/resume", "session/load", "session/set_config_option")
+RESUMED = ("session/resume", "session/load")  # the answer follows a snapshot of the session's state
 CHUNKS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
 
 
@@ -87,6 +88,19 @@ class V2Dialect:
 
     # ------------------------------------------------------------ what the transport writes
 
+    def inbound(self, message: dict[str, Any]) -> dict[str, Any]:
+        """`session/resume` with `replayFrom: {type: "start"}` is what v1 calls `session/load`: the
+        history is replayed (in v2 shapes) before the answer. Everything else is served as sent."""
+        params = message.get("params")
+        if message.get("method") != "session/resume" or not isinstance(params, Mapping):
+            return message
+        replay = params.get("replayFrom")
+        if not isinstance(replay, Mapping) or replay.get("type") != "start":
+            return message
+        load = {k: v for k, v in params.items() if k != "replayFrom"}
+        load.setdefault("mcpServers", [])
+        return {**message, "method": "session/load", "params": load}
+
     def notification(self, method: str, params: Any) -> Outbound:
         if (
             method != UPDATE
@@ -137,11 +151,7 @@ class V2Dialect:
     def result(self, method: str, params: Any, result: Any) -> tuple[Outbound, Any]:
         """A result's v2 shape, and what must precede it: a resumed session's current state."""
         before: Outbound = []
-        if (
-            method == "session/resume"
-            and isinstance(params, Mapping)
-            and isinstance(params.get("sessionId"), str)
-        ):
+        if method in RESUMED and isinstance(params, Mapping) and isinstance(params.get("sessionId"), str):
             before.append(self._snapshot(params["sessionId"]))
         if method in RESHAPED_RESULTS and isinstance(result, Mapping):
             return before, reshape.session_result(result)

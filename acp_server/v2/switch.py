@@ -15,8 +15,9 @@ V2 = 2
 
 
 def switch_on(environ: Mapping[str, str] = os.environ) -> bool:
-    """`CONTINUAL_ACP_PROTOCOL=2`: the server may speak the v2 draft (off by default)."""
-    return environ.get(ENV, "").strip() == str(V2)
+    """`CONTINUAL_ACP_PROTOCOL=2`: the server may speak the v2 draft (off by default). Exactly the
+    text the config table accepts as 2 (no stripping): a value it refuses never turns v2 on."""
+    return environ.get(ENV, "") == str(V2)
 
 
 def speaks_v2(requested: object, environ: Mapping[str, str] = os.environ) -> bool:

@@ -13,7 +13,6 @@ import binascii
 import contextlib
 import difflib
 import os
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,19 +215,12 @@ def _write_back(held: HeldFile) -> str | None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` (temp file beside it, fsync, rename); mode 0644."""
+    """Replace `path` with `data` through the one atomic write; mode 0644: a workspace file the
+    user's tools read, not private state."""
+    from harness_store.private_files import write_atomic  # off the startup path
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data, mode=0o644)
 
 
 def diff_stat(files: Sequence[HeldFile]) -> str:

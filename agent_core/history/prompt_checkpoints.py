@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernel_bridge.output import write_private
+
 if TYPE_CHECKING:
     from kernel_bridge import KernelSession
 
@@ -111,11 +113,8 @@ class CheckpointIndex:
             "store_bytes": self.store_bytes,
             "entries": [asdict(e) for e in self.entries],
         }
-        tmp = self.path.with_name(f"{INDEX}.tmp-{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle)
-        os.replace(tmp, self.path)
+        # No fsync: written at every prompt; a torn index is set aside by `load` (rewind points lost, no data).
+        write_private(self.path, json.dumps(data), sync=False)
 
     def find(self, turn: int) -> Checkpoint | None:
         return next((e for e in self.entries if e.turn == turn), None)

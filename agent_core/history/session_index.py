@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from kernel_bridge.output import write_private
+
 log = logging.getLogger(__name__)
 
 INDEX = ".index.json"
@@ -53,18 +55,11 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _write(path: Path, sessions: dict[str, dict[str, Any]]) -> None:
-    tmp = path.with_name(f"{INDEX}.{os.getpid()}.tmp")
+    text = json.dumps({"version": VERSION, "sessions": sessions}, separators=(",", ":"))
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"version": VERSION, "sessions": sessions}, separators=(",", ":")))
-        os.replace(tmp, path)
+        write_private(path, text, sync=False)  # rebuilt from the meta files if a crash loses it
     except OSError as exc:  # a read-only data dir still lists (from the meta files)
         log.warning("could not write the session index %s: %s", path, exc)
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
 
 
 def indexed_sessions(root: Path, meta_name: str, read_meta: ReadMeta) -> dict[str, dict[str, Any]]:

@@ -189,6 +189,7 @@ V2_RESPONSES = {
     "session/new": "NewSessionResponse",
     "session/prompt": "PromptResponse",
     "session/set_config_option": "SetSessionConfigOptionResponse",
+    "session/resume": "ResumeSessionResponse",
 }
 V2_AGENT_REQUESTS = {"session/request_permission": "RequestPermissionRequest"}
 

@@ -143,6 +143,20 @@ def test_a_v2_session_is_acknowledged_at_once_framed_by_state_updates_and_its_ba
         "error",
         400,
     )
+
+    # Resuming from the start replays the history in v2 shapes, then the state, then the answer.
+    before = len(client.frames)
+    rid = client.start_request(
+        "session/resume", {"sessionId": sid, "cwd": str(tmp_path), "replayFrom": {"type": "start"}}
+    )
+    answer = client.response_frame(rid, 60.0)
+    assert "modes" not in answer.message["result"]
+    replayed = [f.message["params"]["update"] for f in client.frames[before:] if _update_kind(f.message)]
+    assert [u["content"]["text"] for u in replayed if u["sessionUpdate"] == "user_message_chunk"][:2] == [
+        "We always run `make check`.",
+        "set x",
+    ]
+    assert replayed[-1]["sessionUpdate"] == "state_update" and replayed[-1]["state"] == "idle"
     assert client.violations == [], client.violations
 
 

@@ -21,7 +21,7 @@ from acp_client import check_v2
 from acp_server.initialize import initialize_answer, initialize_result
 from acp_server.v2 import builders, reshape
 from acp_server.v2.dialect import V2Dialect
-from acp_server.v2.switch import speaks_v2
+from acp_server.v2.switch import speaks_v2, switch_on
 from agent_core import load_config
 from agent_core.config.table import ConfigError, from_env
 
@@ -173,6 +173,17 @@ def test_the_switch_speaks_v2_only_when_on_and_asked_and_refuses_a_bad_value() -
     env = {"CONTINUAL_ACP_PROTOCOL": "3", "HOME": "/nonexistent", "CONTINUAL_ACP_HOME": "/nonexistent/data"}
     with pytest.raises(ConfigError, match="it must be '1' or '2'"):
         load_config(env)
+
+
+@pytest.mark.parametrize("value", ["2", " 2", "2 ", "02", "2.0", "two", "", "1", "3"])
+def test_the_switch_is_on_exactly_when_the_config_table_reads_the_setting_as_2(value: str) -> None:
+    """The early `initialize` reads the variable itself: a value the table refuses (so every session
+    request answers -32012 naming it) must not have been answered in v2 first."""
+    try:
+        read = from_env("CONTINUAL_ACP_PROTOCOL", {"CONTINUAL_ACP_PROTOCOL": value})
+    except ConfigError:
+        read = None
+    assert switch_on({"CONTINUAL_ACP_PROTOCOL": value}) is (read == "2")
 
 
 def test_a_client_asking_for_v2_gets_the_v1_answer_byte_for_byte_while_the_switch_is_off() -> None:

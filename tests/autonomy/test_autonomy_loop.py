@@ -2,7 +2,7 @@
 
 The model side is a scripted list of workspace edits (one per model turn): the loop itself, the
 gates, the fingerprints and the limits are the real code. End-to-end runs with the scripted model
-over ACP are in tests/autonomy/test_autonomy_acp.py.
+over ACP are in tests/acp_server/test_acp_autonomy.py.
 """
 
 from __future__ import annotations

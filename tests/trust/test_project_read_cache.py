@@ -4,8 +4,9 @@ very next read. `DirWatch` is the kernel's inotify, exercised for real."""
 
 from __future__ import annotations
 
-import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,7 @@ from harness_store.project import ProjectStore, project_root
 
 from .conftest import git, memory
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(os, "inotify_init") and not Path("/proc/self/mounts").exists(), reason="Linux only"
-)
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="inotify is Linux's")
 
 
 def _require_local(path: Path) -> None:
@@ -83,3 +82,49 @@ def test_a_project_read_is_the_same_state_until_an_entry_file_changes_then_the_c
     git(repo, "commit", "-qm", "harness")
     git(repo, "checkout", "-q", "HEAD~1")
     assert store.load().entries["memory"] == {}
+
+
+def test_a_watched_directory_swapped_out_by_renaming_an_unwatched_parent_is_seen(tmp_path: Path) -> None:
+    """A watch follows its directory's inode: after `mv .continual-acp away; mv other .continual-acp`
+    the old inode (now elsewhere) hears nothing of the new one, so the path itself is checked too."""
+    _require_local(tmp_path)
+    (tmp_path / "outer" / "h").mkdir(parents=True)
+    (tmp_path / "other" / "h").mkdir(parents=True)
+    watch = DirWatch([tmp_path / "outer" / "h"])
+    watch.arm()
+    (tmp_path / "outer").rename(tmp_path / "away")
+    (tmp_path / "other").rename(tmp_path / "outer")
+    assert watch.changed() is True
+
+
+def test_a_write_by_another_process_is_seen(tmp_path: Path) -> None:
+    _require_local(tmp_path)
+    target = tmp_path / "x.md"
+    target.write_text("one")
+    watch = DirWatch([tmp_path])
+    watch.arm()
+    subprocess.run([sys.executable, "-c", f"open({str(target)!r}, 'w').write('two')"], check=True)
+    assert watch.changed() is True
+
+
+def test_a_watch_refused_by_the_kernel_or_a_remote_file_system_always_says_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-user watch limit cannot be lowered here without root, so the refusal is stood in for;
+    an NFS mount is stood in for by the mount table's answer."""
+    import harness_store.dir_watch as dir_watch
+
+    _require_local(tmp_path)
+    (tmp_path / "a").mkdir()
+    real_watch = dir_watch._SHARED.watch
+    monkeypatch.setattr(
+        dir_watch._SHARED, "watch", lambda path: None if path.name == "a" else real_watch(path)
+    )
+    limited = DirWatch([tmp_path, tmp_path / "a"])  # `a` exists: its parent's watch does not cover it
+    limited.arm()
+    assert limited.changed() is True
+    monkeypatch.undo()
+    monkeypatch.setattr(dir_watch, "file_system", lambda path: "nfs4")
+    remote = DirWatch([tmp_path])
+    remote.arm()
+    assert remote.changed() is True
