@@ -21,6 +21,7 @@ from acp_server.quiescence_file import write_quiescence
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
     from acp_server.open_session import OpenSession
+    from agent_core.refinement.surface import HarnessEvent
     from agent_core.subagents.records import ChildChanged
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ def watch(opened: OpenSession) -> QuiescencePublisher:
     publisher = QuiescencePublisher(opened)
     publisher.update()
 
-    async def on_harness_event(_event: Any) -> None:
+    async def on_harness_event(_event: HarnessEvent) -> None:
         publisher.update()
 
     unsubscribe = opened.harness.subscribe(on_harness_event)

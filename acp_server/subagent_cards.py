@@ -15,7 +15,7 @@ advertised `subagents` (unstable) gets `subagent_update` frames instead of the c
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.background import quiescence_params, quiescence_update
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agent_core.events import SubagentChanged
     from agent_core.session import Session
     from agent_core.subagents.hub import SubagentHub
+    from agent_core.subagents.records import ChildChanged, ChildRecord
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def card_content(change: SubagentChanged) -> list[frames.Frame]:
     return content
 
 
-def change_of(record: Any, state: str) -> SubagentChanged:
+def change_of(record: ChildRecord, state: str) -> SubagentChanged:
     """A hub record's state change as the event the parent's transcript records."""
     from agent_core.events import SubagentChanged
 
@@ -107,7 +108,7 @@ def watch(server: AcpServer, opened: OpenSession) -> None:
     shown: set[str] = set()
     active: set[str] = set()  # the children counted in the last quiescence report
 
-    async def listener(event: Any) -> None:
+    async def listener(event: ChildChanged) -> None:
         record = event.record
         if record.parent_id != parent_id:
             return

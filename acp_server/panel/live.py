@@ -19,7 +19,6 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,7 +77,6 @@ class LiveFeed:
         self._sessions_key: StatKey = None
         self._files: dict[tuple[str, str], StatKey] = {}
         self._owners: dict[tuple[int, int], int] | None = None
-        self.on_change: list[Callable[[dict[str, Any]], None]] = []
 
     def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE_LIMIT)
@@ -125,8 +123,6 @@ class LiveFeed:
 
     def publish(self, event: dict[str, Any]) -> None:
         """Send `event` to every page (a full queue gets a single `reload` instead)."""
-        for callback in self.on_change:
-            callback(event)
         for queue in list(self._subscribers):
             try:
                 queue.put_nowait(event)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
     from agent_core.model import Usage
     from agent_core.ports import EditorPort
+    from kernel_bridge import KernelSession
 
 __all__ = ["AutonomySettings", "SessionAutonomy"]
 
@@ -428,7 +429,7 @@ class SessionAutonomy:
 
     # ------------------------------------------------------------ kernel
 
-    def on_kernel(self, kernel: Any) -> None:
+    def on_kernel(self, kernel: KernelSession) -> None:
         bridge = kernel.host_bridge
 
         async def goal_set(args: dict[str, Any]) -> dict[str, Any]:
