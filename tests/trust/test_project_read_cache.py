@@ -128,3 +128,17 @@ def test_a_watch_refused_by_the_kernel_or_a_remote_file_system_always_says_chang
     remote = DirWatch([tmp_path])
     remote.arm()
     assert remote.changed() is True
+
+
+def test_a_file_renamed_over_a_watched_file_from_an_unwatched_directory_is_seen(tmp_path: Path) -> None:
+    """How an editor or `git` saves: the new text written elsewhere, then renamed over the entry."""
+    _require_local(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "spare").mkdir()
+    (tmp_path / "a" / "x.md").write_text("one")
+    (tmp_path / "spare" / "x.md.new").write_text("two")
+    watch = DirWatch([tmp_path / "a"])
+    watch.arm()
+    assert watch.changed() is False
+    (tmp_path / "spare" / "x.md.new").replace(tmp_path / "a" / "x.md")
+    assert watch.changed() is True
