@@ -504,3 +504,11 @@ def _hide_setup_names(setup: str | None) -> str | None:
         ")\n"
         "del __cacp_setup_before\n"
     )
+
+
+if TYPE_CHECKING:
+    from agent_core.subagents.session_port import SubagentAgent
+
+    def _the_hub_sees_an_agent(agent: Agent) -> SubagentAgent:
+        """For mypy only: an `Agent` is what the subagent hub asks of its owner (it cannot import it)."""
+        return agent
