@@ -15,8 +15,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 from harness_store.models import HarnessEntry
 
@@ -30,16 +29,22 @@ class RankIndex:
     ranks: dict[str, int]  # key -> trust rank (visible entries only)
     position: dict[str, int]  # key -> place in newest-first order (recency as one int lookup)
     size: int  # len(items) when built: a dict grown or shrunk since is indexed again
-    order: list[str]  # visible keys, newest first (what `position` numbers)
+    newest: str | None  # the visible key with the smallest position
+    # A derived index shares `postings` and `by_rank` with the one it came from and overlays them:
+    dead: frozenset[str] = frozenset()  # keys whose entries there are stale (left, or changed)
+    joined: frozenset[str] = frozenset()  # keys whose current entry lives in the overlay below
+    extra: dict[str, list[str]] = field(default_factory=dict)  # word -> joined keys holding it
+    extra_by_rank: dict[int, list[str]] = field(default_factory=dict)  # rank -> joined keys, newest first
 
 
 _seen: dict[int, dict[str, HarnessEntry]] = {}
 _indexes: dict[int, tuple[dict[str, HarnessEntry], RankIndex]] = {}
 # Lineage (the kind) -> the dict last indexed for it. A write copies the kind's dict and changes a
 # few entries, so the next prompt's dict is that one plus a few edits: its index is derived from the
-# last one (the touched postings copied, the rest shared) instead of a plain pass over every entry.
+# last one (an overlay of the few changes over the shared postings) instead of a plain pass.
 _latest: dict[str, tuple[dict[str, HarnessEntry], RankIndex]] = {}
-_MAX_DERIVED_CHANGES = 64
+_MAX_DERIVED_CHANGES = 64  # per write
+_MAX_OVERLAY = 256  # dead + joined keys before the next index is built afresh
 
 
 def _remember(cache: dict[int, object], key: int, value: object) -> None:
@@ -59,6 +64,7 @@ def index_for(
     ident = id(items)
     hit = _indexes.get(ident)
     if hit is not None and hit[0] is items and hit[1].size == len(items):
+        _indexes[ident] = _indexes.pop(ident)  # least recently used goes first, not the oldest
         return hit[1]
     base = _latest.get(lineage) if lineage is not None else None
     if base is not None and lineage is not None:
@@ -85,7 +91,7 @@ def index_for(
         keys.sort(key=lambda k: (items[k].updated_at, k), reverse=True)
     newest = sorted(ranks, key=lambda k: (items[k].updated_at, k), reverse=True)
     position = {key: place for place, key in enumerate(newest)}
-    index = RankIndex(postings, by_rank, ranks, position, len(items), newest)
+    index = RankIndex(postings, by_rank, ranks, position, len(items), newest[0] if newest else None)
     _remember(_indexes, ident, (items, index))  # type: ignore[arg-type]
     if lineage is not None:
         _latest[lineage] = (items, index)
@@ -127,51 +133,58 @@ def _derive(
     words_of: Callable[[HarnessEntry], frozenset[str]],
 ) -> RankIndex | None:
     """The index of `items` from `old`'s when few entries differ and every joining entry is newer
-    than all of `old`'s (a write stamps what it writes now); else None."""
+    than all of `old`'s (a write stamps what it writes now); else None. Nothing `old` holds changes."""
     changes = _changes(old_items, items)
     if changes is None:
         return None
     leaving, joining = changes
     visible = [k for k in joining if trust_rank.get(items[k].trust) is not None]
     visible.sort(key=lambda k: (items[k].updated_at, k))  # oldest first: each goes to the front
-    if visible and old.order:
-        newest = old.order[0]
+    if visible and old.newest is not None:
+        newest = old.newest
         if (items[visible[0]].updated_at, visible[0]) <= (old_items[newest].updated_at, newest):
             return None  # would land inside the recency order, not at its front: index afresh
-    postings = dict(old.postings)
-    by_rank = dict(old.by_rank)
-    ranks = dict(old.ranks)
-    copied: set[object] = set()
-
-    def own(table: dict[Any, list[str]], key: Any) -> list[str]:
-        # Copy-on-write: the lists `old` holds are never changed.
-        if (id(table), key) not in copied:
-            copied.add((id(table), key))
-            table[key] = list(table.get(key, ()))
-        return table[key]
-
-    gone: set[str] = set()
+    ranks, position = dict(old.ranks), dict(old.position)
+    dead, joined = set(old.dead), set(old.joined)
+    extra, extra_by_rank = dict(old.extra), dict(old.extra_by_rank)
     for key in leaving:
         rank = ranks.pop(key, None)
         if rank is None:
             continue  # was not visible: in no list
-        gone.add(key)
-        own(by_rank, rank).remove(key)
-        for word in words_of(old_items[key]):
-            own(postings, word).remove(key)
+        if key in joined:  # its entry is in the overlay: take it out there (small lists, copied)
+            joined.discard(key)
+            extra_by_rank[rank] = [k for k in extra_by_rank[rank] if k != key]
+            for word in words_of(old_items[key]):
+                extra[word] = [k for k in extra[word] if k != key]
+        else:
+            dead.add(key)
+    if len(dead) + len(joined) + len(visible) > _MAX_OVERLAY:
+        return None
+    low = min(position.values(), default=0)
     for key in visible:
         rank = trust_rank[items[key].trust]
         ranks[key] = rank
-        own(by_rank, rank).insert(0, key)
+        low -= 1
+        position[key] = low
+        joined.add(key)
+        extra_by_rank[rank] = [key, *extra_by_rank.get(rank, ())]
         for word in words_of(items[key]):
-            own(postings, word).append(key)
-    order = (
-        [*reversed(visible), *(k for k in old.order if k not in gone)]
-        if gone
-        else [*reversed(visible), *old.order]
+            extra[word] = [*extra.get(word, ()), key]
+    newest_key = visible[-1] if visible else (old.newest if old.newest in ranks else None)
+    if newest_key is None and ranks:
+        newest_key = min(ranks, key=position.__getitem__)
+    return RankIndex(
+        old.postings,
+        old.by_rank,
+        ranks,
+        position,
+        len(items),
+        newest_key,
+        frozenset(dead),
+        frozenset(joined),
+        extra,
+        extra_by_rank,
     )
-    position = {key: place for place, key in enumerate(order)}
-    return RankIndex(postings, by_rank, ranks, position, len(items), order)
 
 
 def ranked_from_index(
@@ -181,6 +194,12 @@ def ranked_from_index(
     counts: Counter[str] = Counter()
     for word in query_words:
         counts.update(index.postings.get(word, ()))  # counted in C
+    dead = index.dead
+    if dead or index.extra:  # a derived index: stale base counts out, the overlay's in
+        for key in dead:
+            counts.pop(key, None)
+        for word in query_words:
+            counts.update(index.extra.get(word, ()))
     buckets: dict[tuple[int, int], list[str]] = {}
     ranks = index.ranks
     for key, relevance in counts.items():
@@ -192,10 +211,16 @@ def ranked_from_index(
             return chosen
         newest = heapq.nsmallest(need, buckets[group], key=index.position.__getitem__)
         chosen.extend((k, items[k]) for k in newest)
-    for rank in sorted(index.by_rank):  # then the entries sharing no word, trust then recency
-        for key in index.by_rank[rank]:
+    # Then the entries sharing no word, trust then recency (the overlay's are newer than the rest).
+    for rank in sorted({*index.by_rank, *index.extra_by_rank}):
+        for key in index.extra_by_rank.get(rank, ()):
             if len(chosen) >= limit:
                 return chosen
             if key not in counts:
+                chosen.append((key, items[key]))
+        for key in index.by_rank.get(rank, ()):
+            if len(chosen) >= limit:
+                return chosen
+            if key not in counts and key not in dead:
                 chosen.append((key, items[key]))
     return chosen

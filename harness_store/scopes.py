@@ -126,6 +126,7 @@ class ScopeStates:
             hit = _KINDS.get(ident)
             if hit is not None and all(a is b for a, b in zip(hit[0], sources, strict=True)):
                 entries[kind] = hit[1]
+                _KINDS[ident] = _KINDS.pop(ident)  # least recently used goes first
                 continue
             entries[kind] = _merge_kind(*sources)
             if len(_KINDS) >= 32:
