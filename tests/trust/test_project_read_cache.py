@@ -142,3 +142,21 @@ def test_a_file_renamed_over_a_watched_file_from_an_unwatched_directory_is_seen(
     assert watch.changed() is False
     (tmp_path / "spare" / "x.md.new").replace(tmp_path / "a" / "x.md")
     assert watch.changed() is True
+
+
+def test_an_entry_file_that_is_a_symlink_is_read_again_when_its_target_changes(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A write to a symlink's target raises no event in the entries directory: such a harness is
+    checked file by file, as before the watch."""
+    _require_local(repo)
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one")]}, trigger="user")
+    path = project_root(repo) / "entries" / "memory" / "a.md"
+    target = tmp_path / "shared-a.md"
+    target.write_text(path.read_text())
+    path.unlink()
+    path.symlink_to(target)
+    assert store.load().get("memory", "a").content == "one"  # type: ignore[union-attr]
+    target.write_text(target.read_text().replace("\none\n", "\nuno, changed at the target\n"))
+    assert store.load().get("memory", "a").content == "uno, changed at the target"  # type: ignore[union-attr]
