@@ -160,3 +160,32 @@ def test_an_entry_file_that_is_a_symlink_is_read_again_when_its_target_changes(
     assert store.load().get("memory", "a").content == "one"  # type: ignore[union-attr]
     target.write_text(target.read_text().replace("\none\n", "\nuno, changed at the target\n"))
     assert store.load().get("memory", "a").content == "uno, changed at the target"  # type: ignore[union-attr]
+
+
+def test_a_directory_that_appears_later_on_a_remote_file_system_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mount table is read again whenever a watched directory is not the one it was read for:
+    `.continual-acp` made after the first read as a link onto an NFS mount (stood in for here)."""
+    import os
+
+    import harness_store.dir_watch as dir_watch
+
+    _require_local(tmp_path)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    real_file_system = dir_watch.file_system
+
+    def file_system(path: Path, mounts: object = None) -> str | None:
+        if os.path.realpath(path).startswith(str(remote)):
+            return "nfs4"
+        return real_file_system(path)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(dir_watch, "file_system", file_system)
+    harness = tmp_path / "harness"
+    watch = DirWatch([harness])
+    watch.arm()  # the directory does not exist yet: read file by file
+    assert watch.changed() is True
+    harness.symlink_to(remote)
+    watch.arm()
+    assert watch.changed() is True  # on the remote mount: another machine's write raises no event here
