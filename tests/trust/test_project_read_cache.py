@@ -61,13 +61,17 @@ def test_an_unarmed_or_unwatchable_watch_always_says_changed(tmp_path: Path) -> 
 
 
 def test_a_project_read_is_the_same_state_until_an_entry_file_changes_then_the_change_is_read(
-    repo: Path,
+    repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _require_local(repo)
     store = ProjectStore(repo)
     store.apply({"edits": [memory("A", "one"), memory("B", "two")]}, trigger="user")
     first = store.load()
+    scans: list[int] = []
+    real_scan = store.backend._scan  # type: ignore[attr-defined]
+    monkeypatch.setattr(store.backend, "_scan", lambda: (scans.append(1), real_scan())[1])
     assert store.load() is first
+    assert scans == []  # the watch said nothing changed: no listing, no stat of the entry files
     path = project_root(repo) / "entries" / "memory" / "a.md"
     # A hand edit in place (same directory entry, no rename): the next read has it.
     path.write_text(path.read_text().replace("\none\n", "\nuno, changed by hand\n"))
