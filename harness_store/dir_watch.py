@@ -12,6 +12,12 @@ Where that cannot be trusted `changed()` is always True and the caller scans as 
 not exist and whose parent is not watched, or a file system that is not local (a write made on
 another machine to an NFS or SMB mount raises no event here). One inotify instance serves the
 whole process; watches are never removed (a few per repository a session has worked in).
+
+What a directory's events cannot tell: a write to a file through a path outside it. For a symlink
+in it the caller checks file by file (repository_backend.py does while an entry is a link); a write
+through a hard link elsewhere goes unseen (git never makes them; finding them would need the stat
+of each file this module avoids). The process must not fork without exec: the child would read
+events off the same queue.
 """
 
 from __future__ import annotations
