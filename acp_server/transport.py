@@ -23,7 +23,14 @@ import anyio
 from anyio.abc import TaskGroup
 
 from acp_server import frames
-from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, PeerError
+from acp_server.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    AcpError,
+    PeerError,
+)
 from acp_server.pipes import ByteReader, ByteWriter
 from acp_server.registry import DIRECT_METHODS, MethodRegistry, RequestContext, invoke
 
@@ -114,7 +121,7 @@ class Dialect(Protocol):
     """Another protocol version's shape of what this connection writes (acp_server/v2); the handlers
     keep producing v1 frames. Each hook returns the (method, params) notifications to write."""
 
-    def inbound(self, message: dict[str, Any]) -> dict[str, Any]: ...
+    def inbound(self, message: dict[str, Any]) -> dict[str, Any]: ...  # may raise AcpError: answered
 
     def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
 
@@ -366,7 +373,12 @@ class Connection:
                 await self._reply_error(valid_id, INVALID_REQUEST, f"Invalid request: {problem}")
             return
         if self.dialect is not None:
-            message = self.dialect.inbound(message)  # a request the v1 table serves under another name
+            try:  # a request the v1 table serves under another name, or one the dialect refuses
+                message = self.dialect.inbound(message)
+            except AcpError as exc:
+                if not is_notification:
+                    await self._reply_error(ident, exc.code, exc.message, exc.data)
+                return
         method: str = message["method"]
         if method == CANCEL_REQUEST:
             await self._cancel_request(message.get("params"))

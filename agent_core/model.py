@@ -192,6 +192,8 @@ class ModelClient:
         self._unstreamed: set[str] = set()
         # Models whose endpoint refused an assistant message with `content: null` beside its tool calls.
         self._needs_text_content: set[str] = set()
+        # Per model, the structured-output forms its endpoint refused (`response_format`).
+        self._refused_formats: dict[str, set[str]] = {}
 
     @property
     def endpoint(self) -> str:
@@ -228,6 +230,7 @@ class ModelClient:
         model: str | None = None,
         tools: Sequence[Mapping[str, Any]] | None = (IPYTHON_TOOL,),
         max_tokens: int | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[ModelEvent]:
         """Stream one completion. The last event is always `ModelDone`; errors raise `ModelError`.
 
@@ -237,9 +240,15 @@ class ModelClient:
         the model picks a tool), and it ends a running stream early whenever another request arrives.
         The same request is then sent once without `stream`: a whole answer (a `StreamFallback` comes
         first), or a plain HTTP error whose message says what the server could not do.
+
+        `schema` (a JSON Schema) asks for the answer as structured output (`response_format`), in
+        the first form the endpoint takes: OpenAI's `json_schema`, then `json_object` with a
+        `schema` (llama-cpp-python's server), then none (`_post` steps down on a refusal).
         """
         chosen = self._model(model)
         kwargs = self._request(messages, chosen, tools, max_tokens)
+        if schema is not None:
+            self._ask_structured(kwargs, chosen, schema)
         if chosen in self._unstreamed:
             events = await self._unstreamed_answer(kwargs, chosen)
             yield StreamFallback("its streams failed earlier in this server process")
@@ -401,26 +410,60 @@ class ModelClient:
             ) from exc
         return _answer_events(reply, self.endpoint)
 
-    async def _post(self, body: dict[str, Any], chosen: str, *, stream: bool) -> Any:
-        """POST the request; an endpoint that refuses `content: null` beside tool calls gets `""`.
+    def _ask_structured(self, body: dict[str, Any], chosen: str, schema: Mapping[str, Any]) -> None:
+        """Put the first structured-output form the endpoint has not refused into `body`."""
+        refused = self._refused_formats.get(chosen, set())
+        body.pop("response_format", None)
+        if "json_schema" not in refused:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "answer", "schema": dict(schema), "strict": False},
+            }
+        elif "json_object" not in refused:
+            body["response_format"] = {"type": "json_object", "schema": dict(schema)}
+        body[_SCHEMA_KEY] = dict(schema)  # kept for a step down; `_post` never sends it
 
-        llama-cpp-python's server validates an assistant message's `content` as a string and answers
-        HTTP 500 for the `null` the Chat Completions format allows beside `tool_calls`.
+    async def _post(self, body: dict[str, Any], chosen: str, *, stream: bool) -> Any:
+        """POST the request, adapting it once to each refusal an endpoint is known to give.
+
+        An endpoint that refuses `content: null` beside tool calls gets `""`: llama-cpp-python's
+        server validates an assistant message's `content` as a string and answers HTTP 500 for the
+        `null` the Chat Completions format allows beside `tool_calls`. An endpoint that refuses the
+        structured-output form asked for gets the next one (`_ask_structured`), and in the end the
+        plain request; each refusal is remembered for the model, so it is paid once per process.
         """
         post = self._post_stream if stream else self._post_whole
-        try:
-            return await post(body)
-        except Exception as exc:
-            if not (_is_openai_error(exc) and _refuses_null_content(exc, body)):
-                raise
-            self._needs_text_content.add(chosen)
-            body["messages"] = _text_content(body["messages"])
-            log.warning(
-                "model endpoint %s refused an assistant message without text beside its tool calls; "
-                "sending empty text instead",
-                self.endpoint,
-            )
-            return await post(body)
+        while True:
+            sent = {k: v for k, v in body.items() if k != _SCHEMA_KEY}
+            try:
+                return await post(sent)
+            except Exception as exc:
+                if not _is_openai_error(exc):
+                    raise
+                if _refuses_null_content(exc, sent):
+                    self._needs_text_content.add(chosen)
+                    body["messages"] = _text_content(body["messages"])
+                    log.warning(
+                        "model endpoint %s refused an assistant message without text beside its tool "
+                        "calls; sending empty text instead",
+                        self.endpoint,
+                    )
+                    continue
+                form = _refused_format(exc, sent)
+                schema = body.get(_SCHEMA_KEY)
+                if form is None or schema is None:
+                    raise
+                self._refused_formats.setdefault(chosen, set()).add(form)
+                self._ask_structured(body, chosen, schema)
+                now = body.get("response_format")
+                log.warning(
+                    "model endpoint %s refused structured output as %r (%s); asking %s from now on for model %s",
+                    self.endpoint,
+                    form,
+                    _error_detail(exc)[:200],
+                    f"as {now['type']!r}" if now else "without it",
+                    chosen,
+                )
 
     async def _post_whole(self, body: dict[str, Any]) -> Any:
         from openai.types.chat import ChatCompletion
@@ -452,10 +495,14 @@ class ModelClient:
         *,
         model: str | None = None,
         max_tokens: int | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> ModelDone:
-        """A tool-less completion collected whole (compaction summaries, refinement planning)."""
+        """A tool-less completion collected whole (compaction summaries, refinement planning);
+        `schema` asks for the answer as structured output where the endpoint takes it."""
         done: ModelDone | None = None
-        async for event in self.stream(messages, model=model, tools=None, max_tokens=max_tokens):
+        async for event in self.stream(
+            messages, model=model, tools=None, max_tokens=max_tokens, schema=schema
+        ):
             if isinstance(event, ModelDone):
                 done = event
         assert done is not None
@@ -518,6 +565,26 @@ def _text_content(messages: Sequence[Any]) -> list[Any]:
         else m
         for m in messages
     ]
+
+
+# The key under which a request body keeps its schema between `_request` and `_post` (not sent).
+_SCHEMA_KEY = "_continual_acp_schema"
+
+
+def _refused_format(exc: Exception, body: Mapping[str, Any]) -> str | None:
+    """The structured-output form a refusal (400/422/500) names, if the request asked for one.
+
+    A 400 for the context length or the credentials says nothing about `response_format` and is
+    not taken for a refusal of it; llama-cpp-python answers an unknown form with HTTP 500 and a
+    validation message naming `response_format`.
+    """
+    asked = body.get("response_format")
+    if not isinstance(asked, dict) or getattr(exc, "status_code", None) not in (400, 422, 500):
+        return None
+    text = _error_detail(exc).lower()
+    if not any(word in text for word in ("response_format", "json_schema", "json_object", "grammar")):
+        return None
+    return str(asked.get("type"))
 
 
 def _refuses_null_content(exc: Exception, body: Mapping[str, Any]) -> bool:

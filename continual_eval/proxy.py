@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -88,7 +89,9 @@ class RecordingProxy:
         # Exchanges still waiting for their reply: written as unfinished when the log changes, so a
         # request the session cancelled (a stalled model) is in the traces too.
         self._inflight: dict[int, tuple[dict[str, Any], list[bytes]]] = {}
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: _QuietServer | None = None
+        # Set whenever a client drops its connection between exchanges (nothing was in flight).
+        self.dropped = threading.Event()
         self._thread: threading.Thread | None = None
 
     def set_log(self, log: IO[str] | None, **tag: Any) -> None:
@@ -141,7 +144,8 @@ class RecordingProxy:
         class Handler(_Handler):
             owner = proxy
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
+        self._httpd.dropped = self.dropped
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
@@ -165,6 +169,19 @@ class RecordingProxy:
         if self._scheme == "https":
             return http.client.HTTPSConnection(self._host, self._port, timeout=UPSTREAM_TIMEOUT_S)
         return http.client.HTTPConnection(self._host, self._port, timeout=UPSTREAM_TIMEOUT_S)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client resetting an idle keep-alive connection is no error: the agent's HTTP pool does it
+    whenever its server process exits between requests (every eval session ends that way)."""
+
+    dropped: threading.Event
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            self.dropped.set()
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -5,8 +5,9 @@ It answers the three kinds of request the server makes, told apart by their syst
 * a **turn** of the agent: if the system prompt's harness section holds the task's `knows` text,
   the `informed` cells, else the `naive` ones, one cell per request, then the answer;
 * the **review gate**: refine when the trajectory holds the task's `learned_from` text;
-* the **planner**: a memory with the task's lesson, citing the first message id of the trajectory,
-  when the trajectory holds `learned_from` and the current harness does not hold `knows` yet.
+* the **planner**: the task's lesson (a memory, or a skill when the task says so), citing the first
+  message id of the trajectory, when the trajectory holds `learned_from` and the current harness
+  does not hold `knows` yet.
 
 So the numbers a scripted run produces show the machinery (session 1's refinement writes the lesson,
 session 2's prompt carries it, the checker and the step count follow), never a model's quality.
@@ -71,14 +72,17 @@ def _planner_reply(behaviour: ScriptedBehaviour, prompt: str) -> Response:
     harness, _, trajectory = prompt.partition("Trajectory (most recent last")
     evidence = MESSAGE_ID.findall(trajectory)
     if behaviour.learned_from in trajectory and behaviour.knows not in harness and evidence:
-        edit = {
+        edit: dict[str, Any] = {
             "action": "create",
-            "kind": "memory",
+            "kind": behaviour.lesson_kind,
             "title": behaviour.lesson_title,
             "content": behaviour.lesson,
             "reason": "the session found this out the slow way",
             "evidence": [evidence[0]],
         }
+        if behaviour.lesson_kind == "skill":
+            edit["reference"] = {"type": "python", **(behaviour.lesson_reference or {})}
+            edit["arguments"] = dict(behaviour.lesson_arguments or {})
         plan = {
             "summary": f"remember: {behaviour.lesson_title}",
             "rationale": "the trajectory shows it",

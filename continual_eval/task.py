@@ -42,7 +42,9 @@ class ScriptedBehaviour:
 
     The agent looks for `knows` in the system prompt's harness section: present, it runs the
     `informed` cells; absent, the `naive` ones. The planner writes the lesson (`lesson_title`,
-    `lesson`, as a memory) only when the trajectory it is shown contains `learned_from`.
+    `lesson`) only when the trajectory it is shown contains `learned_from`: a memory, or with
+    `lesson_kind = "skill"` a skill calling `lesson_reference` (`import`, `callable`) with the
+    `lesson_arguments` contract.
     """
 
     knows: str
@@ -52,6 +54,9 @@ class ScriptedBehaviour:
     naive: tuple[str, ...]
     informed: tuple[str, ...]
     answer: str = "Done."
+    lesson_kind: str = "memory"
+    lesson_reference: dict[str, str] | None = None
+    lesson_arguments: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,22 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
     naive, informed = _strings(table, "naive", here), _strings(table, "informed", here)
     if not naive or not informed:
         raise TaskError(f"{here}: naive and informed need at least one cell each")
+    kind = _get(table, "lesson_kind", str, here, "memory")
+    reference: dict[str, str] | None = None
+    arguments: dict[str, Any] | None = None
+    if kind == "skill":
+        raw = table.get("lesson_reference")
+        if not (
+            isinstance(raw, dict)
+            and all(isinstance(raw.get(k), str) and raw[k] for k in ("import", "callable"))
+        ):
+            raise TaskError(
+                f'{here}: a skill lesson needs lesson_reference = {{ import = "...", callable = "..." }}'
+            )
+        reference = {"import": raw["import"], "callable": raw["callable"]}
+        arguments = _get(table, "lesson_arguments", dict, here, {})
+    elif kind != "memory":
+        raise TaskError(f"{here}: lesson_kind must be memory or skill, not {kind!r}")
     return ScriptedBehaviour(
         knows=_get(table, "knows", str, here),
         lesson_title=_get(table, "lesson_title", str, here, "Project note"),
@@ -211,6 +232,9 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
         naive=naive,
         informed=informed,
         answer=_get(table, "answer", str, here, "Done."),
+        lesson_kind=kind,
+        lesson_reference=reference,
+        lesson_arguments=arguments,
     )
 
 

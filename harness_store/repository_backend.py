@@ -127,6 +127,9 @@ class RepositoryBackend(Backend):
         self._clean: tuple[tuple[object, ...], HarnessState] | None = None
         # Which lets that read skip the stat of every entry file (dir_watch.py: inotify, where trusted).
         self._watch = DirWatch([self.root, self.entries_dir, *(self.entries_dir / kind for kind in KINDS)])
+        # An entry file that is a symlink: a write to its target raises no event in these directories,
+        # so while the last scan saw one, every read stats each file instead of trusting the watch.
+        self._links = False
         self._written: list[Path] = []  # the files the current locked write touched (write_listeners)
 
     @property
@@ -141,7 +144,7 @@ class RepositoryBackend(Backend):
         entries = empty_entries()
         broken: list[ProjectConflict] = []
         seen: set[str] = set()
-        changed = False
+        changed = links = False
         for kind in KINDS:
             directory = self.entries_dir / kind
             try:
@@ -156,6 +159,7 @@ class RepositoryBackend(Backend):
                 if not item.name.endswith(".md") or item.name.startswith("."):
                     continue
                 seen.add(item.path)
+                links = links or item.is_symlink()  # from the listing's file type: no extra call
                 parsed, fresh = self._read(item)
                 changed = changed or fresh
                 if isinstance(parsed, HarnessEntry):
@@ -165,6 +169,7 @@ class RepositoryBackend(Backend):
         for stale in set(self._files) - seen:
             del self._files[stale]
             changed = True
+        self._links = links
         return entries, broken, changed
 
     def _read(self, item: os.DirEntry[str]) -> tuple[HarnessEntry | str, bool]:
@@ -236,7 +241,7 @@ class RepositoryBackend(Backend):
         return missing
 
     def _snapshot(self, *, repair: bool = False) -> tuple[HarnessState, list[ProjectConflict]]:
-        if self._clean is not None and not self._watch.changed():  # no entry file touched since
+        if self._clean is not None and not self._links and not self._watch.changed():  # nothing touched
             self._history.refresh()
             if self._clean[0] == (self._history.version, _signature(self.tombstones_path)):
                 return self._clean[1], []

@@ -98,6 +98,14 @@ def _opt(request: web.Request, name: str) -> str | None:
     return request.query.get(name) or None
 
 
+def _flag(request: web.Request, name: str, value: str) -> bool:
+    """A filter switched on by `name=value` (absent or empty: off)."""
+    raw = request.query.get(name) or ""
+    if raw and raw != value:
+        raise PanelQueryError(f"{name} must be {value!r} or left out, not {raw!r}")
+    return raw == value
+
+
 async def _json_body(request: web.Request) -> dict[str, Any]:
     try:
         body = await request.json()
@@ -151,6 +159,7 @@ async def entries(request: web.Request) -> web.Response:
             kind=_opt(request, "kind"),
             trust=_opt(request, "trust"),
             query=_opt(request, "q"),
+            marked=_flag(request, "review", "marked"),
             offset=_int(request, "offset", 0, high=10**9),
             limit=_int(request, "limit", 100, low=1),
         )

@@ -257,10 +257,12 @@ class PanelData:
         kind: str | None = None,
         trust: str | None = None,
         query: str | None = None,
+        marked: bool = False,
         offset: int = 0,
         limit: int = 100,
     ) -> dict[str, Any]:
-        """Current entries, grouped by kind (prompt, memory, skill, subagent), paged."""
+        """Current entries, grouped by kind (prompt, memory, skill, subagent), paged; `marked`: only
+        those their use in prompts marks for review (agent_core.entry_usage)."""
         if kind and kind not in KIND_ORDER:
             raise PanelQueryError(f"kind must be one of {', '.join(KIND_ORDER)}, not {kind!r}")
         if trust and trust not in ("candidate", "verified", "rejected"):
@@ -281,8 +283,11 @@ class PanelData:
                         hay = f"{key} {entry.title} {entry.content} {entry.path}".lower()
                         if not all(w in hay for w in words):
                             continue
+                    row = _entry_row(view, entry, key, usage)
+                    if marked and not row["usage"]["review"]:
+                        continue
                     counts[entry_kind] += 1
-                    rows.append(_entry_row(view, entry, key, usage))
+                    rows.append(row)
         rows.sort(key=lambda r: (KIND_ORDER.index(r["kind"]), r["scope"] != "global", r["id"], r["store"]))
         return {
             "total": len(rows),

@@ -40,7 +40,9 @@ class RefineBudgets:
 
 
 class CompletionClient(Protocol):
-    async def complete(self, *, system: str, user: str, max_tokens: int) -> Completion: ...
+    async def complete(
+        self, *, system: str, user: str, max_tokens: int, schema: Mapping[str, Any] | None = None
+    ) -> Completion: ...
 
 
 class _Completes(Protocol):
@@ -52,6 +54,7 @@ class _Completes(Protocol):
         *,
         model: str | None = None,
         max_tokens: int | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> Any: ...
 
 
@@ -62,11 +65,15 @@ class ModelClientCompletion:
         self.client = client
         self.model = model
 
-    async def complete(self, *, system: str, user: str, max_tokens: int) -> Completion:
+    async def complete(
+        self, *, system: str, user: str, max_tokens: int, schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """`schema`: the reply's JSON shape, asked as structured output where the endpoint takes it."""
         done = await self.client.complete(
             [{"role": "system", "content": system}, {"role": "user", "content": user}],
             model=self.model,
             max_tokens=max_tokens,
+            schema=schema,
         )
         return Completion(done.text, done.reasoning, done.finish_reason or None)
 

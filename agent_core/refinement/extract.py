@@ -138,7 +138,9 @@ def extract_json_object(
     first_error: str | None = None
     for candidate in candidates:
         try:
-            value = json.loads(candidate)
+            # strict=False: a raw newline or tab inside a string (small models write them) is kept
+            # as the character it is rather than failing the whole reply.
+            value = json.loads(candidate, strict=False)
         except json.JSONDecodeError as exc:
             first_error = first_error or f"{exc.msg} at line {exc.lineno} column {exc.colno}"
             continue

@@ -85,6 +85,7 @@ class PlanPipeline:
             scope=scope,
             instructions=instructions,
             project=has_project,
+            entry_ids=[key for kind in baseline.entries.values() for key in kind],
         )
         project_outcome: RefinementOutcome | None = None
         if scope == "project" or plan.project is not None:

@@ -21,6 +21,7 @@ from agent_core.refinement.prompts import (
     review_user_prompt,
 )
 from agent_core.refinement.records import ReviewVerdict, Scope
+from agent_core.refinement.reply_schemas import REVIEW_SCHEMA, plan_schema
 from agent_core.refinement.trajectory import (
     PLANNER_WINDOW_CHARS,
     REVIEW_WINDOW_CHARS,
@@ -101,6 +102,7 @@ class RefinementPlanner:
             system=REVIEW_SYSTEM_PROMPT,
             user=review_user_prompt(trajectory, trigger_note=trigger_note, project=project),
             max_tokens=self.budgets.review_max_tokens,
+            schema=REVIEW_SCHEMA,
         )
         data = extract_json_object(reply.text, finish_reason=reply.finish_reason, reasoning=reply.reasoning)
         instructions = data.get("instructions")
@@ -124,9 +126,11 @@ class RefinementPlanner:
         scope: Scope,
         instructions: str | None,
         project: bool = False,
+        entry_ids: Sequence[str] = (),
     ) -> Plan:
         """Write a proposal (`project`: the session has a project harness; the prompt says when an
-        edit belongs there). Parse failures raise ReplyParseError (truncated / invalid / none)."""
+        edit belongs there; `entry_ids`: the ids an update or delete may name, for the reply's
+        schema). Parse failures raise ReplyParseError (truncated / invalid / none)."""
         trajectory = render_trajectory(
             items, max_chars=self.windows.planner_chars, tool_result_chars=self.windows.tool_result_chars
         )
@@ -141,6 +145,7 @@ class RefinementPlanner:
                 project=project or scope == "project",
             ),
             max_tokens=self.budgets.planner_max_tokens,
+            schema=plan_schema(entry_ids),
         )
         data = extract_json_object(reply.text, finish_reason=reply.finish_reason, reasoning=reply.reasoning)
         return split_plan(data, scope)

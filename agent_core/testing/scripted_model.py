@@ -76,6 +76,9 @@ class ScriptedModelServer:
 
     `refuse_null_content` answers HTTP 500 (as llama-cpp-python's server does) to any request holding
     an assistant message with `content: null`, without consuming the script.
+    `refuse_response_format` (the `response_format` types it does not take, e.g. `("json_schema",)`
+    as llama-cpp-python's server) answers `refusal_status` with a message naming `response_format`
+    to a request asking for one of them, likewise without consuming the script.
 
     `fallback`, when given, answers requests after the script runs out; otherwise they get a 400
     that says the script is exhausted (a 400 is not retried, so a test fails fast and readably).
@@ -97,6 +100,8 @@ class ScriptedModelServer:
         port: int = 0,
         routes: Mapping[str, Sequence[Response]] | None = None,
         refuse_null_content: bool = False,
+        refuse_response_format: Sequence[str] = (),
+        refusal_status: int = 400,
         responder: Callable[[dict[str, Any]], Response] | None = None,
     ) -> None:
         self.responder = responder
@@ -110,6 +115,8 @@ class ScriptedModelServer:
         # Like llama-cpp-python's server: a request holding an assistant message whose `content` is
         # null (beside its tool calls) gets HTTP 500 with a validation message, consuming nothing.
         self.refuse_null_content = refuse_null_content
+        self.refuse_response_format = tuple(refuse_response_format)
+        self.refusal_status = refusal_status
         self.requests: list[dict[str, Any]] = []
         self.request_times: list[float] = []  # seconds spent serving each chat request
         self.disconnects = 0  # stalled streams whose client hung up (see `wait_for_disconnects`)
@@ -305,6 +312,17 @@ class _Handler(BaseHTTPRequestHandler):
             )
             return
         started = time.perf_counter()
+        asked = body.get("response_format")
+        if isinstance(asked, dict) and asked.get("type") in self.owner.refuse_response_format:
+            with self.owner._lock:
+                self.owner.requests.append(body)
+            message = f"response_format: type {asked.get('type')!r} is not supported by this server"
+            self._send_json(
+                self.owner.refusal_status,
+                {"error": {"message": message, "type": "invalid_request_error"}},
+                {"retry-after-ms": "10"},
+            )
+            return
         if self.owner.refuse_null_content and _has_null_assistant_content(body):
             with self.owner._lock:
                 self.owner.requests.append(body)

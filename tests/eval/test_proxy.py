@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
+import socket
+import struct
 import threading
 import urllib.request
+from urllib.parse import urlsplit
+
+import pytest
 
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, usage
 from continual_eval.proxy import RecordingProxy
@@ -76,3 +82,20 @@ def test_an_unreachable_endpoint_is_a_502_naming_it_and_recorded() -> None:
             raise AssertionError("the proxy answered 200 for an endpoint that is down")
     (entry,) = [json.loads(line) for line in log.getvalue().splitlines()]
     assert entry["status"] == 502
+
+
+def test_a_client_resetting_an_idle_connection_is_dropped_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with ScriptedModelServer([text("one")]) as model, RecordingProxy(model.base_url) as proxy:
+        address = urlsplit(proxy.base_url)
+        conn = http.client.HTTPConnection(address.hostname or "", address.port, timeout=10)
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+        conn.request("POST", address.path + "/chat/completions", body=body)
+        assert b"one" in conn.getresponse().read()
+        # Close with a reset (linger 0), as a process exiting with a pooled connection open does.
+        assert conn.sock is not None
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+        assert proxy.dropped.wait(10)
+    assert capsys.readouterr().err == ""

@@ -7,7 +7,9 @@ from typing import Any
 
 from agent_core.refinement.prompts import PLANNER_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT
 from continual_eval.scripted import TaskModel, entries_in_prompt, harness_section, request_kind
-from continual_eval.task import ScriptedBehaviour
+from continual_eval.task import ScriptedBehaviour, bundled_suite, load_task
+from harness_store.models import Edit
+from harness_store.validation import validate_edit
 
 BEHAVIOUR = ScriptedBehaviour(
     knows="./run-tests --fast",
@@ -64,13 +66,32 @@ def test_harness_section_and_entry_count_read_only_the_harness() -> None:
     assert entries_in_prompt(_system()) == 0
 
 
-def _planner(trajectory: str, harness: str = "(empty)") -> dict[str, Any]:
+def _planner(
+    trajectory: str, harness: str = "(empty)", behaviour: ScriptedBehaviour = BEHAVIOUR
+) -> dict[str, Any]:
     user = f"Current harness:\n{harness}\n\nTrajectory (most recent last; ids in square brackets):\n\n{trajectory}"
     body = {
         "messages": [{"role": "system", "content": PLANNER_SYSTEM_PROMPT}, {"role": "user", "content": user}]
     }
     assert request_kind(body) == "planner"
-    return dict(json.loads(_text(TaskModel(BEHAVIOUR)(body))))
+    return dict(json.loads(_text(TaskModel(behaviour)(body))))
+
+
+def test_the_release_recipe_lesson_is_a_skill_calling_the_projects_release_function() -> None:
+    behaviour = load_task(bundled_suite() / "release-recipe").scripted
+    assert behaviour is not None
+    seen = _planner(
+        f"[u-1] user:\nRelease version 1.3.0.\n\n[c-2] cell result (error):\n{behaviour.learned_from}",
+        behaviour=behaviour,
+    )
+    (raw,) = seen["edits"]
+    edit = Edit.model_validate(raw)
+    assert (edit.kind, edit.reference) == (
+        "skill",
+        {"type": "python", "import": "tools.release", "callable": "release"},
+    )
+    assert edit.arguments is not None and list(edit.arguments) == ["version"]
+    assert validate_edit(edit) is None
 
 
 def test_the_planner_writes_the_lesson_only_when_the_trajectory_shows_it_citing_a_message_id() -> None:

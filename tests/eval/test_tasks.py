@@ -24,6 +24,9 @@ def test_the_bundled_suite_has_at_least_eight_scripted_tasks_that_load() -> None
     assert len({t.name for t in tasks}) == len(tasks)
 
 
+SCRIPTED = "prompt = 'x'\n[checker]\ncommand = 'true'\n[scripted]\nknows = 'k'\nlesson = 'l'\nlearned_from = 'f'\nnaive = ['a']\ninformed = ['b']\n"
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
@@ -38,6 +41,8 @@ def test_the_bundled_suite_has_at_least_eight_scripted_tasks_that_load() -> None
             "missing lesson, learned_from",
         ),
         ("prompt = 'x\n", "not valid TOML"),
+        (f"{SCRIPTED}lesson_kind = 'skill'\n", "a skill lesson needs lesson_reference"),
+        (f"{SCRIPTED}lesson_kind = 'recipe'\n", "lesson_kind must be memory or skill"),
     ],
 )
 def test_a_bad_task_file_is_an_error_naming_what_is_wrong(tmp_path: Path, toml: str, message: str) -> None:

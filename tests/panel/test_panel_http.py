@@ -218,6 +218,7 @@ def test_tombstones_of_every_store_are_listed(panel: RunningPanel) -> None:
         ("/api/timeline?before=r-nope", 400, "unknown cursor"),
         ("/api/timeline?scope=team", 400, "scope must be"),
         ("/api/entries?kind=widget", 400, "kind must be"),
+        ("/api/entries?review=yes", 400, "review must be 'marked' or left out"),
         ("/api/entries?limit=0", 400, "limit must be"),
         ("/api/refinements/r-nope", 404, "no refinement"),
         ("/api/as-of/r-nope", 404, "no refinement"),

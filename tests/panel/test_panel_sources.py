@@ -72,6 +72,8 @@ def test_entries_carry_their_use_in_prompts_and_a_review_mark(tmp_path: Path) ->
     assert rows["fact_0"]["usage"]["turns"] == 3
     assert rows["fact_0"]["usage"]["review"] == "tied to failures (3 of 3 turns went badly)"
     assert rows["fact_0"]["usage"]["text"].startswith("in the prompt for 3 turns, last ")
+    marked = PanelData(home).entries(marked=True)
+    assert [row["id"] for row in marked["entries"]] == ["fact_0"] and marked["counts"]["memory"] == 1
     assert rows["fact_1"]["usage"] == {
         "turns": 0, "last_used": None, "bad_turns": 0, "review": None, "text": "never in a prompt yet",
     }  # fmt: skip

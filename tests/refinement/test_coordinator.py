@@ -76,6 +76,28 @@ async def test_user_refine_applies_a_local_proposal_with_its_evidence(rig: Rig) 
     assert "tools" not in planner_request
 
 
+async def test_the_planners_schema_offers_updates_only_of_the_entries_the_store_has(rig: Rig) -> None:
+    rig.server.push(plan_reply(memory_edit()), plan_reply())
+    coordinator = rig.coordinator()
+    async with serving(coordinator, rig):
+        assert (await coordinator.refine_now()).status == "applied"
+        await coordinator.refine_now()
+    first, second = (
+        [
+            shape["properties"]["action"]["const"]
+            for shape in body["response_format"]["json_schema"]["schema"]["properties"]["edits"]["items"][
+                "anyOf"
+            ]
+        ]
+        for body in rig.server.requests[:2]
+    )
+    assert (first, second) == (["create"], ["create", "update", "delete"])
+    update = rig.server.requests[1]["response_format"]["json_schema"]["schema"]["properties"]["edits"][
+        "items"
+    ]["anyOf"][1]
+    assert update["properties"]["id"]["enum"] == ["test_command"]
+
+
 async def test_evidence_citing_a_message_not_in_the_transcript_is_refused(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit(evidence=["m-invented"])))
     coordinator = rig.coordinator()

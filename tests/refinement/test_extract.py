@@ -87,3 +87,9 @@ def test_reasoning_only_reply_without_object_says_so() -> None:
 def test_reasoning_that_used_the_whole_budget_is_truncation() -> None:
     with pytest.raises(TruncatedReply):
         extract_json_object("", reasoning="a very long chain of thought", finish_reason="length")
+
+
+def test_a_raw_newline_inside_a_string_is_kept_not_a_parse_failure() -> None:
+    reply = '{"summary": "two\nlines", "edits": [{"content": "a\ttab"}]}'
+    value = extract_json_object(reply, finish_reason="stop")
+    assert value["summary"] == "two\nlines" and value["edits"][0]["content"] == "a\ttab"

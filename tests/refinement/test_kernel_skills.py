@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -156,10 +156,12 @@ class GatedCompletion:
         self.entered = anyio.Event()
         self.release = anyio.Event()
 
-    async def complete(self, *, system: str, user: str, max_tokens: int) -> Completion:
+    async def complete(
+        self, *, system: str, user: str, max_tokens: int, schema: Mapping[str, Any] | None = None
+    ) -> Completion:
         self.entered.set()
         await self.release.wait()
-        return await self.inner.complete(system=system, user=user, max_tokens=max_tokens)
+        return await self.inner.complete(system=system, user=user, max_tokens=max_tokens, schema=schema)
 
 
 async def test_kernel_write_while_the_planner_runs_is_refused_as_changed_during_planning(

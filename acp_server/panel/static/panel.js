@@ -11,7 +11,7 @@ const ENTRY_PAGE = 100;
 const state = {
   sessions: [],
   timeline: { filters: { scope: "", session: "", kind: "", trigger: "" }, items: [], next: null, total: 0 },
-  entries: { filters: { scope: "", kind: "", trust: "", q: "" }, offset: 0 },
+  entries: { filters: { scope: "", kind: "", trust: "", review: "", q: "" }, offset: 0 },
   detail: null, // {type: "refinement"|"entry", ...}
   lastEvent: null,
   inServer: false, // served inside an ACP server (`/harness ui`): its actions show cards there
@@ -289,6 +289,7 @@ async function showEntries() {
       select("Scope", s.filters.scope, [["", "all scopes"], ["global", "global"], ["local", "local"]], filter("scope")),
       select("Kind", s.filters.kind, [["", "all kinds"], ...KINDS.map((k) => [k, k])], filter("kind")),
       select("Trust", s.filters.trust, [["", "any trust"], ["candidate", "candidate"], ["verified", "verified"], ["rejected", "rejected"]], filter("trust")),
+      select("Use", s.filters.review, [["", "any use"], ["marked", "marked for review"]], filter("review")),
       search, h("button", { type: "submit", text: "Search" })),
     entriesTable(page.entries),
     page.total > ENTRY_PAGE ? h("div", { class: "pager" },

@@ -1,0 +1,83 @@
+"""The JSON shapes the review gate and the planner answer, as JSON Schemas for structured output.
+
+Sent as the request's `response_format` (agent_core/model.py chooses the form the endpoint takes),
+so a server that constrains its output to a schema -- llama.cpp applies it as a grammar, OpenAI as
+structured output -- cannot answer prose, a fenced block or half an object. Small local models need
+that most: without it their planner replies are often not JSON at all. The schemas describe what
+the prompts ask for (prompts.py), no more: the parser (extract.py, harness_store's models) stays
+the judge, so an endpoint that ignores the schema loses nothing. Strings carry no `maxLength` on
+purpose: llama.cpp writes it out as one nested grammar rule per character, and its grammar parser
+fails on a few hundred of them (llama-cpp-python's server dies). Arrays are bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+_TEXT: dict[str, Any] = {"type": "string"}
+
+REVIEW_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "should_refine": {"type": "boolean"},
+        "rationale": _TEXT,
+        "instructions": _TEXT,
+        "scope": {"type": "string", "enum": ["local", "global", "project"]},
+    },
+    "required": ["should_refine", "rationale", "scope"],
+    "additionalProperties": False,
+}
+
+_KIND: dict[str, Any] = {"type": "string", "enum": ["prompt", "memory", "skill", "subagent"]}
+_LIST: dict[str, Any] = {"type": "array", "items": _TEXT, "maxItems": 8}
+# What any edit may carry besides its action, kind, id, title and content.
+_DETAILS: dict[str, Any] = {
+    "path": _TEXT,
+    "reference": {"type": "object"},
+    "arguments": {"type": "object"},
+    "reason": _TEXT,
+    "evidence": _LIST,
+    "scope": {"type": "string", "enum": ["local", "global", "project"]},
+    "about": _LIST,
+}
+
+
+# Past this many entries the ids are left free (a grammar of thousands of alternatives costs more
+# than the refusals of an unknown id it saves).
+ID_ENUM_LIMIT = 200
+
+
+def _edit(action: str, required: list[str], fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"action": {"type": "string", "const": action}, "kind": _KIND, **fields, **_DETAILS},
+        "required": ["action", "kind", *required],
+        "additionalProperties": False,
+    }
+
+
+def plan_schema(entry_ids: Collection[str] = ()) -> dict[str, Any]:
+    """The planner's answer, one edit shape per action with the fields the store needs for it (a
+    create or an update its title and content, an update or a delete its id). An update or delete
+    may only name an entry that exists (`entry_ids`, the ids of the store being refined); with no
+    entries there is nothing to update, and only creates are offered."""
+    shapes = [_edit("create", ["title", "content"], {"title": _TEXT, "content": _TEXT})]
+    if entry_ids:
+        ids = sorted(set(entry_ids))
+        known: dict[str, Any] = {"type": "string", "enum": ids} if len(ids) <= ID_ENUM_LIMIT else _TEXT
+        shapes.append(
+            _edit("update", ["id", "title", "content"], {"id": known, "title": _TEXT, "content": _TEXT})
+        )
+        shapes.append(_edit("delete", ["id"], {"id": known}))
+    return {
+        "type": "object",
+        "properties": {
+            "summary": _TEXT,
+            "rationale": _TEXT,
+            "expected_outcome": _TEXT,
+            "edits": {"type": "array", "items": {"anyOf": shapes}, "maxItems": 8},
+        },
+        "required": ["summary", "edits"],
+        "additionalProperties": False,
+    }
