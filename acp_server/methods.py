@@ -256,7 +256,7 @@ class AcpServer:
         def after_set_up(opened: OpenSession) -> None:
             # One subscription to the session's harness events: cards, review prompts, quiescence.
             harness_events.subscribe(self, opened)
-            # The bind hooks read what the session's setup attached (its subagent hub).
+            # `SessionBound` subscribers read what the session's setup attached (its subagent hub).
             self.bus.emit(SessionBound(opened))
 
         opened = OpenSession(session, editor, presenter, build_harness, after_set_up)

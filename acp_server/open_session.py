@@ -29,7 +29,7 @@ class OpenSession:
     # or at the first use of the session, whichever comes first).
     build_harness: Callable[[], HarnessSurface] = field(repr=False)
     # Run once with this session right after its harness is built (the harness events subscription,
-    # the server's bind hooks).
+    # `SessionBound` on the server's bus).
     on_harness: Callable[[OpenSession], None] | None = field(default=None, repr=False)
     prompt_lock: anyio.Lock = field(default_factory=anyio.Lock)
     # Bumped by every session/cancel. A prompt compares it with the value it saw on arrival, so a

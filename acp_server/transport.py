@@ -23,7 +23,14 @@ import anyio
 from anyio.abc import TaskGroup
 
 from acp_server import frames
-from acp_server.errors import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, REQUEST_CANCELLED, PeerError
+from acp_server.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    AcpError,
+    PeerError,
+)
 from acp_server.pipes import ByteReader, ByteWriter
 from acp_server.registry import DIRECT_METHODS, MethodRegistry, RequestContext, invoke
 
@@ -92,6 +99,13 @@ def _envelope_problem(message: dict[str, Any]) -> str | None:
     return None
 
 
+def _renamed_error(payload: dict[str, Any], served: str, asked: str) -> dict[str, Any]:
+    error = payload.get("error")
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return payload
+    return {**payload, "error": {**error, "message": error["message"].replace(served, asked)}}
+
+
 def _encode(message: Mapping[str, object]) -> bytes | None:
     """One UTF-8 JSON line, or an internal-error answer in its place when the message cannot be
     serialized (NaN, a non-JSON type); None for an unserializable notification (logged, dropped)."""
@@ -114,7 +128,7 @@ class Dialect(Protocol):
     """Another protocol version's shape of what this connection writes (acp_server/v2); the handlers
     keep producing v1 frames. Each hook returns the (method, params) notifications to write."""
 
-    def inbound(self, message: dict[str, Any]) -> dict[str, Any]: ...
+    def inbound(self, message: dict[str, Any]) -> dict[str, Any]: ...  # may raise AcpError: answered
 
     def notification(self, method: str, params: Any) -> list[tuple[str, Any]]: ...
 
@@ -365,8 +379,14 @@ class Connection:
                 valid_id = ident if ident is not None and _usable_id(ident) else None
                 await self._reply_error(valid_id, INVALID_REQUEST, f"Invalid request: {problem}")
             return
+        asked = message["method"]
         if self.dialect is not None:
-            message = self.dialect.inbound(message)  # a request the v1 table serves under another name
+            try:  # a request the v1 table serves under another name, or one the dialect refuses
+                message = self.dialect.inbound(message)
+            except AcpError as exc:
+                if not is_notification:
+                    await self._reply_error(ident, exc.code, exc.message, exc.data)
+                return
         method: str = message["method"]
         if method == CANCEL_REQUEST:
             await self._cancel_request(message.get("params"))
@@ -403,6 +423,8 @@ class Connection:
                 before, result = self.dialect.result(method, message.get("params"), payload["result"])
                 await self._notify_all(before)
                 payload = {**payload, "result": result}
+            elif asked != method:  # the handler's refusal names the method it served: say the asked one
+                payload = _renamed_error(payload, method, asked)
             await self.send(payload)
             if "result" in payload:
                 for callback in ctx.after_response:

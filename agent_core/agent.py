@@ -36,7 +36,7 @@ class Agent:
 
     `skills` is the composition root's bridge to the kernel-side skills (agent_core may not import
     them); `on_session` is called with every session created or loaded (the refinement and
-    autonomous-mode seams attach their after-turn hooks there).
+    autonomous-mode features attach there: their slots, their subscriptions on `session.bus`).
     """
 
     def __init__(
@@ -225,7 +225,7 @@ class Agent:
                 # Past `max_kernels` with no kernel that may hibernate, the session waits.
                 on_wait=on_wait,
             )
-            self.finish_setup(session)  # a deferred setup's kernel hooks (host ops) before they run
+            self.finish_setup(session)  # its `KernelReady` handlers (host ops) first
             session.kernel_ready(kernel)
             if revive:
                 # The cell that woke it says what came back (its output reaches the model too).
@@ -504,3 +504,11 @@ def _hide_setup_names(setup: str | None) -> str | None:
         ")\n"
         "del __cacp_setup_before\n"
     )
+
+
+if TYPE_CHECKING:
+    from agent_core.subagents.session_port import SubagentAgent
+
+    def _the_hub_sees_an_agent(agent: Agent) -> SubagentAgent:
+        """For mypy only: an `Agent` is what the subagent hub asks of its owner (it cannot import it)."""
+        return agent

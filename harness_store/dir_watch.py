@@ -12,6 +12,12 @@ Where that cannot be trusted `changed()` is always True and the caller scans as 
 not exist and whose parent is not watched, or a file system that is not local (a write made on
 another machine to an NFS or SMB mount raises no event here). One inotify instance serves the
 whole process; watches are never removed (a few per repository a session has worked in).
+
+What a directory's events cannot tell: a write to a file through a path outside it. For a symlink
+in it the caller checks file by file (repository_backend.py does while an entry is a link); a write
+through a hard link elsewhere goes unseen (git never makes them; finding them would need the stat
+of each file this module avoids). The process must not fork without exec: the child would read
+events off the same queue.
 """
 
 from __future__ import annotations
@@ -155,13 +161,20 @@ class DirWatch:
         # directory swapped in under the same path (an unwatched parent renamed) raises nothing.
         self._identities: tuple[tuple[str, tuple[int, int]], ...] = ()
         self._overflows = 0
-        self._trusted: bool | None = None  # read from the mount table at the first arm()
+        self._trusted = False
+        # The directories' identities the mount table was last read for: read again whenever one
+        # differs (one appeared, or was swapped), e.g. `.continual-acp` made later as a link elsewhere.
+        self._checked_for: tuple[tuple[int, int] | None, ...] | None = None
 
     def arm(self) -> None:
         """Start counting from now: call it right before reading what the directories hold."""
         self._marks = None
-        if self._trusted is None:
-            self._trusted = bool(self.dirs) and file_system(self.dirs[0]) in LOCAL_FILE_SYSTEMS
+        found = [(d, _identity(d)) for d in self.dirs]  # before the watches: a swap between is a change
+        key = tuple(identity for _, identity in found)
+        if key != self._checked_for:
+            self._checked_for = key
+            present = [d for d, identity in found if identity is not None]
+            self._trusted = bool(present) and all(file_system(d) in LOCAL_FILE_SYSTEMS for d in present)
         if not self._trusted:
             return
         with _SHARED.lock:
@@ -169,8 +182,7 @@ class DirWatch:
             marks: dict[int, int] = {}
             watched: set[Path] = set()
             identities: list[tuple[str, tuple[int, int]]] = []
-            for directory in self.dirs:
-                identity = _identity(directory)  # before the watch: a swap between them is then a change
+            for directory, identity in found:
                 wd = _SHARED.watch(directory) if identity is not None else None
                 if wd is None or identity is None:
                     if directory.parent in watched and not directory.exists():

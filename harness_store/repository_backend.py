@@ -117,9 +117,9 @@ class RepositoryBackend(Backend):
         self.tombstones_path = self.root / TOMBSTONES_FILE
         self.lock_path = self.root / LOCK_FILE
         self.lock_timeout = lock_timeout
-        # path (a str: Path objects cost more than the stat) -> ((mtime_ns, size), parsed entry or
+        # path (a str: Path objects cost more than the stat) -> ((inode, mtime_ns, size), parsed entry or
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
-        self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
+        self._files: dict[str, tuple[tuple[int, int, int], HarnessEntry | str]] = {}
         self._history = ProjectHistory(self.history_path)
         # The last snapshot read with nothing to repair and no conflict, and what it was read from
         # (history version, tombstones file signature): while no file changed, `read()` hands out
@@ -127,6 +127,9 @@ class RepositoryBackend(Backend):
         self._clean: tuple[tuple[object, ...], HarnessState] | None = None
         # Which lets that read skip the stat of every entry file (dir_watch.py: inotify, where trusted).
         self._watch = DirWatch([self.root, self.entries_dir, *(self.entries_dir / kind for kind in KINDS)])
+        # An entry file that is a symlink: a write to its target raises no event in these directories,
+        # so while the last scan saw one, every read stats each file instead of trusting the watch.
+        self._links = False
         self._written: list[Path] = []  # the files the current locked write touched (write_listeners)
 
     @property
@@ -141,7 +144,7 @@ class RepositoryBackend(Backend):
         entries = empty_entries()
         broken: list[ProjectConflict] = []
         seen: set[str] = set()
-        changed = False
+        changed = links = False
         for kind in KINDS:
             directory = self.entries_dir / kind
             try:
@@ -156,6 +159,7 @@ class RepositoryBackend(Backend):
                 if not item.name.endswith(".md") or item.name.startswith("."):
                     continue
                 seen.add(item.path)
+                links = links or item.is_symlink()  # from the listing's file type: no extra call
                 parsed, fresh = self._read(item)
                 changed = changed or fresh
                 if isinstance(parsed, HarnessEntry):
@@ -165,6 +169,7 @@ class RepositoryBackend(Backend):
         for stale in set(self._files) - seen:
             del self._files[stale]
             changed = True
+        self._links = links
         return entries, broken, changed
 
     def _read(self, item: os.DirEntry[str]) -> tuple[HarnessEntry | str, bool]:
@@ -174,7 +179,7 @@ class RepositoryBackend(Backend):
             stat = item.stat()
         except OSError:
             return "", True
-        sig = (stat.st_mtime_ns, stat.st_size)
+        sig = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # the inode: a save by rename in one tick
         cached = self._files.get(path)
         if cached is not None and cached[0] == sig:
             return cached[1], False
@@ -236,7 +241,7 @@ class RepositoryBackend(Backend):
         return missing
 
     def _snapshot(self, *, repair: bool = False) -> tuple[HarnessState, list[ProjectConflict]]:
-        if self._clean is not None and not self._watch.changed():  # no entry file touched since
+        if self._clean is not None and not self._links and not self._watch.changed():  # nothing touched
             self._history.refresh()
             if self._clean[0] == (self._history.version, _signature(self.tombstones_path)):
                 return self._clean[1], []
@@ -428,7 +433,7 @@ class RepositoryBackend(Backend):
                     write_text_atomic(path, render_entry(edit.after))
                     # What we just wrote needs no re-parse by our next read.
                     stat = path.stat()
-                    self._files[str(path)] = ((stat.st_mtime_ns, stat.st_size), edit.after)
+                    self._files[str(path)] = ((stat.st_ino, stat.st_mtime_ns, stat.st_size), edit.after)
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()

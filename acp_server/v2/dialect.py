@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_server.errors import AcpError
 from acp_server.v2 import builders, reshape
 
 Frame = dict[str, object]
@@ -90,13 +91,21 @@ class V2Dialect:
 
     def inbound(self, message: dict[str, Any]) -> dict[str, Any]:
         """`session/resume` with `replayFrom: {type: "start"}` is what v1 calls `session/load`: the
-        history is replayed (in v2 shapes) before the answer. Everything else is served as sent."""
+        history is replayed (in v2 shapes) before the answer. Any other cursor raises -32602 (the
+        draft forbids resuming without the replay asked for). Everything else is served as sent."""
         params = message.get("params")
         if message.get("method") != "session/resume" or not isinstance(params, Mapping):
             return message
         replay = params.get("replayFrom")
-        if not isinstance(replay, Mapping) or replay.get("type") != "start":
+        if replay is None:
             return message
+        if not isinstance(replay, Mapping) or replay.get("type") != "start":
+            kind = replay.get("type") if isinstance(replay, Mapping) else None
+            said = f"{kind!r}" if isinstance(kind, str) else "without a type"
+            raise AcpError.invalid_params(
+                f"session/resume: replayFrom {said} is not a cursor this agent replays from; "
+                'replay from {"type": "start"}, or resume without replayFrom'
+            )
         load = {k: v for k, v in params.items() if k != "replayFrom"}
         load.setdefault("mcpServers", [])
         return {**message, "method": "session/load", "params": load}

@@ -128,7 +128,7 @@ class SessionRefinement:
         self.coordinator.turn_ended()
 
     def turn_failed(self) -> None:
-        """The session calls this when a turn raised (a model failure): no after-turn hook ran."""
+        """The session calls this when a turn raised (a model failure): no `TurnFinished` was published."""
         self.coordinator.turn_failed()
 
     def on_kernel(self, kernel: KernelSession) -> None:

@@ -202,7 +202,7 @@ class RefinementCoordinator:
         self.jobs.turn_ended()
 
     def turn_failed(self) -> None:
-        """The turn ended with an error (no after-turn hooks ran)."""
+        """The turn ended with an error (no `TurnFinished` was published)."""
         self.jobs.turn_failed()
 
     def checkpoint(self, note: str) -> None:

@@ -36,7 +36,7 @@ from agent_core.subagents.records import (
     now_iso,
 )
 from agent_core.subagents.runner import Activity, Ending, drive
-from agent_core.subagents.session_port import SubagentSession
+from agent_core.subagents.session_port import SubagentAgent, SubagentSession
 from agent_core.subagents.specs import Spec, first_prompt, resolve_spec
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,7 @@ class AttachedSession(SubagentSession, Protocol):
 
 
 class SubagentHub:
-    def __init__(self, agent: Any, limits: Limits | None = None) -> None:
+    def __init__(self, agent: SubagentAgent, limits: Limits | None = None) -> None:
         self.agent = agent
         self.limits = limits or Limits.from_config(agent.config)
         self._records: dict[str, ChildRecord] = {}  # child session id -> its record

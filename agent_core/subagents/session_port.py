@@ -1,4 +1,5 @@
-"""What the subagent hub uses of a session (parent or child), typed without importing the session.
+"""What the subagent hub uses of a session (parent or child) and of the agent, typed without
+importing either.
 
 The session declares the hub as its `subagents` slot, so this package must not import
 agent_core.session (not even for annotations: the two would form an import cycle). `Session` meets
@@ -15,6 +16,8 @@ from agent_core import events as ev
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
     from agent_core.bus import EventBus
+    from agent_core.config.loader import AgentConfig
+    from agent_core.history.transcript import SessionStore
     from agent_core.model import Usage
     from agent_core.ports import EditorPort
     from harness_store import HarnessStore
@@ -68,3 +71,20 @@ class SubagentSession(Protocol):
     async def publish(self, event: ev.TurnEvent) -> None: ...
 
     async def cancel(self) -> None: ...
+
+
+class SubagentAgent(Protocol):
+    """What the hub uses of the agent that owns it (`Agent` is one): config, transcripts, and making,
+    finding and closing the child sessions."""
+
+    @property
+    def config(self) -> AgentConfig: ...
+
+    @property
+    def store(self) -> SessionStore: ...
+
+    async def new_session(self, cwd: str, editor: EditorPort) -> SubagentSession: ...
+
+    def get_session(self, session_id: str) -> SubagentSession | None: ...
+
+    async def close_session(self, session_id: str) -> None: ...

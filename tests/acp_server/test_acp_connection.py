@@ -171,3 +171,80 @@ async def test_end_of_input_fails_waiting_client_requests_instead_of_hanging() -
             assert (await side.receive())["method"] == "client/thing"
             await side.close_input()
     assert outcome == ["ConnectionClosed"]
+
+
+@pytest.mark.parametrize(
+    "replay_from",
+    [{"type": "message", "messageId": "m1"}, {"type": "_ours"}, "start", {"kind": "start"}],
+    ids=["future-cursor", "extension-cursor", "not-an-object", "no-type"],
+)
+async def test_a_v2_resume_from_a_cursor_it_cannot_replay_is_refused_not_resumed_without_replay(
+    replay_from: object,
+) -> None:
+    """The v2 draft: an agent that does not support a replay cursor must answer -32602 rather than
+    resume without the replay. `{type: "start"}` is v1's session/load; no `replayFrom` is a resume."""
+    from acp_server.v2.dialect import V2Dialect
+
+    registry = MethodRegistry()
+    served: list[str] = []
+
+    @registry.request("session/resume")
+    async def resume(ctx: RequestContext, params: Any) -> Any:
+        served.append("resume")
+        return {}
+
+    @registry.request("session/load")
+    async def load(ctx: RequestContext, params: Any) -> Any:
+        served.append("load")
+        return {}
+
+    side = Peer(registry)
+    side.connection.dialect = V2Dialect(side.connection.notify_as_is)
+    base = {"sessionId": "s1", "cwd": "/work"}
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(side.connection.serve)
+        with anyio.fail_after(10):
+            await side.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "session/resume",
+                    "params": {**base, "replayFrom": replay_from},
+                }
+            )
+            while "id" not in (refused := await side.receive()):
+                pass  # a resumed session's state snapshot would come first
+            assert refused["id"] == 1 and refused["error"]["code"] == -32602, refused
+            assert "replayFrom" in refused["error"]["message"]
+            for ident, params in ((2, {**base, "replayFrom": {"type": "start"}}), (3, base)):
+                await side.send({"jsonrpc": "2.0", "id": ident, "method": "session/resume", "params": params})
+                while "id" not in (answer := await side.receive()):
+                    pass
+                assert answer == {"jsonrpc": "2.0", "id": ident, "result": {}}
+        tg.cancel_scope.cancel()
+    assert served == ["load", "resume"]
+
+
+async def test_an_error_of_a_request_served_under_another_name_names_the_method_the_client_sent() -> None:
+    """A v2 `session/resume` from the start is served as `session/load`; its refusal must still say
+    `session/resume`, the only name the client knows."""
+    from acp_server.errors import AcpError
+    from acp_server.v2.dialect import V2Dialect
+
+    registry = MethodRegistry()
+
+    @registry.request("session/load")
+    async def load(ctx: RequestContext, params: Any) -> Any:
+        raise AcpError.invalid_params(f"Invalid params for {ctx.method}: cwd: Field required")
+
+    side = Peer(registry)
+    side.connection.dialect = V2Dialect(side.connection.notify_as_is)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(side.connection.serve)
+        with anyio.fail_after(10):
+            params = {"sessionId": "s1", "replayFrom": {"type": "start"}}
+            await side.send({"jsonrpc": "2.0", "id": 1, "method": "session/resume", "params": params})
+            while "id" not in (answer := await side.receive()):
+                pass
+        tg.cancel_scope.cancel()
+    assert answer["error"]["message"] == "Invalid params for session/resume: cwd: Field required"

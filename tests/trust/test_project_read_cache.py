@@ -61,13 +61,17 @@ def test_an_unarmed_or_unwatchable_watch_always_says_changed(tmp_path: Path) -> 
 
 
 def test_a_project_read_is_the_same_state_until_an_entry_file_changes_then_the_change_is_read(
-    repo: Path,
+    repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _require_local(repo)
     store = ProjectStore(repo)
     store.apply({"edits": [memory("A", "one"), memory("B", "two")]}, trigger="user")
     first = store.load()
+    scans: list[int] = []
+    real_scan = store.backend._scan  # type: ignore[attr-defined]
+    monkeypatch.setattr(store.backend, "_scan", lambda: (scans.append(1), real_scan())[1])
     assert store.load() is first
+    assert scans == []  # the watch said nothing changed: no listing, no stat of the entry files
     path = project_root(repo) / "entries" / "memory" / "a.md"
     # A hand edit in place (same directory entry, no rename): the next read has it.
     path.write_text(path.read_text().replace("\none\n", "\nuno, changed by hand\n"))
@@ -128,3 +132,82 @@ def test_a_watch_refused_by_the_kernel_or_a_remote_file_system_always_says_chang
     remote = DirWatch([tmp_path])
     remote.arm()
     assert remote.changed() is True
+
+
+def test_a_file_renamed_over_a_watched_file_from_an_unwatched_directory_is_seen(tmp_path: Path) -> None:
+    """How an editor or `git` saves: the new text written elsewhere, then renamed over the entry."""
+    _require_local(tmp_path)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "spare").mkdir()
+    (tmp_path / "a" / "x.md").write_text("one")
+    (tmp_path / "spare" / "x.md.new").write_text("two")
+    watch = DirWatch([tmp_path / "a"])
+    watch.arm()
+    assert watch.changed() is False
+    (tmp_path / "spare" / "x.md.new").replace(tmp_path / "a" / "x.md")
+    assert watch.changed() is True
+
+
+def test_an_entry_file_that_is_a_symlink_is_read_again_when_its_target_changes(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A write to a symlink's target raises no event in the entries directory: such a harness is
+    checked file by file, as before the watch."""
+    _require_local(repo)
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one")]}, trigger="user")
+    path = project_root(repo) / "entries" / "memory" / "a.md"
+    target = tmp_path / "shared-a.md"
+    target.write_text(path.read_text())
+    path.unlink()
+    path.symlink_to(target)
+    assert store.load().get("memory", "a").content == "one"  # type: ignore[union-attr]
+    target.write_text(target.read_text().replace("\none\n", "\nuno, changed at the target\n"))
+    assert store.load().get("memory", "a").content == "uno, changed at the target"  # type: ignore[union-attr]
+
+
+def test_a_directory_that_appears_later_on_a_remote_file_system_is_not_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mount table is read again whenever a watched directory is not the one it was read for:
+    `.continual-acp` made after the first read as a link onto an NFS mount (stood in for here)."""
+    import os
+
+    import harness_store.dir_watch as dir_watch
+
+    _require_local(tmp_path)
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    real_file_system = dir_watch.file_system
+
+    def file_system(path: Path, mounts: object = None) -> str | None:
+        if os.path.realpath(path).startswith(str(remote)):
+            return "nfs4"
+        return real_file_system(path)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(dir_watch, "file_system", file_system)
+    harness = tmp_path / "harness"
+    watch = DirWatch([harness])
+    watch.arm()  # the directory does not exist yet: read file by file
+    assert watch.changed() is True
+    harness.symlink_to(remote)
+    watch.arm()
+    assert watch.changed() is True  # on the remote mount: another machine's write raises no event here
+
+
+def test_an_entry_replaced_with_text_of_the_same_size_and_time_is_read_again(repo: Path) -> None:
+    """A save by rename (editors, `git checkout`) inside one tick of the file-time clock: same size and
+    mtime as the file read before, but another file."""
+    import os
+
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one")]}, trigger="user")
+    path = project_root(repo) / "entries" / "memory" / "a.md"
+    assert store.load().get("memory", "a").content == "one"  # type: ignore[union-attr]
+    before = path.stat()
+    fresh = path.with_name(".a.md.new")
+    fresh.write_text(path.read_text().replace("\none\n", "\nuno\n"))
+    os.utime(fresh, ns=(before.st_atime_ns, before.st_mtime_ns))
+    fresh.replace(path)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert store.load().get("memory", "a").content == "uno"  # type: ignore[union-attr]
