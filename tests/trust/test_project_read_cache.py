@@ -211,3 +211,17 @@ def test_an_entry_replaced_with_text_of_the_same_size_and_time_is_read_again(rep
     fresh.replace(path)
     assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     assert store.load().get("memory", "a").content == "uno"  # type: ignore[union-attr]
+
+
+def test_a_dangling_symlink_in_place_of_a_directory_leaves_the_watch_untrusted(tmp_path: Path) -> None:
+    """Its target appearing later raises no event on the parent: nothing may be assumed of it."""
+    _require_local(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    (watched / "link").symlink_to(elsewhere)
+    watch = DirWatch([watched, watched / "link"])
+    watch.arm()
+    elsewhere.mkdir()
+    (elsewhere / "x.md").write_text("x")
+    assert watch.changed() is True
