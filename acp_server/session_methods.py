@@ -116,7 +116,13 @@ def install(server: HarnessHost) -> None:
         from acp_server import frames
 
         opened = await server.open_session(request.session_id)
-        title = opened.session.set_title(request.title)
+        try:
+            title = opened.session.set_title(request.title)
+        except ValueError:  # nothing left once control characters are dropped
+            raise AcpError.invalid_params(
+                "Invalid params for session/set_title: title: has no text to show (only whitespace or "
+                "control characters)"
+            ) from None
         await server.send_update(request.session_id, frames.session_title_update(title))
         return {}
 

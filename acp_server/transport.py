@@ -99,6 +99,13 @@ def _envelope_problem(message: dict[str, Any]) -> str | None:
     return None
 
 
+def _renamed_error(payload: dict[str, Any], served: str, asked: str) -> dict[str, Any]:
+    error = payload.get("error")
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return payload
+    return {**payload, "error": {**error, "message": error["message"].replace(served, asked)}}
+
+
 def _encode(message: Mapping[str, object]) -> bytes | None:
     """One UTF-8 JSON line, or an internal-error answer in its place when the message cannot be
     serialized (NaN, a non-JSON type); None for an unserializable notification (logged, dropped)."""
@@ -372,6 +379,7 @@ class Connection:
                 valid_id = ident if ident is not None and _usable_id(ident) else None
                 await self._reply_error(valid_id, INVALID_REQUEST, f"Invalid request: {problem}")
             return
+        asked = message["method"]
         if self.dialect is not None:
             try:  # a request the v1 table serves under another name, or one the dialect refuses
                 message = self.dialect.inbound(message)
@@ -415,6 +423,8 @@ class Connection:
                 before, result = self.dialect.result(method, message.get("params"), payload["result"])
                 await self._notify_all(before)
                 payload = {**payload, "result": result}
+            elif asked != method:  # the handler's refusal names the method it served: say the asked one
+                payload = _renamed_error(payload, method, asked)
             await self.send(payload)
             if "result" in payload:
                 for callback in ctx.after_response:

@@ -65,3 +65,14 @@ class StreamJoiner:
         """Whatever is still held back (a lone high surrogate becomes U+FFFD)."""
         text, self._pending = self._pending, ""
         return scrub(text)
+
+
+# C0/C1 controls and the bidirectional marks, embeddings, overrides and isolates: a title is one line
+# an editor lists; an escape sequence or a right-to-left override in it would disguise what it says.
+_NOT_SHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(text: str) -> str:
+    """`text` as one line of plain text: control and bidirectional characters dropped (whitespace
+    ones become spaces), whitespace collapsed."""
+    return " ".join(_NOT_SHOWN.sub(lambda m: " " if m.group().isspace() else "", text).split())

@@ -38,6 +38,7 @@ from agent_core.kernel.handle import KernelHandle
 from agent_core.mcp.prompt_section import prompt_section as mcp_prompt_section
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
+from agent_core.safetext import one_line
 from agent_core.trust.entry_usage import TurnUsage, UsageLedger
 from agent_core.turn.content import plain_text, title_from
 from agent_core.turn.hooks import RefinementHook
@@ -460,8 +461,9 @@ class Session:
 
     def set_title(self, title: str) -> str:
         """The user's title for the session (kept over the derived one); returns it as stored:
-        whitespace collapsed, at most 200 characters. Raises ValueError for an empty title."""
-        cleaned = " ".join(title.split())[:200]
+        whitespace collapsed, control characters dropped (`safetext.one_line`), at most 200
+        characters. Raises ValueError for an empty title."""
+        cleaned = one_line(title)[:200]
         if not cleaned:
             raise ValueError("title must not be empty")
         self.title = cleaned

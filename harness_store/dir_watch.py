@@ -185,8 +185,8 @@ class DirWatch:
             for directory, identity in found:
                 wd = _SHARED.watch(directory) if identity is not None else None
                 if wd is None or identity is None:
-                    if directory.parent in watched and not directory.exists():
-                        continue  # its creation is an event on the parent
+                    if directory.parent in watched and not directory.is_symlink() and not directory.exists():
+                        continue  # its creation is an event on the parent (a dangling link's target's is not)
                     return
                 watched.add(directory)
                 identities.append((str(directory), identity))

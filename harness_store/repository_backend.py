@@ -117,9 +117,9 @@ class RepositoryBackend(Backend):
         self.tombstones_path = self.root / TOMBSTONES_FILE
         self.lock_path = self.root / LOCK_FILE
         self.lock_timeout = lock_timeout
-        # path (a str: Path objects cost more than the stat) -> ((mtime_ns, size), parsed entry or
+        # path (a str: Path objects cost more than the stat) -> ((inode, mtime_ns, size), parsed entry or
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
-        self._files: dict[str, tuple[tuple[int, int], HarnessEntry | str]] = {}
+        self._files: dict[str, tuple[tuple[int, int, int], HarnessEntry | str]] = {}
         self._history = ProjectHistory(self.history_path)
         # The last snapshot read with nothing to repair and no conflict, and what it was read from
         # (history version, tombstones file signature): while no file changed, `read()` hands out
@@ -179,7 +179,7 @@ class RepositoryBackend(Backend):
             stat = item.stat()
         except OSError:
             return "", True
-        sig = (stat.st_mtime_ns, stat.st_size)
+        sig = (stat.st_ino, stat.st_mtime_ns, stat.st_size)  # the inode: a save by rename in one tick
         cached = self._files.get(path)
         if cached is not None and cached[0] == sig:
             return cached[1], False
@@ -433,7 +433,7 @@ class RepositoryBackend(Backend):
                     write_text_atomic(path, render_entry(edit.after))
                     # What we just wrote needs no re-parse by our next read.
                     stat = path.stat()
-                    self._files[str(path)] = ((stat.st_mtime_ns, stat.st_size), edit.after)
+                    self._files[str(path)] = ((stat.st_ino, stat.st_mtime_ns, stat.st_size), edit.after)
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()

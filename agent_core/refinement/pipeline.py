@@ -85,7 +85,7 @@ class PlanPipeline:
             scope=scope,
             instructions=instructions,
             project=has_project,
-            entry_ids=[key for kind in baseline.entries.values() for key in kind],
+            entry_ids={kind: list(items) for kind, items in baseline.entries.items()},
         )
         project_outcome: RefinementOutcome | None = None
         if scope == "project" or plan.project is not None:

@@ -8,7 +8,7 @@ project rule reads them). Applying is the coordinator's job, under the store loc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,11 +126,11 @@ class RefinementPlanner:
         scope: Scope,
         instructions: str | None,
         project: bool = False,
-        entry_ids: Sequence[str] = (),
+        entry_ids: Mapping[str, Sequence[str]] | None = None,
     ) -> Plan:
         """Write a proposal (`project`: the session has a project harness; the prompt says when an
-        edit belongs there; `entry_ids`: the ids an update or delete may name, for the reply's
-        schema). Parse failures raise ReplyParseError (truncated / invalid / none)."""
+        edit belongs there; `entry_ids`: kind -> the ids an update or delete may name, for the
+        reply's schema). Parse failures raise ReplyParseError (truncated / invalid / none)."""
         trajectory = render_trajectory(
             items, max_chars=self.windows.planner_chars, tool_result_chars=self.windows.tool_result_chars
         )

@@ -12,7 +12,7 @@ fails on a few hundred of them (llama-cpp-python's server dies). Arrays are boun
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 _TEXT: dict[str, Any] = {"type": "string"}
@@ -48,28 +48,38 @@ _DETAILS: dict[str, Any] = {
 ID_ENUM_LIMIT = 200
 
 
-def _edit(action: str, required: list[str], fields: dict[str, Any]) -> dict[str, Any]:
+def _edit(
+    action: str, required: list[str], fields: dict[str, Any], kind: dict[str, Any] = _KIND
+) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": {"action": {"type": "string", "const": action}, "kind": _KIND, **fields, **_DETAILS},
+        "properties": {"action": {"type": "string", "const": action}, "kind": kind, **fields, **_DETAILS},
         "required": ["action", "kind", *required],
         "additionalProperties": False,
     }
 
 
-def plan_schema(entry_ids: Collection[str] = ()) -> dict[str, Any]:
+def _changes(kind: dict[str, Any], known: dict[str, Any]) -> list[dict[str, Any]]:
+    """The update and delete shapes for entries of `kind` whose ids are `known`."""
+    fields = {"id": known, "title": _TEXT, "content": _TEXT}
+    return [
+        _edit("update", ["id", "title", "content"], fields, kind),
+        _edit("delete", ["id"], {"id": known}, kind),
+    ]
+
+
+def plan_schema(entry_ids: Mapping[str, Collection[str]] | None = None) -> dict[str, Any]:
     """The planner's answer, one edit shape per action with the fields the store needs for it (a
     create or an update its title and content, an update or a delete its id). An update or delete
-    may only name an entry that exists (`entry_ids`, the ids of the store being refined); with no
-    entries there is nothing to update, and only creates are offered."""
+    may only name an entry that exists, with its own kind (`entry_ids`: kind -> the ids of the
+    store being refined); with no entries there is nothing to update, and only creates are offered."""
     shapes = [_edit("create", ["title", "content"], {"title": _TEXT, "content": _TEXT})]
-    if entry_ids:
-        ids = sorted(set(entry_ids))
-        known: dict[str, Any] = {"type": "string", "enum": ids} if len(ids) <= ID_ENUM_LIMIT else _TEXT
-        shapes.append(
-            _edit("update", ["id", "title", "content"], {"id": known, "title": _TEXT, "content": _TEXT})
-        )
-        shapes.append(_edit("delete", ["id"], {"id": known}))
+    known = {kind: sorted(set(ids)) for kind, ids in (entry_ids or {}).items() if ids}
+    if sum(len(ids) for ids in known.values()) > ID_ENUM_LIMIT:
+        shapes += _changes(_KIND, _TEXT)
+    else:
+        for kind, ids in sorted(known.items()):
+            shapes += _changes({"type": "string", "const": kind}, {"type": "string", "enum": ids})
     return {
         "type": "object",
         "properties": {

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from agent_core.events import ImagePart, PromptPart, ResourceLinkPart, ResourcePart, TextPart
+from agent_core.safetext import one_line
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +163,7 @@ def title_from(parts: Sequence[PromptPart], limit: int = 60) -> str:
     """A session title from the first prompt: its first line, whitespace-collapsed and bounded."""
     text = plain_text(parts)
     first = next((line for line in text.splitlines() if line.strip()), "")
-    title = " ".join(first.split())
+    title = one_line(first)
     if len(title) > limit:
         title = title[: limit - 1].rstrip() + "…"
     return title or "Untitled session"

@@ -223,3 +223,28 @@ async def test_a_v2_resume_from_a_cursor_it_cannot_replay_is_refused_not_resumed
                 assert answer == {"jsonrpc": "2.0", "id": ident, "result": {}}
         tg.cancel_scope.cancel()
     assert served == ["load", "resume"]
+
+
+async def test_an_error_of_a_request_served_under_another_name_names_the_method_the_client_sent() -> None:
+    """A v2 `session/resume` from the start is served as `session/load`; its refusal must still say
+    `session/resume`, the only name the client knows."""
+    from acp_server.errors import AcpError
+    from acp_server.v2.dialect import V2Dialect
+
+    registry = MethodRegistry()
+
+    @registry.request("session/load")
+    async def load(ctx: RequestContext, params: Any) -> Any:
+        raise AcpError.invalid_params(f"Invalid params for {ctx.method}: cwd: Field required")
+
+    side = Peer(registry)
+    side.connection.dialect = V2Dialect(side.connection.notify_as_is)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(side.connection.serve)
+        with anyio.fail_after(10):
+            params = {"sessionId": "s1", "replayFrom": {"type": "start"}}
+            await side.send({"jsonrpc": "2.0", "id": 1, "method": "session/resume", "params": params})
+            while "id" not in (answer := await side.receive()):
+                pass
+        tg.cancel_scope.cancel()
+    assert answer["error"]["message"] == "Invalid params for session/resume: cwd: Field required"

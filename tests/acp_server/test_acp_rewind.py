@@ -341,6 +341,13 @@ def test_session_status_says_open_or_saved_and_set_title_renames_the_session(
     with pytest.raises(RpcError) as empty:
         client.request("session/set_title", {"sessionId": sid, "title": " "})
     assert empty.value.code == -32602
+    # Control and bidirectional override characters are dropped; a title of nothing else is empty.
+    assert client.request("session/set_title", {"sessionId": sid, "title": "a\x00b\u202e\x1b[1mc\x85d"}) == {}
+    listed = client.request("session/list", {"cwd": str(tmp_path)})["sessions"]
+    assert [s["title"] for s in listed if s["sessionId"] == sid] == ["ab[1mc d"]
+    with pytest.raises(RpcError) as unprintable:
+        client.request("session/set_title", {"sessionId": sid, "title": "\x00\u202e\x1b"})
+    assert unprintable.value.code == -32602
 
 
 def test_session_rewind_by_message_id_goes_back_to_before_that_replayed_prompt(

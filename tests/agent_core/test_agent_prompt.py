@@ -120,3 +120,12 @@ def test_title_is_the_first_line_bounded() -> None:
     assert len(title_from([TextPart("y" * 200)])) == 60
     assert title_from([ImagePart("aGk=", "image/png")]) == "Untitled session"
     assert plain_text([TextPart("a"), ResourceLinkPart("file:///b.py", "b.py")]) == "a b.py"
+
+
+def test_a_title_drops_control_and_bidirectional_override_characters() -> None:
+    """An editor lists the title as one line of text: an escape sequence or a right-to-left override
+    in it would disguise what it says."""
+    assert title_from([TextPart("fix\x00 the\x1b[31m bug\u202egnp.exe\x7f\u2066x\u2069")]) == (
+        "fix the[31m buggnp.exex"
+    )
+    assert title_from([TextPart("\x00\x1b\u202e")]) == "Untitled session"

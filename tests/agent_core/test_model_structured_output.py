@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ def _planner(client: ModelClient) -> RefinementPlanner:
     return RefinementPlanner(ModelClientCompletion(client), RefineBudgets(512, 512))
 
 
-async def _plan(planner: RefinementPlanner, entry_ids: tuple[str, ...] = ()) -> list[str]:
+async def _plan(planner: RefinementPlanner, entry_ids: dict[str, list[str]] | None = None) -> list[str]:
     plan = await planner.plan(
         [], overview="(empty)", history=[], scope="local", instructions=None, entry_ids=entry_ids
     )
@@ -114,23 +115,31 @@ async def test_a_400_that_is_not_about_response_format_surfaces_and_the_schema_i
     assert kinds == ["json_schema", "json_schema"]
 
 
-def _shapes(schema: dict[str, object]) -> dict[str, dict[str, object]]:
-    edits = schema["properties"]["edits"]["items"]["anyOf"]  # type: ignore[index]
-    return {shape["properties"]["action"]["const"]: shape for shape in edits}
+def _shapes(schema: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(action, kind) -> shape; "*" for a shape open to every kind."""
+    edits = schema["properties"]["edits"]["items"]["anyOf"]
+    return {
+        (shape["properties"]["action"]["const"], shape["properties"]["kind"].get("const", "*")): shape
+        for shape in edits
+    }
 
 
-async def test_an_update_or_delete_may_only_name_an_existing_entry_and_none_is_offered_without_entries() -> (
+async def test_an_update_or_delete_may_only_name_an_existing_entry_of_its_kind_and_none_without_entries() -> (
     None
 ):
+    ids = {"memory": ["test_command", "style"], "skill": ["run_checks"], "prompt": []}
     with ScriptedModelServer([text(PLAN)]) as server:
         client = _client(server.base_url)
         try:
-            await _plan(_planner(client), entry_ids=("test_command", "style"))
+            await _plan(_planner(client), entry_ids=ids)
         finally:
             await client.aclose()
         shapes = _shapes(server.requests[0]["response_format"]["json_schema"]["schema"])
-    assert set(shapes) == {"create", "update", "delete"}
-    assert shapes["update"]["properties"]["id"]["enum"] == ["style", "test_command"]  # type: ignore[index]
-    assert shapes["update"]["required"] == ["action", "kind", "id", "title", "content"]
-    assert shapes["create"]["required"] == ["action", "kind", "title", "content"]
-    assert set(_shapes(plan_schema())) == {"create"}
+    assert set(shapes) == {
+        ("create", "*"), ("update", "memory"), ("delete", "memory"), ("update", "skill"), ("delete", "skill"),
+    }  # fmt: skip
+    assert shapes[("update", "memory")]["properties"]["id"]["enum"] == ["style", "test_command"]
+    assert shapes[("delete", "skill")]["properties"]["id"]["enum"] == ["run_checks"]
+    assert shapes[("update", "memory")]["required"] == ["action", "kind", "id", "title", "content"]
+    assert shapes[("create", "*")]["required"] == ["action", "kind", "title", "content"]
+    assert set(_shapes(plan_schema())) == {("create", "*")}

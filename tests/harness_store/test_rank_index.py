@@ -85,6 +85,41 @@ def test_a_write_to_one_kind_keeps_the_other_kinds_merged_dicts_so_their_indexes
     assert sorted(after.entries["prompt"]) == ["g2", "p1"]
 
 
+def test_the_prompt_view_and_its_overview_follow_a_rollback_and_a_hand_edit_of_a_project_file(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    """The merged kinds and their word indexes are reused by the identity of their sources: what a
+    rollback restores and what `git pull` writes into a project file must reach the prompt."""
+    from harness_store import HarnessStore
+    from harness_store.project import ProjectStore, project_root
+
+    def create(kind: str, entry_id: str, content: str) -> dict[str, object]:
+        return {"action": "create", "kind": kind, "id": entry_id, "title": entry_id, "content": content}
+
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    glob, local = HarnessStore(tmp_path / "global"), HarnessStore(tmp_path / "local")
+    project = ProjectStore(tmp_path / "repo")
+    glob.apply({"edits": [create("memory", "g1", "pandas first")]}, scope="global", trigger="user")
+    project.apply({"edits": [create("memory", "p1", "rebase onto main")]}, trigger="user")
+    budget = OverviewBudget(entries_per_kind=7, max_chars=100_000)
+
+    def overview() -> str:
+        view = ScopeStates(local.load(), glob.load(), project.load()).prompt_view()
+        for _ in range(2):  # the second ranking of a dict uses its index
+            text = render_overview(view, query="pandas rebase", budget=budget)
+        return text
+
+    before = overview()
+    added = glob.apply({"edits": [create("memory", "g2", "pandas later")]}, scope="global", trigger="user")
+    assert "pandas later" in overview()
+    glob.rollback(added.id)
+    assert overview() == before
+    path = project_root(tmp_path / "repo") / "entries" / "memory" / "p1.md"
+    path.write_text(path.read_text().replace("rebase onto main", "rebase onto trunk, pulled"))
+    pulled = overview()
+    assert "rebase onto trunk, pulled" in pulled and "rebase onto main" not in pulled
+
+
 def test_an_index_derived_after_a_few_writes_ranks_as_a_fresh_plain_pass() -> None:
     """The next prompt after a write ranks a copy of the kind's dict with a few entries changed: its
     index is derived from the last one, and must choose exactly what a plain pass over it chooses."""

@@ -95,6 +95,7 @@ async def test_the_planners_schema_offers_updates_only_of_the_entries_the_store_
     update = rig.server.requests[1]["response_format"]["json_schema"]["schema"]["properties"]["edits"][
         "items"
     ]["anyOf"][1]
+    assert update["properties"]["kind"] == {"type": "string", "const": "memory"}
     assert update["properties"]["id"]["enum"] == ["test_command"]
 
 

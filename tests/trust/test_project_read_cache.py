@@ -193,3 +193,35 @@ def test_a_directory_that_appears_later_on_a_remote_file_system_is_not_trusted(
     harness.symlink_to(remote)
     watch.arm()
     assert watch.changed() is True  # on the remote mount: another machine's write raises no event here
+
+
+def test_an_entry_replaced_with_text_of_the_same_size_and_time_is_read_again(repo: Path) -> None:
+    """A save by rename (editors, `git checkout`) inside one tick of the file-time clock: same size and
+    mtime as the file read before, but another file."""
+    import os
+
+    store = ProjectStore(repo)
+    store.apply({"edits": [memory("A", "one")]}, trigger="user")
+    path = project_root(repo) / "entries" / "memory" / "a.md"
+    assert store.load().get("memory", "a").content == "one"  # type: ignore[union-attr]
+    before = path.stat()
+    fresh = path.with_name(".a.md.new")
+    fresh.write_text(path.read_text().replace("\none\n", "\nuno\n"))
+    os.utime(fresh, ns=(before.st_atime_ns, before.st_mtime_ns))
+    fresh.replace(path)
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    assert store.load().get("memory", "a").content == "uno"  # type: ignore[union-attr]
+
+
+def test_a_dangling_symlink_in_place_of_a_directory_leaves_the_watch_untrusted(tmp_path: Path) -> None:
+    """Its target appearing later raises no event on the parent: nothing may be assumed of it."""
+    _require_local(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    (watched / "link").symlink_to(elsewhere)
+    watch = DirWatch([watched, watched / "link"])
+    watch.arm()
+    elsewhere.mkdir()
+    (elsewhere / "x.md").write_text("x")
+    assert watch.changed() is True
