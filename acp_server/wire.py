@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_server.errors import AcpError
+from acp_server.import_costs import without_field_docstrings
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -47,7 +48,8 @@ def _import_now() -> ModuleType:
             # The dispatcher for every method but initialize and session/new (registry.DIRECT_METHODS)
             # comes first: the next request after session/new needs it, acp.schema only validates.
             importlib.import_module("jsonrpcserver.async_main")
-            _module = importlib.import_module(_SCHEMA_MODULE)
+            with without_field_docstrings(_SCHEMA_MODULE):
+                _module = importlib.import_module(_SCHEMA_MODULE)
             log.info("acp.schema imported in %.0f ms", (time.monotonic() - started) * 1000)
         return _module
 

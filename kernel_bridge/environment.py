@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import functools
 import importlib.util
 import os
-import re
 import shutil
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from kernel_bridge.errors import InterpreterNotFound, KernelStartError
@@ -133,14 +130,39 @@ def is_secret(name: str, keep: Collection[str] = ()) -> bool:
     """True when `name` looks like a credential and the user did not opt in to passing it."""
     if name in keep or name in (BRIDGE_ADDRESS_VAR, BRIDGE_TOKEN_VAR):
         return False
-    return _secret_names().match(name.upper()) is not None
+    upper = name.upper()
+    return (
+        upper in _EXACT
+        or upper.startswith(_PREFIXES)
+        or upper.endswith(_SUFFIXES)
+        or any(part in upper for part in _INFIXES)
+    )
 
 
-@functools.cache
-def _secret_names() -> re.Pattern[str]:
-    # One pattern, compiled once: checked against every variable at start, where compiling each
-    # of SECRET_PATTERNS on its own (fnmatch) cost a few ms before the first session was answered.
-    return re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in SECRET_PATTERNS))
+def _split_patterns(
+    patterns: Sequence[str],
+) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """SECRET_PATTERNS as string tests: `X`, `X*`, `*X`, `*X*` mean equal, starts with, ends with,
+    contains, exactly as `fnmatch` reads them. Plain string tests, not a compiled pattern: this runs
+    on every variable before the first session is answered, where compiling cost a few ms."""
+    exact, prefixes, suffixes, infixes = set(), [], [], []
+    for pattern in patterns:
+        core = pattern.strip("*")
+        if "*" in core or any(ch in core for ch in "?[]"):
+            raise ValueError(f"secret pattern {pattern!r}: only a leading or trailing * is supported")
+        lead, trail = pattern.startswith("*"), pattern.endswith("*") and len(pattern) > 1
+        if lead and trail:
+            infixes.append(core)
+        elif lead:
+            suffixes.append(core)
+        elif trail:
+            prefixes.append(core)
+        else:
+            exact.add(core)
+    return frozenset(exact), tuple(prefixes), tuple(suffixes), tuple(infixes)
+
+
+_EXACT, _PREFIXES, _SUFFIXES, _INFIXES = _split_patterns(SECRET_PATTERNS)
 
 
 def drop_secret_environment(keep: Collection[str] = ()) -> list[str]:
