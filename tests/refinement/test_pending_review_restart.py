@@ -115,6 +115,14 @@ def test_a_global_kernel_write_in_auto_mode_shows_a_review_card_and_reaches_new_
         client = group.spawn(tmp_path)
         sid, _ = new_session(client, tmp_path)  # auto mode, refine_review = global_only (the defaults)
         prompt(client, sid, "Remember the build tool, everywhere.")
+        # The card comes from the harness event worker, which is not ordered before the prompt's answer.
+        client.wait_for(
+            lambda m: (
+                m.get("method") == "session/update"
+                and str(m["params"]["update"].get("toolCallId", "")).startswith("review-")
+            ),
+            timeout=30.0,
+        )
         cards = [u for u in client.updates(sid) if str(u.get("toolCallId", "")).startswith("review-")]
         assert cards and cards[0]["sessionUpdate"] == "tool_call" and cards[0]["status"] == "pending"
         assert "GlobalFact" in str(cards[0]["rawInput"])
