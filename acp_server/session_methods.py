@@ -158,11 +158,13 @@ def install(server: HarnessHost) -> None:
         from acp_server.session_prompt import steer_into
 
         opened = await server.open_session(request.session_id)
-        if not opened.session.busy:
+        if not opened.session.busy and not opened.unanswered_prompts:
             raise AcpError.invalid_params(
                 f"_session/steer: no turn is running in session {request.session_id}; send it with session/prompt"
             )
-        entered = await steer_into(opened, request.prompt)
+        # From the moment a prompt is received: a turn still waiting for the kernel or the lock takes
+        # the message at its first model request.
+        entered = await steer_into(opened, request.prompt, queue=True)
         if entered:
             return {"entered": True}
         return {"entered": False, "reason": "the turn ended before its next model request; nothing was sent"}
