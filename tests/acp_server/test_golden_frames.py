@@ -118,7 +118,13 @@ CASES: dict[str, Case] = {
         lambda: f.rpc_error(-32600, 'Invalid request: the "jsonrpc" member must be exactly "2.0"'), "Error"
     ),
     "rpc_error__oversized": Case(
-        lambda: f.rpc_error(-32600, "message of 70000 bytes exceeds the 65536-byte limit; it was skipped"),
+        lambda: f.rpc_error(
+            -32600,
+            (
+                "message of 70000 bytes exceeds the 65536-byte limit "
+                "(CONTINUAL_ACP_MAX_MESSAGE_BYTES); it was skipped"
+            ),
+        ),
         "Error",
     ),
     "rpc_error__request_cancelled": Case(
