@@ -560,6 +560,17 @@ def review_card(
     )
 
 
+def elicitation_form_request(
+    session_id: str, message: str, schema: Mapping[str, object], *, tool_call_id: str | None = None
+) -> Frame:
+    """`elicitation/create` params for a form in a session (tied to a card when `tool_call_id`)."""
+    frame: Frame = {"sessionId": session_id}
+    if tool_call_id is not None:
+        frame["toolCallId"] = tool_call_id
+    frame.update({"mode": "form", "message": message, "requestedSchema": dict(schema)})
+    return frame
+
+
 def confirm_card(
     card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
 ) -> Frame:

@@ -46,6 +46,7 @@ from agent_core.turn.loop import STEER_PREFIX, TurnOutcome, run_turn_body
 from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.turn.recorder import TurnRecorder
 from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
+from agent_core.user_question import UserQuestions
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
@@ -141,6 +142,7 @@ class Session:
         self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
         self._closed = False
         self.editor_ops = EditorOps(self)
+        self.user_questions = UserQuestions(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
         self.checkpoints = SessionCheckpoints(
             store.session_dir(session_id),
@@ -650,6 +652,7 @@ class Session:
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
+        self.user_questions.register(kernel.host_bridge)
         guarantees = kernel.guarantees
         try:
             self._guard_control_plane(kernel)

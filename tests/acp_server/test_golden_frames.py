@@ -481,6 +481,33 @@ CASES: dict[str, Case] = {
     ),
     # quiescence: the `_harness/quiescence` params are ours; the mirror is a session_info_update
     "anchored_rewind_response": Case(lambda: f.anchored_rewind_response(True)),
+    "elicitation_form_request": Case(
+        lambda: f.elicitation_form_request(
+            "sess-1",
+            "Review the harness edits: a release note",
+            {
+                "type": "object",
+                "properties": {
+                    "edit_0": {
+                        "type": "string",
+                        "title": "create memory release",
+                        "oneOf": [
+                            {"const": "accept", "title": "Accept"},
+                            {"const": "reject", "title": "Reject"},
+                        ],
+                        "default": "accept",
+                    },
+                    "reason": {"type": "string", "title": "Reason (optional; kept with a rejection)"},
+                    "remember": {"type": "boolean", "title": "Remember", "default": False},
+                },
+                "required": ["edit_0"],
+            },
+            tool_call_id="review-p-1",
+        ),
+        "CreateFormSessionElicitationRequest",
+        unstable="CreateElicitationRequest",
+        stable=True,
+    ),
     "rewind_response": Case(
         lambda: f.rewind_response(
             True,
