@@ -861,6 +861,8 @@ def initialize_response(
                 "fork": {},
                 "status": {},
                 "title": {},
+                # The editor's own instructions on new/load/resume/fork (system_prompt_param.py).
+                "systemPrompt": {"mode": {"override": {}}},
             },
             "_meta": {
                 META_KEY: {

@@ -45,7 +45,7 @@ from agent_core.turn.hooks import RefinementHook
 from agent_core.turn.loop import STEER_PREFIX, TurnOutcome, run_turn_body
 from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.turn.recorder import TurnRecorder
-from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
+from agent_core.turn.system_prompt import ClientSystemPrompt, PromptInputs, build_system_prompt, safe_section
 from agent_core.user_question import UserQuestions
 
 if TYPE_CHECKING:
@@ -141,6 +141,9 @@ class Session:
         # True once the turn took it at a model request, False when the turn ended first.
         self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
         self._closed = False
+        # The editor's own instructions for this session (unstable ACP `systemPrompt`), as the last
+        # session/new, load, resume or fork that opened it here said; None: the base alone.
+        self.client_system_prompt: ClientSystemPrompt | None = None
         self.editor_ops = EditorOps(self)
         self.user_questions = UserQuestions(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
@@ -270,6 +273,7 @@ class Session:
                 harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
                 skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
                 mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(self.mcp)),
+                client=self.client_system_prompt,
             )
         )
 
@@ -700,7 +704,13 @@ class Session:
         status = await self.kernel_handle.status(self.cwd, line)
         waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
         text = str(waiting) if status == "starting" and waiting else status
-        return f"{text}\n- {self.checkpoints.status_line()}"
+        prompt = self.client_system_prompt
+        in_force = (
+            prompt.status_line()
+            if prompt is not None
+            else "system prompt: the base (no instructions from the editor)"
+        )
+        return f"{text}\n- {self.checkpoints.status_line()}\n- {in_force}"
 
     def keep_kernel(self, keep: bool = True) -> str:
         """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""

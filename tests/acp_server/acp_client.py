@@ -81,6 +81,7 @@ UNMODELLED = {
     "InitializeResponse": (
         ("agentCapabilities", "sessionCapabilities", "status"),
         ("agentCapabilities", "sessionCapabilities", "title"),
+        ("agentCapabilities", "sessionCapabilities", "systemPrompt"),
     ),
 }
 
