@@ -135,10 +135,21 @@ def register_prompt(server: PromptHost) -> None:
 
     from acp_server.v2.lifecycle import acknowledging
 
+    class RunningTurn:
+        """v2: a prompt sent while one is unanswered steers it (the draft's `session.steering`)."""
+
+        async def running(self, session_id: str) -> bool:
+            opened = await server.open_session(session_id)
+            return opened.session.busy or opened.unanswered_prompts > 0
+
+        async def join(self, req: PromptRequest, message_id: str) -> bool:
+            opened = await server.open_session(req.session_id)
+            return await steer_into(opened, req.prompt, queue=True, message_id=message_id)
+
     # A v2 connection gets the answer at once and the turn framed by `state_update`s (acp_server/v2).
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
-    )(acknowledging(prompt, server.v2_dialect, server.open_session))
+    )(acknowledging(prompt, server.v2_dialect, server.open_session, RunningTurn()))
 
 
 def _usage_for(server: ServerPort, used: TurnUsage) -> frames.Frame | None:
@@ -150,12 +161,16 @@ def _steers(session: Session) -> bool:
     return session.busy and session.agent_config.while_busy == "steer"
 
 
-async def steer_into(opened: OpenSession, prompt: Sequence[ContentBlock], *, queue: bool = False) -> bool:
+async def steer_into(
+    opened: OpenSession, prompt: Sequence[ContentBlock], *, queue: bool = False, message_id: str | None = None
+) -> bool:
     """Send `prompt` into the session's running turn; True once it entered at a model request, False
     when the turn ended first (or none runs). With `queue`, a turn that has not started yet (its
     prompt is unanswered) takes it at its first request."""
     try:
-        future = opened.session.steer([_prompt_part(block) for block in prompt], queue=queue)
+        future = opened.session.steer(
+            [_prompt_part(block) for block in prompt], queue=queue, message_id=message_id
+        )
     except RuntimeError:
         return False
     return await future

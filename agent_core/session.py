@@ -139,7 +139,7 @@ class Session:
         self._emit: Callable[[ev.TurnEvent], None] | None = None
         # Messages sent into the running turn (`steer`), each with the future its sender awaits:
         # True once the turn took it at a model request, False when the turn ended first.
-        self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
+        self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool], str | None]] = []
         self._closed = False
         # The editor's own instructions for this session (unstable ACP `systemPrompt`), as the last
         # session/new, load, resume or fork that opened it here said; None: the base alone.
@@ -477,26 +477,30 @@ class Session:
         self._touch()
         return cleaned
 
-    def steer(self, parts: Sequence[ev.PromptPart], *, queue: bool = False) -> asyncio.Future[bool]:
+    def steer(
+        self, parts: Sequence[ev.PromptPart], *, queue: bool = False, message_id: str | None = None
+    ) -> asyncio.Future[bool]:
         """Send a message into the running turn: it joins at the turn's next model request (the turn
         does not end before it). The future is True once it entered, False if the turn ended first.
 
         With `queue`, a message sent while no turn runs yet waits for the next turn's first request
         (the caller knows a prompt is on its way to a turn, and calls `drop_steering` when it is
-        answered without one). Raises `RuntimeError` when no turn is running and `queue` is False."""
+        answered without one). `message_id` names the message where it enters (a v2 prompt answered
+        with that id before it entered); else one is made. Raises `RuntimeError` when no turn is
+        running and `queue` is False."""
         if not self.busy and not queue:
             raise RuntimeError("no turn is running")
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._steering.append((list(parts), future))
+        self._steering.append((list(parts), future, message_id))
         log.info("session %s: a steering message waits for the next model request", self.id)
         return future
 
-    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+    def take_steering(self) -> list[tuple[Sequence[ev.PromptPart], str | None]]:
         taken, self._steering = self._steering, []
-        for _, future in taken:
+        for _, future, _ in taken:
             if not future.done():
                 future.set_result(True)
-        return [parts for parts, _ in taken]
+        return [(parts, message_id) for parts, _, message_id in taken]
 
     @property
     def steering_waiting(self) -> bool:
@@ -508,7 +512,7 @@ class Session:
 
     def _drop_steering(self) -> None:
         dropped, self._steering = self._steering, []
-        for _, future in dropped:
+        for _, future, _ in dropped:
             if not future.done():
                 future.set_result(False)
 
