@@ -30,7 +30,7 @@ from agent_core import events as ev
 from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
 from agent_core.config import session_settings as settings
 from agent_core.config.loader import AgentConfig
-from agent_core.editor_ops import EditorOps
+from agent_core.editor_ops import EditorOps, policy_inputs
 from agent_core.errors import ModelError
 from agent_core.history.prompt_checkpoints import SessionCheckpoints
 from agent_core.history.transcript import SessionStore, TranscriptWriter, now_iso
@@ -642,7 +642,9 @@ class Session:
 
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
-        self.editor_ops.register(kernel.host_bridge)
+        bridge = kernel.host_bridge
+        policy = policy_inputs(self.cwd, self.agent_config, kernel.guarantees, bridge.runtime_dir)
+        self.editor_ops.register(bridge, policy)
         guarantees = kernel.guarantees
         try:
             self._guard_control_plane(kernel)
