@@ -75,8 +75,9 @@ class EditorOps:
             raise ValueError("editor: `path` must be a non-empty string")
         return path
 
-    async def _judge(self, op: str, access: Access, path: str) -> Target:
-        """The target `path` names, or PermissionError when the policy refuses it."""
+    async def judge(self, op: str, access: Access, path: str) -> Target:
+        """The target `path` names, or PermissionError when the policy refuses it (any host call
+        that touches a path asks here: `agents.spawn`'s cwd too)."""
         if self.policy is None:
             raise PermissionError(f"{op}: this session's host-call policy is not set up yet")
         return await asyncio.to_thread(judge, op, access, path, self.policy)
@@ -93,7 +94,7 @@ class EditorOps:
 
     async def read(self, args: dict[str, Any]) -> str:
         """`editor.read(path)`: the file's text (the editor's buffer when it can); FileNotFoundError if none."""
-        target = await self._judge("editor.read", "read", self._path(args))
+        target = await self.judge("editor.read", "read", self._path(args))
         text = await self._read(target)
         if text is None:
             raise FileNotFoundError(f"no such file: {target.requested}")
@@ -107,7 +108,7 @@ class EditorOps:
             raise ValueError("editor.write: `text` must be a string")
         if len(text) > MAX_FILE_CHARS:
             raise ValueError(f"editor.write: {len(text)} characters is over the {MAX_FILE_CHARS} limit")
-        target = await self._judge("editor.write", "write", path)
+        target = await self.judge("editor.write", "write", path)
         try:
             old = await self._read(target)
         except Exception:

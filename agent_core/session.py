@@ -24,7 +24,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core import events as ev
 from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
@@ -639,6 +639,11 @@ class Session:
     def _close_control_plane(self, _: Closing) -> None:
         if self.control_plane is not None:
             self.control_plane.close()
+
+    async def judge_host_call(self, op: str, access: Literal["read", "write"], path: str) -> str:
+        """`path` as the host-call policy resolved it (agent_core/trust/host_call_policy.py);
+        PermissionError when the policy refuses `op` that access."""
+        return (await self.editor_ops.judge(op, access, path)).requested
 
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""

@@ -82,9 +82,13 @@ def _server(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path, ba
     return spawn(model.base_url, CONTINUAL_ACP_CONFIG=str(config), **env)
 
 
-def _tool_results(model: ScriptedModelServer, request: int) -> str:
-    messages = model.requests[request]["messages"]
-    return "\n".join(str(m.get("content")) for m in messages if m.get("role") == "tool")
+def _tool_results(model: ScriptedModelServer) -> str:
+    """The cell's output as the model read it (in the first request that carries it)."""
+    for request in model.requests:
+        told = "\n".join(str(m.get("content")) for m in request["messages"] if m.get("role") == "tool")
+        if "ordinary " in told:
+            return told
+    raise AssertionError(f"no request carried the cell's output: {model.requests}")
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -114,6 +118,8 @@ def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server
     }
     cell = "".join(_attempt(label, f"editor.write({str(p)!r}, {t!r})") for label, (p, t) in writes.items())
     cell += "".join(_attempt(label, f"editor.read({str(p)!r})") for label, p in reads.items())
+    # A subagent's cwd is a workspace its own kernel may write: the control plane is not one.
+    cell += _attempt("spawn", "agents.spawn('edit the gates', cwd='.continual-acp')")
     cell += _attempt("ordinary", "editor.write('notes.txt', 'plain notes\\n')")
     model.push(tool_call(cell, title="host calls"), text("done"), text("again"))
     before = {"project": _tree(project / ".git") | _tree(project / ".continual-acp"), "home": _tree(home)}
@@ -122,8 +128,8 @@ def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server
     stop, _ = prompt(client, sid, "work", timeout=120)
 
     assert stop == "end_turn"
-    told = _tool_results(model, 1)  # what the model read after the cell
-    for label in [*writes, *reads]:
+    told = _tool_results(model)  # what the model read after the cell
+    for label in [*writes, *reads, "spawn"]:
         assert f"{label} REFUSED:" in told, (label, told)
     assert "editor.write: .continual-acp/gates.toml is in .continual-acp/, the referee's" in told, told
     assert "is in /proc, the server's own process and devices" in told, told
@@ -154,7 +160,7 @@ def test_a_refused_write_never_reaches_the_editor_and_an_ordinary_one_goes_throu
     initialize(client, fs={"readTextFile": True, "writeTextFile": True})
     sid, _ = new_session(client, str(project))
     prompt(client, sid, "work", timeout=120)
-    told = _tool_results(model, 1)
+    told = _tool_results(model)
     assert "gates REFUSED: editor.write: .continual-acp/gates.toml" in told and "ordinary DONE" in told, told
     asked = [
         f.message["params"]["path"] for f in client.frames if f.message.get("method") == "fs/write_text_file"
