@@ -3,7 +3,10 @@
     text = editor.read("src/app.py")       # sees unsaved changes in the editor
     editor.write("src/app.py", new_text)   # shown to the user as a diff
 
-Relative paths are resolved against the kernel's working directory (the session's cwd).
+Relative paths are resolved against the kernel's working directory (the session's cwd). The server
+does these for the cell, under the cell's rules: `.continual-acp/`, `.git`, protected paths, the
+server's data dir and `/proc` (and, in a sandbox, anything outside the workspace it could not
+reach itself) raise PermissionError naming the path and why.
 """
 
 from __future__ import annotations

@@ -56,7 +56,11 @@ Access = Literal["read", "write"]
 CONTROL_DIR = ".continual-acp"
 GIT_DIR = ".git"
 SYSTEM_TREES = ("/proc", "/sys", "/dev")
-RUNTIME_PREFIX = "cacp-"  # kernel_bridge's runtime dirs under the temp dir (`cacp-*`, `cacp-bridge-*`)
+# kernel_bridge's runtime dirs under the temp dir: a server's (`cacp-*`, with an owner file) and a
+# host bridge's own socket dir (`cacp-bridge-*`).
+RUNTIME_PREFIX = "cacp-"
+BRIDGE_PREFIX = "cacp-bridge-"
+OWNER_FILE = "owner"
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,12 +286,20 @@ def _runtime_dirs(extra: Iterable[str]) -> list[str]:
     tmp = _temp_dir()
     found = list(extra)
     try:
-        found += [
-            e.path for e in os.scandir(tmp) if e.name.startswith((RUNTIME_PREFIX, f".{RUNTIME_PREFIX}"))
-        ]
+        with os.scandir(tmp) as entries:
+            found += [e.path for e in entries if _is_runtime_dir(e)]
     except OSError:
         pass
     return found
+
+
+def _is_runtime_dir(entry: os.DirEntry[str]) -> bool:
+    """A server's runtime dir (it holds an owner file) or a bridge's own socket dir, not a user's
+    project that happens to share the prefix."""
+    name = entry.name.lstrip(".")
+    if not name.startswith(RUNTIME_PREFIX) or not entry.is_dir(follow_symlinks=False):
+        return False
+    return name.startswith(BRIDGE_PREFIX) or os.path.isfile(os.path.join(entry.path, OWNER_FILE))
 
 
 def _both(paths: Sequence[str]) -> tuple[str, ...]:

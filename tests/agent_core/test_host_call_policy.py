@@ -174,3 +174,18 @@ def test_write_then_read_round_trips_and_creates_folders(workspace: Path) -> Non
     assert read_judged(target) == "héllo\nworld\n"
     write_judged(target, "short")
     assert read_judged(target) == "short"
+
+
+def test_other_servers_runtime_dirs_are_found_by_their_owner_file(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / "cacp-abc").mkdir()
+    (tmp_path / "cacp-abc" / "owner").write_text("1 -\n")
+    (tmp_path / "cacp-bridge-x").mkdir()
+    (tmp_path / "cacp-project").mkdir()  # a user's folder with the same prefix
+    assert not _allowed(workspace, "read", str(tmp_path / "cacp-abc" / "sbx-1" / "kernel.json"))
+    assert not _allowed(workspace, "read", str(tmp_path / "cacp-bridge-x" / "bridge.sock"))
+    assert _allowed(workspace, "read", str(tmp_path / "cacp-project" / "notes.txt"))
