@@ -92,7 +92,9 @@ def _tool_results(model: ScriptedModelServer) -> str:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """Every file under `root` with its bytes (git's index aside: a `git status` may refresh it)."""
+    files = (p for p in sorted(root.rglob("*")) if p.is_file() and p.name != "index")
+    return {str(p.relative_to(root)): p.read_bytes() for p in files}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -122,7 +124,7 @@ def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server
     cell += _attempt("spawn", "agents.spawn('edit the gates', cwd='.continual-acp')")
     cell += _attempt("ordinary", "editor.write('notes.txt', 'plain notes\\n')")
     model.push(tool_call(cell, title="host calls"), text("done"), text("again"))
-    before = {"project": _tree(project / ".git") | _tree(project / ".continual-acp"), "home": _tree(home)}
+    before = _tree(project / ".git") | _tree(project / ".continual-acp")
     protected_before = (project / "test_calc.py").read_text()
 
     stop, _ = prompt(client, sid, "work", timeout=120)
@@ -138,8 +140,7 @@ def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server
     assert (project / "notes.txt").read_text() == "plain notes\n"
     assert (project / "test_calc.py").read_text() == protected_before
     assert not entry.exists() and not (home / "harness" / "planted.json").exists()
-    after_project = _tree(project / ".git") | _tree(project / ".continual-acp")
-    assert after_project == before["project"]
+    assert _tree(project / ".git") | _tree(project / ".continual-acp") == before
     assert "fsmonitor" not in (project / ".git" / "config").read_text()
     # The next prompt's system prompt carries no injected entry.
     prompt(client, sid, "next", timeout=120)
