@@ -36,7 +36,7 @@ event loop: every path here is the workspace's to control).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -84,6 +84,7 @@ class Target:
     requested: str
     real: str
     git_dirs: tuple[str, ...] = ()  # git dirs that `.git` files above `real` point at
+    runtime_dirs: tuple[str, ...] = ()  # a server runtime dir (any server's) the path is in
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,7 @@ def decide(op: str, access: Access, target: Target, ctx: HostCallContext) -> Dec
                     f"{op}: {shown} is in {tree}, the server's own process and devices; "
                     "host calls never touch /proc, /sys or /dev",
                 )
-        for root in ctx.server_dirs:
+        for root in (*ctx.server_dirs, *target.runtime_dirs):
             if _within(path, root, fold=True):
                 return Decision(
                     False,
@@ -270,10 +271,11 @@ def _git_dirs_above(path: str) -> tuple[str, ...]:
 
 def resolve_target(path: str, cwd: str) -> Target:
     """`path` (relative to `cwd`, or absolute) as written and as it resolves, with the git dirs that
-    `.git` files above it point at."""
+    `.git` files above it point at and the server runtime dir it is in, if any."""
     requested = os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))
     real = _real(requested)
-    return Target(requested, real, _git_dirs_above(os.path.dirname(real)))
+    runtime = tuple(dict.fromkeys(d for d in (_runtime_dir_of(requested), _runtime_dir_of(real)) if d))
+    return Target(requested, real, _git_dirs_above(os.path.dirname(real)), runtime)
 
 
 def _temp_dir() -> str:
@@ -282,24 +284,20 @@ def _temp_dir() -> str:
     return tempfile.gettempdir()
 
 
-def _runtime_dirs(extra: Iterable[str]) -> list[str]:
+def _runtime_dir_of(path: str) -> str | None:
+    """The runtime dir `path` is in, when it is in one (any server's, in the temp dir): a server's
+    holds an owner file, a bridge's own socket dir has its prefix; a user's folder that merely
+    shares the prefix is neither."""
     tmp = _temp_dir()
-    found = list(extra)
-    try:
-        with os.scandir(tmp) as entries:
-            found += [e.path for e in entries if _is_runtime_dir(e)]
-    except OSError:
-        pass
-    return found
-
-
-def _is_runtime_dir(entry: os.DirEntry[str]) -> bool:
-    """A server's runtime dir (it holds an owner file) or a bridge's own socket dir, not a user's
-    project that happens to share the prefix."""
-    name = entry.name.lstrip(".")
-    if not name.startswith(RUNTIME_PREFIX) or not entry.is_dir(follow_symlinks=False):
-        return False
-    return name.startswith(BRIDGE_PREFIX) or os.path.isfile(os.path.join(entry.path, OWNER_FILE))
+    if not _within(path, tmp, fold=False) or path == tmp:
+        return None
+    top = os.path.join(tmp, os.path.relpath(path, tmp).split(os.sep)[0])
+    name = os.path.basename(top).lstrip(".")
+    if not name.startswith(RUNTIME_PREFIX) or not os.path.isdir(top):
+        return None
+    if name.startswith(BRIDGE_PREFIX) or os.path.isfile(os.path.join(top, OWNER_FILE)):
+        return top
+    return None
 
 
 def _both(paths: Sequence[str]) -> tuple[str, ...]:
@@ -315,12 +313,15 @@ def build_context(inputs: PolicyInputs) -> HostCallContext:
     cwd = os.path.abspath(inputs.cwd)
     workspace = _real(cwd)
     # Every ancestor's `.continual-acp` (the cwd's, the repository root's): by name the component
-    # rule refuses them; resolved here, so one that is a symlink is refused where it points too.
-    control = [os.path.join(a, CONTROL_DIR) for a in _ancestors(cwd)]
+    # rule refuses them; one that is a symlink is refused where it points too.
+    control: list[str] = []
+    for ancestor in _ancestors(workspace):
+        path = os.path.join(ancestor, CONTROL_DIR)
+        control += [path, _real(path)] if os.path.islink(path) else [path]
     protected = [
         p if os.path.isabs(p) else os.path.join(cwd, p) for p in map(os.path.expanduser, inputs.protected)
     ]
-    server = [inputs.home, *_runtime_dirs(inputs.runtime_dirs)]
+    server = [inputs.home, *inputs.runtime_dirs]
     if inputs.config_file:
         server.append(inputs.config_file)
     local_machine = inputs.backend == "local" or (inputs.backend == "sandbox" and not inputs.confined)
@@ -328,7 +329,7 @@ def build_context(inputs: PolicyInputs) -> HostCallContext:
     hidden = (_real(_temp_dir()),) if sandboxed and inputs.tier == "bubblewrap" else ()
     return HostCallContext(
         workspace=workspace,
-        control_dirs=_both(control),
+        control_dirs=tuple(control),
         git_dirs=_git_dirs_above(workspace),
         protected=_both(protected),
         server_dirs=_both(server),
