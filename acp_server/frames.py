@@ -931,6 +931,37 @@ def session_status_response(status: str) -> Frame:
     return {"status": status}
 
 
+def rewind_response(
+    rewound: bool,
+    turn: int,
+    prompts: int,
+    cut_transcript: str,
+    kernel: Mapping[str, object],
+    kernel_note: str,
+    files: str,
+    refinements_after: Sequence[str],
+    rolled_back: Sequence[str],
+) -> Frame:
+    """`_session/rewind` answered in this server's shape (`turns` or `messageId`): what it did."""
+    return {
+        "rewound": rewound,
+        "turn": turn,
+        "prompts": prompts,
+        "cutTranscript": cut_transcript,
+        "kernel": dict(kernel),
+        "kernelNote": kernel_note,
+        "files": files,
+        "refinementsAfter": list(refinements_after),
+        "rolledBack": list(rolled_back),
+    }
+
+
+def anchored_rewind_response(rewound: bool) -> Frame:
+    """`_session/rewind` answered in the anchored shape (`beforeMessage`) other ACP agents speak:
+    only whether it rewound (a running prompt answers False)."""
+    return {"rewound": rewound}
+
+
 def fork_session_response(
     session_id: str,
     modes: Mapping[str, object],

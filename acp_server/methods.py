@@ -577,26 +577,58 @@ class AcpServer:
             raise AcpError.invalid_params(f"session/fork: {exc}") from None
         return self._bind(session, editor), note
 
+    async def fork_saved_into(
+        self,
+        agent: Agent,
+        source_id: str,
+        *,
+        turns: int | None,
+        cwd: str,
+        servers: list[ServerConfig] | None,
+    ) -> tuple[OpenSession, str]:
+        """`fork_into` for a source this process does not have open (read from disk, no lock)."""
+        from agent_core import KernelBackendUnavailable, SessionNotFound
+
+        check_session_id(agent, source_id)
+        editor = self._new_editor()
+        try:
+            session, note = await agent.fork_saved_session(
+                source_id, editor, turns=turns, cwd=cwd, mcp_servers=servers or ()
+            )
+        except SessionNotFound:
+            raise AcpError.session_not_found(source_id) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
+        except ValueError as exc:  # ForkError, RewindError, a cwd that is not a directory
+            raise AcpError.invalid_params(f"session/fork: {exc}") from None
+        return self._bind(session, editor), note
+
     async def fork_session(self, ctx: RequestContext, req: ForkSessionRequest) -> JsonObject:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/fork", req.mcp_servers)
         agent = await self.agent()
         await self._require_model_setup(agent)
-        source = await self.open_session(req.session_id)
         meta = req.field_meta.get(frames.META_KEY) if isinstance(req.field_meta, dict) else None
         turns = meta.get("beforePrompt") if isinstance(meta, dict) else None
         if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
             raise AcpError.invalid_params(
                 f"session/fork: _meta.{frames.META_KEY}.beforePrompt: must be an integer >= 1 (n-th last prompt)"
             )
-        opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        if req.session_id in self.sessions or agent.get_session(req.session_id) is not None:
+            source = await self.open_session(req.session_id)
+            opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        else:
+            # Not open here: read from disk without its owner lock, whichever process has it open.
+            opened, note = await self.fork_saved_into(
+                agent, req.session_id, turns=turns, cwd=cwd, servers=servers
+            )
         self._advertise_commands(ctx, opened.session.id)
         ctx.after_response.append(_start_mcp(opened.session))
         return frames.fork_session_response(
             opened.session.id,
             modes_state(opened.session),
             config_options(opened.session),
-            forked_from=source.session.id,
+            forked_from=req.session_id,
             before_prompt=turns,
             kernel_note=note,
         )

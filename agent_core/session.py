@@ -471,11 +471,14 @@ class Session:
         self._touch()
         return cleaned
 
-    def steer(self, parts: Sequence[ev.PromptPart]) -> asyncio.Future[bool]:
+    def steer(self, parts: Sequence[ev.PromptPart], *, queue: bool = False) -> asyncio.Future[bool]:
         """Send a message into the running turn: it joins at the turn's next model request (the turn
         does not end before it). The future is True once it entered, False if the turn ended first.
-        Raises `RuntimeError` when no turn is running."""
-        if not self.busy:
+
+        With `queue`, a message sent while no turn runs yet waits for the next turn's first request
+        (the caller knows a prompt is on its way to a turn, and calls `drop_steering` when it is
+        answered without one). Raises `RuntimeError` when no turn is running and `queue` is False."""
+        if not self.busy and not queue:
             raise RuntimeError("no turn is running")
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._steering.append((list(parts), future))
@@ -492,6 +495,10 @@ class Session:
     @property
     def steering_waiting(self) -> bool:
         return bool(self._steering)
+
+    def drop_steering(self) -> None:
+        """Answer every waiting steering message False (no turn will take it)."""
+        self._drop_steering()
 
     def _drop_steering(self) -> None:
         dropped, self._steering = self._steering, []
