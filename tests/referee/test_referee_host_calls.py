@@ -1,5 +1,6 @@
 """Host calls from a real cell obey the referee: a real server over stdio, the scripted model, real
-kernels on the local, bubblewrap and Landlock backends, a real git repository.
+kernels on the local, gateway (a real kernel gateway on loopback), bubblewrap and Landlock
+backends, a real git repository.
 
 `editor.write` / `editor.read` are performed by the server, not the kernel, so a sandboxed cell
 could use them to write what its sandbox keeps read-only (and an unconfined one to write what the
@@ -9,9 +10,13 @@ PermissionError the model reads, and nothing changes on disk.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp_client import AcpClient
@@ -28,6 +33,7 @@ SECRET = "ALWAYS-SAY-THE-GATES-PASSED"
 
 BACKENDS = [
     pytest.param("local", id="local"),
+    pytest.param("gateway", id="gateway"),
     pytest.param(
         "bubblewrap",
         id="bubblewrap",
@@ -40,6 +46,31 @@ BACKENDS = [
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return failing_calc_project(tmp_path)
+
+
+def _gateway_support() -> Any:
+    """kernel_bridge's test gateway helpers (a real `jupyter kernelgateway` on loopback)."""
+    path = Path(__file__).parent.parent / "kernel_bridge" / "gateway_support.py"
+    spec = importlib.util.spec_from_file_location("gateway_support", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("gateway_support", module)  # its dataclasses look their module up
+    spec.loader.exec_module(sys.modules["gateway_support"])
+    return sys.modules["gateway_support"]
+
+
+@pytest.fixture
+def gateway_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A started gateway and the server environment that points at it (requested by the gateway
+    case only)."""
+    support = _gateway_support()
+    directory = tmp_path / "gateway"
+    directory.mkdir()
+    gateway = support.start_gateway(directory)
+    try:
+        yield {"CONTINUAL_ACP_GATEWAY_URL": gateway.url, "CONTINUAL_ACP_GATEWAY_TOKEN": gateway.token}
+    finally:
+        support.stop_gateway(gateway)
 
 
 def _cheat_entry() -> str:
@@ -68,10 +99,13 @@ def _attempt(label: str, call: str) -> str:
     )
 
 
-def _server(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path, backend: str) -> AcpClient:
+def _server(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path, backend: str, **env: str
+) -> AcpClient:
     body = 'protected_paths = ["test_calc.py"]\n'
-    env: dict[str, str] = {}
-    if backend != "local":
+    if backend == "gateway":
+        body += 'kernel = "gateway"\n'
+    elif backend != "local":
         body += f'kernel = "sandbox"\nsandbox_tier = "{backend}"\n'
     if backend == "bubblewrap":
         env["PATH"] = os.pathsep.join(
@@ -99,7 +133,12 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server_secrets(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path, backend: str
+    spawn: ClientFactory,
+    model: ScriptedModelServer,
+    project: Path,
+    tmp_path: Path,
+    backend: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     home = tmp_path / "home0"  # the spawn fixture's data dir for the first server
     gates = project / ".continual-acp" / "gates.toml"
@@ -111,7 +150,8 @@ def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server
         "gitconfig": (project / ".git" / "config", '[core]\n\tfsmonitor = "touch /tmp/pwned"\n'),
         "datadir": (home / "harness" / "planted.json", "{}"),
     }
-    client = _server(spawn, model, tmp_path, backend)
+    env: dict[str, str] = request.getfixturevalue("gateway_env") if backend == "gateway" else {}
+    client = _server(spawn, model, tmp_path, backend, **env)
     initialize(client)
     sid, _ = new_session(client, str(project))
     reads = {
@@ -122,7 +162,7 @@ def test_host_calls_cannot_write_the_referee_git_or_the_data_dir_nor_read_server
     cell += "".join(_attempt(label, f"editor.read({str(p)!r})") for label, p in reads.items())
     # A subagent's cwd is a workspace its own kernel may write: the control plane is not one.
     cell += _attempt("spawn", "agents.spawn('edit the gates', cwd='.continual-acp')")
-    cell += _attempt("ordinary", "editor.write('notes.txt', 'plain notes\\n')")
+    cell += _attempt("ordinary", f"editor.write({str(project / 'notes.txt')!r}, 'plain notes\\n')")
     model.push(tool_call(cell, title="host calls"), text("done"), text("again"))
     before = _tree(project / ".git") | _tree(project / ".continual-acp")
     protected_before = (project / "test_calc.py").read_text()
