@@ -326,7 +326,8 @@ def build_context(inputs: PolicyInputs) -> HostCallContext:
         server.append(inputs.config_file)
     local_machine = inputs.backend == "local" or (inputs.backend == "sandbox" and not inputs.confined)
     sandboxed = inputs.backend == "sandbox" and inputs.confined
-    hidden = (_real(_temp_dir()),) if sandboxed and inputs.tier == "bubblewrap" else ()
+    # bubblewrap mounts a private tmpfs on /tmp itself (whatever TMPDIR says).
+    hidden = (_real("/tmp"),) if sandboxed and inputs.tier == "bubblewrap" else ()
     return HostCallContext(
         workspace=workspace,
         control_dirs=tuple(control),
