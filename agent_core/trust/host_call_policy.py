@@ -36,6 +36,7 @@ event loop: every path here is the workspace's to control).
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -182,7 +183,7 @@ def decide(op: str, access: Access, target: Target, ctx: HostCallContext) -> Dec
         for hidden in ctx.hidden:
             if _within(target.real, hidden, fold=False):
                 return Decision(
-                    False, f"{op}: {shown} is in {hidden}, which the kernel's sandbox does not show it"
+                    False, f"{op}: {shown} is in {hidden}, which the kernel's sandbox hides from it"
                 )
     return ALLOW
 
@@ -220,22 +221,31 @@ def _real(path: str) -> str:
     return os.path.realpath(path)
 
 
+def _small_text(path: str) -> str:
+    """The head of a small regular file ("" for anything else): never blocks on a FIFO."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, 4096).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+
+
 def _gitdir_of(dot_git: str) -> tuple[str, ...]:
     """The git dirs a `.git` file points at (`gitdir: ...`, and that dir's `commondir`)."""
-    try:
-        with open(dot_git, "rb") as handle:  # a `.git` file is a line; never read more
-            head = handle.read(4096).decode("utf-8", "replace")
-    except OSError:
-        return ()
+    head = _small_text(dot_git)
     line = head.splitlines()[0] if head else ""
     if not line.startswith("gitdir:"):
         return ()
     found = [_real(os.path.join(os.path.dirname(dot_git), line[len("gitdir:") :].strip()))]
-    try:
-        with open(os.path.join(found[0], "commondir"), "rb") as handle:
-            common = handle.read(4096).decode("utf-8", "replace").strip()
-    except OSError:
-        common = ""
+    common = _small_text(os.path.join(found[0], "commondir")).strip()
     if common:
         found.append(_real(os.path.join(found[0], common)))
     return tuple(found)

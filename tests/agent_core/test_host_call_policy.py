@@ -189,3 +189,21 @@ def test_other_servers_runtime_dirs_are_found_by_their_owner_file(
     assert not _allowed(workspace, "read", str(tmp_path / "cacp-abc" / "sbx-1" / "kernel.json"))
     assert not _allowed(workspace, "read", str(tmp_path / "cacp-bridge-x" / "bridge.sock"))
     assert _allowed(workspace, "read", str(tmp_path / "cacp-project" / "notes.txt"))
+
+
+def test_a_dot_git_swapped_for_a_fifo_does_not_hang_the_policy(tmp_path: Path) -> None:
+    """A `.git` that turns into a FIFO between the check and the read is read without blocking."""
+    import threading
+
+    from agent_core.trust.host_call_policy import _gitdir_of
+
+    fifo = tmp_path / ".git"
+    os.mkfifo(fifo)
+    found: list[tuple[str, ...]] = []
+    reader = threading.Thread(target=lambda: found.append(_gitdir_of(str(fifo))), daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    if reader.is_alive():  # unblock the reader before failing
+        with open(fifo, "wb"):
+            pass
+    assert found == [()]
