@@ -203,7 +203,9 @@ def test_a_dot_git_swapped_for_a_fifo_does_not_hang_the_policy(tmp_path: Path) -
     reader = threading.Thread(target=lambda: found.append(_gitdir_of(str(fifo))), daemon=True)
     reader.start()
     reader.join(timeout=10)
-    if reader.is_alive():  # unblock the reader before failing
+    blocked = reader.is_alive()
+    if blocked:  # unblock the reader before failing
         with open(fifo, "wb"):
             pass
+    assert not blocked
     assert found == [()]
