@@ -24,13 +24,13 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core import events as ev
 from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
 from agent_core.config import session_settings as settings
 from agent_core.config.loader import AgentConfig
-from agent_core.editor_ops import EditorOps
+from agent_core.editor_ops import EditorOps, policy_inputs
 from agent_core.errors import ModelError
 from agent_core.history.prompt_checkpoints import SessionCheckpoints
 from agent_core.history.transcript import SessionStore, TranscriptWriter, now_iso
@@ -657,10 +657,17 @@ class Session:
         if self.control_plane is not None:
             self.control_plane.close()
 
+    async def judge_host_call(self, op: str, access: Literal["read", "write"], path: str) -> str:
+        """`path` as the host-call policy resolved it (agent_core/trust/host_call_policy.py);
+        PermissionError when the policy refuses `op` that access."""
+        return (await self.editor_ops.judge(op, access, path)).requested
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
-        self.editor_ops.register(kernel.host_bridge)
-        self.user_questions.register(kernel.host_bridge)
+        bridge = kernel.host_bridge
+        policy = policy_inputs(self.cwd, self.agent_config, kernel.guarantees, bridge.runtime_dir)
+        self.editor_ops.register(bridge, policy)
+        self.user_questions.register(bridge)
         guarantees = kernel.guarantees
         try:
             self._guard_control_plane(kernel)

@@ -5,7 +5,10 @@
     reply = await editor.ask("Release now?", choices=["yes", "not yet"])
     reply["status"], reply["answer"]       # "answered", "yes"
 
-Relative paths are resolved against the kernel's working directory (the session's cwd).
+Relative paths are resolved against the kernel's working directory (the session's cwd). The server
+does these for the cell, under the cell's rules: `.continual-acp/`, `.git`, protected paths, the
+server's data dir and `/proc` (and, in a sandbox, anything outside the workspace it could not
+reach itself) raise PermissionError naming the path and why.
 """
 
 from __future__ import annotations
