@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from agent_core import events as ev
-from agent_core.control_plane.guard import MODEL_NOTE, ControlPlaneGuard, LockBusy
+from agent_core.control_plane.guard import MODEL_NOTE, CheckInThread, ControlPlaneGuard
 from agent_core.control_plane.held import HeldChange
 
 __all__ = ["after_cell", "before_cell", "guard_of", "hold"]
@@ -53,7 +53,8 @@ async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.Tur
     description = f"{held.summary()}. The files were restored; {where}." + (
         f" Not restored: {restored}" if restored else ""
     )
-    notice = ev.Notice("warning", "A cell changed .continual-acp/: held for review", description)
+    who = "A cell" if held.when == "while the cell ran" else f"A change {held.when}"
+    notice = ev.Notice("warning", f"{who} changed .continual-acp/: held for review", description)
     if emit is not None:
         emit(notice)
     else:
@@ -61,11 +62,12 @@ async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.Tur
     return MODEL_NOTE.format(paths=paths)
 
 
-def before_cell(session: GuardedSession) -> None:
-    """Before a cell: the baseline, if the guard has none yet (its kernel just became ready)."""
+async def before_cell(session: GuardedSession) -> None:
+    """Before a cell: the baseline, if the guard has none yet (its kernel just became ready); it
+    reads the whole tree, so off the event loop."""
     guard = guard_of(session)
-    if guard is not None:
-        guard.ensure_baseline()
+    if guard is not None and not guard.has_baseline:
+        await asyncio.to_thread(guard.ensure_baseline)
 
 
 async def after_cell(
@@ -78,15 +80,15 @@ async def after_cell(
 ) -> str | None:
     """Check the control plane after a cell; the note for the model, or None when nothing changed.
 
-    The check (and the restore) runs at once, also for a cancelled cell; holding it then goes on
-    in the background."""
+    The check (and the restore) runs at once, also for a cancelled cell (in a thread when it must
+    wait for the store lock or compare the whole tree); holding it then goes on in the background."""
     guard = guard_of(session)
     if guard is None:
         return None
     try:
         try:
             held = guard.check(cell_id, code, wait=False)
-        except LockBusy:  # a store write is in progress: wait for it in a thread
+        except CheckInThread:  # a store write in progress, or the whole tree to compare
             held = await asyncio.to_thread(guard.check, cell_id, code)
     except Exception:
         log.exception("the control-plane check failed after cell %s", cell_id)

@@ -413,7 +413,7 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     # Imported at the first cell: the guard brings harness_store, which session/new must not wait for.
     from agent_core.control_plane import cells as control_plane
 
-    control_plane.before_cell(session)
+    await control_plane.before_cell(session)
     handle = session.kernel_handle
     checkpoint, handle.before_cell = handle.before_cell, None
     if checkpoint is not None:
