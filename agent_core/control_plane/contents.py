@@ -1,12 +1,14 @@
 """What a path under `.continual-acp/` holds, as the guard compares it: bytes, never a stat.
 
-A cell's files are hostile: read without following a symlink (a link is the line naming its
-target), without blocking (a FIFO or a device is a line naming its type, never opened for reading
-past `open`), and a file past `MAX_HELD_BYTES` as its size and digest, read in chunks.
+A cell's files are hostile: opened without following a symlink (a link is the line naming its
+target) and without blocking (a FIFO is a line naming its type, never read), and a file past
+`MAX_HELD_BYTES` as its size and digest, read in chunks. Device nodes are not looked for: making
+one needs a capability no cell has, and git does not store them.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -36,52 +38,60 @@ Content = bytes | Big | None  # None: the path holds nothing (absent, or a direc
 def read_content(path: str, limit: int = MAX_HELD_BYTES) -> Content:
     """The bytes at `path` (see the module docstring); None when absent or a directory."""
     try:
-        info = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        return f"unreadable: {exc.strerror}\n".encode()
-    if stat.S_ISDIR(info.st_mode):
-        return None
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            return f"symlink -> {os.readlink(path)}\n".encode("utf-8", "surrogateescape")
-        except OSError as exc:
-            return f"unreadable link: {exc.strerror}\n".encode()
-    if not stat.S_ISREG(info.st_mode):
-        return f"special file (mode {info.st_mode:o})\n".encode()
-    try:
         fd = os.open(path, _FLAGS)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW refused a symlink
+            try:
+                return f"symlink -> {os.readlink(path)}\n".encode("utf-8", "surrogateescape")
+            except FileNotFoundError:
+                return None
+            except OSError as link_error:
+                return f"unreadable link: {link_error.strerror}\n".encode()
         return f"unreadable: {exc.strerror}\n".encode()
     try:
         opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode):  # swapped between the lstat and the open
+        if stat.S_ISDIR(opened.st_mode):
+            return None
+        if not stat.S_ISREG(opened.st_mode):  # a FIFO opened without blocking: never read
             return f"special file (mode {opened.st_mode:o})\n".encode()
-        chunks: list[bytes] = []
-        size = 0
-        digest = None
-        while True:
-            chunk = os.read(fd, _CHUNK)
-            if not chunk:
-                break
-            size += len(chunk)
-            if digest is not None:
-                digest.update(chunk)
-                continue
-            chunks.append(chunk)
-            if size > limit:
-                digest = hashlib.sha256(b"".join(chunks))
-                chunks = []
-        if digest is not None:
-            return Big(size, digest.digest())
-        return b"".join(chunks)
+        want = max(min(opened.st_size, limit) + 1, 4096)
+        first = os.read(fd, want)
+        if len(first) < want:  # a short read of a regular file: its end
+            return first if len(first) <= limit else _digest_of(first)
+        return _read_rest(fd, first, limit)
     except OSError as exc:
         return f"unreadable: {exc.strerror}\n".encode()
     finally:
         os.close(fd)
+
+
+def _digest_of(data: bytes) -> Big:
+    return Big(len(data), hashlib.sha256(data).digest())
+
+
+def _read_rest(fd: int, first: bytes, limit: int) -> Content:
+    """A file that grew since its stat, or a big one: in chunks, hashed past `limit`."""
+    chunks = [first]
+    size = len(first)
+    digest = None
+    while True:
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            break
+        size += len(chunk)
+        if digest is not None:
+            digest.update(chunk)
+            continue
+        chunks.append(chunk)
+        if size > limit:
+            digest = hashlib.sha256(b"".join(chunks))
+            chunks = []
+    if digest is not None:
+        return Big(size, digest.digest())
+    data = b"".join(chunks)
+    return data if len(data) <= limit else _digest_of(data)
 
 
 def prefix_digest(path: str, size: int) -> bytes | None:

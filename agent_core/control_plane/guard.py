@@ -51,7 +51,8 @@ MODEL_NOTE = (
 )
 MAX_CODE = 4_000
 MAX_HELD_FILES = 200  # files kept with their content in one held change (the rest by name)
-MAX_QUICK_FILES = 256  # more files to compare than this: not on the event loop
+MAX_QUICK_FILES = 256  # more files (or bytes) to compare than this: not on the event loop
+MAX_QUICK_BYTES = 1 << 20
 BETWEEN_PROMPTS = "between prompts"
 
 try:
@@ -224,18 +225,23 @@ class ControlPlaneGuard:
                 whole = full or hints.full or not root.watched or now != root.where
                 paths = None if whole else self._quick_paths(root, hints)
                 plans.append((root, now, paths))
-            if not wait and any(p is None or len(p) > MAX_QUICK_FILES for _, _, p in plans):
-                raise CheckInThread("the whole tree must be compared")
+            if not wait and not all(p is not None and _quick(root, p) for root, _, p in plans):
+                raise CheckInThread("the whole tree, or many or large files, to compare")
             self._hints = Hints()  # every hint is compared below
             held: list[HeldFile] = []
             errors: list[str] = []
             for root, now, paths in plans:
+                absent = root.where is not None and root.where[2] is None
                 if now != root.where:
                     moved = self._restore_root(root, now, errors)
                     if moved is not None:
                         held.append(moved)
                 if paths is None:
                     self._compare_all(root, held, errors)
+                    if absent and root.where != (None, root.target, None):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(root.path)  # the directory a cell made, emptied
+                        root.where = _where(root.path)
                 else:
                     for rel in sorted(paths):
                         self._compare(root, rel, held, errors)
@@ -287,19 +293,24 @@ class ControlPlaneGuard:
                 os.makedirs(os.path.join(root.target, rel), exist_ok=True)  # an empty one it removed
 
     def _rewatch(self, root: _Root) -> tuple[dict[str, int], frozenset[str]]:
-        """Watch every directory and file of the tree, then list its files (relative path -> link
-        count) and directories: what is created after its directory's watch raises an event."""
+        """List the tree's files (relative path -> link count) and directories, each directory's
+        watch placed before it is listed and each file's after: whatever is created or written
+        after the listing saw it raises an event for the next check."""
         target = root.target
-        usable = self._watch.usable(target) if os.path.isdir(target) else False
-        first = scan(Path(target))
-        ok = usable and self._watch.add(target, is_dir=True)
-        for rel in first.dirs:
-            ok = self._watch.add(os.path.join(target, rel), is_dir=True) and ok
-        now = scan(Path(target))
-        for rel in now.files:
-            self._watch.add(os.path.join(target, rel), is_dir=False)
-        # A directory made between the two walks may have had files before its watch: next time, all again.
-        root.watched = bool(ok and now.dirs <= first.dirs)
+        if not os.path.isdir(target):
+            root.watched = True  # nothing to watch: its appearance is a change of `_where`
+            return {}, frozenset()
+        ok = self._watch.usable(target)
+
+        def watch(directory: str) -> None:
+            nonlocal ok
+            ok = ok and self._watch.add(directory, is_dir=True)
+
+        now = scan(Path(target), watch if ok else None)
+        if ok:
+            for rel in now.files:
+                self._watch.add(os.path.join(target, rel), is_dir=False)
+        root.watched = ok
         return {rel: info[4] for rel, info in now.files.items()}, now.dirs
 
     # ------------------------------------------------------------ restore
@@ -390,6 +401,17 @@ class ControlPlaneGuard:
         finally:
             if fd is not None:
                 os.close(fd)  # closing releases the flock
+
+
+def _quick(root: _Root, paths: set[str]) -> bool:
+    """Few and small enough to read on the event loop (a cell may have written a huge file)."""
+    if len(paths) > MAX_QUICK_FILES:
+        return False
+    total = 0
+    for rel in paths:
+        with contextlib.suppress(OSError):
+            total += os.lstat(os.path.join(root.target, rel)).st_size
+    return total <= MAX_QUICK_BYTES
 
 
 def _where(path: Path) -> Where:

@@ -8,6 +8,7 @@ are, and each file's link count (a second hard link lets a write elsewhere chang
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,8 +32,11 @@ class Scan:
     dirs: frozenset[str]
 
 
-def scan(root: Path) -> Scan:
-    """Walk `root` (symlinks are entries, never followed); an absent root is an empty scan."""
+def scan(root: Path, before_listing: Callable[[str], object] | None = None) -> Scan:
+    """Walk `root` (symlinks are entries, never followed); an absent root is an empty scan.
+
+    `before_listing(path)` is called for each directory (the root first) before it is listed: a
+    watch placed there sees whatever is created in it after the listing began."""
     files: dict[str, FileStat] = {}
     dirs: list[str] = []
     base = str(root)
@@ -41,6 +45,8 @@ def scan(root: Path) -> Scan:
     ignored = IGNORED_NAMES
     while stack:
         current = stack.pop()
+        if before_listing is not None:
+            before_listing(current)
         try:
             it = os.scandir(current)
         except OSError:

@@ -58,6 +58,7 @@ class TreeWatch:
         self._fd: int | None = None
         self._libc: ctypes.CDLL | None = None
         self._failed = False
+        self._lost = False  # its queue failed: what it watched is not watched any more
         self._paths: dict[int, tuple[str, bool]] = {}  # watch -> (absolute path, is a directory)
         self._local: dict[str, bool] = {}  # root -> on a local file system
 
@@ -119,7 +120,7 @@ class TreeWatch:
         """Every queued event, as the paths to compare."""
         hints = Hints()
         if self._fd is None:
-            hints.full = True
+            hints.full = self._lost  # never opened: nothing was watched (the guard knows)
             return hints
         while True:
             try:
@@ -129,6 +130,7 @@ class TreeWatch:
             except OSError as exc:
                 log.warning("inotify read failed (%s): the guard compares the whole tree", exc)
                 self.close()
+                self._lost = True
                 hints.full = True
                 return hints
             self._parse(data, hints)

@@ -226,3 +226,32 @@ def test_the_stores_writes_are_never_held_during_a_cell_or_between_prompts(tmp_p
     assert guard.refresh() is None
     assert guard.check("call_2", "", full=True) is None
     guard.close()
+
+
+def test_a_huge_file_is_never_read_on_the_event_loop_and_is_held_from_the_thread(tmp_path: Path) -> None:
+    root = tmp_path / ".continual-acp"
+    guard = _plane(root)
+    big = root / "harness" / "entries" / "memory" / "big.md"
+    with big.open("wb") as fh:
+        fh.truncate(64 << 20)  # sparse: 64 MiB of zeros
+    with pytest.raises(CheckInThread):
+        guard.check("call_1", "", wait=False)
+    held = guard.check("call_1", "")
+    assert held is not None and [(f.path, f.too_large) for f in held.files] == [(str(big), True)]
+    assert not big.exists()
+
+
+def test_a_control_dir_a_cell_creates_where_there_was_none_is_removed_and_held(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    root = tmp_path / "sub" / ".continual-acp"
+    guard = ControlPlaneGuard([root])
+    guard.ensure_baseline()
+    assert guard.check("call_0", "", wait=False) is None  # nothing there: the quick check
+    entry = root / "harness" / "entries" / "prompt" / "cheat.md"
+    entry.parent.mkdir(parents=True)
+    entry.write_text("cheat\n")
+    held = guard.check("call_1", "")
+    assert held is not None and [(f.path, f.action) for f in held.files] == [(str(entry), "created")]
+    assert not root.exists()
+    assert guard.check("call_2", "") is None  # the removal's own events, compared once
+    assert guard.check("call_3", "", wait=False) is None
