@@ -265,12 +265,15 @@ class ControlPlaneGuard:
                 paths.add(rel)
         return paths
 
-    def _compare(self, root: _Root, rel: str, held: list[HeldFile], errors: list[str]) -> None:
+    def _compare(
+        self, root: _Root, rel: str, held: list[HeldFile], errors: list[str], *, listed: bool = False
+    ) -> None:
+        """Compare one file; `listed`: its watch and link count were just taken by `_rewatch`."""
         absolute = os.path.join(root.target, rel)
         before = root.files.get(rel)
         current = read_content(absolute)
         if current == before:
-            if current is not None:
+            if current is not None and not listed:
                 self._watch.add(absolute, is_dir=False)  # a replaced file: its new inode
                 with contextlib.suppress(OSError):
                     if os.lstat(absolute).st_nlink > 1:  # written through another path: no event
@@ -284,7 +287,7 @@ class ControlPlaneGuard:
         for rel in sorted(found.keys() | root.files.keys()):
             if found.get(rel, 0) > 1:
                 root.sticky.add(rel)
-            self._compare(root, rel, held, errors)
+            self._compare(root, rel, held, errors, listed=True)
         for rel in sorted(dirs - root.dirs, key=lambda r: r.count(os.sep), reverse=True):
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.join(root.target, rel))  # a directory a cell made, now empty
