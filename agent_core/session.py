@@ -613,7 +613,11 @@ class Session:
         writes later): the whole tree by content, held unless `control_plane_outside_changes` accepts."""
         if self.control_plane is None:
             return
-        held = await asyncio.to_thread(self.control_plane.refresh)
+        try:
+            held = await asyncio.to_thread(self.control_plane.refresh)
+        except Exception:
+            log.exception("the control-plane check failed at the start of a prompt")
+            return
         if held is not None:
             from agent_core.control_plane.cells import hold
 
@@ -625,7 +629,13 @@ class Session:
         if self.control_plane is None:
             return
         guard = self.control_plane
-        held = await asyncio.to_thread(guard.check, "", "", when="after the prompt's last cell", full=True)
+        try:
+            held = await asyncio.to_thread(
+                guard.check, "", "", when="after the prompt's last cell", full=True
+            )
+        except Exception:
+            log.exception("the control-plane check failed at the end of a prompt")
+            return
         if held is not None:
             from agent_core.control_plane.cells import hold
 

@@ -53,8 +53,12 @@ async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.Tur
     description = f"{held.summary()}. The files were restored; {where}." + (
         f" Not restored: {restored}" if restored else ""
     )
-    who = "A cell" if held.when == "while the cell ran" else f"A change {held.when}"
-    notice = ev.Notice("warning", f"{who} changed .continual-acp/: held for review", description)
+    title = (
+        "A cell changed .continual-acp/: held for review"
+        if held.when == "while the cell ran"
+        else f".continual-acp/ changed {held.when}: held for review"
+    )
+    notice = ev.Notice("warning", title, description)
     if emit is not None:
         emit(notice)
     else:
