@@ -219,6 +219,9 @@ class ControlPlaneGuard:
                 return None
             self._absorb(self._watch.drain())
             hints = self._hints
+            if not wait and (full or hints.full or not all(root.watched for root in self._roots)):
+                # Not even a stat here: a file system inotify cannot vouch for may be slow to answer.
+                raise CheckInThread("the whole tree to compare")
             plans: list[tuple[_Root, Where, set[str] | None]] = []
             for root in self._roots:
                 now = _where(root.path)
