@@ -195,6 +195,25 @@ class ControlPlaneGuard:
                             root.dirs.add(parent)
                             parent = os.path.dirname(parent)
 
+    def settled(self) -> bool | None:
+        """Whether nothing under the tree moved since the last check, so that what was read
+        meanwhile (the system prompt's harness) is the verified state: True, False (something
+        moved: check, then read again), None (inotify cannot tell here, or the guard is busy)."""
+        if not self._mutex.acquire(blocking=False):
+            return None
+        try:
+            if not all(root.where is not None and root.watched for root in self._roots):
+                return None
+            self._absorb(self._watch.drain())
+            if self._hints.full:
+                return False
+            for root in self._roots:
+                if any(root.rel(p) is not None and not _ignored(p) for p in self._hints.paths):
+                    return False
+            return all(_where(root.path) == root.where for root in self._roots)
+        finally:
+            self._mutex.release()
+
     # ------------------------------------------------------------ the check
 
     def check(

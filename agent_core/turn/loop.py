@@ -171,6 +171,10 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
         return TurnOutcome("end_turn")
 
     system = session.system_prompt(parts)
+    if session.control_plane is not None:  # unconfined: the prompt must come from the verified tree
+        from agent_core.control_plane import cells as control_plane
+
+        system = await control_plane.verified_system_prompt(session, parts, emit, system)
     formats = _Formats(session)
     limit = session.max_turn_requests
     for _request in range(limit):
