@@ -195,6 +195,22 @@ class ControlPlaneGuard:
                             root.dirs.add(parent)
                             parent = os.path.dirname(parent)
 
+    def verified(self, path: Path) -> bytes | None:
+        """The verified content of `path` (None: absent in the verified state), for a reader that
+        must not trust the disk at use time (a loop pinning its gates). `LookupError` when the
+        guard has no verified bytes for it (not beneath a root, no baseline, too large to keep)."""
+        absolute = os.path.join(os.path.realpath(Path(path).parent), Path(path).name)
+        with self._mutex:
+            for root in self._roots:
+                rel = root.rel(absolute) if root.where is not None else None
+                if rel is None:
+                    continue
+                content = root.files.get(rel)
+                if isinstance(content, Big):
+                    break
+                return content
+        raise LookupError(f"{path}: no verified content")
+
     def settled(self) -> bool | None:
         """Whether nothing under the tree moved since the last check, so that what was read
         meanwhile (the system prompt's harness) is the verified state: True, False (something

@@ -325,3 +325,15 @@ def test_an_entry_written_and_put_back_while_the_prompt_was_read_makes_it_read_a
     session = _PromptSession(guard, entry, flip)
     assert session.build() == "old fact\n"
     assert session.builds == 2 and session.held == []
+
+
+def test_the_verified_gate_file_is_what_the_last_check_verified_not_what_the_disk_holds_now(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / ".continual-acp"
+    guard = _plane(root)
+    (root / "gates.toml").write_text(CHEAT)  # landed after the check, before a reader's use
+    assert guard.verified(root / "gates.toml") == GATES.encode()
+    assert guard.verified(root / "absent.toml") is None
+    with pytest.raises(LookupError):
+        guard.verified(tmp_path / "elsewhere.toml")
