@@ -328,6 +328,7 @@ class ControlPlaneGuard:
             self._compare(root, rel, held, errors, listed=True)
         for rel in sorted(dirs - root.dirs, key=lambda r: r.count(os.sep), reverse=True):
             with contextlib.suppress(OSError):
+                _open_up(root.target, os.path.dirname(rel))
                 os.rmdir(os.path.join(root.target, rel))  # a directory a cell made, now empty
         for rel in sorted(root.dirs - dirs):
             with contextlib.suppress(OSError):
@@ -343,11 +344,12 @@ class ControlPlaneGuard:
             return {}, frozenset()
         ok = self._watch.usable(target)
 
-        def watch(directory: str) -> None:
+        def before_listing(directory: str) -> None:
             nonlocal ok
+            _listable(directory)
             ok = ok and self._watch.add(directory, is_dir=True)
 
-        now = scan(Path(target), watch if ok else None)
+        now = scan(Path(target), before_listing if ok else _listable)
         if ok:
             for rel in now.files:
                 self._watch.add(os.path.join(target, rel), is_dir=False)
@@ -395,6 +397,7 @@ class ControlPlaneGuard:
         too_large = isinstance(current, Big)
         after = None if isinstance(current, Big) else current
         try:
+            _open_up(root.target, os.path.dirname(rel))
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)  # a directory where the file was (symlinks in it are not followed)
             elif current is not None:
@@ -453,6 +456,32 @@ def _quick(root: _Root, paths: set[str]) -> bool:
         with contextlib.suppress(OSError):
             total += os.lstat(os.path.join(root.target, rel)).st_size
     return total <= MAX_QUICK_BYTES
+
+
+def _listable(directory: str) -> None:
+    """A directory of the tree its owner cannot list (a cell's chmod: the files in it must not
+    escape the comparison) is made listable again."""
+    with contextlib.suppress(OSError):
+        info = os.lstat(directory)
+        if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o500 != 0o500 and info.st_uid == os.geteuid():
+            os.chmod(directory, stat.S_IMODE(info.st_mode) | 0o500)
+
+
+def _open_up(target: str, rel_dir: str) -> None:
+    """Make the directories from the tree's top down to `rel_dir` writable and searchable by their
+    owner again (a cell made one read-only so that what it wrote there could not be removed)."""
+    current = target
+    for part in ["", *(p for p in rel_dir.split(os.sep) if p)]:
+        current = os.path.join(current, part) if part else current
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return
+        if not stat.S_ISDIR(info.st_mode):
+            return  # a symlink or a file: never followed
+        if info.st_mode & 0o700 != 0o700 and info.st_uid == os.geteuid():
+            with contextlib.suppress(OSError):
+                os.chmod(current, stat.S_IMODE(info.st_mode) | 0o700)
 
 
 def _where(path: Path) -> Where:

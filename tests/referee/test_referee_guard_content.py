@@ -7,6 +7,10 @@ from __future__ import annotations
 import asyncio
 import mmap
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -337,3 +341,47 @@ def test_the_verified_gate_file_is_what_the_last_check_verified_not_what_the_dis
     assert guard.verified(root / "absent.toml") is None
     with pytest.raises(LookupError):
         guard.verified(tmp_path / "elsewhere.toml")
+
+
+_READ_ONLY_DIR_SCRIPT = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from agent_core.control_plane.guard import ControlPlaneGuard
+root = Path(sys.argv[1]) / ".continual-acp"
+(root / "harness" / "entries" / "memory").mkdir(parents=True)
+(root / "gates.toml").write_text("x")
+guard = ControlPlaneGuard([root])
+guard.ensure_baseline()
+entry = root / "harness" / "entries" / "prompt" / "cheat.md"
+entry.parent.mkdir()
+entry.write_text("cheat")
+os.chmod(entry.parent, 0o555)  # read-only: nobody but its owner may remove what is in it
+os.chmod(root / "harness" / "entries", 0o500)
+held = guard.check("call_1", "")
+print("HELD", held is not None and [f.path for f in held.files] == [str(entry)], held and held.restore_errors)
+print("GONE", not entry.exists() and not entry.parent.exists())
+"""
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="runs as an unprivileged user through setpriv: root ignores file modes",
+)
+def test_an_entry_in_a_directory_a_cell_made_read_only_is_still_removed() -> None:
+    work = Path(tempfile.mkdtemp(prefix="guard-nobody-"))  # pytest's tmp_path is root's alone
+    os.chown(work, 65534, 65534)
+    repo = Path(__file__).resolve().parents[2]
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    try:
+        done = subprocess.run(
+            [*nobody, sys.executable, "-c", _READ_ONLY_DIR_SCRIPT, str(work), str(repo)],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(work)
+    assert "HELD True ()" in done.stdout and "GONE True" in done.stdout, (done.stdout, done.stderr)
