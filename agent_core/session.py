@@ -399,8 +399,9 @@ class Session:
 
             async def drive() -> TurnOutcome:
                 try:
-                    if self.control_plane is not None:
-                        self.control_plane.refresh()  # between prompts: a person's changes, accepted
+                    # Before anything reads the harness or the gates for this prompt (the system
+                    # prompt, the loop's pinned gates): what changed since the last verified state.
+                    await self._check_control_plane_at_start(emit)
                     if self.mode == "autonomous" and self.autonomy is not None:
                         outcome = await self._autonomous_body(parts, emit)
                     else:
@@ -624,12 +625,34 @@ class Session:
             return True  # the start failed: the cell will fail too, but never without consent
         return bool(kernel.guarantees.approval_required)
 
-    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
-        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
-        running) is the agent's too."""
+    async def _check_control_plane_at_start(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """Between prompts nothing of the agent's may land unseen (a process a cell left running
+        writes later): the whole tree by content, held unless `control_plane_outside_changes` accepts."""
         if self.control_plane is None:
             return
-        held = self.control_plane.check("", "", when="after the prompt's last cell")
+        try:
+            held = await asyncio.to_thread(self.control_plane.refresh)
+        except Exception:
+            log.exception("the control-plane check failed at the start of a prompt")
+            return
+        if held is not None:
+            from agent_core.control_plane.cells import hold
+
+            await hold(self, held, emit)
+
+    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
+        running) is the agent's too: the whole tree by content, off the event loop."""
+        if self.control_plane is None:
+            return
+        guard = self.control_plane
+        try:
+            held = await asyncio.to_thread(
+                guard.check, "", "", when="after the prompt's last cell", full=True
+            )
+        except Exception:
+            log.exception("the control-plane check failed at the end of a prompt")
+            return
         if held is not None:
             from agent_core.control_plane.cells import hold
 
@@ -650,7 +673,8 @@ class Session:
         repo = find_repo(self.cwd)
         roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
         lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
-        self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
+        outside = str(self.agent_config.option("control_plane_outside_changes"))
+        self.control_plane = ControlPlaneGuard(roots, lock_path=lock, outside_changes=outside)
         self.bus.subscribe(Closing, self._close_control_plane)
 
     def _close_control_plane(self, _: Closing) -> None:

@@ -171,6 +171,10 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
         return TurnOutcome("end_turn")
 
     system = session.system_prompt(parts)
+    if session.control_plane is not None:  # unconfined: the prompt must come from the verified tree
+        from agent_core.control_plane import cells as control_plane
+
+        system = await control_plane.verified_system_prompt(session, parts, emit, system)
     formats = _Formats(session)
     limit = session.max_turn_requests
     for _request in range(limit):
@@ -413,7 +417,7 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     # Imported at the first cell: the guard brings harness_store, which session/new must not wait for.
     from agent_core.control_plane import cells as control_plane
 
-    control_plane.before_cell(session)
+    await control_plane.before_cell(session)
     handle = session.kernel_handle
     checkpoint, handle.before_cell = handle.before_cell, None
     if checkpoint is not None:
