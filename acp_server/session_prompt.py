@@ -195,13 +195,17 @@ def _command_runner(
         record(MessageChunk(text, message_id))
         await server.send_update(session_id, frames.agent_message_update(text, message_id))
 
+    async def reply_once(text: str, recorded: str) -> None:
+        record(MessageChunk(recorded, message_id))
+        await server.send_update(session_id, frames.agent_message_update(text, message_id))
+
     async def announce_mode() -> None:
         # An agent-side mode switch: both the mode and the config option lists change.
         session = opened.session
         await server.send_update(session_id, frames.current_mode_update(session.mode))
         await server.send_update(session_id, frames.config_option_update(config_options(session)))
 
-    return CommandRunner(CommandContext(server, opened, reply, announce_mode))
+    return CommandRunner(CommandContext(server, opened, reply, announce_mode, reply_once))
 
 
 async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: int, used: TurnUsage) -> str:
