@@ -31,6 +31,7 @@ from kernel_bridge.output import (
     private_dir,
 )
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
+from kernel_bridge.workspace_launch import workspace_environment
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,10 @@ class KernelPool:
         self._runtime_arg = Path(runtime_dir) if runtime_dir is not None else None
         self._runtime: Path | None = None
         self.keep_env = frozenset(keep_env)
-        self._base_env = scrub_environment(
-            dict(base_env if base_env is not None else os.environ), self.keep_env
+        # The launch seam's scrub (credentials, the server's CONTINUAL_ACP_* settings): a kernel
+        # gets what a gate or an MCP server gets; its bridge variables come with the setup cell.
+        self._base_env = workspace_environment(
+            dict(base_env if base_env is not None else os.environ), keep=self.keep_env
         )
         self.startup_timeout = startup_timeout
         self.max_output_chars = max_output_chars
