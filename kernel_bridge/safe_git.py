@@ -7,8 +7,9 @@ diff, stash and apply), `core.sshCommand`, credential helpers. Two layers:
 
 1. **Switched off** on the command line, which outranks every config file: the fixed `-c` list
    below, `--no-ext-diff --no-textconv` where the subcommand takes them, and every filter and
-   diff driver the repository's config names (read first with `git config --get-regexp`, which
-   runs nothing), emptied. In-tree `.gitattributes` cannot be switched off (`core.attributesFile`
+   diff driver command any config level names, emptied: read by `git config --get-regexp` (which
+   runs nothing) right before the command, in the same watched process (a small `sh` step passing
+   them as `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>`, the command line's scope). In-tree `.gitattributes` cannot be switched off (`core.attributesFile`
    covers only the global file), but an attribute naming a driver with no command runs nothing.
    The environment: no inherited `GIT_*` (a `GIT_DIR`, `GIT_EXTERNAL_DIFF` or
    `GIT_CONFIG_PARAMETERS` of the server's), `GIT_CONFIG_NOSYSTEM=1`, `GIT_TERMINAL_PROMPT=0`,
@@ -25,7 +26,6 @@ diff, stash and apply), `core.sshCommand`, credential helpers. Two layers:
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,9 +49,27 @@ SAFE_CONFIG: tuple[str, ...] = (
 )
 # Subcommands that print diffs and accept the switches that stop external diffs and textconv.
 _DIFFING = frozenset({"diff", "log", "show"})
-# `filter.<name>.<key>` / `diff.<name>.<key>` lines of `git config --get-regexp` (names may hold dots).
-_DRIVER = re.compile(r"^(filter|diff)\.(.+)\.([A-Za-z]+)$")
-_DRIVER_KEYS = {"filter": ("clean", "smudge", "process"), "diff": ("command", "textconv")}
+# Run under the watch as `sh -c _DRIVERS_OFF sh <repo> <git argv...>`: every filter and diff driver
+# command any config level names (includes followed) is emptied for the git that follows. Config
+# key names cannot hold a newline, so one per line is safe; `set -f`: no globbing of a name.
+_DRIVERS_OFF = r"""
+IFS='
+'
+set -f
+i=0
+for key in $(git -C "$1" config --name-only --get-regexp '^(filter|diff)\.' 2>/dev/null); do
+  case $key in
+    filter.*.required) value=false ;;
+    filter.*.clean|filter.*.smudge|filter.*.process|diff.*.command|diff.*.textconv) value= ;;
+    *) continue ;;
+  esac
+  export "GIT_CONFIG_KEY_$i=$key" "GIT_CONFIG_VALUE_$i=$value"
+  i=$((i + 1))
+done
+export GIT_CONFIG_COUNT=$i
+shift
+exec "$@"
+"""
 
 
 def git_environment(
@@ -75,42 +93,18 @@ def git_environment(
 
 
 def git_argv(
-    repo: str | os.PathLike[str],
-    args: Sequence[str],
-    *,
-    config: Mapping[str, str] | None = None,
-    drivers: Sequence[str] = (),
+    repo: str | os.PathLike[str], args: Sequence[str], *, config: Mapping[str, str] | None = None
 ) -> list[str]:
-    """`git -C repo -c ... <args>` with the fixed safe settings, `config` (the caller's own, e.g. an
-    author name), the `drivers` neutralised (`filter.x` / `diff.x` names) and the no-external-diff
-    switches after a diffing subcommand."""
+    """`git -C repo -c ... <args>` with the fixed safe settings, then `config` (the caller's own,
+    e.g. an author name), and the no-external-diff switches after a diffing subcommand."""
     argv = ["git", "-C", os.fspath(repo)]
     for item in SAFE_CONFIG:
         argv += ["-c", item]
-    for driver in drivers:
-        kind = driver.partition(".")[0]
-        for key in _DRIVER_KEYS.get(kind, ()):
-            argv += ["-c", f"{driver}.{key}="]
-        if kind == "filter":
-            argv += ["-c", f"{driver}.required=false"]
     for key, value in (config or {}).items():
         argv += ["-c", f"{key}={value}"]
     if args and args[0] in _DIFFING:
         return [*argv, args[0], "--no-ext-diff", "--no-textconv", *args[1:]]
     return [*argv, *args]
-
-
-def _drivers(repo: str | os.PathLike[str], env: Mapping[str, str], timeout: float) -> list[str]:
-    """The filter and diff drivers any config level names for `repo` (includes followed)."""
-    argv = git_argv(repo, ["config", "--null", "--name-only", "--get-regexp", r"^(filter|diff)\."])
-    with workspace_launch.policy(repo, env, confine=False) as launch:
-        done = workspace_launch.run(argv, launch, timeout=timeout)
-    found: set[str] = set()
-    for raw in done.stdout.split(b"\0"):
-        match = _DRIVER.match(raw.decode("utf-8", "surrogateescape"))
-        if match is not None:
-            found.add(f"{match.group(1)}.{match.group(2)}")
-    return sorted(found)
 
 
 def run_git(
@@ -126,8 +120,7 @@ def run_git(
     raises OSError when git cannot be started."""
     repo = os.path.abspath(repo)
     full_env = git_environment(extra=env)
-    drivers = _drivers(repo, full_env, timeout)
-    argv = git_argv(repo, args, config=config, drivers=drivers)
+    command = ["/bin/sh", "-c", _DRIVERS_OFF, "sh", repo, *git_argv(repo, args, config=config)]
     # `policy` scrubs `full_env` again: the variables set above are no secrets and pass unchanged.
     with workspace_launch.policy(repo, full_env, confine=False) as launch:
-        return workspace_launch.run(argv, launch, input=input, timeout=timeout)
+        return workspace_launch.run(command, launch, input=input, timeout=timeout)
