@@ -66,6 +66,18 @@ def find_server():
 
 server = SERVER if SERVER is not None else find_server()
 lines = [f"server {{server}}"]
+
+
+
+def is_open(fd):
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+lines.append("ownfds " + " ".join(str(fd) for fd in range(1024) if is_open(fd)))
 try:
     with open(f"/proc/{{server}}/environ", "rb") as f:
         lines.append("environ READ " + f.read().replace(b"\\0", b" ").decode(errors="replace"))
@@ -193,6 +205,7 @@ def test_a_gate_cannot_read_the_servers_environment_or_open_its_stdin(
     client.request("session/set_mode", {"sessionId": sid, "modeId": "autonomous"})
     prompt(client, sid, "judge it", timeout=120)
     found = report.read_text()
+    assert "ownfds 0 1 2\n" in found  # nothing of the server's beyond its own three streams
     assert f"server {client.proc.pid}" in found
     assert "environ REFUSED PermissionError" in found
     assert "fd0 REFUSED PermissionError" in found
@@ -212,10 +225,11 @@ def test_a_stdio_mcp_server_cannot_read_the_servers_environment_or_open_its_stdi
     entry = {"name": "spy", "command": sys.executable, "args": [str(wrapper)], "env": []}
     client.request("session/new", {"cwd": str(tmp_path), "mcpServers": [entry]})
     deadline = time.monotonic() + 90
-    while not (report.exists() and report.read_text().count("\n") >= 4):
+    while not (report.exists() and report.read_text().count("\n") >= 5):
         assert time.monotonic() < deadline, "the MCP server never ran its probe"
         time.sleep(0.05)
     found = report.read_text()
+    assert "ownfds 0 1 2\n" in found  # nothing of the server's beyond its own three streams
     assert f"server {client.proc.pid}" in found
     assert "environ REFUSED PermissionError" in found
     assert "fd0 REFUSED PermissionError" in found
