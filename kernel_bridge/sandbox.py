@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernel_bridge import landlock
+from kernel_bridge.backend import KernelBackend
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
@@ -324,7 +325,7 @@ _FIXES = {
 }
 
 
-class SandboxLauncher:
+class SandboxLauncher(KernelBackend):
     """Starts confined local kernels; a `Launcher` for `KernelPool(launcher=...)`.
 
     Each kernel is bound to one workspace at start (`binds_cwd`: the pool warms kernels for the

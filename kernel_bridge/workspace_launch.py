@@ -43,11 +43,10 @@ from kernel_bridge.environment import scrub_environment
 from kernel_bridge.group_watch import drop_capabilities
 
 if TYPE_CHECKING:
-    from kernel_bridge.launcher import LaunchSpec, RunningKernel
+    from kernel_bridge.backend import KernelBackend
 
 __all__ = [
     "SERVER_ONLY_PREFIX",
-    "ConfinementSource",
     "LaunchPolicy",
     "RunResult",
     "apolicy",
@@ -95,28 +94,20 @@ class Confinement(Protocol):
     def pid_namespace(self) -> bool: ...
 
 
-class ConfinementSource(Protocol):
-    """The kernels' launcher, which also gives their confinement for a command in `cwd` (None:
-    unconfined) and raises when the configured tier cannot work. `sandbox.SandboxLauncher` is one;
-    a scratch kernel (a skill check) is started by it too."""
-
-    def command_confinement(self, cwd: Path, own_dir: Path) -> Confinement | None: ...
-
-    async def __call__(self, spec: LaunchSpec) -> RunningKernel: ...
-
-
 # One kernel backend per server process (the config has one), so its confinement is the process's:
-# registered where the backend is built, read wherever a workspace command starts.
-_source: ConfinementSource | None = None
+# registered where the backend is built, read wherever a workspace command starts. The backend
+# (`backend.KernelBackend`) is the one seam for where kernels come from and what fences the
+# workspace's other code (`command_confinement`).
+_source: KernelBackend | None = None
 
 
-def use_confinement(source: ConfinementSource | None) -> None:
+def use_confinement(source: KernelBackend | None) -> None:
     """Confine every later workspace command as `source` confines kernels (None: unconfined)."""
     global _source
     _source = source
 
 
-def confinement_source() -> ConfinementSource | None:
+def confinement_source() -> KernelBackend | None:
     """The registered confinement source (the sandbox launcher on a sandbox backend), or None."""
     return _source
 
