@@ -124,7 +124,7 @@ class TurnContext(Protocol):
         """Short per-turn context for the model (the goal block), or None."""
         ...
 
-    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+    def take_steering(self) -> list[tuple[Sequence[ev.PromptPart], str | None]]:
         """Messages sent into the running turn since the last request (steering), oldest first."""
         ...
 
@@ -175,8 +175,8 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
     limit = session.max_turn_requests
     for _request in range(limit):
         # Steering joins here, at the next request: after the tool results it follows, in order.
-        for steered in session.take_steering():
-            emit(ev.UserMessage(parts=tuple(steered), message_id=new_id(STEER_PREFIX)))
+        for steered, steer_id in session.take_steering():
+            emit(ev.UserMessage(parts=tuple(steered), message_id=steer_id or new_id(STEER_PREFIX)))
             session.append_message(
                 {"role": "user", "content": to_model_content(steered, images=session.model_accepts_images)}
             )
