@@ -319,3 +319,32 @@ def test_a_program_git_still_runs_gets_no_key_and_no_capability(
     assert int(found["status"]["CapEff"], 16) == 0
     assert int(found["status"]["CapBnd"], 16) == 0
     assert found["status"]["NoNewPrivs"] == "1"
+
+
+@as_root_with_capabilities
+async def test_a_kernels_interpreter_starts_without_capabilities(tmp_path: Path) -> None:
+    """A kernel's interpreter may be the workspace's own venv, whose start-up (`.pth` files,
+    `sitecustomize`) runs before the kernel's launch code: it must already hold nothing. The
+    stand-in interpreter records its capability lines, then runs the real one."""
+    from kernel_bridge import KernelPool
+
+    report = tmp_path / "caps.txt"
+    python = tmp_path / "python"
+    python.write_text(
+        f'#!/bin/sh\ngrep -E "^(CapEff|CapBnd|NoNewPrivs)" /proc/self/status > {report}\nexec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    pool = KernelPool(0, python=str(python))
+    try:
+        await pool.check_backend()  # the ipykernel probe runs the interpreter too
+        probed = report.read_text()
+        report.unlink()
+        session = await pool.acquire(cwd=tmp_path)
+        await session.shutdown(timeout=5)
+    finally:
+        await pool.aclose()
+    for found in (probed, report.read_text()):
+        lines = dict(line.split(":") for line in found.split("\n") if line)
+        assert int(lines["CapEff"], 16) == 0, found
+        assert int(lines["CapBnd"], 16) == 0, found
+        assert lines["NoNewPrivs"].strip() == "1", found
