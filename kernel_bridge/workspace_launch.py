@@ -1,23 +1,26 @@
 """The one seam through which the server starts a process that runs workspace-controlled code.
 
-Gates, the stdio MCP servers, every `git` the server runs (`safe_git`) and, through the same
-pieces, the kernels: each program is started with
+Gates, the stdio MCP servers, every `git` the server runs (`safe_git`), the ipykernel probe of a
+configured interpreter and, through the same pieces, the kernels (and skill checks' scratch kernels,
+started by the backend's launcher): each program is started with
 
 * a **scrubbed environment** (`workspace_environment`): no model key or other credential
   (`environment.is_secret`), none of the server's own `CONTINUAL_ACP_*` settings (a gateway's
   address and token, the config path, a bridge address), no `JPY_PARENT_PID`;
-* **no inherited descriptors** beyond its own stdin/stdout/stderr (`close_fds`; a descriptor the
-  server opened without `O_CLOEXEC` stays behind);
+* **no inherited descriptors** beyond its own stdin/stdout/stderr (`close_fds`: not even one the
+  server opened without `O_CLOEXEC`);
 * **no capabilities and `no_new_privs`**: it runs under the group-watch script, whose first act is
-  `group_watch.drop_capabilities` (the kernel's launch code runs the same function). A root server
+  `group_watch.drop_capabilities` (a kernel runs the same function before its interpreter starts,
+  `group_watch.exec_argv`, and again in its launch code). A root server
   is non-dumpable (`hardening`), but CAP_SYS_PTRACE ignores that: without this, a program the
   repository names (a git fsmonitor hook, a gate) could read `/proc/<server>/environ` or write the
   editor's protocol pipe through `/proc/<server>/fd/0`;
 * **its own process group and a parent watch** (`group_watch`): a timeout or cancel kills
   everything it started, and a SIGKILLed server leaves nothing running;
-* on a sandbox tier, **the kernel's confinement** (`sandbox.Confinement`): the confinement source
-  registered by the backend (`use_confinement`, the `SandboxLauncher` the kernels come from)
-  gives the same read-only `.git`, `.continual-acp/`, data dir and protected paths.
+* on a sandbox tier, **the kernel's confinement** (`sandbox.Confinement`): the kernels' backend,
+  registered with `use_confinement` (the `SandboxLauncher`), gives a gate the same read-only
+  `.git`, `.continual-acp/`, data dir and protected paths (`KernelBackend.command_confinement`).
+  Git and MCP servers are not confined (see `safe_git`; an MCP server is the user's tool).
 
 A `LaunchPolicy` says how (cwd, env, confinement); `launch_argv` is the argv that applies it;
 `start` (async, the caller keeps its pipes, timeouts and group kill) and `run` (blocking, for
