@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kernel_bridge.backend import KernelBackend
     from kernel_bridge.cell import CellRun
     from kernel_bridge.environment import resolve_interpreter, scrub_environment
     from kernel_bridge.errors import InterpreterNotFound, KernelBridgeError, KernelStartError, SessionClosed
@@ -39,6 +40,7 @@ _EXPORTS = {
     "Finished": "events",
     "HostBridge": "hostbridge",
     "InterpreterNotFound": "errors",
+    "KernelBackend": "backend",
     "KernelBridgeError": "errors",
     "KernelPool": "pool",
     "KernelSession": "kernel_session",
@@ -65,6 +67,7 @@ __all__ = [
     "Finished",
     "HostBridge",
     "InterpreterNotFound",
+    "KernelBackend",
     "KernelBridgeError",
     "KernelPool",
     "KernelSession",

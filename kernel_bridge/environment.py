@@ -97,24 +97,23 @@ async def check_ipykernel(python: Path, timeout: float = 20.0) -> None:
     if python == Path(sys.executable):
         missing = importlib.util.find_spec("ipykernel") is None
     else:
+        # Through the launch seam: the interpreter may be the workspace's own (`.venv/bin/python`),
+        # which a cell can replace; it must not run with the server's capabilities.
+        from kernel_bridge import workspace_launch
+
+        launch = workspace_launch.LaunchPolicy(os.getcwd(), workspace_launch.workspace_environment())
         try:
-            process = await asyncio.create_subprocess_exec(
-                str(python),
-                "-c",
-                _HAS_IPYKERNEL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
-            )
+            async with workspace_launch.start(
+                [str(python), "-c", _HAS_IPYKERNEL], launch, stdout=asyncio.subprocess.DEVNULL
+            ) as process:
+                try:
+                    _, err = await asyncio.wait_for(process.communicate(), timeout)
+                except TimeoutError as exc:
+                    raise KernelStartError(
+                        f"the kernel interpreter {python} did not answer within {timeout:g} s"
+                    ) from exc
         except OSError as exc:
             raise KernelStartError(f"the kernel interpreter {python} could not be run: {exc}") from exc
-        try:
-            _, err = await asyncio.wait_for(process.communicate(), timeout)
-        except TimeoutError as exc:
-            process.kill()
-            await process.wait()
-            raise KernelStartError(
-                f"the kernel interpreter {python} did not answer within {timeout:g} s"
-            ) from exc
         if process.returncode not in (0, 1):
             detail = err.decode(errors="replace").strip()[-300:]
             raise KernelStartError(f"the kernel interpreter {python} could not be run: {detail}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernel_bridge._tasks import spawn
+from kernel_bridge.backend import KernelBackend
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.gateway_channels import GatewayChannels
 from kernel_bridge.gateway_rest import GatewayError, GatewayRest, GatewaySettings
@@ -145,7 +146,7 @@ class GatewayKernel(RunningKernel):
         await self.kill()
 
 
-class GatewayLauncher:
+class GatewayLauncher(KernelBackend):
     """Starts kernels on a gateway; a `Launcher` for `KernelPool(launcher=...)`."""
 
     remote = True  # the pool then offers host calls over stdin where the socket is unreachable
@@ -165,13 +166,17 @@ class GatewayLauncher:
         self._swept = False
         self._live: set[str] = set()
         self._deleting: set[asyncio.Task[None]] = set()
-        self.guarantees = KernelGuarantees(
+        self._guarantees = KernelGuarantees(
             "gateway",
             where=f"kernels on the Jupyter gateway at {settings.base}"
             + (f" (kernelspec {settings.kernel_name})" if settings.kernel_name else ""),
             network=True,
             notes=("confinement is the gateway's",),
         )
+
+    @property
+    def guarantees(self) -> KernelGuarantees:
+        return self._guarantees
 
     async def sweep(self) -> list[str]:
         """Delete kernels on this gateway that servers now gone left behind; returns their ids."""

@@ -133,8 +133,25 @@ def exit_code(status: int) -> int:
     return os.WEXITSTATUS(status)
 
 
+def exec_without_capabilities(command: list[str]) -> int:
+    """`exec` mode: drop the capabilities, then become `command` (same pid, no watch). For a program
+    whose own start runs code a workspace controls (an interpreter's site-packages, `.pth` files,
+    `sitecustomize`) before it could drop them itself: a kernel's interpreter."""
+    problem = drop_capabilities()
+    if problem is not None:
+        sys.stderr.write(f"continual-acp: {problem}\n")
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:
+        sys.stderr.write(f"cannot start {command[0]!r}: {exc}\n")
+    return 127
+
+
 def main(argv: list[str]) -> int:
-    """The script: run `argv[3:]` in this process's group, watched; return its exit code."""
+    """The script: run `argv[3:]` in this process's group, watched; return its exit code. With
+    `exec` for the parent pid: drop the capabilities and exec the command instead."""
+    if len(argv) >= 4 and argv[1] == "exec" and argv[2] == "--":
+        return exec_without_capabilities(argv[3:])
     if len(argv) < 4 or argv[2] != "--" or not argv[1].isdigit():
         sys.stderr.write("usage: group_watch.py <parent-pid> -- <command> [args...]\n")
         return 2
@@ -176,6 +193,11 @@ def watched_argv(command: list[str], parent_pid: int | None = None) -> list[str]
     """`command` run under the watch script by this interpreter, watching `parent_pid` (this process)."""
     parent = os.getpid() if parent_pid is None else parent_pid
     return [sys.executable, "-I", "-S", script_path(), str(parent), "--", *command]
+
+
+def exec_argv() -> list[str]:
+    """The prefix that runs a command without capabilities, in place (`exec` mode of the script)."""
+    return [sys.executable, "-I", "-S", script_path(), "exec", "--"]
 
 
 def embeddable_source() -> str:

@@ -203,6 +203,10 @@ def _write_spec(
     spec = {
         "argv": [
             *argv_prefix,
+            # The launch seam's capability drop before the interpreter starts: its start-up runs
+            # site-packages code (`.pth`, `sitecustomize`) that a workspace venv controls, before the
+            # launch code below could drop them. (bubblewrap drops them itself; harmless there.)
+            *group_watch.exec_argv(),
             str(python),
             "-c",
             _LAUNCH_CODE,

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from kernel_bridge import reaper, runtime_sweep
 from kernel_bridge._tasks import spawn
+from kernel_bridge.backend import KernelBackend, as_backend
 from kernel_bridge.bootstrap import preload
 from kernel_bridge.environment import check_ipykernel, resolve_interpreter, scrub_environment
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
-from kernel_bridge.guarantees import LOCAL, KernelGuarantees
+from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
 from kernel_bridge.kernel_session import KernelSession, SessionOptions
 from kernel_bridge.launcher import (
@@ -31,6 +32,7 @@ from kernel_bridge.output import (
     private_dir,
 )
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
+from kernel_bridge.workspace_launch import workspace_environment
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +70,7 @@ class KernelPool:
         refill_delay: float = 1.0,
         per_variable_cap: int = PER_VARIABLE_CAP,
         total_cap: int = TOTAL_CAP,
-        launcher: Launcher = start_local_kernel,
+        launcher: Launcher | KernelBackend = start_local_kernel,
         host_transport: str = "auto",
         max_kernels: int | None = None,
         max_file_chars: int = DEFAULT_MAX_FILE_CHARS,
@@ -83,7 +85,9 @@ class KernelPool:
         if max_kernels is not None and max_kernels < 1:
             raise ValueError(f"max_kernels must be >= 1 (or None for no cap), got {max_kernels}")
         # "auto": the socket, plus stdin where the launcher's kernels may be on another machine.
-        remote = bool(getattr(launcher, "remote", False))
+        # What the backend declares (`KernelBackend`); a plain launcher function has the defaults.
+        self._backend = as_backend(launcher)
+        remote = self._backend.remote
         self.host_stdin = {"socket": "off", "stdin": "only"}.get(
             host_transport, "fallback" if remote else "off"
         )
@@ -99,8 +103,10 @@ class KernelPool:
         self._runtime_arg = Path(runtime_dir) if runtime_dir is not None else None
         self._runtime: Path | None = None
         self.keep_env = frozenset(keep_env)
-        self._base_env = scrub_environment(
-            dict(base_env if base_env is not None else os.environ), self.keep_env
+        # The launch seam's scrub (credentials, the server's CONTINUAL_ACP_* settings): a kernel
+        # gets what a gate or an MCP server gets; its bridge variables come with the setup cell.
+        self._base_env = workspace_environment(
+            dict(base_env if base_env is not None else os.environ), keep=self.keep_env
         )
         self.startup_timeout = startup_timeout
         self.max_output_chars = max_output_chars
@@ -112,11 +118,10 @@ class KernelPool:
         self.refill_delay = refill_delay
         self.per_variable_cap = per_variable_cap
         self.total_cap = total_cap
-        self._launcher = launcher
         self._interpreter_checked = False  # `check_backend` found ipykernel in `python`
         # A launcher whose kernels serve one workspace each (the sandbox mounts it at start) gets
         # kernels warmed for the workspace of the last session acquired.
-        self._binds_cwd = bool(getattr(launcher, "binds_cwd", False))
+        self._binds_cwd = self._backend.binds_cwd
         self._warm_cwd: Path | None = None
         self._ready: list[RunningKernel] = []
         self._warming = 0
@@ -157,8 +162,7 @@ class KernelPool:
     @property
     def guarantees(self) -> KernelGuarantees:
         """What this pool's backend guarantees (where kernels run, confinement, network)."""
-        value = getattr(self._launcher, "guarantees", None)
-        return value if isinstance(value, KernelGuarantees) else LOCAL
+        return self._backend.guarantees
 
     async def check_backend(self) -> str:
         """Ask the backend whether it can start kernels, without starting one.
@@ -168,14 +172,10 @@ class KernelPool:
         that cannot work fails here). Returns a short description; raises `KernelStartError`
         naming the backend and the fix.
         """
-        if self._launcher is start_local_kernel or getattr(self._launcher, "local_interpreter", False):
-            if not self._interpreter_checked:
-                await check_ipykernel(self.python)
-                self._interpreter_checked = True
-        check = getattr(self._launcher, "check", None)
-        if check is None:
-            return self.guarantees.describe()
-        return str(await check())
+        if self._backend.local_interpreter and not self._interpreter_checked:
+            await check_ipykernel(self.python)
+            self._interpreter_checked = True
+        return await self._backend.check()
 
     @property
     def ready_count(self) -> int:
@@ -191,9 +191,7 @@ class KernelPool:
         """Begin warming kernels in the background; returns at once."""
         if self._closed:
             raise KernelBridgeError("the kernel pool was closed")
-        begin_sweep = getattr(self._launcher, "begin_sweep", None)
-        if begin_sweep is not None:  # end kernels a killed server left (in the background)
-            begin_sweep()
+        self._backend.begin_sweep()  # end kernels a killed server left (in the background)
         self._refill()
 
     def _refill(self) -> None:
@@ -302,7 +300,7 @@ class KernelPool:
             runtime_dir=self.runtime_dir,
             startup_timeout=self.startup_timeout,
         )
-        return await self._launcher(spec)
+        return await self._backend(spec)
 
     async def _take(self, cwd: Path, env: Mapping[str, str]) -> RunningKernel:
         """A healthy ready kernel, one that is about to be ready, or a cold start."""
@@ -438,12 +436,10 @@ class KernelPool:
         ready, self._ready = self._ready, []
         for kernel in ready:
             await kernel.shutdown(timeout=1.0)
-        closer = getattr(self._launcher, "aclose", None)
-        if closer is not None:  # a remote launcher deletes whatever it still has
-            try:
-                await closer()
-            except Exception:
-                log.exception("closing the kernel launcher failed")
+        try:  # a remote backend deletes whatever it still has
+            await self._backend.aclose()
+        except Exception:
+            log.exception("closing the kernel launcher failed")
         if self._owns_runtime and self._runtime is not None:
             shutil.rmtree(self._runtime, ignore_errors=True)
             reaper.keep_on_exit(self._runtime)

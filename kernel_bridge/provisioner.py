@@ -27,6 +27,7 @@ from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
 
 from kernel_bridge import reaper
 from kernel_bridge._tasks import spawn
+from kernel_bridge.backend import KernelBackend
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.gateway import RemotePaths
 from kernel_bridge.guarantees import KernelGuarantees
@@ -162,7 +163,7 @@ class ProvisionedKernel(RunningKernel):
         recorded.ledger.remove(recorded.place, recorded.kernel_id)
 
 
-class ProvisionerLauncher:
+class ProvisionerLauncher(KernelBackend):
     """Starts kernels of one kernelspec through its provisioner; a `Launcher` for `KernelPool`."""
 
     remote = True  # the kernel may be elsewhere: host calls fall back to stdin when needed
@@ -181,11 +182,15 @@ class ProvisionerLauncher:
         self.ledger = KernelLedger(ledger_path) if ledger_path is not None else None
         self.owner = owner_tag()
         self.sweep_task: asyncio.Task[list[str]] | None = None
-        self.guarantees = KernelGuarantees(
+        self._guarantees = KernelGuarantees(
             "provisioner",
             where=f"kernelspec {kernel_name} through its jupyter_client provisioner",
             notes=("confinement is the provisioner's",),
         )
+
+    @property
+    def guarantees(self) -> KernelGuarantees:
+        return self._guarantees
 
     def _spec_manager(self) -> KernelSpecManager:
         return KernelSpecManager(kernel_dirs=self.kernel_dirs) if self.kernel_dirs else KernelSpecManager()

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernel_bridge import landlock
+from kernel_bridge.backend import KernelBackend
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
@@ -155,18 +156,11 @@ del _continual_acp_piped
 """
 
 
-def landlock_argv(
-    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path
-) -> list[str]:
-    """The `python landlock.py ... --` prefix that confines one kernel (see `landlock.py`)."""
-    cwd = spec.cwd.resolve()
+def _landlock_fence(cwd: Path, *, network: bool, protected: tuple[Path, ...], own_dir: Path) -> list[str]:
+    """`python landlock.py --write ... [--network]`: writes only beneath the workspace split around
+    its `.git`, `.continual-acp/` and the protected paths, `own_dir`, `/dev/null` and `/dev/shm`."""
+    cwd = cwd.resolve()
     excluded = [cwd / ".git", cwd / CONTROL_DIR, *(p.resolve() for p in protected)]
-    tmp = private_dir(own_dir / "tmp")
-    ipython_dir = private_dir(own_dir / "ipython")
-    # `!cmd` runs through a pty by default, and /dev/pts stays closed (see the module docstring):
-    # the kernel's IPython runs shell escapes with pipes instead (output still reaches the cell).
-    startup = private_dir(private_dir(ipython_dir / "profile_default") / "startup")
-    (startup / "00-continual-acp-no-pty.py").write_text(_NO_PTY, encoding="utf-8")
     writable = [*landlock_writable(cwd, excluded), own_dir]
     writable += [Path(p) for p in ("/dev/null", "/dev/shm") if os.path.exists(p)]
     argv = [sys.executable, "-I", "-S", landlock.__file__]
@@ -174,16 +168,31 @@ def landlock_argv(
         argv += ["--write", str(path)]
     if network:
         argv.append("--network")
+    return argv
+
+
+def landlock_argv(
+    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path
+) -> list[str]:
+    """The `python landlock.py ... --` prefix that confines one kernel (see `landlock.py`)."""
+    tmp = private_dir(own_dir / "tmp")
+    ipython_dir = private_dir(own_dir / "ipython")
+    # `!cmd` runs through a pty by default, and /dev/pts stays closed (see the module docstring):
+    # the kernel's IPython runs shell escapes with pipes instead (output still reaches the cell).
+    startup = private_dir(private_dir(ipython_dir / "profile_default") / "startup")
+    (startup / "00-continual-acp-no-pty.py").write_text(_NO_PTY, encoding="utf-8")
+    argv = _landlock_fence(spec.cwd, network=network, protected=protected, own_dir=own_dir)
     argv += ["--setenv", f"TMPDIR={tmp}", "--setenv", f"IPYTHONDIR={ipython_dir}", "--"]
     return argv
 
 
-def bubblewrap_argv(
-    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path, runtime: Path
+def _bubblewrap_fence(
+    cwd: Path, *, network: bool, protected: tuple[Path, ...], runtime: Path | None
 ) -> list[str]:
-    """The `bwrap ... --` prefix that confines one kernel."""
+    """`bwrap ...`: `/` read-only, the workspace writable except its `.git`, `.continual-acp/` and
+    the protected paths, a private `/tmp`, own pid/ipc/uts (and network) namespaces."""
     bwrap = shutil.which("bwrap") or "bwrap"
-    cwd = spec.cwd.resolve()
+    cwd = cwd.resolve()
     argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
     if not network:
         argv.append("--unshare-net")
@@ -194,9 +203,11 @@ def bubblewrap_argv(
     for prefix in interpreter_paths():
         if Path("/tmp") in prefix.parents:
             argv += ["--ro-bind", str(prefix), str(prefix)]
-    # The pool's runtime dir read-only (the host bridge's socket is there: connecting needs no
-    # write access), the kernel's own directory in it writable.
-    argv += ["--ro-bind", str(runtime), str(runtime), "--bind", str(cwd), str(cwd)]
+    if runtime is not None:
+        # The pool's runtime dir read-only (the host bridge's socket is there: connecting needs no
+        # write access), the kernel's own directory in it writable.
+        argv += ["--ro-bind", str(runtime), str(runtime)]
+    argv += ["--bind", str(cwd), str(cwd)]
     for path in (cwd / ".git", *protected):
         if path.exists():
             real = path.resolve()
@@ -208,11 +219,48 @@ def bubblewrap_argv(
         # Not there yet: an empty read-only directory in its place, so a cell cannot create it
         # (bwrap makes the mount point; the server's own writes go to the real directory).
         argv += ["--tmpfs", str(control), "--remount-ro", str(control)]
+    return argv
+
+
+def bubblewrap_argv(
+    spec: LaunchSpec, *, network: bool, protected: tuple[Path, ...], own_dir: Path, runtime: Path
+) -> list[str]:
+    """The `bwrap ... --` prefix that confines one kernel."""
+    argv = _bubblewrap_fence(spec.cwd, network=network, protected=protected, runtime=runtime)
     argv += ["--bind", str(own_dir), str(own_dir)]  # last: it wins over a protected parent
     ipython_dir = private_dir(own_dir / "ipython")
     argv += ["--setenv", "IPYTHONDIR", str(ipython_dir), "--setenv", "TMPDIR", "/tmp"]
-    argv += ["--unsetenv", "JPY_PARENT_PID", "--chdir", str(cwd), "--"]
+    argv += ["--unsetenv", "JPY_PARENT_PID", "--chdir", str(spec.cwd.resolve()), "--"]
     return argv
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """The argv prefix that confines one workspace command (a gate, a check) as the tier confines a
+    kernel: the same read-only `.git`, `.continual-acp/`, data dir and protected paths."""
+
+    tier: str
+    prefix: tuple[str, ...]
+    # bubblewrap: the command runs in a pid namespace of its own, where the server is not visible
+    # and `--die-with-parent` (not a watch of the parent pid) ends it with the server.
+    pid_namespace: bool
+
+
+def command_confinement(
+    tier: str, cwd: Path, *, network: bool, protected: tuple[Path, ...], own_dir: Path
+) -> Confinement:
+    """The prefix for `tier` ("bubblewrap" or "landlock"); `own_dir` is the command's own writable
+    directory (its TMPDIR under Landlock, where `/tmp` is not private)."""
+    if tier == "bubblewrap":
+        argv = _bubblewrap_fence(cwd, network=network, protected=protected, runtime=None)
+        argv += ["--setenv", "TMPDIR", "/tmp", "--unsetenv", "JPY_PARENT_PID"]
+        argv += ["--chdir", str(cwd.resolve()), "--"]
+        return Confinement(tier, tuple(argv), pid_namespace=True)
+    if tier == "landlock":
+        argv = _landlock_fence(cwd, network=network, protected=protected, own_dir=own_dir)
+        argv += ["--setenv", f"TMPDIR={own_dir}", "--"]
+        return Confinement(tier, tuple(argv), pid_namespace=False)
+    raise ValueError(f"no confinement for sandbox tier {tier!r}")
 
 
 def _copy_private(source: Path, target: Path) -> None:
@@ -277,7 +325,7 @@ _FIXES = {
 }
 
 
-class SandboxLauncher:
+class SandboxLauncher(KernelBackend):
     """Starts confined local kernels; a `Launcher` for `KernelPool(launcher=...)`.
 
     Each kernel is bound to one workspace at start (`binds_cwd`: the pool warms kernels for the
@@ -340,6 +388,22 @@ class SandboxLauncher:
             self._probe = None
             raise error
         return self.guarantees.describe()
+
+    def command_confinement(self, cwd: Path, own_dir: Path) -> Confinement | None:
+        """The confinement this launcher's kernels get, for a workspace command in `cwd` (a gate, a
+        skill check's process); None when no tier works (kernels are unconfined and every cell is
+        approved). Raises `KernelStartError` when the configured tier cannot work: such a command
+        does not run at all, as a kernel would not."""
+        probe = self.probe()
+        error = self._required_tier_missing()
+        if error is not None:
+            raise error
+        if not probe.ok:
+            return None
+        protected = tuple(p if p.is_absolute() else cwd / p for p in self.protected)
+        return command_confinement(
+            probe.tier, cwd, network=self.network, protected=protected, own_dir=own_dir
+        )
 
     @property
     def guarantees(self) -> KernelGuarantees:

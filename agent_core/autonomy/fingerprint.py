@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
 from pathlib import Path
+
+from kernel_bridge.safe_git import run_git
 
 __all__ = ["IGNORED_DIRS", "MAX_WALK_ENTRIES", "workspace_fingerprint"]
 
@@ -55,15 +56,11 @@ def workspace_fingerprint(root: str | os.PathLike[str]) -> str:
 
 
 def _git(root: Path, *args: str) -> bytes | None:
+    # Through kernel_bridge's safe git: a repository-configured program (fsmonitor, a filter)
+    # does not run, and whatever git still runs gets no capability, key or descriptor of ours.
     try:
-        done = subprocess.run(
-            ["git", "-C", str(root), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = run_git(root, *args, timeout=GIT_TIMEOUT, env={"LC_ALL": "C"})
+    except OSError:
         return None
     return done.stdout if done.returncode == 0 else None
 

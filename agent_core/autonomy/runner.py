@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agent_core.autonomy.gates import Gate
-from kernel_bridge import group_watch, reaper
+from kernel_bridge import reaper, workspace_launch
+from kernel_bridge.errors import KernelBridgeError
 
 __all__ = ["BoundedText", "GateResult", "run_gate"]
 
@@ -89,21 +90,29 @@ async def run_gate(
     env: Mapping[str, str] | None = None,
     on_output: Callable[[str], None] | None = None,
 ) -> GateResult:
-    """Run `gate.command` with `sh -c` in `cwd` (under the group watch); cancelling this coroutine
-    kills the process group."""
+    """Run `gate.command` with `sh -c` in `cwd` through kernel_bridge's launch seam (`env`, default
+    this process's, is scrubbed there); cancelling this coroutine kills the process group."""
     started = time.monotonic()
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *group_watch.watched_argv(["/bin/sh", "-c", gate.command]),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own process group: killpg reaches every child it spawns
-        )
-    except OSError as exc:
-        return GateResult(gate.command, None, "", time.monotonic() - started, error=str(exc))
+    async with contextlib.AsyncExitStack() as stack:
+        # kernel_bridge's launch seam: scrubbed env, no inherited fds, no capabilities, its own
+        # process group under the parent watch, and on a sandbox tier the kernel's confinement.
+        try:
+            launch = await stack.enter_async_context(workspace_launch.apolicy(cwd, env))
+            proc = await stack.enter_async_context(
+                workspace_launch.start(
+                    ["/bin/sh", "-c", gate.command], launch, stderr=asyncio.subprocess.STDOUT
+                )
+            )
+        except (OSError, KernelBridgeError) as exc:
+            return GateResult(gate.command, None, "", time.monotonic() - started, error=str(exc))
+        return await _supervise(gate, proc, started, on_output)
+    raise AssertionError("unreachable")  # mypy: the exit stack does not swallow exceptions
+
+
+async def _supervise(
+    gate: Gate, proc: asyncio.subprocess.Process, started: float, on_output: Callable[[str], None] | None
+) -> GateResult:
+    """Stream the gate's output, bounded; kill its group at the timeout or on cancel."""
     reaper.track(proc.pid)
     output = BoundedText()
     decoder = _Utf8Stream()

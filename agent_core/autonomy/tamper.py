@@ -13,13 +13,16 @@ import difflib
 import fnmatch
 import os
 import shlex
-import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agent_core.autonomy.fingerprint import IGNORED_DIRS, _is_virtualenv
 from agent_core.autonomy.gates import Gate
+
+if TYPE_CHECKING:
+    from kernel_bridge.workspace_launch import RunResult
 
 __all__ = ["Evidence", "TamperWatch", "looks_like_test", "restore"]
 
@@ -236,15 +239,11 @@ def _protected_files(root: Path, protected: Sequence[str]) -> list[str]:
 
 def _workspace_files(root: Path) -> Iterable[str]:
     """Tracked and untracked (not ignored) files in a git work tree, else a bounded walk."""
+    from kernel_bridge.safe_git import run_git  # no repository-configured program runs
+
     try:
-        done = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
-            capture_output=True,
-            timeout=30,
-            check=False,
-            env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done: RunResult | None = run_git(root, "ls-files", "-co", "--exclude-standard", "-z", timeout=30)
+    except OSError:
         done = None
     if done is not None and done.returncode == 0:
         names = [os.fsdecode(n) for n in done.stdout.split(b"\0") if n]

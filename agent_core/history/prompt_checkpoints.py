@@ -167,13 +167,10 @@ def workspace_state(cwd: str) -> tuple[str | None, str | None]:
     try:
         created = _git(
             repo,
-            "-c",
-            "user.name=continual-acp",
-            "-c",
-            "user.email=continual-acp@localhost",
             "stash",
             "create",
             "continual-acp checkpoint",
+            config={"user.name": "continual-acp", "user.email": "continual-acp@localhost"},
         )
         commit = created.strip() or _git(repo, "rev-parse", "--verify", "-q", "HEAD").strip()
     except (OSError, subprocess.SubprocessError) as exc:
@@ -182,17 +179,18 @@ def workspace_state(cwd: str) -> tuple[str | None, str | None]:
     return (commit or None), str(repo)
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        capture_output=True,
-        text=True,
-        timeout=GIT_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-    )
+def _git(repo: Path, *args: str, config: dict[str, str] | None = None) -> str:
+    # kernel_bridge's safe git: a repository-configured program (fsmonitor, hooks, a filter driver)
+    # does not run, and whatever git still runs gets no capability, key or descriptor of ours.
+    from kernel_bridge.safe_git import run_git
+
+    done = run_git(repo, *args, config=config, timeout=GIT_TIMEOUT)
+    if done.returncode is None:
+        raise subprocess.SubprocessError(f"git {args[0]} timed out after {GIT_TIMEOUT:g} s")
     if done.returncode != 0:
-        raise subprocess.SubprocessError(done.stderr.strip() or f"git {args[0]} exited {done.returncode}")
-    return done.stdout
+        stderr = done.stderr.decode(errors="replace").strip()
+        raise subprocess.SubprocessError(stderr or f"git {args[0]} exited {done.returncode}")
+    return done.stdout.decode(errors="surrogateescape")
 
 
 class SessionCheckpoints:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from agent_core.history.prompt_checkpoints import Checkpoint, kernel_state_at
 
 if TYPE_CHECKING:
     from agent_core.session import Session
+    from kernel_bridge.workspace_launch import RunResult
 
 REWOUND_DIR = "rewound"
 # Records at the transcript's tail that belong to the slash command running the rewind itself:
@@ -229,23 +229,33 @@ def revert_files(plan: RewindPlan) -> str:
         return "No tracked file changed since then."
     entry = plan.checkpoint
     assert entry.repo is not None
-    done = subprocess.run(
-        ["git", "-C", entry.repo, "apply", "-R", "--binary", "-"],
-        input=diff,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _run_git(Path(entry.repo), "apply", "-R", "--binary", "-", input=diff)
     if done.returncode != 0:
-        raise RewindError(f"git apply -R failed, nothing reverted: {done.stderr.strip()}")
+        raise RewindError(f"git apply -R failed, nothing reverted: {_stderr(done)}")
     files = [line[6:] for line in diff.splitlines() if line.startswith("+++ b/") or line.startswith("--- a/")]
     return f"Reverted {len(set(files))} file(s) to their state before that prompt."
 
 
 def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-    )
+    done = _run_git(repo, *args)
     if done.returncode != 0:
-        raise RewindError(f"git {args[0]} failed: {done.stderr.strip()}")
-    return done.stdout
+        raise RewindError(f"git {args[0]} failed: {_stderr(done)}")
+    return done.stdout.decode(errors="surrogateescape")
+
+
+def _run_git(repo: Path, *args: str, input: str | None = None) -> RunResult:
+    # kernel_bridge's safe git: a repository-configured program (fsmonitor, hooks, a filter or diff
+    # driver) does not run, and whatever git still runs gets no capability, key or descriptor of ours.
+    from kernel_bridge.safe_git import run_git
+
+    data = input.encode(errors="surrogateescape") if input is not None else None
+    try:
+        return run_git(repo, *args, input=data, timeout=60)
+    except OSError as exc:
+        raise RewindError(f"git {args[0]} could not run: {exc}") from exc
+
+
+def _stderr(done: RunResult) -> str:
+    if done.returncode is None:
+        return "timed out"
+    return done.stderr.decode(errors="replace").strip()

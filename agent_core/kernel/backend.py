@@ -159,7 +159,12 @@ def pool_options(backend: KernelBackend, *, home: Path, protected: tuple[Path, .
     `home` is the server's data dir (the gateway and provisioner ledgers live there; the sandbox
     keeps it read-only); `protected` are further paths a sandboxed kernel must not write.
     """
+    from kernel_bridge import workspace_launch
+
     options: dict[str, Any] = {"host_transport": backend.host_transport}
+    # Gates and skill checks start through the launch seam with the kernels' confinement: none
+    # unless the backend is a sandbox (set below).
+    workspace_launch.use_confinement(None)
     if backend.kind == "gateway":
         from kernel_bridge.gateway import GatewayLauncher, RemotePaths
         from kernel_bridge.gateway_rest import GatewaySettings
@@ -181,11 +186,14 @@ def pool_options(backend: KernelBackend, *, home: Path, protected: tuple[Path, .
             settings, ledger_path=home / "kernels" / "gateway-kernels.json", paths=paths
         )
     elif backend.kind == "sandbox":
+        from kernel_bridge import workspace_launch
         from kernel_bridge.sandbox import SandboxLauncher
 
-        options["launcher"] = SandboxLauncher(
+        sandbox = SandboxLauncher(
             network=backend.sandbox_network, protected=(home, *protected), tier=backend.sandbox_tier
         )
+        options["launcher"] = sandbox
+        workspace_launch.use_confinement(sandbox)
     elif backend.kind == "provisioner":
         from kernel_bridge.provisioner import ProvisionerLauncher
 

@@ -1,8 +1,9 @@
 """Opening one MCP connection with the official SDK (imported lazily: it is a heavy import).
 
 `open_transport(config, errlog)` is an async context manager yielding the SDK's (read, write)
-streams. stdio servers run under kernel_bridge's group watch script, which kills their process group
-if this process dies.
+streams. stdio servers start through kernel_bridge's launch seam (`workspace_launch`): scrubbed
+environment, no capabilities, under the group watch, which kills their process group if this
+process dies.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
 from agent_core.mcp.config import HttpServer, ServerConfig, StdioServer
-from kernel_bridge import group_watch
+from kernel_bridge import workspace_launch
 
 
 class McpStartError(RuntimeError):
@@ -36,15 +37,15 @@ def stdio_parameters(server: StdioServer, cwd: str | None) -> Any:
     """The SDK's StdioServerParameters, under the group watch; env goes to this server only."""
     from mcp.client.stdio import StdioServerParameters, get_default_environment
 
-    env = {**get_default_environment(), **dict(server.env)}
-    # The SDK starts it in a new session: the watch leads the group the server and its children join.
-    argv = group_watch.watched_argv([_resolve_command(server, env), *server.args])
-    return StdioServerParameters(
-        command=argv[0],
-        args=argv[1:],
-        env=dict(server.env),
-        cwd=cwd,
-    )
+    # kernel_bridge's launch seam: the SDK's short list of inherited variables (scrubbed) plus the
+    # ones configured for this server; run under the group watch (no capabilities, its own group,
+    # watching us). The SDK starts it in a new session with only its pipes (close_fds). Not put
+    # under the sandbox's confinement: a tool server is the user's, configured by the user, and
+    # typically needs the network and its own state.
+    env = workspace_launch.workspace_environment(get_default_environment(), extra=dict(server.env))
+    launch = workspace_launch.LaunchPolicy(cwd or os.getcwd(), env)
+    argv = workspace_launch.launch_argv([_resolve_command(server, env), *server.args], launch)
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
 
 
 @contextlib.asynccontextmanager

@@ -415,9 +415,16 @@ class SkillCheckService:
 
     async def _start(self) -> None:
         if self._pool is None:
-            from kernel_bridge import KernelPool  # deferred: jupyter_client is a slow import
+            from kernel_bridge import (
+                KernelPool,  # deferred: jupyter_client is a slow import
+                workspace_launch,
+            )
 
-            self._pool = KernelPool(self.pool_size, python=self.python, refill_delay=0.0)
+            # The launch seam's kernel launcher when the backend confines kernels (a sandbox tier):
+            # the skill's code then runs as confined as the session's own cells.
+            confined = workspace_launch.confinement_source()
+            options: dict[str, Any] = {} if confined is None else {"launcher": confined}
+            self._pool = KernelPool(self.pool_size, python=self.python, refill_delay=0.0, **options)
         await self._pool.start()
         self._checker = SkillChecker(self._pool, timeout=self.timeout)
 
