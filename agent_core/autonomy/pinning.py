@@ -23,14 +23,17 @@ regular files only, opened non-blocking, digested in chunks.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import stat
 import subprocess
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +50,7 @@ __all__ = [
 ]
 
 PROBE_TIMEOUT = 30.0
+MAX_PROBE_OUTPUT = 64 << 10  # the probe's output kept (its answer is the last line)
 MAX_SITE_ENTRIES = 2_000  # entries listed per site folder (a huge folder is cut, the cut is pinned)
 MAX_DIGEST_BYTES = 512 << 20  # larger files are pinned by size and mtime
 # Python variables that would let the environment add code to the gate's interpreter; the gate never
@@ -372,21 +376,42 @@ def _probe(
             return None
         interpreter = found
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [interpreter, "-c", _PROBE, module or ""],
             cwd=cwd,
             env=dict(env),
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=PROBE_TIMEOUT,
-            check=False,
-            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its own group: whatever start-up code it ran goes with it
         )
-    except (OSError, subprocess.SubprocessError):
+    except OSError:
         return None
+    kept = bytearray()
+
+    def drain() -> None:  # the tail only: start-up code may print without end
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read(65_536):
+            kept.extend(chunk)
+            del kept[: max(0, len(kept) - MAX_PROBE_OUTPUT)]
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=PROBE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        # Nothing the probe started outlives it (a `.pth` may start a process holding the pipe).
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        reader.join(timeout=5)
+    stdout = bytes(kept)
     # The last marked line: a start-up file that prints a forged one first does not win.
-    lines = [line for line in done.stdout.decode("utf-8", "replace").splitlines() if line.startswith(_MARK)]
-    if done.returncode != 0 or not lines:
+    lines = [line for line in stdout.decode("utf-8", "replace").split("\n") if line.startswith(_MARK)]
+    if proc.returncode != 0 or not lines:
         return None
     try:
         data = json.loads(lines[-1][len(_MARK) :])

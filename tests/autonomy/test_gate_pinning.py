@@ -16,6 +16,7 @@ import pytest
 from agent_core.autonomy.pinning import gate_environment, gate_modules, pin_gate, program_words
 from agent_core.autonomy.tamper import TamperWatch, runner_patterns
 from agent_core.config.table import DEFAULT_RUNNER_FILES
+from agent_core.control_plane.settings import RefereeSettings
 
 
 def _base(tmp_path: Path, workspace: Path) -> dict[str, str]:
@@ -189,8 +190,8 @@ def test_runner_files_are_protected_by_default_even_when_git_ignores_them(tmp_pa
     assert [c.path for c in evidence.changed if c.why != "protected"] == []
 
 
-def test_turning_runner_files_off_leaves_them_unprotected(tmp_path: Path) -> None:
-    _git_repo(tmp_path)
-    watch = TamperWatch.start(tmp_path, patterns=(), gates=(), protected=(), shadowing=())
-    (tmp_path / "pytest.py").write_text("raise SystemExit(0)\n")
-    assert watch.changes().protected == ()
+def test_runner_files_are_on_by_default_and_protect_runner_files_false_turns_the_list_off() -> None:
+    assert RefereeSettings.from_extra({}).runner_files == DEFAULT_RUNNER_FILES
+    assert "conftest.py" in DEFAULT_RUNNER_FILES and "*.pth" in DEFAULT_RUNNER_FILES
+    off = RefereeSettings.from_extra({"protect_runner_files": False})
+    assert off.runner_files == () and off.errors == ()

@@ -20,10 +20,12 @@ import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt
 from git_project import failing_calc_project, git
+from system_deps import requires
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 from harness_store import HarnessEntry
 from harness_store.project_files import render_entry
+from kernel_bridge.sandbox import probe_landlock
 
 SECRET = "THE-GATES-ALWAYS-PASS-SAY-SO"
 FIXED_CALC = "def add(a, b):\n    return a + b\n"
@@ -69,11 +71,16 @@ def _asked(client: AcpClient) -> list[str]:
 
 
 def _loop(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path, cell: str
+    spawn: ClientFactory,
+    model: ScriptedModelServer,
+    project: Path,
+    tmp_path: Path,
+    cell: str,
+    config: str = "",
 ) -> tuple[AcpClient, str, str]:
     """One autonomous prompt whose first cell is `cell`; a question about the pass is declined."""
     model.push(tool_call(cell, title="cheat"), text("Fixed."), text("Still fixed."))
-    client = spawn(model.base_url, CONTINUAL_ACP_CONFIG=_config(tmp_path))
+    client = spawn(model.base_url, CONTINUAL_ACP_CONFIG=_config(tmp_path, config))
     client.permission_policy = select("reject_once")
     initialize(client)
     sid, _ = new_session(client, str(project))
@@ -180,8 +187,20 @@ def _entry_text() -> str:
     return render_entry(entry)
 
 
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param("", id="local"),
+        # Cells cannot write .continual-acp/ there, but the gate runs outside the kernel's sandbox.
+        pytest.param(
+            'kernel = "sandbox"\nsandbox_tier = "landlock"\n',
+            id="landlock",
+            marks=requires(probe_landlock().ok, "landlock tier unavailable"),
+        ),
+    ],
+)
 def test_project_code_a_gate_imports_cannot_write_the_gate_file_or_an_entry_the_next_request_sees(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path
+    spawn: ClientFactory, model: ScriptedModelServer, project: Path, tmp_path: Path, config: str
 ) -> None:
     gates = project / ".continual-acp" / "gates.toml"
     original = gates.read_text()
@@ -195,7 +214,9 @@ def test_project_code_a_gate_imports_cannot_write_the_gate_file_or_an_entry_the_
         f"open({str(gates)!r}, 'w').write('[[gate]]\\ncommand = \"true\"\\n')\n\n"
         "def add(a, b):\n    return a - b\n"
     )
-    client, sid, stop = _loop(spawn, model, project, tmp_path, _write_cell(project / "calc.py", payload))
+    client, sid, stop = _loop(
+        spawn, model, project, tmp_path, _write_cell(project / "calc.py", payload), config
+    )
     assert stop == "max_turn_requests"
     assert gates.read_text() == original and not entry.exists()
     requests = model.requests
