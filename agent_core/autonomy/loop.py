@@ -13,6 +13,11 @@ Three things keep the loop honest:
 * cancellation: the loop is one task; cancelling it stops the model stream, the cell or the gate
   process group wherever it is.
 
+Around each gate run the host checks the referee: `before_gate` resolves the gate again against
+what was pinned when the loop started (a shadowing file is said, and the pass then asks), and
+`after_gate` holds what the gate's process wrote to `.continual-acp/` (project code the gate
+imported) before the next model request is built from that tree.
+
 Nothing here knows ACP: it speaks in turn events (`GateStarted`/`GateOutput`/`GateFinished`,
 `MessageChunk`, `PlanChanged`) through `emit`, and the host (the session) supplies model turns.
 """

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import os
+import re
 import shlex
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -51,9 +53,18 @@ def runner_patterns(defaults: Sequence[str], modules: Iterable[str]) -> tuple[st
 def looks_like_test(rel: str, patterns: Sequence[str]) -> bool:
     """`rel` (a `/` path) matches a pattern rooted at any folder of it (`tests/**` matches
     `pkg/tests/x.py`; `conftest.py` matches `a/conftest.py`)."""
-    parts = rel.split("/")
-    tails = ["/".join(parts[i:]) for i in range(len(parts))]
-    return any(fnmatch.fnmatchcase(tail, pattern) for pattern in patterns for tail in tails)
+    matcher = _matcher(tuple(patterns))
+    return matcher is not None and matcher.match(rel) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regular expression for `fnmatchcase` of any pattern against any folder-rooted tail
+    (one match per path instead of one per pattern and tail: a large workspace is walked often)."""
+    if not patterns:
+        return None
+    either = "|".join(fnmatch.translate(p) for p in patterns)
+    return re.compile(f"(?:.*/)?(?:{either})", re.S)
 
 
 @dataclass(frozen=True)
@@ -258,15 +269,17 @@ def _matching_files(root: Path, patterns: Sequence[str]) -> list[str]:
     that skips what `IGNORED_DIRS` names and virtualenvs, as test runners do)."""
     out: list[str] = []
     seen = 0
-    for folder, dirs, files in os.walk(root):
+    matcher = _matcher(tuple(patterns))
+    if matcher is None:
+        return out
+    base = str(root)
+    for folder, dirs, files in os.walk(base):
         dirs[:] = sorted(
             d for d in dirs if d not in IGNORED_DIRS and not _is_virtualenv(os.path.join(folder, d))
         )
-        for name in files:
-            seen += 1
-            rel = (Path(folder) / name).relative_to(root).as_posix()
-            if looks_like_test(rel, patterns):
-                out.append(rel)
+        prefix = "" if folder == base else os.path.relpath(folder, base).replace(os.sep, "/") + "/"
+        out += [prefix + name for name in files if matcher.match(prefix + name)]
+        seen += len(files)
         if seen > MAX_FILES * 5:
             break
     return out
