@@ -66,6 +66,15 @@ def register_prompt(server: PromptHost) -> None:
     async def prompt(ctx: RequestContext, req: PromptRequest) -> dict[str, object]:
         ctx.extras["sessionId"] = req.session_id
         opened = await server.open_session(req.session_id)
+        opened.unanswered_prompts += 1
+        try:
+            return await _answer(ctx, req, opened)
+        finally:
+            opened.unanswered_prompts -= 1
+            if opened.unanswered_prompts == 0 and not opened.session.busy:
+                opened.session.drop_steering()  # queued for a turn that never came (a command)
+
+    async def _answer(ctx: RequestContext, req: PromptRequest, opened: OpenSession) -> dict[str, object]:
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
         generation = opened.cancel_generation
         early = parse_command(blocks)
@@ -141,11 +150,12 @@ def _steers(session: Session) -> bool:
     return session.busy and session.agent_config.while_busy == "steer"
 
 
-async def steer_into(opened: OpenSession, prompt: Sequence[ContentBlock]) -> bool:
+async def steer_into(opened: OpenSession, prompt: Sequence[ContentBlock], *, queue: bool = False) -> bool:
     """Send `prompt` into the session's running turn; True once it entered at a model request, False
-    when the turn ended first (or none runs)."""
+    when the turn ended first (or none runs). With `queue`, a turn that has not started yet (its
+    prompt is unanswered) takes it at its first request."""
     try:
-        future = opened.session.steer([_prompt_part(block) for block in prompt])
+        future = opened.session.steer([_prompt_part(block) for block in prompt], queue=queue)
     except RuntimeError:
         return False
     return await future

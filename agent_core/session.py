@@ -45,7 +45,8 @@ from agent_core.turn.hooks import RefinementHook
 from agent_core.turn.loop import STEER_PREFIX, TurnOutcome, run_turn_body
 from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.turn.recorder import TurnRecorder
-from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
+from agent_core.turn.system_prompt import ClientSystemPrompt, PromptInputs, build_system_prompt, safe_section
+from agent_core.user_question import UserQuestions
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
@@ -140,7 +141,11 @@ class Session:
         # True once the turn took it at a model request, False when the turn ended first.
         self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
         self._closed = False
+        # The editor's own instructions for this session (unstable ACP `systemPrompt`), as the last
+        # session/new, load, resume or fork that opened it here said; None: the base alone.
+        self.client_system_prompt: ClientSystemPrompt | None = None
         self.editor_ops = EditorOps(self)
+        self.user_questions = UserQuestions(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
         self.checkpoints = SessionCheckpoints(
             store.session_dir(session_id),
@@ -268,6 +273,7 @@ class Session:
                 harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
                 skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
                 mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(self.mcp)),
+                client=self.client_system_prompt,
             )
         )
 
@@ -471,11 +477,14 @@ class Session:
         self._touch()
         return cleaned
 
-    def steer(self, parts: Sequence[ev.PromptPart]) -> asyncio.Future[bool]:
+    def steer(self, parts: Sequence[ev.PromptPart], *, queue: bool = False) -> asyncio.Future[bool]:
         """Send a message into the running turn: it joins at the turn's next model request (the turn
         does not end before it). The future is True once it entered, False if the turn ended first.
-        Raises `RuntimeError` when no turn is running."""
-        if not self.busy:
+
+        With `queue`, a message sent while no turn runs yet waits for the next turn's first request
+        (the caller knows a prompt is on its way to a turn, and calls `drop_steering` when it is
+        answered without one). Raises `RuntimeError` when no turn is running and `queue` is False."""
+        if not self.busy and not queue:
             raise RuntimeError("no turn is running")
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._steering.append((list(parts), future))
@@ -492,6 +501,10 @@ class Session:
     @property
     def steering_waiting(self) -> bool:
         return bool(self._steering)
+
+    def drop_steering(self) -> None:
+        """Answer every waiting steering message False (no turn will take it)."""
+        self._drop_steering()
 
     def _drop_steering(self) -> None:
         dropped, self._steering = self._steering, []
@@ -643,6 +656,7 @@ class Session:
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
         self.editor_ops.register(kernel.host_bridge)
+        self.user_questions.register(kernel.host_bridge)
         guarantees = kernel.guarantees
         try:
             self._guard_control_plane(kernel)
@@ -690,7 +704,13 @@ class Session:
         status = await self.kernel_handle.status(self.cwd, line)
         waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
         text = str(waiting) if status == "starting" and waiting else status
-        return f"{text}\n- {self.checkpoints.status_line()}"
+        prompt = self.client_system_prompt
+        in_force = (
+            prompt.status_line()
+            if prompt is not None
+            else "system prompt: the base (no instructions from the editor)"
+        )
+        return f"{text}\n- {self.checkpoints.status_line()}\n- {in_force}"
 
     def keep_kernel(self, keep: bool = True) -> str:
         """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""
