@@ -552,10 +552,21 @@ class _Host:
         now, and the pass is not accepted without asking."""
         pin = self._pins.get(gate.command)
         cwd = self._autonomy.session.cwd
-        now = await asyncio.to_thread(
-            pin_gate, gate.command, cwd, self.gate_environment(gate), site_dirs=pin.site_dirs if pin else ()
-        )
-        if pin is None:
+        try:
+            now = await asyncio.to_thread(
+                pin_gate,
+                gate.command,
+                cwd,
+                self.gate_environment(gate),
+                site_dirs=pin.site_dirs if pin else (),
+            )
+        except Exception:  # unresolvable now: not a pass to trust without asking
+            log.exception("could not resolve the gate %r again", gate.command)
+            now = None
+        if now is None:
+            found = [(cwd, f"what `{gate.command}` runs could not be resolved before it ran")]
+            found = [f for f in found if f[0] not in self._shadowed]
+        elif pin is None:
             found = [(cwd, "what the gate runs could not be resolved when the loop started")]
             self._pins[gate.command] = now
         else:
