@@ -70,6 +70,7 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"})
 _PREFIX_WORDS = frozenset({"exec", "command", "env", "nohup", "time", "nice", "builtin"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
+_STARTUP_WHAT = "start-up file "
 _MARK = "continual-acp-gate-probe:"
 # Runs in the gate's interpreter, with the gate's environment: where its module and start-up code
 # come from. `find_spec` of a top-level name imports nothing.
@@ -111,13 +112,14 @@ class GatePin:
         before = {f.what: f for f in self.files}
         after = {f.what: f for f in now.files}
         found: list[tuple[str, str]] = []
-        for what in sorted(set(before) | set(after)):
-            old, new = before.get(what), after.get(what)
+        for key in sorted(set(before) | set(after)):
+            old, new = before.get(key), after.get(key)
             if old == new:
                 continue
+            what = "start-up file" if key.startswith(_STARTUP_WHAT) else key  # its path is said anyway
             if new is None or new.path is None:
                 assert old is not None
-                found.append((_shown(old.path or what, cwd), f"{what}: gone"))
+                found.append((_shown(old.path or key, cwd), f"{what}: gone"))
             elif old is None or old.path is None:
                 found.append((_shown(new.path, cwd), f"{what}: appeared"))
             elif old.path != new.path:
@@ -431,7 +433,7 @@ def _startup_files(folder: str) -> list[PinnedFile]:
                     break
                 if entry.name.endswith(".pth") or entry.name in _STARTUP_NAMES:
                     path = os.path.join(folder, entry.name)
-                    out.append(PinnedFile(f"start-up file {path}", path, _digest(path)))
+                    out.append(PinnedFile(f"{_STARTUP_WHAT}{path}", path, _digest(path)))
     except OSError:
         pass
     return out

@@ -168,7 +168,11 @@ def test_a_startup_file_dropped_in_the_gate_interpreters_site_packages_is_report
     # The file ran inside the gate (the pass it produced is there), but it is not trusted: the
     # question names the file.
     assert "All gates passed" not in said, said
-    assert stop == "end_turn" and ASKED in said and str(site_packages / name) in said, said
+    assert stop == "end_turn" and ASKED in said, said
+    named = said.split(ASKED, 1)[1].split(")", 1)[0]
+    assert str(site_packages / name) in named.split(", "), named
+    # Said before the gate ran, too.
+    assert f"no longer runs what was pinned when the loop started: {site_packages / name}" in said, said
 
 
 def _entry_text() -> str:
