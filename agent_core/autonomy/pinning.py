@@ -12,8 +12,9 @@ What is resolved, for each simple command of the gate (`a && b; c | d`): its fir
 the gate gets (`gate_environment`). When that is a Python interpreter (by name, or the `#!` line of
 a console script such as `pytest`), a probe runs it with the gate's environment and working folder
 (so it sees what the gate's interpreter will see) and reports the interpreter's executable, the
-origin of the module the gate runs (`-m X`, or the console script's name), `sitecustomize`,
-`usercustomize` and its site folders; the server itself then lists and digests the start-up files of
+origin of the module the gate runs (`-m X`, or the console script's name) and the Python files of
+the distribution that provides it (all of `_pytest/` for `pytest`, with the bytecode cached for
+them), `sitecustomize`, `usercustomize` and its site folders; the server itself then lists and digests the start-up files of
 those folders (`*.pth`, `sitecustomize.py`, `usercustomize.py`), also the folders pinned at the start,
 so a probe whose output a start-up file forged still shows the file.
 
@@ -71,6 +72,9 @@ _PREFIX_WORDS = frozenset({"exec", "command", "env", "nohup", "time", "nice", "b
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
 _STARTUP_WHAT = "start-up file "
+_RUNNER_WHAT = "runner file "  # a Python file of the distribution that provides the gate's module
+_CACHE_WHAT = "runner bytecode "  # its cached bytecode (Python loads it instead of the source)
+MAX_RUNNER_FILES = 5_000
 _MARK = "continual-acp-gate-probe:"
 # Runs in the gate's interpreter, with the gate's environment: where its module and start-up code
 # come from. `find_spec` of a top-level name imports nothing.
@@ -82,11 +86,20 @@ _PROBE = (
     "    except Exception:\n"
     "        return None\n"
     "    return None if spec is None else spec.origin\n"
+    "def dist_files(name):\n"
+    "    try:\n"
+    "        import importlib.metadata as md\n"
+    "        out = []\n"
+    "        for dist in md.packages_distributions().get(name.split('.')[0], [])[:3] if name else []:\n"
+    "            out += [str(f.locate()) for f in md.distribution(dist).files or [] if str(f).endswith('.py')]\n"
+    "        return out\n"
+    "    except Exception:\n"
+    "        return []\n"
     "dirs = list(site.getsitepackages()) if hasattr(site, 'getsitepackages') else []\n"
     "dirs.append(site.getusersitepackages())\n"
     "print(" + repr(_MARK) + " + json.dumps({'executable': sys.executable, 'module': origin(sys.argv[1]),\n"
     "      'sitecustomize': origin('sitecustomize'), 'usercustomize': origin('usercustomize'),\n"
-    "      'site': dirs}))\n"
+    "      'site': dirs, 'dist': dist_files(sys.argv[1]), 'tag': sys.implementation.cache_tag}))\n"
 )
 
 
@@ -116,7 +129,12 @@ class GatePin:
             old, new = before.get(key), after.get(key)
             if old == new:
                 continue
-            what = "start-up file" if key.startswith(_STARTUP_WHAT) else key  # its path is said anyway
+            if old is None and key.startswith(_CACHE_WHAT):
+                continue  # bytecode written since the pin: Python compiled the pinned source
+            what = key  # the files of a folder or a distribution: their path is said anyway
+            for prefix in (_STARTUP_WHAT, _RUNNER_WHAT, _CACHE_WHAT):
+                if key.startswith(prefix):
+                    what = prefix.strip()
             if new is None or new.path is None:
                 assert old is not None
                 found.append((_shown(old.path or key, cwd), f"{what}: gone"))
@@ -306,6 +324,7 @@ def pin_gate(
         venv_config = Path(executable).parent.parent / "pyvenv.cfg"
         if executable and venv_config.is_file():
             files.append(_file(f"virtualenv config{where}", str(venv_config)))
+        files += _runner_files(probe.get("dist"), probe.get("tag"))
         reported = probe.get("site")
         if isinstance(reported, list):
             sites += [s for s in reported if isinstance(s, str) and os.path.isabs(s)]
@@ -420,6 +439,26 @@ def _probe(
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
+
+
+def _runner_files(reported: object, tag: object) -> list[PinnedFile]:
+    """The distribution's own Python files (e.g. all of `_pytest/` for `pytest`) and the bytecode
+    Python would load for each, digested by the server."""
+    if not isinstance(reported, list):
+        return []
+    out: list[PinnedFile] = []
+    for path in reported[:MAX_RUNNER_FILES]:
+        if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".py"):
+            continue
+        real = os.path.realpath(path)
+        out.append(PinnedFile(f"{_RUNNER_WHAT}{real}", real, _digest(real)))
+        if isinstance(tag, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
+            folder, name = os.path.split(real)
+            cached = os.path.join(folder, "__pycache__", f"{name[:-3]}.{tag}.pyc")
+            digest = _digest(cached)
+            if digest is not None:  # one written later is a compile, not a change (see `differences`)
+                out.append(PinnedFile(f"{_CACHE_WHAT}{cached}", cached, digest))
+    return out
 
 
 def _startup_files(folder: str) -> list[PinnedFile]:

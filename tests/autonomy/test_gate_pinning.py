@@ -195,3 +195,42 @@ def test_runner_files_are_on_by_default_and_protect_runner_files_false_turns_the
     assert "conftest.py" in DEFAULT_RUNNER_FILES and "*.pth" in DEFAULT_RUNNER_FILES
     off = RefereeSettings.from_extra({"protect_runner_files": False})
     assert off.runner_files == () and off.errors == ()
+
+
+def _install_runner(site: Path) -> Path:
+    """A distribution `mytool` whose code lives in `_mytool/` (as pytest's lives in `_pytest/`)."""
+    (site / "mytool").mkdir()
+    (site / "mytool" / "__init__.py").write_text("from _mytool.core import main\n")
+    (site / "mytool" / "__main__.py").write_text("from _mytool.core import main\nmain()\n")
+    (site / "_mytool").mkdir()
+    (site / "_mytool" / "__init__.py").write_text("")
+    core = site / "_mytool" / "core.py"
+    core.write_text("def main():\n    raise SystemExit(1)\n")
+    info = site / "mytool-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mytool\nVersion: 1.0\n")
+    record = ["mytool/__init__.py,,", "mytool/__main__.py,,", "_mytool/__init__.py,,", "_mytool/core.py,,"]
+    (info / "RECORD").write_text("\n".join([*record, "mytool-1.0.dist-info/RECORD,,"]) + "\n")
+    return core
+
+
+def test_an_edit_to_any_python_file_or_cached_bytecode_of_the_runners_distribution_is_named(
+    tmp_path: Path,
+) -> None:
+    venv = _venv(tmp_path / "venv")
+    core = _install_runner(_site(venv))
+    subprocess.run([str(venv / "bin" / "python"), "-m", "compileall", "-q", str(core)], check=True)
+    cached = next((core.parent / "__pycache__").glob("core.*.pyc"))
+    env = gate_environment({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, tmp_path, "x")
+    command = f"{venv}/bin/python -m mytool"
+    pin = pin_gate(command, tmp_path, env)
+    assert pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs)) == []
+    core.write_text("def main():\n    raise SystemExit(0)\n")
+    assert pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs)) == [
+        (str(core), "runner file: content changed")
+    ]
+    core.write_text("def main():\n    raise SystemExit(1)\n")
+    cached.write_bytes(cached.read_bytes()[:16] + b"poisoned")
+    assert pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs)) == [
+        (str(cached), "runner bytecode: content changed")
+    ]
