@@ -13,10 +13,12 @@ the gate gets (`gate_environment`). When that is a Python interpreter (by name, 
 a console script such as `pytest`), a probe runs it with the gate's environment and working folder
 (so it sees what the gate's interpreter will see) and reports the interpreter's executable, the
 origin of the module the gate runs (`-m X`, or the console script's name) and the Python files of
-the distribution that provides it (all of `_pytest/` for `pytest`, with the bytecode cached for
-them), `sitecustomize`, `usercustomize` and its site folders; the server itself then lists and digests the start-up files of
-those folders (`*.pth`, `sitecustomize.py`, `usercustomize.py`), also the folders pinned at the start,
-so a probe whose output a start-up file forged still shows the file.
+the distribution that provides it outside the workspace (all of `_pytest/` for `pytest`, with the
+bytecode cached for them), `sitecustomize`, `usercustomize` and its site folders; the server itself
+then lists and digests the start-up files of those folders (`*.pth`, `sitecustomize.py`,
+`usercustomize.py`), also the folders pinned at the start, so a probe whose output a start-up file
+forged still shows the file. (The workspace's own files are the tamper watch's: project code is
+expected to change.)
 
 Everything here blocks (processes, file reads): call it in a worker thread. Files are read as data:
 regular files only, opened non-blocking, digested in chunks.
@@ -335,7 +337,7 @@ def pin_gate(
         venv_config = Path(executable).parent.parent / "pyvenv.cfg"
         if executable and venv_config.is_file():
             files.append(_file(f"virtualenv config{where}", str(venv_config)))
-        files += _runner_files(probe.get("dist"), probe.get("tag"))
+        files += _runner_files(probe.get("dist"), probe.get("tag"), os.path.realpath(cwd))
         reported = probe.get("site")
         if isinstance(reported, list):
             sites += [s for s in reported if isinstance(s, str) and os.path.isabs(s)]
@@ -452,9 +454,10 @@ def _probe(
     return data if isinstance(data, dict) else None
 
 
-def _runner_files(reported: object, tag: object) -> list[PinnedFile]:
+def _runner_files(reported: object, tag: object, workspace: str) -> list[PinnedFile]:
     """The distribution's own Python files (e.g. all of `_pytest/` for `pytest`) and the bytecode
-    Python would load for each, digested by the server."""
+    Python would load for each, digested by the server; not those in the workspace (a project
+    installed into its own virtualenv: its source is meant to change)."""
     if not isinstance(reported, list):
         return []
     out: list[PinnedFile] = []
@@ -462,6 +465,8 @@ def _runner_files(reported: object, tag: object) -> list[PinnedFile]:
         if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".py"):
             continue
         real = os.path.realpath(path)
+        if not _outside(real, workspace):
+            continue
         out.append(PinnedFile(f"{_RUNNER_WHAT}{real}", real, _digest(real)))
         if isinstance(tag, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
             folder, name = os.path.split(real)

@@ -221,16 +221,21 @@ def test_an_edit_to_any_python_file_or_cached_bytecode_of_the_runners_distributi
     core = _install_runner(_site(venv))
     subprocess.run([str(venv / "bin" / "python"), "-m", "compileall", "-q", str(core)], check=True)
     cached = next((core.parent / "__pycache__").glob("core.*.pyc"))
-    env = gate_environment({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, tmp_path, "x")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = gate_environment({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, workspace, "x")
     command = f"{venv}/bin/python -m mytool"
-    pin = pin_gate(command, tmp_path, env)
-    assert pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs)) == []
+    pin = pin_gate(command, workspace, env)
+    assert pin.differences(pin_gate(command, workspace, env, site_dirs=pin.site_dirs)) == []
     core.write_text("def main():\n    raise SystemExit(0)\n")
-    assert pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs)) == [
+    assert pin.differences(pin_gate(command, workspace, env, site_dirs=pin.site_dirs)) == [
         (str(core), "runner file: content changed")
     ]
     core.write_text("def main():\n    raise SystemExit(1)\n")
     cached.write_bytes(cached.read_bytes()[:16] + b"poisoned")
-    assert pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs)) == [
+    assert pin.differences(pin_gate(command, workspace, env, site_dirs=pin.site_dirs)) == [
         (str(cached), "runner bytecode: content changed")
     ]
+    # The same distribution inside the workspace is project code (the tamper watch's): not pinned.
+    inside = pin_gate(command, tmp_path, env)
+    assert [f for f in inside.files if f.what.startswith("runner ")] == []
