@@ -337,10 +337,11 @@ def pin_gate(
         venv_config = Path(executable).parent.parent / "pyvenv.cfg"
         if executable and venv_config.is_file():
             files.append(_file(f"virtualenv config{where}", str(venv_config)))
-        files += _runner_files(probe.get("dist"), probe.get("tag"), os.path.realpath(cwd))
         reported = probe.get("site")
         if isinstance(reported, list):
             sites += [s for s in reported if isinstance(s, str) and os.path.isabs(s)]
+        installed = [os.path.realpath(s) for s in sites]
+        files += _runner_files(probe.get("dist"), probe.get("tag"), os.path.realpath(cwd), installed)
     sites = list(dict.fromkeys(os.path.realpath(s) for s in sites))
     for folder in sites:
         files += _startup_files(folder)
@@ -454,10 +455,11 @@ def _probe(
     return data if isinstance(data, dict) else None
 
 
-def _runner_files(reported: object, tag: object, workspace: str) -> list[PinnedFile]:
+def _runner_files(reported: object, tag: object, workspace: str, sites: Sequence[str]) -> list[PinnedFile]:
     """The distribution's own Python files (e.g. all of `_pytest/` for `pytest`) and the bytecode
-    Python would load for each, digested by the server; not those in the workspace (a project
-    installed into its own virtualenv: its source is meant to change)."""
+    Python would load for each, digested by the server; not the workspace's own source outside
+    any site folder (a project installed in editable mode: its source is meant to change), while
+    a project `.venv`'s site-packages, inside the workspace, is pinned like any other."""
     if not isinstance(reported, list):
         return []
     out: list[PinnedFile] = []
@@ -465,7 +467,7 @@ def _runner_files(reported: object, tag: object, workspace: str) -> list[PinnedF
         if not isinstance(path, str) or not os.path.isabs(path) or not path.endswith(".py"):
             continue
         real = os.path.realpath(path)
-        if not _outside(real, workspace):
+        if not _outside(real, workspace) and all(_outside(real, site) for site in sites):
             continue
         out.append(PinnedFile(f"{_RUNNER_WHAT}{real}", real, _digest(real)))
         if isinstance(tag, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", tag):

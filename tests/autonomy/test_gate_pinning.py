@@ -210,6 +210,11 @@ def _install_runner(site: Path) -> Path:
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: mytool\nVersion: 1.0\n")
     record = ["mytool/__init__.py,,", "mytool/__main__.py,,", "_mytool/__init__.py,,", "_mytool/core.py,,"]
+    # A file it installs outside site-packages (as an editable install's source is).
+    source = site.parents[3] / "src" / "extra.py"
+    source.parent.mkdir()
+    source.write_text("X = 1\n")
+    record.append(os.path.relpath(source, site) + ",,")
     (info / "RECORD").write_text("\n".join([*record, "mytool-1.0.dist-info/RECORD,,"]) + "\n")
     return core
 
@@ -236,6 +241,9 @@ def test_an_edit_to_any_python_file_or_cached_bytecode_of_the_runners_distributi
     assert pin.differences(pin_gate(command, workspace, env, site_dirs=pin.site_dirs)) == [
         (str(cached), "runner bytecode: content changed")
     ]
-    # The same distribution inside the workspace is project code (the tamper watch's): not pinned.
-    inside = pin_gate(command, tmp_path, env)
-    assert [f for f in inside.files if f.what.startswith("runner ")] == []
+    # With the workspace around the virtualenv (a project `.venv`), its site-packages is still pinned,
+    # but the distribution's file in the workspace's own source is project code (the tamper watch's).
+    source = tmp_path / "src" / "extra.py"
+    outside = {f.path for f in pin.files if f.what.startswith("runner file")}
+    inside = {f.path for f in pin_gate(command, tmp_path, env).files if f.what.startswith("runner file")}
+    assert str(core) in inside and str(source) in outside and inside == outside - {str(source)}
