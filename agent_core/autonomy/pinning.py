@@ -75,6 +75,7 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
 _STARTUP_WHAT = "start-up file "
 _RUNNER_WHAT = "runner file "  # a Python file of the distribution that provides the gate's module
+_PLUGIN_WHAT = "entry points "  # an installed distribution's plugins (pytest11 and the like)
 _CACHE_WHAT = "runner bytecode "  # its cached bytecode (Python loads it instead of the source)
 MAX_RUNNER_FILES = 5_000
 _MARK = "continual-acp-gate-probe:"
@@ -145,7 +146,7 @@ class GatePin:
             if old is None and key.startswith(_CACHE_WHAT):
                 continue  # bytecode written since the pin: Python compiled the pinned source
             what = key  # the files of a folder or a distribution: their path is said anyway
-            for prefix in (_STARTUP_WHAT, _RUNNER_WHAT, _CACHE_WHAT):
+            for prefix in (_STARTUP_WHAT, _RUNNER_WHAT, _CACHE_WHAT, _PLUGIN_WHAT):
                 if key.startswith(prefix):
                     what = prefix.strip()
             if new is None or new.path is None:
@@ -480,7 +481,9 @@ def _runner_files(reported: object, tag: object, workspace: str, sites: Sequence
 
 
 def _startup_files(folder: str) -> list[PinnedFile]:
-    """The files a site folder runs at every interpreter start, digested by the server itself."""
+    """The files a site folder runs at every interpreter start, digested by the server itself, and
+    each installed distribution's `entry_points.txt` (runners load plugins from them: a new
+    `pytest11` entry point is code in every pytest run)."""
     out: list[PinnedFile] = []
     try:
         with os.scandir(folder) as entries:
@@ -491,6 +494,11 @@ def _startup_files(folder: str) -> list[PinnedFile]:
                 if entry.name.endswith(".pth") or entry.name in _STARTUP_NAMES:
                     path = os.path.join(folder, entry.name)
                     out.append(PinnedFile(f"{_STARTUP_WHAT}{path}", path, _digest(path)))
+                elif entry.name.endswith((".dist-info", ".egg-info")):
+                    path = os.path.join(folder, entry.name, "entry_points.txt")
+                    digest = _digest(path)
+                    if digest is not None:
+                        out.append(PinnedFile(f"{_PLUGIN_WHAT}{path}", path, digest))
     except OSError:
         pass
     return out

@@ -152,6 +152,25 @@ def test_a_start_up_file_dropped_in_the_interpreters_site_packages_is_named(
     assert str(dropped) in [path for path, _why in changed], changed
 
 
+def test_a_distribution_with_a_new_plugin_entry_point_in_site_packages_is_named(
+    venv: Path, tmp_path: Path
+) -> None:
+    """pytest loads every installed `pytest11` entry point: a new one is code in the gate's run."""
+    env = gate_environment({"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, tmp_path, "x")
+    command = f"{venv}/bin/python -m json.tool --help"
+    pin = pin_gate(command, tmp_path, env)
+    info = _site(venv) / "evil-1.0.dist-info"
+    info.mkdir()
+    points = info / "entry_points.txt"
+    points.write_text("[pytest11]\nevil = evil_plugin\n")
+    try:
+        changed = pin.differences(pin_gate(command, tmp_path, env, site_dirs=pin.site_dirs))
+    finally:
+        points.unlink()
+        info.rmdir()
+    assert changed == [(str(points), "entry points: appeared")], changed
+
+
 def test_a_pth_file_that_forges_the_probes_answer_is_still_named(venv: Path, tmp_path: Path) -> None:
     """The probe's own output cannot be trusted once start-up code runs in it: the server lists the
     pinned site folders itself."""
