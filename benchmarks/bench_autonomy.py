@@ -6,6 +6,10 @@
 * workspace fingerprint of a non-git tree with 10,000 files (the bounded walk)
 * loop overhead per continuation, excluding model and gate time: the model turn is a no-op and the
   gate is `true`; the cost of a bare `sh -c true` is measured in the same run and subtracted
+* gate pinning: resolving a `python -m pytest` gate (the probe process and the digests), done at the
+  loop's start and again before every gate run
+* the tamper watch of a git repository with 10,000 files, with and without the runner files
+  (`protect_runner_files`: a walk that also finds git-ignored ones)
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import os
 import platform
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -30,6 +35,9 @@ from agent_core.autonomy import (
     run_gate,
     workspace_fingerprint,
 )
+from agent_core.autonomy.pinning import gate_environment, pin_gate
+from agent_core.autonomy.tamper import TamperWatch, runner_patterns
+from agent_core.config.table import DEFAULT_RUNNER_FILES, DEFAULT_TEST_PATTERNS
 
 
 def make_tree(root: Path, files: int) -> None:
@@ -87,8 +95,14 @@ class NoopHost:
     def save_autonomy_state(self, state: AutonomyState) -> None:
         self.state = state
 
-    def gate_environment(self) -> Mapping[str, str]:
+    def gate_environment(self, gate: Gate) -> Mapping[str, str]:
         return {"PATH": os.environ["PATH"]}
+
+    async def before_gate(self, gate: Gate) -> None:
+        return None
+
+    async def after_gate(self, gate_id: str, gate: Gate) -> str | None:
+        return None
 
     def checkpoint(self, continuation: int) -> None:
         return None
@@ -129,6 +143,17 @@ def main() -> None:
             (repo / f"pkg{i:03d}" / f"mod{i:05d}.py").write_text("changed\n")
             (repo / f"untracked{i}.txt").write_text("u" * 2000)
         dirty = median_ms(lambda: workspace_fingerprint(repo), runs)
+
+        def watch(shadowing: Sequence[str]) -> None:
+            TamperWatch.start(
+                repo, patterns=DEFAULT_TEST_PATTERNS, gates=(), protected=(), shadowing=shadowing
+            ).changes()
+
+        watch_plain = median_ms(lambda: watch(()), runs)
+        watch_runner = median_ms(lambda: watch(runner_patterns(DEFAULT_RUNNER_FILES, ["pytest"])), runs)
+        command = f"{sys.executable} -m pytest -q"
+        env = gate_environment(os.environ, repo, command)
+        pin = median_ms(lambda: pin_gate(command, repo, env), runs)
         plain = Path(tmp) / "plain"
         plain.mkdir()
         make_tree(plain, files)
@@ -141,6 +166,9 @@ def main() -> None:
     print(f"fingerprint, git, {files} files, clean            median {clean:8.1f} ms  (target <= 150)")
     print(f"fingerprint, git, {files} files, 20 edits + 20 new median {dirty:8.1f} ms  (target <= 150)")
     print(f"fingerprint, no git, {files} files (walk)          median {walk:8.1f} ms  (target <= 150)")
+    print(f"tamper watch start + compare, {files} files       median {watch_plain:8.1f} ms")
+    print(f"  the same with the runner files protected         median {watch_runner:8.1f} ms")
+    print(f"pin a `python -m pytest` gate (probe + digests)    median {pin:8.1f} ms  (per gate run)")
     print(
         f"loop per continuation (fingerprint + gate + bookkeeping) {per:8.1f} ms; bare gate process {bare:6.1f} ms"
     )

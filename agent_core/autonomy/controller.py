@@ -31,6 +31,8 @@ from agent_core.autonomy.gates import (
     parse_gates,
 )
 from agent_core.autonomy.loop import LoopLimits, LoopOutcome, run_autonomous
+from agent_core.autonomy.pinning import GatePin, gate_modules, pin_gate
+from agent_core.autonomy.pinning import gate_environment as pinned_environment
 from agent_core.autonomy.state import (
     AutonomyState,
     AutonomyStateFile,
@@ -39,7 +41,7 @@ from agent_core.autonomy.state import (
     goal_context_block,
     new_goal,
 )
-from agent_core.autonomy.tamper import TESTS_CHANGED, TamperWatch
+from agent_core.autonomy.tamper import TESTS_CHANGED, Changed, Evidence, TamperWatch, runner_patterns
 from agent_core.bus import AutonomousCheckpoint, EventBus, KernelReady, TurnFinished
 from agent_core.config import table as config_table
 from agent_core.control_plane.settings import RefereeSettings
@@ -47,6 +49,8 @@ from agent_core.ports import PermissionRequest
 
 if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
+    from agent_core.control_plane.guard import ControlPlaneGuard
+    from agent_core.control_plane.held import HeldChange
     from agent_core.model import Usage
     from agent_core.ports import EditorPort
     from kernel_bridge import KernelSession
@@ -127,6 +131,14 @@ class AutonomySession(Protocol):
     def set_mode(self, mode: str) -> None: ...
 
     def emit_into_turn(self, event: ev.TurnEvent) -> bool: ...
+
+    # The control-plane guard (what `control_plane.cells.GuardedSession` asks): gates are checked too.
+    @property
+    def control_plane(self) -> ControlPlaneGuard | None: ...
+
+    async def hold_control_plane_change(self, held: HeldChange) -> str | None: ...
+
+    async def publish(self, event: ev.TurnEvent) -> None: ...
 
     def record_event(self, event: ev.TurnEvent) -> None: ...
 
@@ -378,14 +390,19 @@ class SessionAutonomy:
                 emit(ev.MessageChunk(f"\n\n{message}\n", f"msg_{os.urandom(8).hex()}"))
                 return LoopOutcome(stop, message)
         pinned = self.gates()  # the loop judges by the gates it started with
+        referee = self.settings.referee
+        modules = [m for g in pinned for m in gate_modules(g.command)] if referee.protect_runner_files else []
         watch = await asyncio.to_thread(
             TamperWatch.start,
             self.session.cwd,
-            patterns=self.settings.referee.test_patterns,
+            patterns=referee.test_patterns,
             gates=pinned,
-            protected=self.settings.referee.protected_paths,
+            protected=referee.protected_paths,
+            shadowing=runner_patterns(referee.runner_files, modules),
         )
-        host = _Host(self, model_turn, pinned, watch)
+        pins = await asyncio.to_thread(self._pin, pinned)
+        host = _Host(self, model_turn, pinned, watch, pins)
+        await asyncio.to_thread(host.start_guard)
         self.loop_running = True
         goal = self._state.goal
         if goal is not None:
@@ -404,6 +421,7 @@ class SessionAutonomy:
         try:
             outcome = await run_autonomous(host, parts, capture, self.settings.limits)
         finally:
+            host.close()
             self.loop_running = False
             goal = self._state.goal
             if goal is not None and goal.notice == _LOOP_MARK:
@@ -413,19 +431,26 @@ class SessionAutonomy:
             emit(ev.GoalChanged(self._state.goal.objective, "complete", self._state.goal.status_line()))
         return outcome
 
-    def gate_environment(self) -> dict[str, str]:
-        """The project's environment for gates: the server's, less credentials, with the project's
-        virtualenv first on PATH when it has one."""
+    def gate_environment(self, gate: Gate) -> dict[str, str]:
+        """The environment `gate` runs with: the server's, less credentials, and nothing the
+        workspace can extend (`pinning.gate_environment`: no in-workspace PATH folder unless the
+        command names a project virtualenv, no code-adding Python variables, `PYTHONSAFEPATH=1`)."""
         from kernel_bridge.environment import scrub_environment
 
         env = scrub_environment(os.environ)
         for key in [k for k in env if k.startswith("CONTINUAL_ACP_") or k in ("JPY_PARENT_PID",)]:
             env.pop(key)
-        venv = Path(self.session.cwd) / ".venv" / "bin"
-        if venv.is_dir():
-            env["PATH"] = f"{venv}{os.pathsep}{env.get('PATH', '')}"
-            env["VIRTUAL_ENV"] = str(venv.parent)
-        return env
+        return pinned_environment(env, self.session.cwd, gate.command)
+
+    def _pin(self, gates: Sequence[Gate]) -> dict[str, GatePin]:
+        """What each gate runs, resolved when the loop starts (blocking: a worker thread)."""
+        pins: dict[str, GatePin] = {}
+        for gate in gates:
+            try:
+                pins[gate.command] = pin_gate(gate.command, self.session.cwd, self.gate_environment(gate))
+            except Exception:  # never stops the loop; the gate is then unpinned (said before it runs)
+                log.exception("could not resolve the gate %r", gate.command)
+        return pins
 
     # ------------------------------------------------------------ kernel
 
@@ -467,15 +492,114 @@ class _Host:
     """The loop's view of the session."""
 
     def __init__(
-        self, autonomy: SessionAutonomy, model_turn: ModelTurn, pinned: tuple[Gate, ...], watch: TamperWatch
+        self,
+        autonomy: SessionAutonomy,
+        model_turn: ModelTurn,
+        pinned: tuple[Gate, ...],
+        watch: TamperWatch,
+        pins: Mapping[str, GatePin],
     ) -> None:
         self._autonomy = autonomy
         self._model_turn = model_turn
         self._pinned = pinned
         self._watch = watch
+        self._pins = dict(pins)
+        self._shadowed: dict[str, str] = {}  # path -> what it changed in a gate's resolution
+        self._own_guard: ControlPlaneGuard | None = None
         self._project_gates = tuple(g for g in pinned if g.source == "project")
         self._gate_file_reported = False
         self.emit: Callable[[ev.TurnEvent], None] | None = None
+
+    # ------------------------------------------------------------ pins and the control plane
+
+    def start_guard(self) -> None:
+        """A control-plane guard for the loop's gates when the session has none (a confined kernel,
+        whose cells cannot write `.continual-acp/`, or no kernel yet): gates run outside any sandbox
+        the kernel has (blocking: a worker thread)."""
+        if self._autonomy.session.control_plane is not None:
+            return
+        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
+        from agent_core.trust.project_scope import find_repo
+
+        cwd = self._autonomy.session.cwd
+        repo = find_repo(cwd)
+        roots = [Path(cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
+        lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
+        try:
+            guard = ControlPlaneGuard(roots, lock_path=lock)
+            guard.refresh()
+        except Exception:
+            log.exception("no control-plane guard for the loop's gates")
+            return
+        self._own_guard = guard
+
+    def close(self) -> None:
+        if self._own_guard is not None:
+            self._own_guard.close()
+            self._own_guard = None
+
+    def _guard(self) -> ControlPlaneGuard | None:
+        session_guard = self._autonomy.session.control_plane
+        if session_guard is not None:
+            if self._own_guard is not None:  # the session's took over (its kernel started)
+                self._own_guard.close()
+                self._own_guard = None
+            return session_guard
+        return self._own_guard
+
+    async def before_gate(self, gate: Gate) -> None:
+        """Resolve the gate again and compare with its pin; what differs is a shadowing file: said
+        now, and the pass is not accepted without asking."""
+        pin = self._pins.get(gate.command)
+        cwd = self._autonomy.session.cwd
+        try:
+            now = await asyncio.to_thread(
+                pin_gate,
+                gate.command,
+                cwd,
+                self.gate_environment(gate),
+                site_dirs=pin.site_dirs if pin else (),
+            )
+        except Exception:  # unresolvable now: not a pass to trust without asking
+            log.exception("could not resolve the gate %r again", gate.command)
+            now = None
+        if now is None:
+            found = [(cwd, f"what `{gate.command}` runs could not be resolved before it ran")]
+            found = [f for f in found if f[0] not in self._shadowed]
+        elif pin is None:
+            found = [(cwd, "what the gate runs could not be resolved when the loop started")]
+            self._pins[gate.command] = now
+        else:
+            found = [(path, why) for path, why in pin.differences(now, cwd) if path not in self._shadowed]
+        if not found:
+            return
+        self._shadowed.update(found)
+        if self.emit is not None:
+            listed = "; ".join(f"{path} ({why})" for path, why in found)
+            self.emit(
+                ev.MessageChunk(
+                    f"\n\nThe gate `{gate.command}` no longer runs what was pinned when the loop started: "
+                    f"{listed}. A pass will not be accepted without asking.\n",
+                    f"msg_{os.urandom(8).hex()}",
+                )
+            )
+
+    async def after_gate(self, gate_id: str, gate: Gate) -> str | None:
+        """The control-plane check after a gate's process (project code it imported may have
+        written `.continual-acp/`): restored and held before the loop builds its next request."""
+        guard = self._guard()
+        if guard is None:
+            return None
+        try:
+            held = await asyncio.to_thread(guard.check, gate_id, gate.command, when="while a gate ran")
+        except Exception:
+            log.exception("the control-plane check failed after the gate %r", gate.command)
+            return None
+        if held is None:
+            return None
+        from agent_core.control_plane.cells import hold
+
+        return await hold(self._autonomy.session, held, self.emit)
 
     @property
     def cwd(self) -> str:
@@ -518,6 +642,13 @@ class _Host:
         """The gates passed: what they judge by that changed meanwhile (tamper evidence); a change
         to a protected path stops the loop unless the user accepts the pass."""
         evidence = await asyncio.to_thread(self._watch.changes)
+        listed = {c.path for c in evidence.changed}
+        shadowed = tuple(
+            Changed(path, None, None, "protected", note=f"runs in the gate: {why}")
+            for path, why in self._shadowed.items()
+            if path not in listed
+        )
+        evidence = Evidence((*evidence.changed, *shadowed))
         if not evidence.changed:
             return True, ""
         if self.emit is not None:
@@ -557,8 +688,8 @@ class _Host:
     def save_autonomy_state(self, state: AutonomyState) -> None:
         self._autonomy._save(state)
 
-    def gate_environment(self) -> Mapping[str, str]:
-        return self._autonomy.gate_environment()
+    def gate_environment(self, gate: Gate) -> Mapping[str, str]:
+        return self._autonomy.gate_environment(gate)
 
     def checkpoint(self, continuation: int) -> None:
         # Refinement subscribes its automatic review here (acp_server's composition root).

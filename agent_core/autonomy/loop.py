@@ -13,6 +13,11 @@ Three things keep the loop honest:
 * cancellation: the loop is one task; cancelling it stops the model stream, the cell or the gate
   process group wherever it is.
 
+Around each gate run the host checks the referee: `before_gate` resolves the gate again against
+what was pinned when the loop started (a shadowing file is said, and the pass then asks), and
+`after_gate` holds what the gate's process wrote to `.continual-acp/` (project code the gate
+imported) before the next model request is built from that tree.
+
 Nothing here knows ACP: it speaks in turn events (`GateStarted`/`GateOutput`/`GateFinished`,
 `MessageChunk`, `PlanChanged`) through `emit`, and the host (the session) supplies model turns.
 """
@@ -85,7 +90,18 @@ class LoopHost(Protocol):
 
     def save_autonomy_state(self, state: AutonomyState) -> None: ...
 
-    def gate_environment(self) -> Mapping[str, str]: ...
+    def gate_environment(self, gate: Gate) -> Mapping[str, str]:
+        """The environment `gate` runs with."""
+        ...
+
+    async def before_gate(self, gate: Gate) -> None:
+        """Right before `gate` runs: check it still resolves to what was pinned (and say if not)."""
+        ...
+
+    async def after_gate(self, gate_id: str, gate: Gate) -> str | None:
+        """Right after `gate` ran, before anything uses the tree: hold what its process changed in
+        `.continual-acp/`; the note for the model's next request (None: nothing changed)."""
+        ...
 
     def checkpoint(self, continuation: int) -> None:
         """An autonomous checkpoint: the harness review may start (in the background)."""
@@ -103,6 +119,7 @@ async def _fingerprint_in_thread(cwd: str) -> str:
 class _GateVerdict:
     gate: Gate
     result: GateResult | None  # None: not rerun (spin guard)
+    note: str | None = None  # what the server held from the gate's run, for the model
 
     @property
     def passed(self) -> bool:
@@ -135,7 +152,12 @@ async def run_gates(
         def relay(text: str, gid: str = gate_id) -> None:
             emit(ev.GateOutput(gid, text))
 
-        result = await run_gate(gate, host.cwd, env=host.gate_environment(), on_output=relay)
+        await host.before_gate(gate)
+        try:
+            result = await run_gate(gate, host.cwd, env=host.gate_environment(gate), on_output=relay)
+        finally:
+            # Also when the run is cancelled: what the gate's process wrote is never left in place.
+            note = await asyncio.shield(host.after_gate(gate_id, gate))
         status: Literal["completed", "failed"] = "completed" if result.passed else "failed"
         emit(
             ev.GateFinished(
@@ -152,7 +174,7 @@ async def run_gates(
         host.save_autonomy_state(
             host.autonomy_state().with_failure(gate.command, None if result.passed else current)
         )
-        verdicts.append(_GateVerdict(gate, result))
+        verdicts.append(_GateVerdict(gate, result, note))
     return verdicts
 
 
@@ -174,6 +196,8 @@ def continuation_prompt(verdicts: Sequence[_GateVerdict], number: int, limit: in
         "goal.complete(summary)) to have the gates run again.",
     ]
     for verdict in verdicts:
+        if verdict.note:
+            lines.append(f"- while `{verdict.gate.command}` ran: {verdict.note}")
         if verdict.passed:
             lines.append(f"- `{verdict.gate.command}`: passed")
             continue

@@ -5,13 +5,20 @@ watch keeps the content of every workspace file that looks like a test or CI con
 `test_patterns`), that a gate command names (a path in the command, the runner's config file) or
 that is a `protected_paths` entry; when the gates pass it compares. The pass message and the plan
 then list what changed with a diff stat; a change to a protected path makes the loop stop and ask.
+
+Files that change what a test runner runs without being a test (`conftest.py`, `pytest.ini`,
+`pyproject.toml`, `sitecustomize.py`, `*.pth`, a `pytest.py` or a module named like the gate's
+runner: `shadowing`, from `RUNNER_FILES` and `runner_patterns`) count as protected paths. They are
+also looked for outside git's listing (an ignored `conftest.py` is still loaded by pytest).
 """
 
 from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import os
+import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +31,7 @@ from agent_core.autonomy.gates import Gate
 if TYPE_CHECKING:
     from kernel_bridge.workspace_launch import RunResult
 
-__all__ = ["Evidence", "TamperWatch", "looks_like_test", "restore"]
+__all__ = ["Changed", "Evidence", "TamperWatch", "looks_like_test", "restore", "runner_patterns"]
 
 MAX_FILE = 1 << 20  # bigger files are compared by digest only (no line counts)
 MAX_TOTAL = 32 << 20
@@ -39,12 +46,28 @@ _RUNNER_CONFIG = {
 TESTS_CHANGED = "Tests changed while the loop ran — review before trusting this pass"
 
 
+def runner_patterns(defaults: Sequence[str], modules: Iterable[str]) -> tuple[str, ...]:
+    """`defaults` and, for each module name a gate runs as its runner, the file and package that
+    would stand in for it in the workspace (`X.py`, `X/**`)."""
+    extra = [p for name in modules for p in (f"{name}.py", f"{name}/**")]
+    return tuple(dict.fromkeys([*defaults, *extra]))
+
+
 def looks_like_test(rel: str, patterns: Sequence[str]) -> bool:
     """`rel` (a `/` path) matches a pattern rooted at any folder of it (`tests/**` matches
     `pkg/tests/x.py`; `conftest.py` matches `a/conftest.py`)."""
-    parts = rel.split("/")
-    tails = ["/".join(parts[i:]) for i in range(len(parts))]
-    return any(fnmatch.fnmatchcase(tail, pattern) for pattern in patterns for tail in tails)
+    matcher = _matcher(tuple(patterns))
+    return matcher is not None and matcher.match(rel) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regular expression for `fnmatchcase` of any pattern against any folder-rooted tail
+    (one match per path instead of one per pattern and tail: a large workspace is walked often)."""
+    if not patterns:
+        return None
+    either = "|".join(fnmatch.translate(p) for p in patterns)
+    return re.compile(f"(?:.*/)?(?:{either})", re.S)
 
 
 @dataclass(frozen=True)
@@ -53,10 +76,11 @@ class Changed:
     added: int | None  # None: too large or binary to count
     removed: int | None
     why: str  # "test", "gate", "protected"
+    note: str = ""  # said instead of the counts (what a shadowing file does)
 
     def line(self) -> str:
         counts = "changed" if self.added is None else f"+{self.added} -{self.removed}"
-        return f"{self.path} | {counts}"
+        return f"{self.path} | {self.note or counts}"
 
 
 @dataclass(frozen=True)
@@ -82,6 +106,7 @@ class TamperWatch:
     patterns: tuple[str, ...]
     gates: tuple[Gate, ...]
     protected: tuple[str, ...] = ()
+    shadowing: tuple[str, ...] = ()  # patterns (as `patterns`) of files that count as protected
     _before: dict[str, bytes | None] = field(default_factory=dict)  # None: absent
 
     @classmethod
@@ -92,9 +117,10 @@ class TamperWatch:
         patterns: Sequence[str],
         gates: Sequence[Gate],
         protected: Sequence[str],
+        shadowing: Sequence[str] = (),
     ) -> TamperWatch:
         """Keep the watched files' content now (blocking: call it in a worker thread)."""
-        watch = cls(Path(cwd), tuple(patterns), tuple(gates), tuple(protected))
+        watch = cls(Path(cwd), tuple(patterns), tuple(gates), tuple(protected), tuple(shadowing))
         total = 0
         for rel in watch._watched():
             data = _read(watch.cwd / rel)
@@ -106,6 +132,8 @@ class TamperWatch:
 
     def _why(self, rel: str) -> str | None:
         if any(rel == p or rel.startswith(p.rstrip("/") + "/") for p in self._protected_rel()):
+            return "protected"
+        if self.shadowing and looks_like_test(rel, self.shadowing):
             return "protected"
         if looks_like_test(rel, self.patterns):
             return "test"
@@ -148,8 +176,10 @@ class TamperWatch:
 
     def _watched(self) -> list[str]:
         found = {rel for rel in _protected_files(self.cwd, self._protected_rel())}
-        if self.patterns or self.gates:
+        if self.patterns or self.gates or self.shadowing:
             found.update(rel for rel in _workspace_files(self.cwd) if self._why(rel) is not None)
+        if self.shadowing:
+            found.update(_matching_files(self.cwd, self.shadowing))
         return sorted(found)
 
     def changes(self) -> Evidence:
@@ -234,6 +264,27 @@ def _protected_files(root: Path, protected: Sequence[str]) -> list[str]:
                 out += [(Path(folder) / f).relative_to(root).as_posix() for f in files]
                 if len(out) > MAX_FILES:
                     return out[:MAX_FILES]
+    return out
+
+
+def _matching_files(root: Path, patterns: Sequence[str]) -> list[str]:
+    """Files matching `patterns` anywhere in the workspace, git-ignored ones too (a bounded walk
+    that skips what `IGNORED_DIRS` names and virtualenvs, as test runners do)."""
+    out: list[str] = []
+    seen = 0
+    matcher = _matcher(tuple(patterns))
+    if matcher is None:
+        return out
+    base = str(root)
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(
+            d for d in dirs if d not in IGNORED_DIRS and not _is_virtualenv(os.path.join(folder, d))
+        )
+        prefix = "" if folder == base else os.path.relpath(folder, base).replace(os.sep, "/") + "/"
+        out += [prefix + name for name in files if matcher.match(prefix + name)]
+        seen += len(files)
+        if seen > MAX_FILES * 5:
+            break
     return out
 
 

@@ -41,6 +41,22 @@ DEFAULT_TEST_PATTERNS = (
     "azure-pipelines.yml",
 )
 
+# Files that change what a test runner runs without being tests: a change to one during an
+# autonomous loop counts as a protected-path change (`protect_runner_files`), at any depth.
+DEFAULT_RUNNER_FILES = (
+    "conftest.py",
+    "pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+    "sitecustomize.py",
+    "usercustomize.py",
+    "*.pth",
+    "pytest.py",
+    "pytest/**",
+    "_pytest/**",
+)
+
 Kind = Literal["str", "int", "float", "bool", "choice", "strings", "custom"]
 _MISSING: Any = object()
 
@@ -411,6 +427,14 @@ OPTIONS: tuple[Option, ...] = (
         default=(),
         allowed_text="a list of paths (relative to the workspace, or absolute)",
         default_text="none",
+    ),
+    Option(
+        "protect_runner_files",
+        "bool",
+        "treat files that change what a gate's runner runs as protected paths (conftest.py, pytest.ini, "
+        "pyproject.toml, tox.ini, setup.cfg, sitecustomize.py, usercustomize.py, *.pth, a module named "
+        "like the runner: pytest.py, pytest/, _pytest/, the gate's `-m` module)",
+        default=True,
     ),
     Option(
         "test_patterns",

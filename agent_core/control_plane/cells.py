@@ -20,17 +20,21 @@ __all__ = ["after_cell", "before_cell", "guard_of", "hold", "verified_system_pro
 log = logging.getLogger(__name__)
 
 
-class GuardedSession(Protocol):
-    @property
-    def control_plane(self) -> ControlPlaneGuard | None: ...
-
-    def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str: ...
+class HoldingSession(Protocol):
+    """Where a held change goes: a pending review of the session, and a notice."""
 
     async def hold_control_plane_change(self, held: HeldChange) -> str | None:
         """Keep `held` as a pending review; its id (None when it could not be kept)."""
         ...
 
     async def publish(self, event: ev.TurnEvent) -> None: ...
+
+
+class GuardedSession(HoldingSession, Protocol):
+    @property
+    def control_plane(self) -> ControlPlaneGuard | None: ...
+
+    def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str: ...
 
 
 def guard_of(session: GuardedSession) -> ControlPlaneGuard | None:
@@ -42,7 +46,7 @@ def _short(path: str) -> str:
     return path[path.find(marker) + 1 :] if marker in path else path
 
 
-async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.TurnEvent], None] | None) -> str:
+async def hold(session: HoldingSession, held: HeldChange, emit: Callable[[ev.TurnEvent], None] | None) -> str:
     """Hold `held` for review and tell the user; the line for the model's next request."""
     paths = ", ".join(_short(f.path) for f in held.files)
     review_id: str | None = None

@@ -60,8 +60,14 @@ class ScriptedHost:
     def save_autonomy_state(self, state: AutonomyState) -> None:
         self.state = state
 
-    def gate_environment(self) -> Mapping[str, str]:
+    def gate_environment(self, gate: Gate) -> Mapping[str, str]:
         return {"PATH": os.environ["PATH"], "PYTHONDONTWRITEBYTECODE": "1"}
+
+    async def before_gate(self, gate: Gate) -> None:
+        return None
+
+    async def after_gate(self, gate_id: str, gate: Gate) -> str | None:
+        return None
 
     def checkpoint(self, continuation: int) -> None:
         self.checkpoints.append(continuation)
