@@ -212,7 +212,9 @@ def give(who: Identity, path: Path) -> None:
 @contextmanager
 def area(who: Identity) -> Iterator[Area]:
     """A fresh directory tree owned by `who` (mode 0700), removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix=f"continual-acp-boundary-{who.name}-"))
+    # Under /var/tmp, not /tmp: the bubblewrap tier gives a kernel a private /tmp, which would hide
+    # the data dir from its cells, where a real one (under the user's home) is in plain sight.
+    root = Path(tempfile.mkdtemp(prefix=f"continual-acp-boundary-{who.name}-", dir="/var/tmp"))
     try:
         made = Area(who, root)
         made.home.mkdir()
@@ -222,10 +224,12 @@ def area(who: Identity) -> Iterator[Area]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def calc_project(place: Area) -> Path:
-    """`failing_calc_project` (a git repo, a failing test, a pytest gate) at `<area>/project`, owned
-    by the area's user, whose gate runs an interpreter that user can run."""
-    repo = failing_calc_project(place.root)
+def calc_project(place: Area, name: str = "work") -> Path:
+    """`failing_calc_project` (a git repo, a failing test, a pytest gate) at `<area>/<name>/project`,
+    owned by the area's user, whose gate runs an interpreter that user can run."""
+    parent = place.root / name
+    parent.mkdir()
+    repo = failing_calc_project(parent)
     python = python_for(place.who)
     if python != sys.executable:
         gate = f"{python} -m pytest -q -p no:cacheprovider test_calc.py"
@@ -235,7 +239,7 @@ def calc_project(place: Area) -> Path:
         subprocess.run(
             ["git", "-C", str(repo), "commit", "-qam", "gate"], check=True, capture_output=True, env=env
         )
-    give(place.who, repo)
+    give(place.who, parent)
     return repo
 
 
