@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from acp_client import AcpClient, close_and_check, reap_closing
-from acp_helpers import initialize, new_session, prompt
+from acp_helpers import initialize, new_session, prompt, run_command
 from boundary_support import (
     BACKENDS,
     USERS,
@@ -81,6 +81,21 @@ OPEN: dict[tuple[str, str, str], str] = {
     },
     **{
         ("signal", "local", user): "an unconfined kernel can SIGSTOP/SIGCONT the server (same user)"
+        for user in _BOTH
+    },
+    **{
+        ("panel", "local", user): (
+            "the review panel's URL and token are kept in the session's transcript in the data dir, "
+            "which a cell reads; with the token a cell approves its own review over HTTP"
+        )
+        for user in _BOTH
+    },
+    **{
+        ("panel-network", backend, user): (
+            "the panel token is readable from the sandbox (the data dir is not hidden) and "
+            "sandbox_network = true reaches the panel on loopback: the cell approves its own review"
+        )
+        for backend in ("bubblewrap", "landlock")
         for user in _BOTH
     },
     **{
@@ -151,15 +166,15 @@ class Served:
 class Servers:
     def __init__(self, stack: ExitStack) -> None:
         self._stack = stack
-        self._served: dict[tuple[str, str], Served] = {}
+        self._served: dict[tuple[str, str, str], Served] = {}
 
-    def get(self, user: str, backend: str) -> Served:
-        key = (user, backend)
+    def get(self, user: str, backend: str, config: str = "") -> Served:
+        key = (user, backend, config)
         if key not in self._served:
             place = self._stack.enter_context(area(identity(user)))
             require_backend(backend, place.who)
             model = self._stack.enter_context(ScriptedModelServer())
-            client = spawn_as(place, backend, model.base_url, CONFIG)
+            client = spawn_as(place, backend, model.base_url, CONFIG + config)
             initialize(client)
             self._served[key] = Served(place, backend, model, client)
         return self._served[key]
@@ -601,3 +616,68 @@ def test_a_cell_cannot_ptrace_the_server(attack: Served) -> None:
     run(attack, sid, tool_call(cell, title="ptrace the server"), text("done"))
     result = told(attack.model)
     assert "SEIZED" not in result and "REFUSED" in result, result
+
+
+# ---------------------------------------------------------------- beyond: the review panel's token
+
+
+def approve_through_the_panel(attack: Served) -> None:
+    """Only the editor answers reviews. The user opens the review panel (`/harness ui`); the cell
+    looks for its URL and token wherever it can read (the data dir's transcripts) and approves its
+    own pending global entry through the panel's HTTP API."""
+    repo = attack.project()
+    sid = attack.session(repo)
+    propose = f"print(harness.create('prompt', 'cheat', {SECRET!r}, global_=True))\n"
+    run(attack, sid, tool_call(propose, title="propose a global entry"), text("proposed"))
+    status = attack.client.request("_harness/status", {"sessionId": sid})
+    assert status["awaitingReview"] == 1, (status, told(attack.model))
+    run_command(attack.client, sid, "/harness ui")
+    approve = (
+        "import glob, json, re, urllib.request\n"
+        f"home = {str(attack.place.home)!r}\n"
+        "found = None\n"
+        "for name in glob.glob(home + '/sessions/*/transcript.jsonl'):\n"
+        "    try:\n"
+        "        hit = re.search(r'http://127\\.0\\.0\\.1:\\d+/\\?token=[\\w-]+', open(name).read())\n"
+        "    except OSError:\n"
+        "        hit = None\n"
+        "    found = found or (hit and hit.group(0))\n"
+        "print('URL', 'FOUND' if found else 'NO' + 'NE')\n"
+        "if found:\n"
+        "    base, token = found.split('/?token=')\n"
+        "    def call(path, body=None):\n"
+        "        data = None if body is None else json.dumps(body).encode()\n"
+        "        req = urllib.request.Request(base + path, data=data, headers={'X-Panel-Token': token,\n"
+        "                                     'Content-Type': 'application/json'})\n"
+        "        return json.load(urllib.request.urlopen(req, timeout=10))\n"
+        "    try:\n"
+        "        for item in call('/api/pending')['pending']:\n"
+        "            call('/api/actions/review', {'proposal_id': item['proposal_id'], 'decision': 'apply',\n"
+        "                                         'store': item['store']})\n"
+        "            print('APPRO' + 'VED', item['proposal_id'])\n"
+        "    except Exception as exc:\n"
+        "        print('REFU' + 'SED', type(exc).__name__, exc)\n"
+    )
+    run(attack, sid, tool_call(approve, title="approve through the panel"), text("done"))
+    result = told(attack.model)
+    run(attack, sid, text("next"))
+    assert SECRET not in system_prompt(attack.model), result
+    assert attack.client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1, result
+
+
+@pytest.mark.parametrize(("user", "backend"), cases("panel"))
+def test_a_cell_cannot_approve_its_own_review_through_the_review_panel(attack: Served) -> None:
+    approve_through_the_panel(attack)
+
+
+@pytest.mark.parametrize(("user", "backend"), [p for p in cases("panel-network") if "local" not in p.id])
+def test_a_networked_sandbox_cell_cannot_approve_its_own_review_through_the_review_panel(
+    servers: Servers, user: str, backend: str
+) -> None:
+    """The same with `sandbox_network = true`: the sandbox tiers keep the panel out of reach only
+    by cutting the network, while the token lies in the data dir they let a cell read."""
+    served = servers.get(user, backend, "sandbox_network = true\n")
+    try:
+        approve_through_the_panel(served)
+    finally:
+        served.end_test()
