@@ -99,6 +99,14 @@ OPEN: dict[tuple[str, str, str], str] = {
         for user in _BOTH
     },
     **{
+        ("skill-check", backend, user): (
+            "a skill is checked in a scratch kernel from a plain local pool, outside the session's "
+            "sandbox: the module's import-time code writes .git (and the skill still applies)"
+        )
+        for backend in ("bubblewrap", "landlock")
+        for user in _BOTH
+    },
+    **{
         ("data-dir", "local", user): (
             "an unconfined kernel writes the data dir (same user): it appends to its own transcript"
         )
@@ -681,3 +689,33 @@ def test_a_networked_sandbox_cell_cannot_approve_its_own_review_through_the_revi
         approve_through_the_panel(served)
     finally:
         served.end_test()
+
+
+# ---------------------------------------------------------------- beyond: the skill check's kernel
+
+
+@pytest.mark.parametrize(("user", "backend"), [p for p in cases("skill-check") if "local" not in p.id])
+def test_a_skill_check_does_not_run_a_cells_code_outside_the_sandbox(attack: Served) -> None:
+    """A skill is checked by importing it in a scratch kernel. The cell makes the module a skill
+    points at write into .git (read-only to cells in the sandbox tiers) when imported. (An
+    unconfined kernel writes .git itself: the local backend has nothing to escape from.)"""
+    repo = attack.project()
+    sid = attack.session(repo)
+    marker = repo / ".git" / "escaped"
+    module = repo / "calc.py"
+    payload = (
+        "import os as _os\n"
+        "_caps = [l for l in open('/proc/self/status') if l.startswith('CapEff:')][0]\n"
+        "_key = any(('test' + '-key') in v for v in _os.environ.values())\n"
+        f"try:\n    open({str(marker)!r}, 'w').write('%s key=%s' % (_caps, _key))\nexcept OSError:\n    pass\n"
+        + module.read_text()
+    )
+    cell = write_cell(module, payload) + (
+        "try:\n"
+        "    print(harness.create('skill', 'adder', 'adds', reference={'type': 'python', 'import': 'calc', 'callable': 'add'},\n"
+        "                         arguments={'a': {'type': 'integer'}, 'b': {'type': 'integer'}}))\n"
+        "except Exception as exc:\n"
+        "    print('harness.create:', type(exc).__name__, exc)\n"
+    )
+    run(attack, sid, tool_call(cell, title="a skill whose import escapes"), text("done"))
+    assert not marker.exists(), marker.read_text()
