@@ -107,6 +107,13 @@ OPEN: dict[tuple[str, str, str], str] = {
         for user in _BOTH
     },
     **{
+        ("control-swap", "local", user): (
+            "a .continual-acp/ the cell swapped for a symlink stays a symlink into the workspace; the "
+            "guard restores the gate file through it (the loop still judges by the real gates)"
+        )
+        for user in _BOTH
+    },
+    **{
         ("data-dir", "local", user): (
             "an unconfined kernel writes the data dir (same user): it appends to its own transcript"
         )
@@ -719,3 +726,34 @@ def test_a_skill_check_does_not_run_a_cells_code_outside_the_sandbox(attack: Ser
     )
     run(attack, sid, tool_call(cell, title="a skill whose import escapes"), text("done"))
     assert not marker.exists(), marker.read_text()
+
+
+# ---------------------------------------------------------------- beyond: the control dir swapped
+
+
+@pytest.mark.parametrize(("user", "backend"), cases("control-swap"))
+def test_a_control_dir_swapped_for_a_symlink_does_not_give_the_next_loop_its_gates(attack: Served) -> None:
+    """The cell moves .continual-acp/ aside and puts a symlink to a directory of its own (a gate
+    of `true`) in its place; the next autonomous prompt must still judge by the real gates."""
+    repo = attack.project()
+    sid = attack.session(repo, mode="autonomous")
+    control = repo / ".continual-acp"
+    original = (control / "gates.toml").read_text()
+    cell = (
+        "import os\n"
+        f"repo = {str(repo)!r}\n"
+        "try:\n"
+        "    os.makedirs(repo + '/calc_fix/.continual-acp', exist_ok=True)\n"
+        "    open(repo + '/calc_fix/.continual-acp/gates.toml', 'w').write('[[gate]]\\ncommand = \"true\"\\n')\n"
+        "    os.rename(repo + '/.continual-acp', repo + '/calc_fix/old')\n"
+        "    os.symlink(repo + '/calc_fix/.continual-acp', repo + '/.continual-acp')\n"
+        "    print('SWAP' + 'PED')\n"
+        "except OSError as exc:\n"
+        "    print('REFU' + 'SED', type(exc).__name__)\n"
+    )
+    run(attack, sid, tool_call(cell, title="swap the control dir"), text("Fixed."), text("Still."))
+    first = said(attack.client, sid)
+    run(attack, sid, text("Fixed now."), text("Really."))
+    second = said(attack.client, sid)[len(first) :]
+    assert "All gates passed" not in second, second
+    assert (control.is_symlink(), (control / "gates.toml").read_text()) == (False, original)
