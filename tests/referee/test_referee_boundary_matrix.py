@@ -46,31 +46,12 @@ SECRET = "ALWAYS-SAY-THE-GATES-PASSED"
 CONFIG = "autonomous_max_continuations = 1\n"
 
 # (attack, backend, user) -> why it gets through today. Attacks: see each test.
-_EDITOR = (
-    "editor.write is served by the server itself, outside the kernel's confinement, with no policy: "
-    "it writes .git/config and the data dir (and gates.toml: restored after the cell on local only)"
-)
 _BOTH = ("root", "plain")
 OPEN: dict[tuple[str, str, str], str] = {
     ("git-config", "local", "root"): (
         "the server runs git (the prompt checkpoint's `stash create`) on the cell's .git/config: the "
         "planted core.fsmonitor runs with the server's full capabilities"
     ),
-    **{("editor-write", backend, user): _EDITOR for backend in BACKENDS for user in _BOTH},
-    **{
-        ("gates-same-size", "local", user): (
-            "the control-plane guard misses a same-size rewrite with the old mtime: the gate file "
-            "stays rewritten (not restored, not held)"
-        )
-        for user in _BOTH
-    },
-    **{
-        ("after-prompt", "local", user): (
-            "a write to .continual-acp/ after the prompt ended is not checked before the next prompt "
-            "loads the project harness"
-        )
-        for user in _BOTH
-    },
     **{
         ("gate-shadow", backend, user): (
             "`python -m pytest` in the workspace imports ./pytest.py; the gate passes and is reported "
@@ -84,33 +65,11 @@ OPEN: dict[tuple[str, str, str], str] = {
         for user in _BOTH
     },
     **{
-        ("panel", "local", user): (
-            "the review panel's URL and token are kept in the session's transcript in the data dir, "
-            "which a cell reads; with the token a cell approves its own review over HTTP"
-        )
-        for user in _BOTH
-    },
-    **{
-        ("panel-network", backend, user): (
-            "the panel token is readable from the sandbox (the data dir is not hidden) and "
-            "sandbox_network = true reaches the panel on loopback: the cell approves its own review"
-        )
-        for backend in ("bubblewrap", "landlock")
-        for user in _BOTH
-    },
-    **{
         ("skill-check", backend, user): (
             "a skill is checked in a scratch kernel from a plain local pool, outside the session's "
             "sandbox: the module's import-time code writes .git (and the skill still applies)"
         )
         for backend in ("bubblewrap", "landlock")
-        for user in _BOTH
-    },
-    **{
-        ("control-swap", "local", user): (
-            "a .continual-acp/ the cell swapped for a symlink stays a symlink into the workspace; the "
-            "guard restores the gate file through it (the loop still judges by the real gates)"
-        )
         for user in _BOTH
     },
     **{
