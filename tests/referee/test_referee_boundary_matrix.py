@@ -9,6 +9,15 @@ the attacks (a fresh project and session each), so the matrix costs six server s
 An attack that gets through today is marked `xfail(strict=True)` from `OPEN` (attack, backend, user):
 the file stays green, and the fix that closes the hole turns the mark into a loud XPASS failure, at
 which point the entry is removed.
+
+The attacks, by their `OPEN` name: `environ` (the server's /proc environ), `stdio` (JSON-RPC written
+into the server's stdin/stdout through /proc), `git-config` (a core.fsmonitor the server's git
+runs), `editor-write` (the host call aimed at the gates, .git/config, the data dir),
+`gates-same-size` (a gate rewrite that keeps size and mtime), `after-prompt` (a process the cell
+leaves behind writes an entry later), `new-entry-dir`, `gate-shadow` (./pytest.py), `gate-env` (what
+code planted in the gated test sees), `signal`, `ptrace`, `data-dir` (the transcript, appended to),
+`panel` and `panel-network` (the review panel's token), `skill-check` (the scratch kernel a skill
+is imported in), `control-swap` (.continual-acp/ replaced by a symlink).
 """
 
 from __future__ import annotations
