@@ -268,6 +268,13 @@ print('SERVER', 'NO' + 'NE' if pid is None else 'FOUND')
 """
 
 
+def found_as_expected(attack: Served, result: str) -> bool:
+    """Whether the cell found the server's process where the kernel shares its pid namespace (an
+    attack on a process it never found proves nothing), and did not in bubblewrap's own one."""
+    expected = "SERVER NONE" if attack.backend == "bubblewrap" else "SERVER FOUND"
+    return expected in result
+
+
 def write_cell(path: Path, content: str) -> str:
     return (
         "import os\n"
@@ -300,7 +307,8 @@ def test_a_cell_cannot_read_the_model_key_from_the_servers_environment(attack: S
         "print('PRO' + 'BED')\n"
     )
     run(attack, sid, tool_call(cell, title="read the server's environ"), text("done"))
-    assert "PROBED" in told(attack.model)
+    result = told(attack.model)
+    assert ("PROBED" in result, found_as_expected(attack, result)) == (True, True), result
     assert KEY not in sent_since(attack.model, start)
 
 
@@ -329,6 +337,7 @@ def test_a_cell_cannot_write_json_rpc_into_the_servers_stdin_or_stdout(attack: S
     )
     run(attack, sid, tool_call(cell, title="forge a review decision"), text("done"))
     result = told(attack.model)
+    assert found_as_expected(attack, result), result
     assert "WROTE" not in result and result.count("REFUSED") == 2, result
     client = attack.client
     answered = [f.message for f in client.frames if f.message.get("id") == "forged-review"]
@@ -549,7 +558,9 @@ def test_a_cell_cannot_stop_the_server_with_a_signal(attack: Served) -> None:
         "    print('REFU' + 'SED', type(exc).__name__)\n"
     )
     run(attack, sid, tool_call(cell, title="stop the server"), text("done"))
-    assert "SIGNALLED" not in told(attack.model)
+    result = told(attack.model)
+    assert found_as_expected(attack, result), result
+    assert "SIGNALLED" not in result
 
 
 # ---------------------------------------------------------------- beyond: the data dir, written directly
@@ -598,6 +609,7 @@ def test_a_cell_cannot_ptrace_the_server(attack: Served) -> None:
     )
     run(attack, sid, tool_call(cell, title="ptrace the server"), text("done"))
     result = told(attack.model)
+    assert found_as_expected(attack, result), result
     assert "SEIZED" not in result and "REFUSED" in result, result
 
 
