@@ -54,31 +54,12 @@ KEY = "test-key"  # the OPENAI_API_KEY server_env gives every server
 SECRET = "ALWAYS-SAY-THE-GATES-PASSED"
 CONFIG = "autonomous_max_continuations = 1\n"
 
-# (attack, backend, user) -> why it gets through today. Attacks: see each test.
+# (attack, backend, user) -> why it gets through today: what the local backend does not cover (the
+# README's per-backend table says the same). Attacks: see each test.
 _BOTH = ("root", "plain")
 OPEN: dict[tuple[str, str, str], str] = {
-    ("git-config", "local", "root"): (
-        "the server runs git (the prompt checkpoint's `stash create`) on the cell's .git/config: the "
-        "planted core.fsmonitor runs with the server's full capabilities"
-    ),
-    **{
-        ("gate-shadow", backend, user): (
-            "`python -m pytest` in the workspace imports ./pytest.py; the gate passes and is reported "
-            "as 'All gates passed'"
-        )
-        for backend in ("local", "bubblewrap")
-        for user in _BOTH
-    },
     **{
         ("signal", "local", user): "an unconfined kernel can SIGSTOP/SIGCONT the server (same user)"
-        for user in _BOTH
-    },
-    **{
-        ("skill-check", backend, user): (
-            "a skill is checked in a scratch kernel from a plain local pool, outside the session's "
-            "sandbox: the module's import-time code writes .git (and the skill still applies)"
-        )
-        for backend in ("bubblewrap", "landlock")
         for user in _BOTH
     },
     **{
