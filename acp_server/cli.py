@@ -126,6 +126,14 @@ def _harden() -> None:
     make_undumpable()
 
 
+def _kill_children() -> None:
+    """Before a forced exit (acp_server/watchdog.py): SIGKILL every kernel's process group the server
+    tracks (gates and MCP servers run under `group_watch`, which ends them when their parent dies)."""
+    from kernel_bridge.reaper import kill_all
+
+    kill_all()
+
+
 def _install_harness_methods(server: Any) -> None:
     """The `_harness/*` extension methods (imported after the early `initialize` answer)."""
     from acp_server.harness.methods import install
@@ -208,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             extensions=list(EXTENSIONS),
             advertised=((*HARNESS_METHODS, *SESSION_METHODS), HARNESS_NOTIFICATIONS),
             harden=_harden,
+            kill_children=_kill_children,
         )
     if command == "demo":
         from acp_server.demo import run_demo
