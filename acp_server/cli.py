@@ -59,10 +59,14 @@ class _KernelSkills:
         return setup_code(roots)
 
     def index_text(self, cwd: str) -> str:
+        from harness_store.safe_read import warn_once
         from skills.loader import session_skills
         from skills.user_skills import render_index
 
         _roots, index = session_skills(cwd)
+        for problem in index.problems:  # "<path>: <reason>"; each path once per process, not per prompt
+            path, _, reason = problem.partition(": ")
+            warn_once(path, reason)
         return render_index(index.skills)
 
     def list_skills(self, cwd: str) -> list[tuple[str, str]]:

@@ -51,7 +51,7 @@ def _max_message_bytes() -> int:
         return DEFAULT_MAX_LINE_BYTES
 
 
-def _watchdog(read_fd: int, kill_children: Callable[[], None] | None) -> Watchdog:
+def _watchdog(read_fd: int, kill_children: Callable[[], None] | None, parent_pid: int) -> Watchdog:
     import logging
 
     from acp_server.watchdog import DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, Watchdog
@@ -69,6 +69,7 @@ def _watchdog(read_fd: int, kill_children: Callable[[], None] | None) -> Watchdo
         grace_seconds=seconds("CONTINUAL_ACP_EXIT_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
         input_fd=read_fd,
         kill_children=kill_children,
+        parent_pid=parent_pid,
     )
 
 
@@ -94,6 +95,7 @@ def serve_stdio(
     kernel_bridge's `make_undumpable`). `kill_children()` ends every process group the server
     started; the watchdog (acp_server/watchdog.py) calls it before a forced exit.
     """
+    parent_pid = os.getppid()  # the editor, before anything can take long (acp_server/watchdog.py)
     reserved = reserve_stdio()
     early = None
     if advertised is not None:
@@ -111,7 +113,7 @@ def serve_stdio(
 
     from acp_server.watchdog import install
 
-    watchdog = install(_watchdog(reserved.read_fd, kill_children))
+    watchdog = install(_watchdog(reserved.read_fd, kill_children, parent_pid))
     try:
         anyio.run(_serve, reserved, agent_factory, agent_prepare, extensions, early, advertised, watchdog)
     except KeyboardInterrupt:

@@ -185,7 +185,11 @@ async def kernel(ctx: CommandContext, argument: str) -> None:
     session = ctx.session
     action = (argument.split() or ["status"])[0]
     if action == "status":
-        await ctx.reply(f"Kernel: {await session.kernel_status()}")
+        from acp_server.watchdog import current
+
+        watchdog = current()
+        loop_line = f"\n\nServer {watchdog.status_line()}." if watchdog is not None else ""
+        await ctx.reply(f"Kernel: {await session.kernel_status()}{loop_line}")
     elif action == "interrupt":
         await ctx.reply(await session.interrupt_kernel())
     elif action == "restart":

@@ -10,7 +10,7 @@ EOF is never seen and the process outlives its editor. This thread depends on no
   `/kernel status` and `continual-acp doctor`).
 * **The editor going away.** The thread polls a duplicate of the input descriptor for POLLHUP (the
   write end of a pipe closed, a socket shut down) and watches the parent process id (a parent that
-  died re-parents us). The transport also reports the EOF it reads (`input_ended`), which covers an
+  died re-parents us; the server then sends itself SIGTERM, the orderly shutdown an editor asks for). The transport also reports the EOF it reads (`input_ended`), which covers an
   input that cannot be polled (a regular file).
 * **Forced exit.** Once the editor is gone, a loop that has not turned for `grace_seconds`
   (`CONTINUAL_ACP_EXIT_GRACE_SECONDS`, default 5) is given up on: at the latest `grace_seconds`
@@ -27,6 +27,7 @@ import contextlib
 import logging
 import os
 import select
+import signal
 import sys
 import threading
 import time
@@ -71,6 +72,7 @@ class Watchdog:
         input_fd: int | None = None,
         kill_children: Callable[[], None] | None = None,
         exit: Callable[[int], None] = os._exit,
+        parent_pid: int | None = None,
     ) -> None:
         self.stall_seconds = stall_seconds
         self.grace_seconds = grace_seconds
@@ -85,7 +87,9 @@ class Watchdog:
         self._gone_at: float | None = None
         self._gone_why = ""
         self.stall_reports = 0
-        self._parent = os.getppid()
+        # Taken at the process's start by the caller: a parent that died before the watchdog existed
+        # (while the first `initialize` was answered) is seen all the same.
+        self._parent = os.getppid() if parent_pid is None else parent_pid
         # A dup, so the transport closing its descriptor never leaves us polling a reused number.
         self._input_fd = os.dup(input_fd) if input_fd is not None else None
         self._thread = threading.Thread(target=self._run, name="continual-acp-watchdog", daemon=True)
@@ -172,6 +176,11 @@ class Watchdog:
             if why is not None:
                 log.info("watchdog: %s", why)
                 self.input_ended(why)
+                if why != "stdin closed":
+                    # Stdin may stay open (another process holds the pipe): ask for the orderly
+                    # shutdown SIGTERM gets; the grace below still bounds it.
+                    with contextlib.suppress(OSError):
+                        os.kill(os.getpid(), signal.SIGTERM)
         gone_at = self._gone_at
         if gone_at is None:
             return

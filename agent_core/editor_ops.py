@@ -7,9 +7,12 @@ reported as a `FileEdited` event (old and new text) in the running turn.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
 
 from agent_core import events as ev
 from agent_core.ports import EditorPort
@@ -62,8 +65,13 @@ class EditorOps:
                 return await editor.read_text_file(path)
             except FileNotFoundError:
                 return None
+        from harness_store.safe_read import FILE_MAX_BYTES, read_text  # harness_store: off the startup path
+
         try:
-            return Path(path).read_text(encoding="utf-8")
+            # A workspace path: a regular file only, capped, off the event loop (safe_read.py).
+            return await anyio.to_thread.run_sync(
+                functools.partial(read_text, path, limit=FILE_MAX_BYTES, follow=True)
+            )
         except FileNotFoundError:
             return None
 

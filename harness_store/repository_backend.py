@@ -63,6 +63,7 @@ from harness_store.project_files import (
 )
 from harness_store.project_history import ProjectHistory, after_of, entry_key
 from harness_store.project_rules import rule_errors
+from harness_store.safe_read import ENTRY_MAX_BYTES, Refused, read_text, warn_once
 from harness_store.tombstones import add_tombstone
 
 log = logging.getLogger("harness_store")
@@ -184,8 +185,11 @@ class RepositoryBackend(Backend):
         if cached is not None and cached[0] == sig:
             return cached[1], False
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            # The repository's file: regular, non-blocking, capped (harness_store/safe_read.py).
+            text = read_text(path, limit=ENTRY_MAX_BYTES)
+        except Refused as exc:
+            warn_once(path, exc.strerror, log)
+            text = ""
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("project harness entry %s unreadable: %s", path, exc)
             text = ""
@@ -336,7 +340,7 @@ class RepositoryBackend(Backend):
     def _read_tombstones(self) -> list[Tombstone]:
         stones: list[Tombstone] = []
         try:
-            text = self.tombstones_path.read_text(encoding="utf-8")
+            text = read_text(self.tombstones_path, limit=ENTRY_MAX_BYTES)
         except FileNotFoundError:
             return stones
         except OSError as exc:

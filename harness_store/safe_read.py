@@ -34,6 +34,8 @@ from pathlib import Path
 ENTRY_MAX_BYTES = 1024 * 1024
 # A configuration file (TOML, JSON): settings, gates, MCP servers.
 CONFIG_MAX_BYTES = 256 * 1024
+# A workspace file a cell asks the host to read (`editor.read` without the editor's fs methods).
+FILE_MAX_BYTES = 16 * 1024 * 1024
 
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()

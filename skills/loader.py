@@ -19,6 +19,7 @@ _HERE = Path(__file__).resolve().parent
 # of workspace files is harness_store's (stdlib only), shipped under its own name.
 _MODULES = (
     ("harness_store.safe_read", "../harness_store/safe_read.py"),
+    ("skills._safe_read", "_safe_read.py"),
     ("skills.user_skills", "user_skills.py"),
     ("skills._awaitable", "_awaitable.py"),
     ("skills", "__init__.py"),

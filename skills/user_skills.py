@@ -23,8 +23,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness_store.safe_read import ENTRY_MAX_BYTES, Refused, read_prefix, read_text
+if TYPE_CHECKING:
+    from harness_store.safe_read import ENTRY_MAX_BYTES, Refused, read_prefix, read_text
+else:  # the same module, loaded without harness_store/__init__ (skills/_safe_read.py)
+    from skills._safe_read import safe_read
+
+    _safe = safe_read()
+    ENTRY_MAX_BYTES, Refused = _safe.ENTRY_MAX_BYTES, _safe.Refused
+    read_prefix, read_text = _safe.read_prefix, _safe.read_text
 
 SKILL_FILE = "SKILL.md"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -162,7 +170,7 @@ def read_skill_folder(folder: Path, root: Path) -> SkillInfo | str:
         # A linked SKILL.md is followed on purpose; what it reaches is checked on the descriptor.
         head = read_prefix(path, FRONTMATTER_MAX_BYTES, follow=True)
     except Refused as exc:
-        return f"{path}: not read ({exc.strerror})"
+        return f"{path}: {exc.strerror}"
     except OSError as exc:
         return f"{path}: cannot read ({exc})"
     text = head.decode("utf-8", errors="replace")
