@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness_store.models import HarnessEntry, RefinementResult
+from harness_store.safe_read import HISTORY_MAX_BYTES, Refused, read_bytes, warn_once
 
 log = logging.getLogger("harness_store")
 
@@ -83,9 +84,12 @@ class ProjectHistory:
             return
         if self._sig is None or sig[0] != self._sig[0] or sig[1] < self._offset:
             self._reset()
-        with self.path.open("rb") as fh:
-            fh.seek(self._offset)
-            data = fh.read()
+        try:
+            # The repository's file: regular, non-blocking, capped (safe_read.py).
+            data = read_bytes(self.path, limit=HISTORY_MAX_BYTES, offset=self._offset)
+        except Refused as exc:
+            warn_once(self.path, exc.strerror, log)
+            return
         end = data.rfind(b"\n") + 1  # a torn last line is read once it is complete
         for raw in data[:end].split(b"\n"):
             if not raw.strip():

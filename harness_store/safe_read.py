@@ -34,6 +34,8 @@ from pathlib import Path
 ENTRY_MAX_BYTES = 1024 * 1024
 # A configuration file (TOML, JSON): settings, gates, MCP servers.
 CONFIG_MAX_BYTES = 256 * 1024
+# An append-only file the repository keeps (the project harness history, its tombstones).
+HISTORY_MAX_BYTES = 64 * 1024 * 1024
 # A workspace file a cell asks the host to read (`editor.read` without the editor's fs methods).
 FILE_MAX_BYTES = 16 * 1024 * 1024
 
@@ -100,22 +102,25 @@ def _check_pseudo(path: str | os.PathLike[str], info: os.stat_result, data: byte
         raise Refused(errno.EINVAL, "a kernel pseudo-file, not read", str(path))
 
 
-def read_bytes(path: str | os.PathLike[str], *, limit: int, follow: bool = False) -> bytes:
-    """The bytes of the regular file at `path` (at most `limit`); `Refused` for anything else.
+def read_bytes(path: str | os.PathLike[str], *, limit: int, follow: bool = False, offset: int = 0) -> bytes:
+    """The bytes of the regular file at `path` from `offset` (at most `limit` of them); `Refused` for
+    anything else.
 
     `follow=False` refuses a final-component symlink (`O_NOFOLLOW`); symlinks in the directories
     above are followed either way. FileNotFoundError and other OSErrors pass through as they are.
     """
     fd, info = _open_regular(path, follow)
     try:
-        if info.st_size > limit:
+        if offset:
+            os.lseek(fd, offset, os.SEEK_SET)
+        if info.st_size - offset > limit:
             raise Refused(errno.EFBIG, f"{info.st_size} bytes, over the {limit}-byte cap", str(path))
         data = _read_upto(fd, limit + 1)
     finally:
         os.close(fd)
+    _check_pseudo(path, info, data)
     if len(data) > limit:
         raise Refused(errno.EFBIG, f"grew past the {limit}-byte cap while read", str(path))
-    _check_pseudo(path, info, data)
     return data
 
 

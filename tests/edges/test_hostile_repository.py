@@ -10,6 +10,7 @@ still exits after stdin closes, within the grace period, with its kernel killed.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from acp_client import AcpClient, server_env
 from acp_fixtures import model, spawn
-from acp_helpers import ClientFactory, initialize, new_session, prompt
+from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 from hostile_repo import SHAPES, build
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
@@ -96,8 +97,9 @@ import pathlib, sys, time
 import agent_core.turn.system_prompt as system_prompt
 real = system_prompt.project_context
 def project_context(cwd):
-    if (pathlib.Path(cwd) / "BLOCK-THE-LOOP").exists():
-        time.sleep(3600)
+    marker = pathlib.Path(cwd) / "BLOCK-THE-LOOP"
+    if marker.exists():
+        time.sleep(float(marker.read_text() or 3600))  # seconds written in the marker, else for good
     return real(cwd)
 system_prompt.project_context = project_context
 from acp_server.cli import main
@@ -189,6 +191,25 @@ def _run_blocked_server(model: ScriptedModelServer, tmp_path: Path) -> None:
         if client.proc.poll() is None:
             client.proc.kill()
             client.proc.wait()
+
+
+def test_kernel_status_reports_the_worst_stall_since_start(tmp_path: Path) -> None:
+    with ScriptedModelServer([], fallback=text("done")) as model:
+        client, project = _blocked_server(tmp_path, model, CONTINUAL_ACP_STALL_SECONDS="1")
+        try:
+            initialize(client)
+            sid, _ = new_session(client, project)
+            (project / "BLOCK-THE-LOOP").write_text("2.5")
+            assert prompt(client, sid, "stall once", timeout=GENEROUS).stop_reason == "end_turn"
+            (project / "BLOCK-THE-LOOP").unlink()
+            reply = run_command(client, sid, "/kernel status", timeout=GENEROUS)
+        finally:
+            client.close(timeout=GENEROUS)
+    found = re.search(
+        r"event loop: worst stall ([0-9.]+) s since start \(over the 1 s stall threshold\)", reply
+    )
+    assert found, reply
+    assert float(found[1]) >= 2.5
 
 
 PARENT = """
