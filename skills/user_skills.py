@@ -204,18 +204,25 @@ def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
         if not root.is_dir():
             continue
         try:
-            # lexists, not is_file: a SKILL.md that is not a regular file is reported, not skipped
-            # in silence (is_file would stat through a FIFO or a device and say no without a word).
-            folders = sorted(p for p in root.iterdir() if p.is_dir() and os.path.lexists(p / SKILL_FILE))
+            # Names first (no stat each): only the folders read below are looked at.
+            with os.scandir(root) as listing:
+                entries = sorted((e for e in listing if e.is_dir()), key=lambda e: e.name)
         except OSError as exc:
             problems.append(f"{root}: cannot list ({exc})")
             continue
-        if len(folders) > MAX_SKILLS_PER_ROOT:
-            problems.append(
-                f"{root}: {len(folders)} skill folders; only the first {MAX_SKILLS_PER_ROOT} "
-                "(by name) are read"
-            )
-            folders = folders[:MAX_SKILLS_PER_ROOT]
+        folders: list[Path] = []
+        for position, entry in enumerate(entries):
+            # lexists, not is_file: a SKILL.md that is not a regular file is reported, not skipped
+            # in silence (is_file would stat through a FIFO or a device and say no without a word).
+            if not os.path.lexists(os.path.join(entry.path, SKILL_FILE)):
+                continue
+            if len(folders) == MAX_SKILLS_PER_ROOT:
+                problems.append(
+                    f"{root}: more than {MAX_SKILLS_PER_ROOT} skill folders; only the first "
+                    f"{MAX_SKILLS_PER_ROOT} (by name) are read ({len(entries) - position} folders after them)"
+                )
+                break
+            folders.append(Path(entry.path))
         for folder in folders:
             info = read_skill_folder(folder, root)
             if isinstance(info, str):
