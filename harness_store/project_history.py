@@ -13,9 +13,11 @@ merged) counts once.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,7 +116,13 @@ class ProjectHistory:
         line = result.model_dump(mode="json", exclude_none=True)
         line["parents"] = parents
         data = (json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # The repository's file: O_NONBLOCK so a FIFO there fails (ENXIO) instead of waiting for a
+        # reader, and anything but a regular file is refused before a byte is written.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.path, flags, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file", str(self.path))
         with os.fdopen(fd, "ab") as fh:
             fh.write(data)
             fh.flush()

@@ -187,8 +187,9 @@ class RepositoryBackend(Backend):
         if cached is not None and cached[0] == sig:
             return cached[1], False
         try:
-            # The repository's file: regular, non-blocking, capped (harness_store/safe_read.py).
-            text = read_text(path, limit=ENTRY_MAX_BYTES)
+            # The repository's file: regular, non-blocking, capped (harness_store/safe_read.py); a
+            # linked entry is followed (supported), what it reaches is checked on the descriptor.
+            text = read_text(path, limit=ENTRY_MAX_BYTES, follow=True)
         except Refused as exc:  # not an entry at all: skipped, not listed as a broken one
             warn_once(path, exc.strerror, log)
             self._files[path] = (sig, None)
