@@ -22,31 +22,31 @@ def _folder(project: Path, name: str) -> Path:
     return folder / "SKILL.md"
 
 
-def fifo(project: Path) -> list[Path]:
+def fifo(project: Path) -> list[tuple[Path, str]]:
     path = _folder(project, "fifo")
     os.mkfifo(path)
-    return [path]
+    return [(path, "a FIFO")]
 
 
-def dev_zero(project: Path) -> list[Path]:
+def dev_zero(project: Path) -> list[tuple[Path, str]]:
     path = _folder(project, "dev-zero")  # sorts before the many skills: read under the cap
     path.symlink_to("/dev/zero")
-    return [path]
+    return [(path, "a device")]
 
 
-def symlink_loop(project: Path) -> list[Path]:
+def symlink_loop(project: Path) -> list[tuple[Path, str]]:
     path = _folder(project, "loop")
     path.symlink_to("SKILL.md")  # itself
-    return [path]
+    return [(path, "a symlink loop")]
 
 
-def proc_environ(project: Path) -> list[Path]:
+def proc_environ(project: Path) -> list[tuple[Path, str]]:
     path = _folder(project, "environ")
     path.symlink_to("/proc/self/environ")
-    return [path]
+    return [(path, "a kernel pseudo-file")]
 
 
-def huge(project: Path) -> list[Path]:
+def huge(project: Path) -> list[tuple[Path, str]]:
     path = _folder(project, "huge")
     with path.open("wb") as fh:
         fh.write(b"---\nname: huge\ndescription: a skill with a 60 MB body\n---\n")
@@ -54,14 +54,14 @@ def huge(project: Path) -> list[Path]:
     return []  # usable: its frontmatter is read, its body only on demand (and refused past the cap)
 
 
-def many(project: Path) -> list[Path]:
+def many(project: Path) -> list[tuple[Path, str]]:
     for i in range(MANY):
         path = _folder(project, f"skill-{i:04d}")
         path.write_text(f"---\nname: skill-{i:04d}\ndescription: ordinary skill {i}\n---\nbody\n")
-    return [project / SKILLS]  # one line: past the per-root cap
+    return [(project / SKILLS, "skill folders; only the first")]  # one line: past the per-root cap
 
 
-SHAPES: dict[str, Callable[[Path], list[Path]]] = {
+SHAPES: dict[str, Callable[[Path], list[tuple[Path, str]]]] = {
     "fifo": fifo,
     "dev_zero": dev_zero,
     "symlink_loop": symlink_loop,
@@ -71,9 +71,10 @@ SHAPES: dict[str, Callable[[Path], list[Path]]] = {
 }
 
 
-def build(project: Path, shapes: list[str]) -> list[Path]:
-    """Lay the shapes in `project`; the paths a reader must skip (each warned about once)."""
-    skipped: list[Path] = []
+def build(project: Path, shapes: list[str]) -> list[tuple[Path, str]]:
+    """Lay the shapes in `project`; the paths a reader must skip (each warned about once) and words
+    the warning's reason holds."""
+    skipped: list[tuple[Path, str]] = []
     for shape in shapes:
         skipped += SHAPES[shape](project)
     return skipped

@@ -29,8 +29,8 @@ __all__ = ["model", "spawn"]  # the stdio fixtures, shared with tests/acp_server
 GENEROUS = 120.0  # seconds: an answer is asserted, never a time
 
 
-def _warnings_for(stderr: str, path: Path) -> int:
-    return sum(1 for line in stderr.splitlines() if "WARNING" in line and f"skipped {path}:" in line)
+def _warnings_for(stderr: str, path: Path) -> list[str]:
+    return [line for line in stderr.splitlines() if "WARNING" in line and f"skipped {path}:" in line]
 
 
 @pytest.mark.parametrize("shapes", [[name] for name in SHAPES] + [list(SHAPES)], ids=[*SHAPES, "all"])
@@ -47,8 +47,10 @@ def test_hostile_skills_folder_neither_hangs_prompts_nor_warns_twice(
     assert prompt(client, sid, "first", timeout=GENEROUS).stop_reason == "end_turn"
     assert prompt(client, sid, "second", timeout=GENEROUS).stop_reason == "end_turn"
     stderr = client.stderr()
-    for path in skipped:
-        assert _warnings_for(stderr, path) == 1, f"{path}: {stderr[-3000:]}"
+    for path, reason in skipped:
+        warnings = _warnings_for(stderr, path)
+        assert len(warnings) == 1, f"{path}: {stderr[-3000:]}"
+        assert reason in warnings[0], warnings[0]
     system = model.requests[-1]["messages"][0]["content"]
     assert "test-key" not in system  # /proc/self/environ (the model key) never reaches the prompt
 
