@@ -55,6 +55,22 @@ def test_hostile_skills_folder_neither_hangs_prompts_nor_warns_twice(
     assert "test-key" not in system  # /proc/self/environ (the model key) never reaches the prompt
 
 
+def test_a_skill_whose_body_is_over_the_cap_is_not_sent_to_the_model(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    build(project, ["huge"])
+    model.fallback = text("done")
+    client = spawn(model.base_url)
+    initialize(client)
+    sid, _ = new_session(client, project)
+    reply = run_command(client, sid, "/skill:huge apply it", timeout=GENEROUS)
+    assert "No user skill named 'huge'" in reply
+    assert "the skill 'huge' cannot be used" in client.stderr()
+    assert model.requests == []  # 60 MB of instructions never left for the model
+
+
 # The control-plane guard (agent_core/control_plane/guard.py) snapshots every file under
 # `.continual-acp/` before the first cell with a plain read on the event loop: a FIFO there blocks it.
 _GUARD_READS_FIFOS = pytest.mark.xfail(
