@@ -42,6 +42,9 @@ class ClientCapabilities:
     # takes it when it advertised an unstable capability we honour (`plan`, `subagents`: it speaks
     # the unstable schema that defines `usage`) or opted in with `_meta["continual-acp"].usage: true`.
     usage: bool = False
+    # `elicitation.form` (stable v1): reviews go as `elicitation/create` forms instead of a permission
+    # request, and `editor.ask()` from a cell can be answered.
+    elicitation_form: bool = False
     client_name: str = ""  # `clientInfo.name` (client_quirks.py: how some clients title cards)
     raw: dict[str, object] = field(default_factory=dict)
 
@@ -69,6 +72,7 @@ class ClientCapabilities:
             plan=plan,
             subagents=subagents,
             usage=plan or subagents or ours.get("usage") is True,
+            elicitation_form=_advertises_form(caps.get("elicitation")),
             client_name=_client_name(req.client_info),
             raw=caps,
         )
@@ -77,3 +81,8 @@ class ClientCapabilities:
 def _client_name(info: Mapping[str, object] | None) -> str:
     name = info.get("name") if info is not None else None
     return name if isinstance(name, str) else ""
+
+
+def _advertises_form(elicitation: object) -> bool:
+    """`elicitation: {form: {}}` advertises forms; omitted or null does not (schema.json)."""
+    return isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)

@@ -32,10 +32,36 @@ def _build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="speak ACP over stdio (the default when no subcommand is given)")
     # An editor's terminal sign-in appends the method's args (`setup`) to the launch line (`serve`).
     serve.add_argument("then", nargs="?", choices=["setup"], help=argparse.SUPPRESS)
-    sub.add_parser("setup", help="ask for the model endpoint, key and model, check them, write config.toml")
-    sub.add_parser("demo", help="run a scripted end-to-end session offline and print the transcript")
-    sub.add_parser("doctor", help="check kernel start, data dir and model endpoint")
-    sub.add_parser("sessions", help="list saved sessions (the ids for --session)")  # clients
+    serve.description = (
+        "Speak the Agent Client Protocol over stdin/stdout: what an editor launches. Nothing but "
+        "JSON-RPC goes to stdout; logs go to stderr."
+    )
+    for name, line, description in (
+        (
+            "setup",
+            "ask for the model endpoint, key and model, check them, write config.toml",
+            "Ask for the model endpoint, its key and the model, check them against the endpoint, "
+            "and write config.toml (editors' terminal sign-in runs this too).",
+        ),
+        (
+            "demo",
+            "run a scripted end-to-end session offline and print the transcript",
+            "Run one scripted session through the real server, kernel and harness, offline (a "
+            "scripted model on loopback), and print what the editor would show.",
+        ),
+        (
+            "doctor",
+            "check kernel start, data dir and model endpoint",
+            "Check that a kernel starts, the data dir is usable and the model endpoint answers; "
+            "each line says OK or what to do.",
+        ),
+        (
+            "sessions",
+            "list saved sessions (the ids for --session)",
+            "List saved sessions, newest first, with their ids (for `harness --session`).",
+        ),
+    ):
+        sub.add_parser(name, help=line, description=description)
     harness = sub.add_parser("harness", help="inspect and roll back the continual harness")
     harness.add_argument(
         "harness_argv", nargs=argparse.REMAINDER, help="list|show|history|rollback|tombstones|ui ..."
@@ -202,6 +228,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())
     # No arguments (how editors launch it): serve without importing argparse (startup path).
+    if not argv_list and sys.stdin.isatty():
+        # A person typed it: the server would wait silently for JSON-RPC on the terminal.
+        sys.stderr.write(
+            "continual-acp: speaking ACP on stdin/stdout for an editor (Ctrl-D to end). Try "
+            "`continual-acp demo`, `continual-acp setup` or `continual-acp --help`.\n"
+        )
     args = _build_parser().parse_args(argv_list) if argv_list else None
     command = (args.command if args is not None else None) or "serve"
     if command == "setup" or (command == "serve" and getattr(args, "then", None) == "setup"):

@@ -163,7 +163,7 @@ async def check_model(config: AgentConfig) -> CheckResult:
             MODEL_TIMEOUT_S + 5,
         )
     except ModelError as exc:
-        return CheckResult(name, False, exc.message, _model_fix(endpoint, exc.status))
+        return CheckResult(name, False, exc.message, _model_fix(config, endpoint, exc.status))
     except TimeoutError:
         return CheckResult(
             name,
@@ -177,14 +177,37 @@ async def check_model(config: AgentConfig) -> CheckResult:
     return CheckResult(name, True, f"{endpoint} answered model {config.model!r} in {elapsed:.2f} s")
 
 
-def _model_fix(endpoint: str, status: int | None) -> str:
+# Examples of a local endpoint, by the port a URL names: a llama.cpp user is not told Ollama's URL.
+_LOCAL_EXAMPLES = {
+    "11434": "http://localhost:11434/v1 for Ollama",
+    "8080": "http://localhost:8080/v1 for llama.cpp's server",
+    "8000": "http://localhost:8000/v1 for vLLM",
+    "1234": "http://localhost:1234/v1 for LM Studio",
+}
+
+
+def _example_url(endpoint: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        port = str(urlsplit(endpoint).port or "")
+    except ValueError:
+        port = ""
+    if port in _LOCAL_EXAMPLES:
+        return _LOCAL_EXAMPLES[port]
+    return f"{_LOCAL_EXAMPLES['8080']}, or {_LOCAL_EXAMPLES['11434']}"
+
+
+def _model_fix(config: AgentConfig, endpoint: str, status: int | None) -> str:
+    """What to change, naming where the setting was made (environment, config file line, setup)."""
     if status in (401, 403):
-        return "set OPENAI_API_KEY (in the editor's `env` block for the agent) to a key this endpoint accepts"
+        return f"set a key this endpoint accepts; the key comes from {config.origin('api_key')}"
     if status == 404:
-        return "set CONTINUAL_ACP_MODEL to a model id the endpoint lists (`curl $OPENAI_BASE_URL/models`)"
+        return f"use a model id the endpoint lists ({endpoint}/models); the model comes from {config.origin('model')}"
+    where = config.origin("base_url") if config.base_url else "the default (no `base_url` set)"
     return (
-        f"start the model server or correct OPENAI_BASE_URL (now {endpoint}); it must be an OpenAI-compatible "
-        "URL ending in /v1, e.g. http://localhost:11434/v1 for Ollama"
+        f"start the model server or correct the URL (now {endpoint}, from {where}); it must be an "
+        f"OpenAI-compatible URL ending in /v1, e.g. {_example_url(endpoint)}"
     )
 
 

@@ -153,6 +153,40 @@ class JsonRpcEditor:
         option = outcome.get("optionId")
         return (str(option) if option is not None else None), None
 
+    @property
+    def can_elicit_forms(self) -> bool:
+        return self._capabilities.elicitation_form
+
+    async def elicit_form(
+        self, message: str, schema: Mapping[str, object], *, tool_call_id: str | None = None
+    ) -> tuple[str, dict[str, object]] | None:
+        """`elicitation/create` with a form: (action, content) -- action "accept" (with the form's
+        content), "decline" or "cancel" -- or None when the client failed the request or answered
+        malformed. A `session/cancel` resolves a waiting form as "cancel"."""
+        params = frames.elicitation_form_request(self._sid(), message, schema, tool_call_id=tool_call_id)
+        scope = anyio.CancelScope()
+        self._pending.add(scope)
+        result: object = None
+        try:
+            with scope:
+                result = await self._connection.request(
+                    "elicitation/create", params, cancel_if_abandoned=True
+                )
+        except (PeerError, ConnectionClosed) as exc:
+            log.warning("elicitation request failed (%s)", exc)
+            return None
+        finally:
+            self._pending.discard(scope)
+        if scope in self._cancelled_scopes:
+            self._cancelled_scopes.discard(scope)
+            return "cancel", {}
+        action = result.get("action") if isinstance(result, dict) else None
+        if not isinstance(action, str):
+            log.warning("malformed elicitation answer %r", result)
+            return None
+        content = result.get("content") if isinstance(result, dict) else None
+        return action, dict(content) if isinstance(content, dict) else {}
+
     def cancel_pending_permissions(self) -> int:
         """Resolve every waiting permission request as "cancelled" (session/cancel); returns how many."""
         scopes = list(self._pending)

@@ -560,6 +560,17 @@ def review_card(
     )
 
 
+def elicitation_form_request(
+    session_id: str, message: str, schema: Mapping[str, object], *, tool_call_id: str | None = None
+) -> Frame:
+    """`elicitation/create` params for a form in a session (tied to a card when `tool_call_id`)."""
+    frame: Frame = {"sessionId": session_id}
+    if tool_call_id is not None:
+        frame["toolCallId"] = tool_call_id
+    frame.update({"mode": "form", "message": message, "requestedSchema": dict(schema)})
+    return frame
+
+
 def confirm_card(
     card_id: str, title: str, content: Sequence[Mapping[str, object]], *, kind: str = "other"
 ) -> Frame:
@@ -850,6 +861,8 @@ def initialize_response(
                 "fork": {},
                 "status": {},
                 "title": {},
+                # The editor's own instructions on new/load/resume/fork (system_prompt_param.py).
+                "systemPrompt": {"mode": {"override": {}}},
             },
             "_meta": {
                 META_KEY: {
@@ -929,6 +942,37 @@ def new_session_response(
 def session_status_response(status: str) -> Frame:
     """The session/status result: `open` (in memory here) or `saved` (on disk, loadable)."""
     return {"status": status}
+
+
+def rewind_response(
+    rewound: bool,
+    turn: int,
+    prompts: int,
+    cut_transcript: str,
+    kernel: Mapping[str, object],
+    kernel_note: str,
+    files: str,
+    refinements_after: Sequence[str],
+    rolled_back: Sequence[str],
+) -> Frame:
+    """`_session/rewind` answered in this server's shape (`turns` or `messageId`): what it did."""
+    return {
+        "rewound": rewound,
+        "turn": turn,
+        "prompts": prompts,
+        "cutTranscript": cut_transcript,
+        "kernel": dict(kernel),
+        "kernelNote": kernel_note,
+        "files": files,
+        "refinementsAfter": list(refinements_after),
+        "rolledBack": list(rolled_back),
+    }
+
+
+def anchored_rewind_response(rewound: bool) -> Frame:
+    """`_session/rewind` answered in the anchored shape (`beforeMessage`) other ACP agents speak:
+    only whether it rewound (a running prompt answers False)."""
+    return {"rewound": rewound}
 
 
 def fork_session_response(

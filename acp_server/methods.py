@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
     from agent_core.session import Session
+    from agent_core.turn.system_prompt import ClientSystemPrompt
 
 log = logging.getLogger(__name__)
 
@@ -455,6 +456,7 @@ class AcpServer:
 
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/new", req.mcp_servers)
+        instructions = _system_prompt(ctx, "session/new")
         agent = await self.agent()
         await self._require_model_setup(agent)
         editor = self._new_editor()
@@ -471,6 +473,7 @@ class AcpServer:
             raise _backend_error(exc) from None
         log.info("agent.new_session took %.0f ms", (time.monotonic() - started) * 1000)
         opened = self._bind(session, editor, set_up=False)
+        opened.session.client_system_prompt = instructions
 
         async def set_up() -> None:
             # First after the answer, before anything that yields: the refinement imports (~0.1 s,
@@ -491,6 +494,7 @@ class AcpServer:
 
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/load", req.mcp_servers)
+        instructions = _system_prompt(ctx, "session/load")
         agent = await self.agent()
         check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
@@ -507,6 +511,7 @@ class AcpServer:
         except ValueError as exc:
             raise AcpError.invalid_params(f"session/load: {exc}") from None
         opened = self._bind(session, editor)
+        session.client_system_prompt = instructions
         # The whole transcript goes out before the response: a client shows the history as soon as load answers.
         opened.presenter.attach(None, replay=True)
         for event in events:
@@ -540,6 +545,7 @@ class AcpServer:
                 [frames.param_error(["cwd"], "not an existing directory", "value_error")],
             )
         servers = _mcp_servers("session/resume", req.mcp_servers)
+        instructions = _system_prompt(ctx, "session/resume")
         agent = await self.agent()
         check_session_id(agent, req.session_id)
         await self._require_model_setup(agent)
@@ -551,6 +557,7 @@ class AcpServer:
             configure_mcp(opened.session, servers, start=False)
         else:
             opened = await self._resume(agent, req.session_id, cwd, servers)
+        opened.session.client_system_prompt = instructions
         self._advertise_commands(ctx, req.session_id)
         ctx.after_response.append(_start_mcp(opened.session))
         ctx.after_response.append(self.start_background)
@@ -582,26 +589,60 @@ class AcpServer:
             raise AcpError.invalid_params(f"session/fork: {exc}") from None
         return self._bind(session, editor), note
 
+    async def fork_saved_into(
+        self,
+        agent: Agent,
+        source_id: str,
+        *,
+        turns: int | None,
+        cwd: str,
+        servers: list[ServerConfig] | None,
+    ) -> tuple[OpenSession, str]:
+        """`fork_into` for a source this process does not have open (read from disk, no lock)."""
+        from agent_core import KernelBackendUnavailable, SessionNotFound
+
+        check_session_id(agent, source_id)
+        editor = self._new_editor()
+        try:
+            session, note = await agent.fork_saved_session(
+                source_id, editor, turns=turns, cwd=cwd, mcp_servers=servers or ()
+            )
+        except SessionNotFound:
+            raise AcpError.session_not_found(source_id) from None
+        except KernelBackendUnavailable as exc:
+            raise _backend_error(exc) from None
+        except ValueError as exc:  # ForkError, RewindError, a cwd that is not a directory
+            raise AcpError.invalid_params(f"session/fork: {exc}") from None
+        return self._bind(session, editor), note
+
     async def fork_session(self, ctx: RequestContext, req: ForkSessionRequest) -> JsonObject:
         cwd = _absolute_cwd(req.cwd)
         servers = _mcp_servers("session/fork", req.mcp_servers)
+        instructions = _system_prompt(ctx, "session/fork")
         agent = await self.agent()
         await self._require_model_setup(agent)
-        source = await self.open_session(req.session_id)
         meta = req.field_meta.get(frames.META_KEY) if isinstance(req.field_meta, dict) else None
         turns = meta.get("beforePrompt") if isinstance(meta, dict) else None
         if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 1):
             raise AcpError.invalid_params(
                 f"session/fork: _meta.{frames.META_KEY}.beforePrompt: must be an integer >= 1 (n-th last prompt)"
             )
-        opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        if req.session_id in self.sessions or agent.get_session(req.session_id) is not None:
+            source = await self.open_session(req.session_id)
+            opened, note = await self.fork_into(source, turns=turns, cwd=cwd, servers=servers)
+        else:
+            # Not open here: read from disk without its owner lock, whichever process has it open.
+            opened, note = await self.fork_saved_into(
+                agent, req.session_id, turns=turns, cwd=cwd, servers=servers
+            )
+        opened.session.client_system_prompt = instructions
         self._advertise_commands(ctx, opened.session.id)
         ctx.after_response.append(_start_mcp(opened.session))
         return frames.fork_session_response(
             opened.session.id,
             modes_state(opened.session),
             config_options(opened.session),
-            forked_from=source.session.id,
+            forked_from=req.session_id,
             before_prompt=turns,
             kernel_note=note,
         )
@@ -799,6 +840,13 @@ def _few_sessions(agent: Agent) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def _system_prompt(ctx: RequestContext, method: str) -> ClientSystemPrompt | None:
+    """The request's unstable `systemPrompt` (-32602 before anything is opened when it is bad)."""
+    from acp_server.system_prompt_param import read_system_prompt
+
+    return read_system_prompt(ctx.extras.get("params"), method)
 
 
 def check_session_id(agent: Agent, session_id: str) -> None:

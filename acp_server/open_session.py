@@ -43,6 +43,9 @@ class OpenSession:
     # Cancel scopes of the prompt-path work that is not an agent_core turn (a slash command that
     # asks the model: `/refine`'s planner, `/compact`'s summary): session/cancel cancels them.
     cancel_scopes: set[anyio.CancelScope] = field(default_factory=set)
+    # session/prompt requests received and not yet answered: while there is one, `_session/steer`
+    # is accepted even before its turn has started (it waits for the turn's first model request).
+    unanswered_prompts: int = 0
     # How the last prompt's turn ended: what a prompt that joined it (`while_busy = steer`) answers.
     last_stop_reason: str | None = None
 

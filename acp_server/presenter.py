@@ -424,6 +424,10 @@ class TurnPresenter:
         """The client titles edit cards by diff path (client_quirks.py): review cards adapt too."""
         return self._path_titles
 
+    async def send_update(self, update: dict[str, object]) -> None:
+        """An update built outside the turn's events (a review card asked by form) on this session."""
+        await self._send(update)
+
     def _paragraph(self, event: MessageChunk) -> str:
         """The chunk's text, with a blank line first when it opens a new message after another one."""
         text = event.text

@@ -151,6 +151,9 @@ class MethodRegistry:
             async def call(ctx: RequestContext, params: JsonObject) -> object:
                 # The model `params_model` names (or `reader` returns) is the one the handler
                 # annotates: the one place the two are tied (tests/acp_server/test_method_params.py).
+                # The raw object too: a field the SDK's model does not know yet (an unstable one,
+                # `systemPrompt`) is read from it.
+                ctx.extras["params"] = params
                 return await handler(ctx, cast(P, await read(params, name)))
 
             self.add(MethodSpec(name, call, handler, params_model, on_cancel_request))

@@ -40,17 +40,17 @@ class RewindReport:
     refinement_note: str = ""
 
     def to_wire(self) -> JsonObject:
-        return {
-            "rewound": self.rewound,
-            "turn": self.turn,
-            "prompts": self.prompts,
-            "cutTranscript": self.aside,
-            "kernel": dict(self.kernel),
-            "kernelNote": self.kernel_note,
-            "files": self.files,
-            "refinementsAfter": list(self.refinements),
-            "rolledBack": list(self.rolled_back),
-        }
+        return frames.rewind_response(
+            self.rewound,
+            self.turn,
+            self.prompts,
+            self.aside,
+            self.kernel,
+            self.kernel_note,
+            self.files,
+            self.refinements,
+            self.rolled_back,
+        )
 
     def text(self) -> str:
         if not self.rewound:

@@ -77,6 +77,10 @@ class CommandContext:
     reply: Reply
     # Announces an agent-side mode switch (`current_mode_update` + `config_option_update`).
     on_mode_change: Callable[[], Awaitable[None]] | None = None
+    # A reply whose words the transcript must not keep (a secret the editor shows once): the live
+    # text, then what the transcript records instead. The data dir is readable by cells on the local
+    # backend; nothing that grants authority may be written there.
+    reply_once: Callable[[str, str], Awaitable[None]] | None = None
 
     @property
     def session(self) -> Session:

@@ -37,6 +37,49 @@ class RewindParams:
         self.rollback = rollback
 
 
+class AnchoredRewindParams:
+    """`_session/rewind` in the shape other ACP agents speak: `{sessionId, beforeMessage: {messageId,
+    messageFingerprint?, messageOccurrence?}, resumeAtMessage?}`, answered `{rewound}`."""
+
+    __slots__ = ("fingerprint", "message_id", "occurrence", "session_id")
+
+    def __init__(self, session_id: str, message_id: str, fingerprint: str | None, occurrence: int) -> None:
+        self.session_id = session_id
+        self.message_id = message_id
+        self.fingerprint = fingerprint
+        self.occurrence = occurrence
+
+
+def _anchored(params: JsonObject, method: str, session_id: str) -> AnchoredRewindParams:
+    before = params.get("beforeMessage")
+    if not isinstance(before, dict):
+        raise AcpError.invalid_params(f"Invalid params for {method}: beforeMessage: must be an object")
+    for ours in ("turns", "messageId", "files", "rollbackRefinements"):
+        if ours in params:
+            raise AcpError.invalid_params(
+                f"Invalid params for {method}: beforeMessage and {ours} are two shapes of this method; "
+                f"give one"
+            )
+    message_id = before.get("messageId")
+    if not isinstance(message_id, str) or not message_id:
+        raise AcpError.invalid_params(
+            f"Invalid params for {method}: beforeMessage.messageId: must be a non-empty string"
+        )
+    fingerprint = before.get("messageFingerprint")
+    if fingerprint is not None and (
+        not isinstance(fingerprint, str) or not fingerprint.startswith("sha256:")
+    ):
+        raise AcpError.invalid_params(
+            f'Invalid params for {method}: beforeMessage.messageFingerprint: must be "sha256:" and a hex digest'
+        )
+    occurrence = before.get("messageOccurrence", 1)
+    if isinstance(occurrence, bool) or not isinstance(occurrence, int) or occurrence < 1:
+        raise AcpError.invalid_params(
+            f"Invalid params for {method}: beforeMessage.messageOccurrence: must be an integer >= 1"
+        )
+    return AnchoredRewindParams(session_id, message_id, fingerprint, occurrence)
+
+
 def _session_id(params: JsonObject, method: str) -> str:
     value = params.get("sessionId")
     if not isinstance(value, str) or not value:
@@ -44,10 +87,12 @@ def _session_id(params: JsonObject, method: str) -> str:
     return value
 
 
-async def read_rewind(params: JsonObject, method: str) -> RewindParams:
+async def read_rewind(params: JsonObject, method: str) -> RewindParams | AnchoredRewindParams:
     if not isinstance(params, dict):
         raise AcpError.invalid_params(f"{method}: params must be an object")
     session_id = _session_id(params, method)
+    if "beforeMessage" in params:
+        return _anchored(params, method, session_id)
     turns, message_id = params.get("turns"), params.get("messageId")
     if turns is not None and message_id is not None:
         raise AcpError.invalid_params(f"Invalid params for {method}: give turns or messageId, not both")
@@ -129,10 +174,12 @@ def install(server: HarnessHost) -> None:
     server.registry.request("session/status", reader=read_status)(status)
     server.registry.request("session/set_title", reader=read_title)(set_title)
 
-    async def rewind(ctx: RequestContext, request: RewindParams) -> JsonObject:
+    async def rewind(ctx: RequestContext, request: RewindParams | AnchoredRewindParams) -> JsonObject:
         from acp_server import rewind_commands as rewinding
         from agent_core.history.rewind import RewindError
 
+        if isinstance(request, AnchoredRewindParams):
+            return await rewind_anchored(request)
         opened = await server.open_session(request.session_id)
         if opened.prompt_lock.locked():
             raise AcpError.invalid_params(
@@ -151,6 +198,33 @@ def install(server: HarnessHost) -> None:
                 raise AcpError.invalid_params(f"_session/rewind: {exc}") from None
         return report.to_wire()
 
+    async def rewind_anchored(request: AnchoredRewindParams) -> JsonObject:
+        """Before the anchored user message: that prompt and all after it go, the kernel's variables
+        come back as ours does; files stay (the client keeps its own checkpoints of them). A running
+        prompt answers `{rewound: false}`, as the other agents that speak this shape do."""
+        from acp_server import frames
+        from acp_server import rewind_commands as rewinding
+        from agent_core.history.message_anchor import prompt_anchor
+        from agent_core.history.rewind import RewindError
+
+        opened = await server.open_session(request.session_id)
+        if opened.prompt_lock.locked() or opened.session.busy:
+            return frames.anchored_rewind_response(False)
+        async with opened.prompt_lock:
+            message_id = prompt_anchor(
+                opened.session, request.message_id, request.fingerprint, request.occurrence
+            )
+            if message_id is None:
+                raise AcpError.invalid_params(
+                    f"_session/rewind: message {request.message_id!r} was not found in session "
+                    f"{request.session_id} (by id{' or fingerprint' if request.fingerprint else ''})"
+                )
+            try:
+                report = await rewinding.rewind(opened, message_id=message_id, files=False, rollback=None)
+            except RewindError as exc:
+                raise AcpError.invalid_params(f"_session/rewind: {exc}") from None
+        return frames.anchored_rewind_response(report.rewound)
+
     server.registry.request("_session/rewind", reader=read_rewind)(rewind)
 
     async def steer(ctx: RequestContext, request: PromptRequest) -> JsonObject:
@@ -158,11 +232,13 @@ def install(server: HarnessHost) -> None:
         from acp_server.session_prompt import steer_into
 
         opened = await server.open_session(request.session_id)
-        if not opened.session.busy:
+        if not opened.session.busy and not opened.unanswered_prompts:
             raise AcpError.invalid_params(
                 f"_session/steer: no turn is running in session {request.session_id}; send it with session/prompt"
             )
-        entered = await steer_into(opened, request.prompt)
+        # From the moment a prompt is received: a turn still waiting for the kernel or the lock takes
+        # the message at its first model request.
+        entered = await steer_into(opened, request.prompt, queue=True)
         if entered:
             return {"entered": True}
         return {"entered": False, "reason": "the turn ended before its next model request; nothing was sent"}

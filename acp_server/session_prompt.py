@@ -66,6 +66,15 @@ def register_prompt(server: PromptHost) -> None:
     async def prompt(ctx: RequestContext, req: PromptRequest) -> dict[str, object]:
         ctx.extras["sessionId"] = req.session_id
         opened = await server.open_session(req.session_id)
+        opened.unanswered_prompts += 1
+        try:
+            return await _answer(ctx, req, opened)
+        finally:
+            opened.unanswered_prompts -= 1
+            if opened.unanswered_prompts == 0 and not opened.session.busy:
+                opened.session.drop_steering()  # queued for a turn that never came (a command)
+
+    async def _answer(ctx: RequestContext, req: PromptRequest, opened: OpenSession) -> dict[str, object]:
         blocks = [block.model_dump(by_alias=True, exclude_none=True) for block in req.prompt]
         generation = opened.cancel_generation
         early = parse_command(blocks)
@@ -129,10 +138,21 @@ def register_prompt(server: PromptHost) -> None:
 
     from acp_server.v2.lifecycle import acknowledging
 
+    class RunningTurn:
+        """v2: a prompt sent while one is unanswered steers it (the draft's `session.steering`)."""
+
+        async def running(self, session_id: str) -> bool:
+            opened = await server.open_session(session_id)
+            return opened.session.busy or opened.unanswered_prompts > 0
+
+        async def join(self, req: PromptRequest, message_id: str) -> bool:
+            opened = await server.open_session(req.session_id)
+            return await steer_into(opened, req.prompt, queue=True, message_id=message_id)
+
     # A v2 connection gets the answer at once and the turn framed by `state_update`s (acp_server/v2).
     server.registry.request(
         "session/prompt", params_model="PromptRequest", on_cancel_request=on_cancel_request
-    )(acknowledging(prompt, server.v2_dialect, server.open_session))
+    )(acknowledging(prompt, server.v2_dialect, server.open_session, RunningTurn()))
 
 
 def _usage_for(server: ServerPort, used: TurnUsage) -> frames.Frame | None:
@@ -144,11 +164,16 @@ def _steers(session: Session) -> bool:
     return session.busy and session.agent_config.while_busy == "steer"
 
 
-async def steer_into(opened: OpenSession, prompt: Sequence[ContentBlock]) -> bool:
+async def steer_into(
+    opened: OpenSession, prompt: Sequence[ContentBlock], *, queue: bool = False, message_id: str | None = None
+) -> bool:
     """Send `prompt` into the session's running turn; True once it entered at a model request, False
-    when the turn ended first (or none runs)."""
+    when the turn ended first (or none runs). With `queue`, a turn that has not started yet (its
+    prompt is unanswered) takes it at its first request."""
     try:
-        future = opened.session.steer([_prompt_part(block) for block in prompt])
+        future = opened.session.steer(
+            [_prompt_part(block) for block in prompt], queue=queue, message_id=message_id
+        )
     except RuntimeError:
         return False
     return await future
@@ -173,13 +198,17 @@ def _command_runner(
         record(MessageChunk(text, message_id))
         await server.send_update(session_id, frames.agent_message_update(text, message_id))
 
+    async def reply_once(text: str, recorded: str) -> None:
+        record(MessageChunk(recorded, message_id))
+        await server.send_update(session_id, frames.agent_message_update(text, message_id))
+
     async def announce_mode() -> None:
         # An agent-side mode switch: both the mode and the config option lists change.
         session = opened.session
         await server.send_update(session_id, frames.current_mode_update(session.mode))
         await server.send_update(session_id, frames.config_option_update(config_options(session)))
 
-    return CommandRunner(CommandContext(server, opened, reply, announce_mode))
+    return CommandRunner(CommandContext(server, opened, reply, announce_mode, reply_once))
 
 
 async def _run_turn(opened: OpenSession, parts: list[PromptPart], generation: int, used: TurnUsage) -> str:

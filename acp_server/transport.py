@@ -31,6 +31,7 @@ from acp_server.errors import (
     AcpError,
     PeerError,
 )
+from acp_server.line_head import HEAD_BYTES, read_head
 from acp_server.pipes import ByteReader, ByteWriter
 from acp_server.registry import DIRECT_METHODS, MethodRegistry, RequestContext, invoke
 
@@ -51,6 +52,7 @@ class _Oversized:
     """A request line past the size limit (its length), answered with an error."""
 
     size: int
+    head: bytes = b""  # its first bytes (line_head.HEAD_BYTES): where its id may still be read
 
 
 @dataclass
@@ -286,6 +288,7 @@ class Connection:
         buf = bytearray()
         skipping = False
         skipped = 0
+        head = b""
         limit = self._max_line_bytes
         while True:
             chunk = await self._reader.receive()
@@ -300,16 +303,17 @@ class Connection:
                         skipped += rest
                     elif len(buf) + rest > limit:
                         skipping, skipped = True, len(buf) + rest
+                        head = bytes((buf + chunk[start:])[:HEAD_BYTES])
                         buf.clear()
                     else:
                         buf += chunk[start:]
                     break
                 piece = newline - start
                 if skipping:
-                    yield _Oversized(skipped + piece)
-                    skipping = False
+                    yield _Oversized(skipped + piece, head)
+                    skipping, head = False, b""
                 elif len(buf) + piece > limit:
-                    yield _Oversized(len(buf) + piece)
+                    yield _Oversized(len(buf) + piece, bytes((buf + chunk[start:newline])[:HEAD_BYTES]))
                     buf.clear()
                 elif buf:
                     buf += chunk[start:newline]
@@ -319,17 +323,13 @@ class Connection:
                     yield chunk[start:newline]
                 start = newline + 1
         if skipping:
-            yield _Oversized(skipped)
+            yield _Oversized(skipped, head)
         elif buf.strip():
             yield bytes(buf)
 
     def _accept(self, line: bytes | _Oversized) -> None:
         if isinstance(line, _Oversized):
-            self._reply_soon(
-                None,
-                INVALID_REQUEST,
-                f"message of {line.size} bytes exceeds the {self._max_line_bytes}-byte limit; it was skipped",
-            )
+            self._refuse_oversized(line)
             return
         if not line.strip():
             return
@@ -348,6 +348,20 @@ class Connection:
             self._resolve(message)
             return
         self._spawn(self._handle, message)
+
+    def _refuse_oversized(self, line: _Oversized) -> None:
+        """Answer an oversized request with its own id where its head shows it (its sender would
+        otherwise wait forever); an oversized response fails the request of ours it answers."""
+        text = (
+            f"message of {line.size} bytes exceeds the {self._max_line_bytes}-byte limit "
+            f"(CONTINUAL_ACP_MAX_MESSAGE_BYTES); it was skipped"
+        )
+        found = read_head(line.head)
+        if found.is_response and found.ident is not None:
+            self._resolve({"id": found.ident, "error": {"code": INVALID_REQUEST, "message": text}})
+            return
+        ident = found.ident if "method" in found.keys and found.ident is not None else None
+        self._reply_soon(ident, INVALID_REQUEST, text)
 
     def _reply_soon(self, ident: Any, code: int, message: str) -> None:
         self._spawn(self._reply_error, ident, code, message)

@@ -411,6 +411,34 @@ class Agent:
         session, _ = await self._open_saved(new_id, where, editor, mcp_servers)
         return session, note
 
+    async def fork_saved_session(
+        self,
+        source_id: str,
+        editor: EditorPort,
+        *,
+        turns: int | None = None,
+        cwd: str | None = None,
+        mcp_servers: Sequence[ServerConfig] = (),
+    ) -> tuple[Session, str]:
+        """`fork_session` from a session that is not open in this process, read from disk without
+        its owner lock: another process (an editor's second server) may have it open. Its kernel
+        state is its last snapshot (or the checkpoint of the prompt it forks before)."""
+        from agent_core.history.fork import SavedSession, fork_point, prepare_fork
+
+        if not self.store.exists(source_id):
+            raise SessionNotFound(source_id)
+        source = SavedSession.read(self.store, source_id)
+        meta = self.store.read_meta(source_id) or {}
+        where = resolve_cwd(cwd or str(meta.get("cwd") or ""))
+        if not where or not Path(where).is_dir():
+            raise ValueError(f"session cwd {where!r} is not an existing directory")
+        await self.check_kernel_backend()
+        point = fork_point(source, turns)
+        new_id = f"sess_{uuid.uuid4().hex}"
+        note = await prepare_fork(source, new_id, where, point)
+        session, _ = await self._open_saved(new_id, where, editor, mcp_servers)
+        return session, note
+
     async def _await_kernel(self, session: Session) -> None:
         try:
             await session.kernel()

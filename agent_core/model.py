@@ -199,6 +199,12 @@ class ModelClient:
     def endpoint(self) -> str:
         return self.config.base_url or DEFAULT_BASE_URL
 
+    def _origin(self, key: str) -> str:
+        """Where the setting behind an error was set (an environment variable, a config file line)."""
+        if key == "base_url" and not self.config.base_url:
+            return f"the default, {DEFAULT_BASE_URL}: set `base_url` in config.toml (`continual-acp setup`) or OPENAI_BASE_URL"
+        return self.config.origin(key)
+
     def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
             import openai  # deferred: importing openai costs ~0.3 s, and `initialize` must be fast
@@ -524,28 +530,29 @@ class ModelClient:
         retried = f" (after {self.config.max_retries} retries)" if self.config.max_retries else ""
         status = getattr(exc, "status_code", None)
         detail = _error_detail(exc)
+        url, key, model_at = (self._origin(k) for k in ("base_url", "api_key", "model"))
         if isinstance(exc, openai.APITimeoutError):
-            msg = f"model endpoint {where} timed out{retried}; check that the server at OPENAI_BASE_URL is up and not overloaded"
+            msg = f"model endpoint {where} timed out{retried}; check that the server is up and not overloaded (the URL is {url})"
         elif isinstance(exc, openai.APIConnectionError):
             msg = (
                 f"model endpoint {where} could not be reached{retried} ({detail}); "
-                "check OPENAI_BASE_URL and that the model server is running"
+                f"check that the model server is running there (the URL is {url})"
             )
         elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            msg = f"model endpoint {where} rejected the credentials (HTTP {status}: {detail}); check OPENAI_API_KEY"
+            msg = f"model endpoint {where} rejected the credentials (HTTP {status}: {detail}); check the key ({key})"
         elif isinstance(exc, openai.NotFoundError):
             msg = (
                 f"model endpoint {where} does not know model {model!r} (HTTP 404: {detail}); "
-                "check CONTINUAL_ACP_MODEL and OPENAI_BASE_URL"
+                f"check the model ({model_at}) and the URL ({url})"
             )
         elif isinstance(exc, openai.RateLimitError):
             msg = f"model endpoint {where} is rate limiting requests{retried} ({detail}); wait and retry, or check your plan's limits"
         elif status is not None and status >= 500:
             msg = f"model endpoint {where} failed with HTTP {status}{retried} ({detail}); the server had an internal error, check its logs"
         elif status is not None:
-            msg = f"model endpoint {where} refused the request (HTTP {status}: {detail}); check CONTINUAL_ACP_MODEL and the endpoint's limits"
+            msg = f"model endpoint {where} refused the request (HTTP {status}: {detail}); check the model ({model_at}) and the endpoint's limits"
         else:
-            msg = f"model endpoint {where} failed: {detail}; check OPENAI_BASE_URL"
+            msg = f"model endpoint {where} failed: {detail}; check the URL ({url})"
         wait = _retry_after(exc)
         if wait is not None:
             # The openai client does not retry past a long Retry-After; that wait is beyond the
@@ -669,6 +676,11 @@ def _is_openai_error(exc: BaseException) -> bool:
     return isinstance(exc, openai.OpenAIError)
 
 
+def _joined(message: str, cause: str) -> str:
+    """`message: cause`, without the doubled stop openai's own "Connection error." leaves."""
+    return f"{message.rstrip('.')}: {cause}"
+
+
 def _error_detail(exc: Exception) -> str:
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
@@ -680,5 +692,5 @@ def _error_detail(exc: Exception) -> str:
     message = str(exc) or type(exc).__name__
     cause = exc.__cause__ or exc.__context__
     if cause is not None and str(cause) and str(cause) not in message:
-        message = f"{message}: {cause}"
+        message = _joined(message, str(cause))
     return message

@@ -24,13 +24,13 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core import events as ev
 from agent_core.bus import Closing, Compacted, EventBus, KernelReady, OutsideTurn, TurnFailed, TurnFinished
 from agent_core.config import session_settings as settings
 from agent_core.config.loader import AgentConfig
-from agent_core.editor_ops import EditorOps
+from agent_core.editor_ops import EditorOps, policy_inputs
 from agent_core.errors import ModelError
 from agent_core.history.prompt_checkpoints import SessionCheckpoints
 from agent_core.history.transcript import SessionStore, TranscriptWriter, now_iso
@@ -45,7 +45,8 @@ from agent_core.turn.hooks import RefinementHook
 from agent_core.turn.loop import STEER_PREFIX, TurnOutcome, run_turn_body
 from agent_core.turn.model_context import SERVER_STOPPED_ANSWER, ModelContext
 from agent_core.turn.recorder import TurnRecorder
-from agent_core.turn.system_prompt import PromptInputs, build_system_prompt, safe_section
+from agent_core.turn.system_prompt import ClientSystemPrompt, PromptInputs, build_system_prompt, safe_section
+from agent_core.user_question import UserQuestions
 
 if TYPE_CHECKING:
     from agent_core.autonomy.controller import SessionAutonomy
@@ -138,9 +139,13 @@ class Session:
         self._emit: Callable[[ev.TurnEvent], None] | None = None
         # Messages sent into the running turn (`steer`), each with the future its sender awaits:
         # True once the turn took it at a model request, False when the turn ended first.
-        self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool]]] = []
+        self._steering: list[tuple[list[ev.PromptPart], asyncio.Future[bool], str | None]] = []
         self._closed = False
+        # The editor's own instructions for this session (unstable ACP `systemPrompt`), as the last
+        # session/new, load, resume or fork that opened it here said; None: the base alone.
+        self.client_system_prompt: ClientSystemPrompt | None = None
         self.editor_ops = EditorOps(self)
+        self.user_questions = UserQuestions(self)
         self.kernel_handle = KernelHandle(lambda: kernel_factory(self), label=session_id)
         self.checkpoints = SessionCheckpoints(
             store.session_dir(session_id),
@@ -268,6 +273,7 @@ class Session:
                 harness_overview=safe_section("harness", lambda: self.harness_overview(query)),
                 skill_index=safe_section("skills", lambda: self.skills.index_text(self.cwd)),
                 mcp_servers=safe_section("mcp", lambda: mcp_prompt_section(self.mcp)),
+                client=self.client_system_prompt,
             )
         )
 
@@ -393,8 +399,9 @@ class Session:
 
             async def drive() -> TurnOutcome:
                 try:
-                    if self.control_plane is not None:
-                        self.control_plane.refresh()  # between prompts: a person's changes, accepted
+                    # Before anything reads the harness or the gates for this prompt (the system
+                    # prompt, the loop's pinned gates): what changed since the last verified state.
+                    await self._check_control_plane_at_start(emit)
                     if self.mode == "autonomous" and self.autonomy is not None:
                         outcome = await self._autonomous_body(parts, emit)
                     else:
@@ -471,31 +478,42 @@ class Session:
         self._touch()
         return cleaned
 
-    def steer(self, parts: Sequence[ev.PromptPart]) -> asyncio.Future[bool]:
+    def steer(
+        self, parts: Sequence[ev.PromptPart], *, queue: bool = False, message_id: str | None = None
+    ) -> asyncio.Future[bool]:
         """Send a message into the running turn: it joins at the turn's next model request (the turn
         does not end before it). The future is True once it entered, False if the turn ended first.
-        Raises `RuntimeError` when no turn is running."""
-        if not self.busy:
+
+        With `queue`, a message sent while no turn runs yet waits for the next turn's first request
+        (the caller knows a prompt is on its way to a turn, and calls `drop_steering` when it is
+        answered without one). `message_id` names the message where it enters (a v2 prompt answered
+        with that id before it entered); else one is made. Raises `RuntimeError` when no turn is
+        running and `queue` is False."""
+        if not self.busy and not queue:
             raise RuntimeError("no turn is running")
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._steering.append((list(parts), future))
+        self._steering.append((list(parts), future, message_id))
         log.info("session %s: a steering message waits for the next model request", self.id)
         return future
 
-    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+    def take_steering(self) -> list[tuple[Sequence[ev.PromptPart], str | None]]:
         taken, self._steering = self._steering, []
-        for _, future in taken:
+        for _, future, _ in taken:
             if not future.done():
                 future.set_result(True)
-        return [parts for parts, _ in taken]
+        return [(parts, message_id) for parts, _, message_id in taken]
 
     @property
     def steering_waiting(self) -> bool:
         return bool(self._steering)
 
+    def drop_steering(self) -> None:
+        """Answer every waiting steering message False (no turn will take it)."""
+        self._drop_steering()
+
     def _drop_steering(self) -> None:
         dropped, self._steering = self._steering, []
-        for _, future in dropped:
+        for _, future, _ in dropped:
             if not future.done():
                 future.set_result(False)
 
@@ -607,12 +625,34 @@ class Session:
             return True  # the start failed: the cell will fail too, but never without consent
         return bool(kernel.guarantees.approval_required)
 
-    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
-        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
-        running) is the agent's too."""
+    async def _check_control_plane_at_start(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """Between prompts nothing of the agent's may land unseen (a process a cell left running
+        writes later): the whole tree by content, held unless `control_plane_outside_changes` accepts."""
         if self.control_plane is None:
             return
-        held = self.control_plane.check("", "", when="after the prompt's last cell")
+        try:
+            held = await asyncio.to_thread(self.control_plane.refresh)
+        except Exception:
+            log.exception("the control-plane check failed at the start of a prompt")
+            return
+        if held is not None:
+            from agent_core.control_plane.cells import hold
+
+            await hold(self, held, emit)
+
+    async def _check_control_plane_at_end(self, emit: Callable[[ev.TurnEvent], None]) -> None:
+        """A change to .continual-acp/ after the prompt's last cell (a process a cell left
+        running) is the agent's too: the whole tree by content, off the event loop."""
+        if self.control_plane is None:
+            return
+        guard = self.control_plane
+        try:
+            held = await asyncio.to_thread(
+                guard.check, "", "", when="after the prompt's last cell", full=True
+            )
+        except Exception:
+            log.exception("the control-plane check failed at the end of a prompt")
+            return
         if held is not None:
             from agent_core.control_plane.cells import hold
 
@@ -633,16 +673,25 @@ class Session:
         repo = find_repo(self.cwd)
         roots = [Path(self.cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
         lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
-        self.control_plane = ControlPlaneGuard(roots, lock_path=lock)
+        outside = str(self.agent_config.option("control_plane_outside_changes"))
+        self.control_plane = ControlPlaneGuard(roots, lock_path=lock, outside_changes=outside)
         self.bus.subscribe(Closing, self._close_control_plane)
 
     def _close_control_plane(self, _: Closing) -> None:
         if self.control_plane is not None:
             self.control_plane.close()
 
+    async def judge_host_call(self, op: str, access: Literal["read", "write"], path: str) -> str:
+        """`path` as the host-call policy resolved it (agent_core/trust/host_call_policy.py);
+        PermissionError when the policy refuses `op` that access."""
+        return (await self.editor_ops.judge(op, access, path)).requested
+
     def kernel_ready(self, kernel: KernelSession) -> None:
         """Called by the agent once the kernel is acquired, before any model cell runs in it."""
-        self.editor_ops.register(kernel.host_bridge)
+        bridge = kernel.host_bridge
+        policy = policy_inputs(self.cwd, self.agent_config, kernel.guarantees, bridge.runtime_dir)
+        self.editor_ops.register(bridge, policy)
+        self.user_questions.register(bridge)
         guarantees = kernel.guarantees
         try:
             self._guard_control_plane(kernel)
@@ -690,7 +739,13 @@ class Session:
         status = await self.kernel_handle.status(self.cwd, line)
         waiting = self.kernel_wait_reason  # set by the agent (max_kernels)
         text = str(waiting) if status == "starting" and waiting else status
-        return f"{text}\n- {self.checkpoints.status_line()}"
+        prompt = self.client_system_prompt
+        in_force = (
+            prompt.status_line()
+            if prompt is not None
+            else "system prompt: the base (no instructions from the editor)"
+        )
+        return f"{text}\n- {self.checkpoints.status_line()}\n- {in_force}"
 
     def keep_kernel(self, keep: bool = True) -> str:
         """`/kernel keep` (pin: never hibernated) and `/kernel keep off`."""

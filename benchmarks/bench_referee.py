@@ -3,10 +3,11 @@
     .venv/bin/python benchmarks/bench_referee.py [--runs N] [--entries N]
 
 * per-cell overhead with 1,000 entries under `.continual-acp/` and nothing changed: the guard's
-  before-cell call (a no-op once it has a baseline) plus its after-cell check (the store lock, one
-  `scandir` walk of sizes, mtimes and inodes) -- target <= 3 ms median
+  before-cell call (a no-op once it has a baseline) plus its after-cell check (the store lock, then
+  by content what inotify names and the top-level files; see bench_control_plane.py for the split)
+  -- target <= 3 ms median
 * the same check when the cell rewrote one entry file (read, compare, restore, the held record)
-* the prompt-start refresh (one walk; content read only for what moved)
+* the prompt-start refresh (the whole tree by content, in a thread in the server)
 """
 
 from __future__ import annotations

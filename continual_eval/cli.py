@@ -14,12 +14,16 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from continual_eval.measure import read_jsonl
 from continual_eval.report import compare_runs
 from continual_eval.results import write_run
 from continual_eval.runner import ARMS, ArmPlan, Endpoint, RunOptions, plan_arm, run
 from continual_eval.task import Task, TaskError, bundled_suite, load_suite
+
+if TYPE_CHECKING:
+    from agent_core.config.loader import AgentConfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -72,18 +76,55 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
         extra.append((key, value))
     if args.scripted:
         return Endpoint(scripted=True, extra_env=tuple(extra))
-    if not args.base_url or not args.model:
+    configured = _configured()  # config.toml (and `setup`), as `serve` and `doctor` read it
+    base_url = args.base_url or configured.base_url
+    model = args.model or configured.model
+    if not base_url or not model:
         raise TaskError(
-            "name the model: --base-url URL --model ID (or OPENAI_BASE_URL, CONTINUAL_ACP_MODEL), or --scripted"
+            "name the model: --base-url URL --model ID (or OPENAI_BASE_URL, CONTINUAL_ACP_MODEL, or "
+            "`base_url` and `model` in config.toml: `continual-acp setup`), or --scripted"
         )
-    return Endpoint(
+    api_key = os.environ.get(args.api_key_env) or configured.api_key
+    endpoint = Endpoint(
         scripted=False,
-        base_url=args.base_url,
-        model=args.model,
-        api_key=os.environ.get(args.api_key_env),
-        refine_model=args.refine_model,
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        refine_model=args.refine_model or configured.refine_model,
         extra_env=tuple(extra),
     )
+    _check_reachable(base_url, api_key)
+    return endpoint
+
+
+def _configured() -> AgentConfig:
+    from agent_core.config.loader import load_config
+
+    try:
+        return load_config()
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
+
+
+def _check_reachable(base_url: str, api_key: str | None, timeout: float = 10.0) -> None:
+    """TaskError naming `base_url` when nothing answers there: a run against a down endpoint would
+    fail every session and report the eval's own loopback proxy, not the user's URL."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(base_url.rstrip("/") + "/models", method="GET")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered (a 401 or 404 is still an endpoint)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TaskError(
+            f"the model endpoint {base_url} does not answer ({reason}); start it or fix the URL"
+        ) from None
 
 
 def _run_name(endpoint: Endpoint, suffix: str = "") -> str:
@@ -119,6 +160,12 @@ def _replay_plans(args: argparse.Namespace, tasks: Sequence[Task]) -> tuple[list
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["report"]:
+        if any(a in ("-h", "--help") for a in argv[1:]):
+            print(
+                "usage: continual-acp eval report RUN_DIR [RUN_DIR ...]\n\n"
+                "Compare eval runs: each RUN_DIR is a directory an eval run wrote (it holds results.json)."
+            )
+            return 0
         if len(argv) < 2:
             print("usage: continual-acp eval report RUN_DIR [RUN_DIR ...]", file=sys.stderr)
             return 2

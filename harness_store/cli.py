@@ -96,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("resolve", parents=[common], help="end a merge conflict by taking one side")
     p.add_argument("entry", metavar="KIND/ID")
     p.add_argument("side", type=_count, help="which candidate `conflicts` listed (0, 1, ...)")
+    # Served by `continual-acp` before this parser runs (they need the server's packages); listed
+    # here so `harness --help` names every harness command.
+    sub.add_parser("ui", help="the review panel in a browser (continual-acp harness ui --help)")
+    sub.add_parser("sessions", help="list saved sessions (the ids for --session)")
     return parser
 
 
@@ -319,6 +323,10 @@ def main(argv: Sequence[str], *, verifier_factory: VerifierFactory | None = None
         if not argv:
             raise CliError("a command is needed\n" + _parser().format_usage().strip())
         args = _parser().parse_args(argv)
+        if args.command in ("ui", "sessions"):
+            raise CliError(
+                f"`{args.command}` runs through the `continual-acp harness {args.command}` command"
+            )
         payload, text, code = _run(args, data_home(), as_json, verifier_factory)
     except (CliError, HarnessStoreError, RefinementNotFound, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, RefinementNotFound) and exc.args else str(exc)

@@ -36,8 +36,6 @@ ENTRY_MAX_BYTES = 1024 * 1024
 CONFIG_MAX_BYTES = 256 * 1024
 # An append-only file the repository keeps (the project harness history, its tombstones).
 HISTORY_MAX_BYTES = 64 * 1024 * 1024
-# A workspace file a cell asks the host to read (`editor.read` without the editor's fs methods).
-FILE_MAX_BYTES = 16 * 1024 * 1024
 
 _log = logging.getLogger(__name__)
 _warned: set[str] = set()

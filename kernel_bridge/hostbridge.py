@@ -62,6 +62,11 @@ class HostBridge:
         self._handlers.pop(op, None)
 
     @property
+    def runtime_dir(self) -> Path | None:
+        """The directory holding the bridge's socket (None before `start` made one of its own)."""
+        return self._runtime_dir or self._own_dir
+
+    @property
     def ops(self) -> list[str]:
         return sorted(op for op in self._handlers if not op.startswith("_kernel_bridge."))
 
@@ -161,6 +166,11 @@ class HostBridge:
             self.calls_served += 1
         try:
             result = await handler(args)
+        except PermissionError as exc:
+            # A refusal (the host-call policy's, or the OS's): the kernel raises it as a
+            # PermissionError, with the handler's message as it is (it names the op and the path).
+            log.info("host op %s refused: %s", op, exc)
+            return {"id": request_id, "ok": False, "error": str(exc) or f"{op}: refused", "kind": "refused"}
         except Exception as exc:
             log.info("host op %s failed: %r", op, exc)
             return {"id": request_id, "ok": False, "error": f"{op}: {type(exc).__name__}: {exc}"}

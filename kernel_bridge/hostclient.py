@@ -28,11 +28,20 @@ STDIN_VAR = "CONTINUAL_ACP_BRIDGE_STDIN"
 # The prompt of an input_request that carries a host call (the host answers it, not a person).
 STDIN_PREFIX = "\x00continual-acp-host:"
 
-__all__ = ["HostError", "acall", "call"]
+__all__ = ["HostError", "HostRefused", "acall", "call"]
 
 
 class HostError(Exception):
     """The host refused or failed the call; the message is the host's."""
+
+
+class HostRefused(HostError, PermissionError):
+    """The host refused the call (what it touches is not the cell's); the message says why."""
+
+
+def _failure(reply: dict[str, Any]) -> HostError:
+    message = str(reply.get("error", "unknown host error"))
+    return HostRefused(message) if reply.get("kind") == "refused" else HostError(message)
 
 
 _ids = itertools.count(1)
@@ -73,7 +82,7 @@ class _Connection:
                 break
         if reply.get("ok"):
             return reply.get("result")
-        raise HostError(str(reply.get("error", "unknown host error")))
+        raise _failure(reply)
 
     def close(self) -> None:
         try:
@@ -134,7 +143,7 @@ def _stdin_call(op: str, args: dict[str, Any]) -> Any:
         raise HostError("the host's stdin reply does not match this call")
     if reply.get("ok"):
         return reply.get("result")
-    raise HostError(str(reply.get("error", "unknown host error")))
+    raise _failure(reply)
 
 
 def call(op: str, **args: Any) -> Any:

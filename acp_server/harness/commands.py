@@ -164,10 +164,18 @@ async def harness_ui(ctx: CommandContext) -> None:
     except OSError as exc:
         await ctx.reply(f"The harness review panel could not start: {exc}")
         return
-    await ctx.reply(
-        f"Harness review panel: {url}\n\nOpen it in a browser on this machine; only this URL (with its "
+    said = (
+        "Harness review panel: {url}\n\nOpen it in a browser on this machine; only this URL (with its "
         "token) is accepted, and the panel runs until the agent exits."
     )
+    # The token approves reviews: shown to the editor once, never written to the transcript (a cell
+    # can read the data dir on the local backend, and would approve its own review with it).
+    base = url.split("?", 1)[0]
+    kept = said.format(url=f"{base} (its token is not kept in the history: run /harness ui again)")
+    if ctx.reply_once is not None:
+        await ctx.reply_once(said.format(url=url), kept)
+    else:
+        await ctx.reply(kept)
 
 
 async def _rollback(ctx: CommandContext, refinement_id: str, force: bool) -> None:

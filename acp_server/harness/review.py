@@ -35,9 +35,14 @@ async def card_for(opened: OpenSession, pending: PendingReview) -> JsonObject:
 
 
 async def ask_review(opened: OpenSession, pending: PendingReview) -> RefinementOutcome | None:
-    """Ask the user about one pending proposal; the decision's outcome, or None if not decided."""
+    """Ask the user about one pending proposal; the decision's outcome, or None if not decided.
+
+    A client that advertised `elicitation.form` gets the card, then a form tied to it (per edit:
+    accept, reject, or accept rewritten; a reason); any other gets the permission card."""
     from agent_core.refinement.surface import HarnessStoreError
 
+    if opened.editor.can_elicit_forms:
+        return await _ask_with_form(opened, pending)
     card = await card_for(opened, pending)
     # The permission request carries the card: from here on the client knows this tool call.
     opened.shown_reviews.add(pending.proposal_id)
@@ -48,6 +53,35 @@ async def ask_review(opened: OpenSession, pending: PendingReview) -> RefinementO
         return await opened.harness.decide(pending.proposal_id, choice)
     except HarnessStoreError:
         return None  # decided meanwhile by another route (a panel's `_harness/review`)
+
+
+async def _ask_with_form(opened: OpenSession, pending: PendingReview) -> RefinementOutcome | None:
+    from acp_server import frames
+    from acp_server.harness.review_form import read_review_form, review_form
+    from agent_core.refinement.surface import HarnessStoreError
+
+    preview = await anyio.to_thread.run_sync(opened.harness.preview, pending)
+    card = review_card(pending, preview, path_titles=opened.presenter.path_titles)
+    if pending.proposal_id not in opened.shown_reviews:
+        await opened.presenter.send_update(frames.tool_call_update(card))
+        opened.shown_reviews.add(pending.proposal_id)
+    message, schema = review_form(pending, preview)
+    answer = await opened.editor.elicit_form(message, schema, tool_call_id=str(card["toolCallId"]))
+    if answer is None or answer[0] != "accept":
+        return None  # declined, dismissed or failed: the proposal keeps waiting
+    decision = read_review_form(answer[1], pending, preview)
+    if decision is None:
+        return None
+    try:
+        return await opened.harness.decide(
+            pending.proposal_id,
+            decision.choice,
+            edit_ids=decision.edit_ids,
+            edited=decision.edited or None,
+            reason=decision.reason,
+        )
+    except HarnessStoreError:
+        return None  # decided meanwhile by another route
 
 
 async def ask_pending_reviews(opened: OpenSession, generation: int | None = None) -> bool:

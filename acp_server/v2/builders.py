@@ -29,7 +29,8 @@ def initialize_response(
         "protocolVersion": PROTOCOL_VERSION,
         "info": dict(info),
         "capabilities": {
-            "session": {"prompt": prompt, "mcp": {"stdio": {}, "http": {}}, "delete": {}},
+            # `steering`: a session/prompt sent mid-turn joins the running turn (lifecycle.py).
+            "session": {"prompt": prompt, "mcp": {"stdio": {}, "http": {}}, "delete": {}, "steering": {}},
             "_meta": dict(extension_meta),
         },
         "authMethods": list(auth_methods),

@@ -65,8 +65,9 @@ class V2Dialect:
 
     # ------------------------------------------------------------ the prompt lifecycle
 
-    def new_message_id(self) -> str:
-        return f"user_{uuid.uuid4().hex[:12]}"
+    def new_message_id(self, *, steer: bool = False) -> str:
+        """A user message's id; a steering message's carries agent_core's steering prefix."""
+        return f"{'steer' if steer else 'user'}_{uuid.uuid4().hex[:12]}"
 
     async def begin(self, session_id: str, message_id: str, content: Sequence[Mapping[str, object]]) -> None:
         """A prompt was accepted: echo it, and report `running` if nothing ran."""

@@ -86,6 +86,9 @@ class AgentConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     kernel_backend: KernelBackend = field(default_factory=KernelBackend)  # agent_core/kernel/backend.py
     warnings: tuple[str, ...] = ()  # unknown config.toml keys, each with the closest valid one
+    # Where each setting came from ("environment variable X" or the config file's path): errors
+    # name the place to fix, not a variable the user never set.
+    sources: dict[str, str] = field(default_factory=dict)
 
     def option(self, key: str) -> Any:
         """A setting kept in `extra` (a feature's, e.g. `mcp_call_timeout`), or its default."""
@@ -105,6 +108,20 @@ class AgentConfig:
         Ollama server needs no key; api.openai.com, the default endpoint, does)."""
         return bool(self.model) and bool(self.api_key or self.base_url)
 
+    def origin(self, key: str) -> str:
+        """Where setting `key` was set, for an error to name: the environment variable, the config
+        file's line (and whether `continual-acp setup` wrote it), or how to set it when unset."""
+        source = self.sources.get(key)
+        if source is None:
+            env = config_table.BY_KEY[key].env if key in config_table.BY_KEY else None
+            also = f" or {env}" if env else ""
+            if getattr(self, key, None):
+                return f"`{key}` in config.toml{also}"
+            return f"{key} is not set (set it in config.toml with `continual-acp setup`{also})"
+        if source.startswith("environment variable "):
+            return f"{source.removeprefix('environment variable ')} in the server's environment"
+        return f"`{key}` in {source}{_line_of(Path(source), key)}"
+
     def adopt_model_settings(self, fresh: AgentConfig) -> None:
         """Take the model settings `fresh` has (a config read again after `continual-acp setup`
         wrote the file); the ones it lacks stay as they are (the server's environment no longer
@@ -115,6 +132,21 @@ class AgentConfig:
                 setattr(self, key, value)
         if fresh.models:
             self.models = fresh.models
+
+
+def _line_of(path: Path, key: str) -> str:
+    """`, line N` (and `, written by continual-acp setup`) for `key = ...` in the TOML file."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    by_setup = bool(lines) and lines[0].startswith("# model settings written by `continual-acp setup`")
+    suffix = ", written by `continual-acp setup`" if by_setup else ""
+    for number, line in enumerate(lines, 1):
+        name, sep, _ = line.partition("=")
+        if sep and name.strip().strip('"') == key:
+            return f", line {number}{suffix}"
+    return suffix
 
 
 def default_home(env: Mapping[str, str]) -> Path:
@@ -219,7 +251,13 @@ def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
     # How backend settings combine (kernel = "gateway" needs gateway_url, ...): a ValueError naming them.
     backend = parse_backend(extra, env)  # takes the kernel backend keys out of `extra`
     return AgentConfig(
-        home=home, config_file=path, extra=extra, kernel_backend=backend, warnings=tuple(warnings), **kwargs
+        home=home,
+        config_file=path,
+        extra=extra,
+        kernel_backend=backend,
+        warnings=tuple(warnings),
+        sources={key: sources[key] for key in checked if key in sources},
+        **kwargs,
     )
 
 

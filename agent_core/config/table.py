@@ -420,6 +420,13 @@ OPTIONS: tuple[Option, ...] = (
         allowed_text="a list of glob patterns over workspace paths",
         default_text="`tests/**`, `test_*.py`, `*_test.*`, `*.spec.*`, `conftest.py`, CI config",
     ),
+    Option(
+        "control_plane_outside_changes",
+        "choice",
+        "a change to `.continual-acp/` found at a prompt's start that no server write made (unconfined backends): held for review, or accepted as a person's",
+        default="hold",
+        choices=("hold", "accept"),
+    ),
     # subagents and MCP
     Option("subagents_max_running", "int", "subagents running at once", default=3, at_least=1),
     Option("subagents_max_depth", "int", "subagent nesting depth", default=2, at_least=1),

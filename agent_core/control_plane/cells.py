@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from agent_core import events as ev
-from agent_core.control_plane.guard import MODEL_NOTE, ControlPlaneGuard, LockBusy
+from agent_core.control_plane.guard import MODEL_NOTE, CheckInThread, ControlPlaneGuard
 from agent_core.control_plane.held import HeldChange
 
-__all__ = ["after_cell", "before_cell", "guard_of", "hold"]
+__all__ = ["after_cell", "before_cell", "guard_of", "hold", "verified_system_prompt"]
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 class GuardedSession(Protocol):
     @property
     def control_plane(self) -> ControlPlaneGuard | None: ...
+
+    def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str: ...
 
     async def hold_control_plane_change(self, held: HeldChange) -> str | None:
         """Keep `held` as a pending review; its id (None when it could not be kept)."""
@@ -53,7 +55,12 @@ async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.Tur
     description = f"{held.summary()}. The files were restored; {where}." + (
         f" Not restored: {restored}" if restored else ""
     )
-    notice = ev.Notice("warning", "A cell changed .continual-acp/: held for review", description)
+    title = (
+        "A cell changed .continual-acp/: held for review"
+        if held.when == "while the cell ran"
+        else f".continual-acp/ changed {held.when}: held for review"
+    )
+    notice = ev.Notice("warning", title, description)
     if emit is not None:
         emit(notice)
     else:
@@ -61,11 +68,50 @@ async def hold(session: GuardedSession, held: HeldChange, emit: Callable[[ev.Tur
     return MODEL_NOTE.format(paths=paths)
 
 
-def before_cell(session: GuardedSession) -> None:
-    """Before a cell: the baseline, if the guard has none yet (its kernel just became ready)."""
+async def before_cell(session: GuardedSession) -> None:
+    """Before a cell: the baseline, if the guard has none yet (its kernel just became ready); it
+    reads the whole tree, so off the event loop."""
     guard = guard_of(session)
-    if guard is not None:
-        guard.ensure_baseline()
+    if guard is not None and not guard.has_baseline:
+        await asyncio.to_thread(guard.ensure_baseline)
+
+
+MAX_PROMPT_BUILDS = 4
+WHILE_PROMPT_BUILT = "while the system prompt was read"
+
+
+async def verified_system_prompt(
+    session: GuardedSession,
+    parts: Sequence[ev.PromptPart],
+    emit: Callable[[ev.TurnEvent], None],
+    system: str,
+) -> str:
+    """`system` (just built), or built again until nothing under .continual-acp/ moved while it
+    was read: a write landing between the last check and the read (a process a cell left running
+    can time it) is held and the prompt rebuilt from the restored tree. Where inotify cannot tell,
+    one more check after the build (a write undone before it stays unseen there)."""
+    guard = guard_of(session)
+    for _ in range(MAX_PROMPT_BUILDS):
+        if guard is None:
+            return system
+        settled = guard.settled()
+        if settled:
+            return system
+        held = await _check(guard, "", "", WHILE_PROMPT_BUILT)
+        if held is not None:
+            await hold(session, held, emit)
+        elif settled is None:
+            return system  # nothing changed by content, and nothing more to learn here
+        system = session.system_prompt(parts)
+    return system
+
+
+async def _check(guard: ControlPlaneGuard, cell_id: str, code: str, when: str) -> HeldChange | None:
+    """The check on the event loop when it is quick, else in a thread."""
+    try:
+        return guard.check(cell_id, code, when=when, wait=False)
+    except CheckInThread:  # a store write in progress, or the whole tree to compare
+        return await asyncio.to_thread(guard.check, cell_id, code, when=when)
 
 
 async def after_cell(
@@ -78,16 +124,13 @@ async def after_cell(
 ) -> str | None:
     """Check the control plane after a cell; the note for the model, or None when nothing changed.
 
-    The check (and the restore) runs at once, also for a cancelled cell; holding it then goes on
-    in the background."""
+    The check (and the restore) runs at once, also for a cancelled cell (in a thread when it must
+    wait for the store lock or compare the whole tree); holding it then goes on in the background."""
     guard = guard_of(session)
     if guard is None:
         return None
     try:
-        try:
-            held = guard.check(cell_id, code, wait=False)
-        except LockBusy:  # a store write is in progress: wait for it in a thread
-            held = await asyncio.to_thread(guard.check, cell_id, code)
+        held = await _check(guard, cell_id, code, "while the cell ran")
     except Exception:
         log.exception("the control-plane check failed after cell %s", cell_id)
         return None

@@ -1,16 +1,18 @@
-"""A cheap picture of a directory tree: per file its size, mtime and inode, from one `scandir` walk.
+"""One `scandir` walk of a directory tree: its files (with their stat) and its directories.
 
-What a cell changed under `.continual-acp/` is found by comparing two scans; only the files whose
-stat moved are read (and compared by content), so a check of 1,000 files costs one walk.
+The guard never takes a stat for evidence that a file is unchanged (a cell can set the mtime back,
+and rewrite a file in place keeping its inode): the walk says which files and directories there
+are, and each file's link count (a second hard link lets a write elsewhere change it silently).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FileStat", "Scan", "file_stat", "moved", "scan"]
+__all__ = ["IGNORED_NAMES", "IGNORED_SUFFIX", "FileStat", "Scan", "scan"]
 
 # Written and removed by the store while it holds its lock, never read as content: a cell writing
 # one changes nothing anybody uses.
@@ -18,8 +20,8 @@ IGNORED_NAMES = frozenset({".lock"})
 IGNORED_SUFFIX = ".tmp"
 
 
-# (size, mtime_ns, inode, mode): a plain tuple, because a check builds one per file per cell.
-FileStat = tuple[int, int, int, int]
+# (size, mtime_ns, ctime_ns, inode, link count, mode): a plain tuple, one per file per walk.
+FileStat = tuple[int, int, int, int, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +32,11 @@ class Scan:
     dirs: frozenset[str]
 
 
-def file_stat(info: os.stat_result) -> FileStat:
-    return (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+def scan(root: Path, before_listing: Callable[[str], object] | None = None) -> Scan:
+    """Walk `root` (symlinks are entries, never followed); an absent root is an empty scan.
 
-
-def scan(root: Path) -> Scan:
-    """Walk `root` (symlinks are entries, never followed); an absent root is an empty scan."""
+    `before_listing(path)` is called for each directory (the root first) before it is listed: a
+    watch placed there sees whatever is created in it after the listing began."""
     files: dict[str, FileStat] = {}
     dirs: list[str] = []
     base = str(root)
@@ -44,6 +45,8 @@ def scan(root: Path) -> Scan:
     ignored = IGNORED_NAMES
     while stack:
         current = stack.pop()
+        if before_listing is not None:
+            before_listing(current)
         try:
             it = os.scandir(current)
         except OSError:
@@ -62,13 +65,12 @@ def scan(root: Path) -> Scan:
                     info = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                files[entry.path[cut:]] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_mode)
+                files[entry.path[cut:]] = (
+                    info.st_size,
+                    info.st_mtime_ns,
+                    info.st_ctime_ns,
+                    info.st_ino,
+                    info.st_nlink,
+                    info.st_mode,
+                )
     return Scan(files, frozenset(dirs))
-
-
-def moved(before: Scan, after: Scan) -> list[str]:
-    """The relative paths whose stat differs (created, removed or touched), sorted."""
-    if before.files == after.files:
-        return []
-    keys = before.files.keys() | after.files.keys()
-    return sorted(k for k in keys if before.files.get(k) != after.files.get(k))

@@ -5,6 +5,9 @@
   during an autonomous loop stops the loop and asks instead of accepting the gates' pass.
 * `test_patterns = [...]`: what looks like a test or CI config, for the tamper evidence of a pass
   (`fnmatch` patterns over paths relative to the workspace; `**` matches across folders).
+
+`control_plane_outside_changes = "hold" | "accept"` (read by the session for its guard, guard.py):
+whether a change to `.continual-acp/` found at a prompt's start is held for review or accepted.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from agent_core.history.rewind import plan_rewind
 from agent_core.history.transcript import FORMAT_VERSION, now_iso
 
 if TYPE_CHECKING:
+    from agent_core.history.transcript import SessionStore
     from agent_core.session import Session
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,36 @@ class ForkPoint:
     kernel_problem: str | None  # why the kernel state of that point cannot be carried
 
 
-def fork_point(source: Session, turns: int | None) -> ForkPoint:
+@dataclass(frozen=True)
+class SavedCheckpoints:
+    index: CheckpointIndex
+
+
+@dataclass(frozen=True)
+class SavedSession:
+    """A session read from disk without opening it: no owner lock is taken, so a fork works while
+    another continual-acp process has the source open (the transcript is append-only, its snapshot
+    and checkpoint index are replaced atomically: a copy reads a consistent prefix of each)."""
+
+    id: str
+    title: str | None
+    store: SessionStore
+    checkpoints: SavedCheckpoints
+    busy: bool = False
+
+    @property
+    def session_dir(self) -> Path:
+        return self.store.session_dir(self.id)
+
+    @classmethod
+    def read(cls, store: SessionStore, session_id: str) -> SavedSession:
+        meta = store.read_meta(session_id) or {}
+        title = meta.get("title")
+        index = CheckpointIndex.load(store.session_dir(session_id), set_aside=False)
+        return cls(session_id, title if isinstance(title, str) else None, store, SavedCheckpoints(index))
+
+
+def fork_point(source: Session | SavedSession, turns: int | None) -> ForkPoint:
     """Now (`turns` None), or before the source's `turns`-th last prompt (RewindError if none)."""
     if turns is None:
         return ForkPoint(None, None, None, None)
@@ -54,7 +84,7 @@ def fork_point(source: Session, turns: int | None) -> ForkPoint:
     return ForkPoint(plan.checkpoint.offset, plan.checkpoint.turn, plan.kernel_label, plan.kernel_problem)
 
 
-async def prepare_fork(source: Session, new_id: str, cwd: str, point: ForkPoint) -> str:
+async def prepare_fork(source: Session | SavedSession, new_id: str, cwd: str, point: ForkPoint) -> str:
     """Write the new session's directory from `source`; returns what the kernel state carried is.
 
     The caller opens it afterwards (`Agent.fork_session`)."""
@@ -77,17 +107,22 @@ async def prepare_fork(source: Session, new_id: str, cwd: str, point: ForkPoint)
     return note
 
 
-def _title(source: Session) -> str | None:
+def _title(source: Session | SavedSession) -> str | None:
     return f"{source.title} (fork)" if source.title else None
 
 
-def _copy_transcript(source: Session, target: Path, new_id: str, cwd: str, point: ForkPoint) -> int:
+def _copy_transcript(
+    source: Session | SavedSession, target: Path, new_id: str, cwd: str, point: ForkPoint
+) -> int:
     """The transcript up to the fork point under a new header; returns how much longer the header
     got (the checkpoints' offsets count from the start of the file)."""
     path = source.store.transcript_path(source.id)
     data = path.read_bytes()
     if point.offset is not None:
         data = data[: point.offset]
+    else:
+        # Another process may be appending: keep whole lines only.
+        data = data[: data.rfind(b"\n") + 1]
     _, _, body = data.partition(b"\n")
     header = {
         "type": "header",
@@ -111,7 +146,7 @@ def _copy_local_files(source_dir: Path, target: Path) -> None:
             shutil.copy2(source_dir / name, target / name)
 
 
-async def _copy_kernel_state(source: Session, target: Path, point: ForkPoint) -> str:
+async def _copy_kernel_state(source: Session | SavedSession, target: Path, point: ForkPoint) -> str:
     from kernel_bridge.checkpoints import export_snapshot
     from kernel_bridge.snapshot import MANIFEST_FILE, STATE_FILE, SnapshotPaths
 
@@ -126,7 +161,9 @@ async def _copy_kernel_state(source: Session, target: Path, point: ForkPoint) ->
         except (OSError, ValueError) as exc:
             return f"kernel state not carried: {exc}"
         return "kernel variables from before that prompt: " + (", ".join(exported) or "none")
-    live = source.kernel_handle.running_kernel() if source.kernel_handle.live else None
+    live = None
+    if not isinstance(source, SavedSession) and source.kernel_handle.live:
+        live = source.kernel_handle.running_kernel()
     names: list[str] = []
     if live is not None:
         # The live state, not the last debounced snapshot. A kernel that is not running (not started
@@ -143,7 +180,7 @@ async def _copy_kernel_state(source: Session, target: Path, point: ForkPoint) ->
     return "kernel variables as they are now: " + (", ".join(names) or "none")
 
 
-def _copy_checkpoints(source: Session, target: Path, point: ForkPoint, shift: int) -> None:
+def _copy_checkpoints(source: Session | SavedSession, target: Path, point: ForkPoint, shift: int) -> None:
     from kernel_bridge.checkpoints import copy_store, store_dir
 
     index = source.checkpoints.index

@@ -77,8 +77,9 @@ class CheckpointIndex:
     store_bytes: int = 0
 
     @classmethod
-    def load(cls, session_dir: Path) -> CheckpointIndex:
-        """The index on disk; a missing one is empty, a damaged one is set aside with a warning."""
+    def load(cls, session_dir: Path, *, set_aside: bool = True) -> CheckpointIndex:
+        """The index on disk; a missing one is empty, a damaged one is set aside with a warning
+        (left in place with `set_aside=False`: a reader of another process's session changes nothing)."""
         path = session_dir / INDEX
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -97,10 +98,11 @@ class CheckpointIndex:
             log.warning(
                 "checkpoint index %s is damaged (%s); kept as %s, starting a new one", path, exc, aside
             )
-            try:
-                os.replace(path, aside)
-            except OSError:
-                pass
+            if set_aside:
+                try:
+                    os.replace(path, aside)
+                except OSError:
+                    pass
             return cls(path)
         index.next_turn = max(index.next_turn, max((e.turn for e in entries), default=0) + 1)
         return index

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core.history.prompt_checkpoints import Checkpoint, kernel_state_at
 
@@ -55,7 +55,26 @@ class RewindOutcome:
     kernel_note: str = ""
 
 
-def plan_rewind(session: Session, *, turns: int | None = None, message_id: str | None = None) -> RewindPlan:
+class _Index(Protocol):
+    @property
+    def entries(self) -> list[Checkpoint]: ...
+
+
+class _Checkpoints(Protocol):
+    @property
+    def index(self) -> _Index: ...
+
+
+class CheckpointedSession(Protocol):
+    """What a plan reads: the prompt checkpoints (of an open session, or of one read from disk)."""
+
+    @property
+    def checkpoints(self) -> _Checkpoints: ...
+
+
+def plan_rewind(
+    session: CheckpointedSession, *, turns: int | None = None, message_id: str | None = None
+) -> RewindPlan:
     """Which checkpoint a rewind goes back to: the `turns`-th last prompt (default 1), or the prompt
     with user message `message_id`. Raises `RewindError` naming what can be rewound."""
     entries = session.checkpoints.index.entries

@@ -15,7 +15,7 @@ through the `children` callable.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -97,12 +97,22 @@ def _no_children() -> int:
     return 0
 
 
-def _select(proposal: Proposal, edit_ids: Sequence[str] | None) -> Proposal:
-    """Only the edits whose (resolved) ids were chosen; all when `edit_ids` is None."""
-    if edit_ids is None:
-        return proposal
-    wanted = set(edit_ids)
-    edits = [edit for edit in proposal.edits if resolve_id(edit) in wanted]
+def _select(
+    proposal: Proposal, edit_ids: Sequence[str] | None, edited: Mapping[str, str] | None = None
+) -> Proposal:
+    """Only the edits whose (resolved) ids were chosen (all when `edit_ids` is None), with the
+    content a reviewer rewrote (`edited`: entry id -> text) in place of the planned one."""
+    edits = list(proposal.edits)
+    if edit_ids is not None:
+        wanted = set(edit_ids)
+        edits = [edit for edit in edits if resolve_id(edit) in wanted]
+    if edited:
+        edits = [
+            edit.model_copy(update={"content": edited[key]})
+            if (key := resolve_id(edit)) is not None and key in edited
+            else edit
+            for edit in edits
+        ]
     return proposal.model_copy(update={"edits": edits})
 
 
@@ -449,6 +459,8 @@ class HarnessService:
         choice: ReviewChoice,
         *,
         edit_ids: Sequence[str] | None = None,
+        edited: Mapping[str, str] | None = None,
+        reason: str | None = None,
         announce: bool = True,
     ) -> RefinementOutcome:
         """Decide a pending review (or review an applied refinement of candidates by its id);
@@ -463,17 +475,24 @@ class HarnessService:
             if pending is None:
                 outcome = await self._review_applied(proposal_id, choice, edit_ids)
             else:
-                outcome = await self._decide_pending(pending, choice, edit_ids)
+                outcome = await self._decide_pending(pending, choice, edit_ids, edited, reason)
         if announce:
             self.emit(ReviewDecided(proposal_id, outcome))
         return outcome
 
     async def _decide_pending(
-        self, pending: PendingReview, choice: ReviewChoice, edit_ids: Sequence[str] | None
+        self,
+        pending: PendingReview,
+        choice: ReviewChoice,
+        edit_ids: Sequence[str] | None,
+        edited: Mapping[str, str] | None = None,
+        reason: str | None = None,
     ) -> RefinementOutcome:
+        if reason:
+            log.info("review of proposal %s: %s (%s)", pending.proposal_id, choice, reason)
         if pending.held is not None:
             return await self._decide_held(pending, choice)
-        proposal = _select(pending.proposal, edit_ids)
+        proposal = _select(pending.proposal, edit_ids, edited)
         store = self.scopes.store(pending.scope)
         if choice in ("reject", "reject_forever"):
             forever = choice == "reject_forever"
@@ -486,7 +505,8 @@ class HarnessService:
                         store.reject_proposal,
                         proposal,
                         forever=forever,
-                        reason=f"{choice} in review of proposal {pending.proposal_id}",
+                        reason=f"{choice} in review of proposal {pending.proposal_id}"
+                        + (f": {reason}" if reason else ""),
                     )
                 )
             message = "rejected in review" + (" forever (tombstoned)" if forever else "")

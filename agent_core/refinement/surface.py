@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -339,7 +339,13 @@ class HarnessSurface:
         return tuple(scope for scope, _ in self._stores())
 
     async def decide(
-        self, proposal_id: str, choice: ReviewChoice, *, edit_ids: Sequence[str] | None = None
+        self,
+        proposal_id: str,
+        choice: ReviewChoice,
+        *,
+        edit_ids: Sequence[str] | None = None,
+        edited: Mapping[str, str] | None = None,
+        reason: str | None = None,
     ) -> RefinementOutcome:
         """Decide a pending review (or review applied candidates by refinement id); the cards and
         a `ReviewDecided` are delivered before this returns.
@@ -347,7 +353,9 @@ class HarnessSurface:
         `ReviewNotFound` when nothing waits under the id; `ReviewAlreadyDecided` when another
         session decided it meanwhile.
         """
-        outcome = await self.service.decide(proposal_id, choice, edit_ids=edit_ids)
+        outcome = await self.service.decide(
+            proposal_id, choice, edit_ids=edit_ids, edited=edited, reason=reason
+        )
         await self.flushed()
         return outcome
 

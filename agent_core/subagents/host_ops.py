@@ -52,13 +52,18 @@ def handlers(
         task = args.get("task")
         if not isinstance(task, str):
             raise SubagentError("spawn needs a task string")
+        cwd = _optional_str(args, "cwd")
+        if cwd is not None:
+            # The child's cwd becomes a workspace its own kernel may write: judged as a write of
+            # this session's (never `.continual-acp/`, `.git`, the data dir, ...).
+            cwd = await session.judge_host_call("agents.spawn", "write", cwd)
         record = await hub.spawn(
             session,
             task,
             name=_optional_str(args, "name"),
             spec=_optional_str(args, "spec"),
             model=_optional_str(args, "model"),
-            cwd=_optional_str(args, "cwd"),
+            cwd=cwd,
         )
         return _handle(record)
 

@@ -9,7 +9,7 @@ this Protocol structurally; mypy checks it where the agent hands a session to th
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agent_core import events as ev
 
@@ -71,6 +71,10 @@ class SubagentSession(Protocol):
     async def publish(self, event: ev.TurnEvent) -> None: ...
 
     async def cancel(self) -> None: ...
+
+    async def judge_host_call(self, op: str, access: Literal["read", "write"], path: str) -> str:
+        """`path` as the session's host-call policy resolved it; PermissionError when it refuses."""
+        ...
 
 
 class SubagentAgent(Protocol):

@@ -124,7 +124,7 @@ class TurnContext(Protocol):
         """Short per-turn context for the model (the goal block), or None."""
         ...
 
-    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+    def take_steering(self) -> list[tuple[Sequence[ev.PromptPart], str | None]]:
         """Messages sent into the running turn since the last request (steering), oldest first."""
         ...
 
@@ -173,12 +173,16 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
     # In a worker thread: the system prompt reads the repository (AGENTS.md, the skill folders, the
     # project harness), and a slow or hostile file system must not stall the event loop.
     system = await asyncio.to_thread(session.system_prompt, parts)
+    if session.control_plane is not None:  # unconfined: the prompt must come from the verified tree
+        from agent_core.control_plane import cells as control_plane
+
+        system = await control_plane.verified_system_prompt(session, parts, emit, system)
     formats = _Formats(session)
     limit = session.max_turn_requests
     for _request in range(limit):
         # Steering joins here, at the next request: after the tool results it follows, in order.
-        for steered in session.take_steering():
-            emit(ev.UserMessage(parts=tuple(steered), message_id=new_id(STEER_PREFIX)))
+        for steered, steer_id in session.take_steering():
+            emit(ev.UserMessage(parts=tuple(steered), message_id=steer_id or new_id(STEER_PREFIX)))
             session.append_message(
                 {"role": "user", "content": to_model_content(steered, images=session.model_accepts_images)}
             )
@@ -415,7 +419,7 @@ async def _execute(session: TurnContext, cell_id: str, code: str, emit: Emit) ->
     # Imported at the first cell: the guard brings harness_store, which session/new must not wait for.
     from agent_core.control_plane import cells as control_plane
 
-    control_plane.before_cell(session)
+    await control_plane.before_cell(session)
     handle = session.kernel_handle
     checkpoint, handle.before_cell = handle.before_cell, None
     if checkpoint is not None:

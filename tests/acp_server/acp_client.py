@@ -81,6 +81,7 @@ UNMODELLED = {
     "InitializeResponse": (
         ("agentCapabilities", "sessionCapabilities", "status"),
         ("agentCapabilities", "sessionCapabilities", "title"),
+        ("agentCapabilities", "sessionCapabilities", "systemPrompt"),
     ),
 }
 
@@ -187,6 +188,7 @@ def check_unstable_update(update: Any) -> str | None:
 # A connection that speaks the ACP v2 draft (`CONTINUAL_ACP_PROTOCOL=2`, protocolVersion 2): every
 # frame is checked with jsonschema against the v2 draft schema the npm SDK ships.
 V2_SCHEMA_PATH = UNSTABLE_SCHEMA_PATH.parents[1] / "v2/schema.json"
+SDK_V1_SCHEMA = UNSTABLE_SCHEMA_PATH.parent / "schema.json"
 V2_RESPONSES = {
     "initialize": "InitializeResponse",
     "session/new": "NewSessionResponse",
@@ -235,7 +237,9 @@ class AcpClient:
         self.agent_requests: list[dict[str, Any]] = []
         self.permission_policy: PermissionPolicy = select("allow_once")
         self.files: dict[str, str] = {}
-        self.hold_permissions = False  # when True, permission requests stay unanswered
+        self.hold_permissions = False  # when True, permission requests (and forms) stay unanswered
+        # `elicitation/create` answers (a client that advertised `elicitation.form`); None: -32601.
+        self.elicitation_policy: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self._cond = threading.Condition()
         self._seq = 0
         self._next_id = 0
@@ -420,6 +424,10 @@ class AcpClient:
             problem = check_model("CancelRequestNotification", params)
             if problem:
                 problems.append(problem)
+        elif method == "elicitation/create":
+            problem = sdk_schema_problem(SDK_V1_SCHEMA, "CreateElicitationRequest", params, "v1")
+            if problem:
+                problems.append(problem)
         elif method in AGENT_REQUEST_MODELS:
             problem = check_model(AGENT_REQUEST_MODELS[method], message.get("params"))
             if problem:
@@ -487,6 +495,10 @@ class AcpClient:
         elif method == "fs/write_text_file":
             self.files[params["path"]] = params["content"]
             result = {}
+        elif method == "elicitation/create" and self.elicitation_policy is not None:
+            if self.hold_permissions:
+                return
+            result = self.elicitation_policy(params)
         else:
             self.send(
                 {
@@ -499,6 +511,8 @@ class AcpClient:
         problem = None
         if method == "session/request_permission":
             problem = check_model("RequestPermissionResponse", result)
+        elif method == "elicitation/create":
+            problem = sdk_schema_problem(SDK_V1_SCHEMA, "CreateElicitationResponse", result, "v1")
         if problem:
             self.violations.append(problem)
         self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})

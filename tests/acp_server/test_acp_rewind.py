@@ -369,3 +369,116 @@ def test_session_rewind_by_message_id_goes_back_to_before_that_replayed_prompt(
     with pytest.raises(RpcError) as gone:
         client.request("_session/rewind", {"sessionId": sid, "messageId": ids[2]})
     assert gone.value.code == -32602 and "no checkpoint for message" in str(gone.value.message)
+
+
+def _replayed_user_ids(client: AcpClient, sid: str, cwd: Path) -> list[str]:
+    seen = len(client.frames)
+    client.request("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": []})
+    return [
+        f.message["params"]["update"]["messageId"]
+        for f in client.frames[seen:]
+        if f.message.get("method") == "session/update"
+        and f.message["params"]["sessionId"] == sid
+        and f.message["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+
+
+def _fingerprint(text: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_the_anchored_rewind_shape_goes_back_to_before_the_named_message_and_restores_the_kernel(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid = three_prompts(client, model, tmp_path)
+    ids = _replayed_user_ids(client, sid, tmp_path)
+    assert len(ids) == 3
+    result = client.request(
+        "_session/rewind",
+        {
+            "sessionId": sid,
+            "beforeMessage": {"messageId": ids[1], "messageFingerprint": _fingerprint("second: set y")},
+            "resumeAtMessage": {"messageId": "whatever the client kept"},
+        },
+    )
+    assert result == {"rewound": True}
+    assert probe(client, model, sid).strip() == "['x']"  # y and z were defined by the prompts rewound
+    assert user_texts(model.requests[-1]["messages"])[:2] == ["first: set x", "which names are there?"]
+
+
+def test_the_anchored_shape_finds_a_message_by_fingerprint_and_occurrence_when_its_id_is_unknown(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid, _ = new_session(client, tmp_path)
+    run_cell_prompt(client, model, sid, "again", "x = 1")
+    run_cell_prompt(client, model, sid, "again", "y = 2")
+    run_cell_prompt(client, model, sid, "again", "z = 3")
+    result = client.request(
+        "_session/rewind",
+        {
+            "sessionId": sid,
+            "beforeMessage": {
+                "messageId": "id-from-another-client",
+                "messageFingerprint": _fingerprint("again"),
+                "messageOccurrence": 3,
+            },
+        },
+    )
+    assert result == {"rewound": True}
+    assert probe(client, model, sid).strip() == "['x', 'y']"
+
+
+def test_an_anchored_id_whose_text_does_not_match_its_fingerprint_selects_nothing(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid = three_prompts(client, model, tmp_path)
+    ids = _replayed_user_ids(client, sid, tmp_path)
+    with pytest.raises(RpcError) as missed:
+        client.request(
+            "_session/rewind",
+            {
+                "sessionId": sid,
+                "beforeMessage": {"messageId": ids[0], "messageFingerprint": _fingerprint("never sent")},
+            },
+        )
+    assert missed.value.code == -32602 and "was not found" in str(missed.value.message)
+    assert probe(client, model, sid).strip() == "['x', 'y', 'z']"  # nothing rewound
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        ({"beforeMessage": "m1"}, "beforeMessage: must be an object"),
+        ({"beforeMessage": {}}, "beforeMessage.messageId: must be a non-empty string"),
+        ({"beforeMessage": {"messageId": "m", "messageFingerprint": "md5:x"}}, "messageFingerprint"),
+        (
+            {"beforeMessage": {"messageId": "m", "messageOccurrence": 0}},
+            "messageOccurrence: must be an integer",
+        ),
+        ({"beforeMessage": {"messageId": "m"}, "turns": 1}, "two shapes of this method"),
+    ],
+)
+def test_a_malformed_anchored_rewind_is_refused_naming_the_field(
+    client: AcpClient, tmp_path: Path, params: dict[str, Any], problem: str
+) -> None:
+    sid, _ = new_session(client, tmp_path)
+    with pytest.raises(RpcError) as caught:
+        client.request("_session/rewind", {"sessionId": sid, **params})
+    assert caught.value.code == -32602 and problem in str(caught.value.message)
+
+
+def test_an_anchored_rewind_during_a_prompt_answers_not_rewound(
+    client: AcpClient, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    sid, _ = new_session(client, tmp_path)
+    run_cell_prompt(client, model, sid, "first", "x = 1")
+    model.push(held_answer("anchored-busy"))
+    before = len(model.requests)
+    turn = send_prompt(client, sid, "a long one")
+    model.wait_for_requests(before + 1)
+    answer = client.request("_session/rewind", {"sessionId": sid, "beforeMessage": {"messageId": "anything"}})
+    assert answer == {"rewound": False}
+    model.release("anchored-busy")
+    assert client.result(turn)["stopReason"] == "end_turn"

@@ -104,10 +104,26 @@ def test_unknown_notifications_are_ignored_and_the_server_keeps_answering(spawn:
 
 def test_oversized_line_is_rejected_without_killing_the_server(spawn: ClientFactory) -> None:
     client = spawn(CONTINUAL_ACP_MAX_MESSAGE_BYTES="4096")
-    huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"pad": "x" * 100_000}})
+    huge = json.dumps({"jsonrpc": "2.0", "id": 901, "method": "initialize", "params": {"pad": "x" * 100_000}})
     error = _next_error(client, huge.encode() + b"\n")
     assert error["code"] == -32600
-    assert "limit" in str(error["message"])
+    assert "exceeds the 4096-byte limit (CONTINUAL_ACP_MAX_MESSAGE_BYTES)" in str(error["message"])
+    assert client.frames[-1].message["id"] == 901  # read from the line's head: the sender stops waiting
+    assert initialize(client)["protocolVersion"] == 1
+
+
+def test_an_oversized_request_is_answered_with_its_string_id_and_one_without_a_readable_id_with_null(
+    spawn: ClientFactory,
+) -> None:
+    client = spawn(CONTINUAL_ACP_MAX_MESSAGE_BYTES="4096")
+    pad = "x" * 20_000
+    named = json.dumps({"jsonrpc": "2.0", "method": "session/prompt", "id": "req-7", "params": {"pad": pad}})
+    _next_error(client, named.encode() + b"\n")
+    assert client.frames[-1].message["id"] == "req-7"
+    # The id comes after the padding: nothing in the head names it.
+    late = json.dumps({"jsonrpc": "2.0", "method": "session/prompt", "params": {"pad": pad}, "id": 9})
+    _next_error(client, late.encode() + b"\n")
+    assert client.frames[-1].message["id"] is None
     assert initialize(client)["protocolVersion"] == 1
 
 

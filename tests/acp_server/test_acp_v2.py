@@ -170,3 +170,27 @@ def _update_kind(message: dict[str, Any]) -> str | None:
         return None
     kind = message["params"]["update"].get("sessionUpdate")
     return kind if isinstance(kind, str) else None
+
+
+def test_a_v2_prompt_sent_mid_turn_steers_it_under_the_id_it_was_answered_with(
+    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    client = v2_client(spawn, model, CONTINUAL_ACP_PROTOCOL="2")
+    init = v2_initialize(client)
+    assert init["capabilities"]["session"]["steering"] == {}
+    sid = client.request("session/new", {"cwd": str(tmp_path), "mcpServers": []})["sessionId"]
+    model.push(response([{"content": "thinking "}, {"hold": "v2-steer"}, {"content": "done"}]), text("both"))
+    before = len(model.requests)
+    first_id, _ = prompt_v2(client, sid, "write a long answer")
+    model.wait_for_requests(before + 1)
+    steer_id, _ = prompt_v2(client, sid, "and mention the tests")  # answered at once, mid-turn
+    assert steer_id != first_id
+    client.wait_for(lambda _m: "a steering message waits for the next model request" in client.stderr(), 30.0)
+    model.release("v2-steer")
+    wait_idle(client, sid, 1)
+    assert len(model.requests) == before + 2  # one turn: the steer joined its second request
+    assert model.requests[-1]["messages"][-1]["content"] == "and mention the tests"
+    echoed = [u["messageId"] for u in client.updates(sid) if u["sessionUpdate"].startswith("user_message")]
+    assert echoed == [first_id, steer_id] and steer_id.startswith("steer_")
+    ended = [s for s in states(client, sid) if "stopReason" in s]
+    assert [(s["state"], s["stopReason"]) for s in ended] == [("idle", "end_turn")]

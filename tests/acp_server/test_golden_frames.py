@@ -118,7 +118,13 @@ CASES: dict[str, Case] = {
         lambda: f.rpc_error(-32600, 'Invalid request: the "jsonrpc" member must be exactly "2.0"'), "Error"
     ),
     "rpc_error__oversized": Case(
-        lambda: f.rpc_error(-32600, "message of 70000 bytes exceeds the 65536-byte limit; it was skipped"),
+        lambda: f.rpc_error(
+            -32600,
+            (
+                "message of 70000 bytes exceeds the 65536-byte limit "
+                "(CONTINUAL_ACP_MAX_MESSAGE_BYTES); it was skipped"
+            ),
+        ),
         "Error",
     ),
     "rpc_error__request_cancelled": Case(
@@ -474,6 +480,47 @@ CASES: dict[str, Case] = {
         "RequestPermissionRequest",
     ),
     # quiescence: the `_harness/quiescence` params are ours; the mirror is a session_info_update
+    "anchored_rewind_response": Case(lambda: f.anchored_rewind_response(True)),
+    "elicitation_form_request": Case(
+        lambda: f.elicitation_form_request(
+            "sess-1",
+            "Review the harness edits: a release note",
+            {
+                "type": "object",
+                "properties": {
+                    "edit_0": {
+                        "type": "string",
+                        "title": "create memory release",
+                        "oneOf": [
+                            {"const": "accept", "title": "Accept"},
+                            {"const": "reject", "title": "Reject"},
+                        ],
+                        "default": "accept",
+                    },
+                    "reason": {"type": "string", "title": "Reason (optional; kept with a rejection)"},
+                    "remember": {"type": "boolean", "title": "Remember", "default": False},
+                },
+                "required": ["edit_0"],
+            },
+            tool_call_id="review-p-1",
+        ),
+        "CreateFormSessionElicitationRequest",
+        unstable="CreateElicitationRequest",
+        stable=True,
+    ),
+    "rewind_response": Case(
+        lambda: f.rewind_response(
+            True,
+            2,
+            2,
+            "/data/sessions/s/rewind-1.jsonl",
+            {"restored": ["x"], "removed": ["y", "z"]},
+            "",
+            "",
+            ["r-1"],
+            [],
+        )
+    ),
     "quiescence_state": Case(lambda: f.quiescence_state(False, 1, None)),
     "quiescence_notification__busy": Case(lambda: f.quiescence_notification("sess-1", False, 2, None)),
     "quiescence_notification__settled": Case(lambda: f.quiescence_notification("sess-1", True, 0, "r-1")),

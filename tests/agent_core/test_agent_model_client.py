@@ -207,3 +207,47 @@ async def test_connection_cut_mid_stream_is_a_model_error_not_a_partial_answer()
 async def test_without_a_configured_budget_the_servers_own_limit_applies() -> None:
     _, server = await _run([text("x")])
     assert "max_tokens" not in server.requests[0]
+
+
+def _down_url() -> str:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+async def _error_with(config: AgentConfig) -> str:
+    with pytest.raises(ModelError) as info:
+        await _events(ModelClient(config))
+    return str(info.value)
+
+
+async def test_an_unreachable_endpoint_names_the_environment_variable_that_set_it(tmp_path: Path) -> None:
+    from agent_core.config.loader import load_config
+
+    url = _down_url()
+    env = {
+        "OPENAI_BASE_URL": url,
+        "CONTINUAL_ACP_MODEL": "m",
+        "CONTINUAL_ACP_CONFIG": str(tmp_path / "absent.toml"),
+        "HOME": str(tmp_path),
+    }
+    config = load_config(env)
+    config.max_retries = 0
+    said = await _error_with(config)
+    assert "(the URL is OPENAI_BASE_URL in the server's environment)" in said
+    assert "Connection error.:" not in said
+
+
+async def test_an_unreachable_endpoint_names_the_config_file_line_and_setup_when_setup_wrote_it(
+    tmp_path: Path,
+) -> None:
+    from agent_core.config.loader import load_config
+
+    url = _down_url()
+    path = tmp_path / "config.toml"
+    path.write_text(f'# model settings written by `continual-acp setup`\nmodel = "m"\nbase_url = "{url}"\n')
+    config = load_config({"CONTINUAL_ACP_CONFIG": str(path), "HOME": str(tmp_path)})
+    config.max_retries = 0
+    said = await _error_with(config)
+    assert f"(the URL is `base_url` in {path}, line 3, written by `continual-acp setup`)" in said
+    assert "OPENAI_BASE_URL" not in said

@@ -65,7 +65,7 @@ class _Context:
     async def kernel(self) -> KernelSession:
         return await self.kernel_handle.get()
 
-    def take_steering(self) -> list[Sequence[ev.PromptPart]]:
+    def take_steering(self) -> list[tuple[Sequence[ev.PromptPart], str | None]]:
         return []
 
     steering_waiting = False

@@ -218,3 +218,27 @@ def test_doctor_fails_the_event_loop_line_when_a_check_blocked_the_loop(
     loop = results[-1]
     assert loop.name == "event loop" and not loop.ok, loop
     assert float(loop.detail.split()[2]) >= 1.0, loop.detail
+
+
+async def test_a_down_endpoint_from_config_toml_names_its_line_and_a_llama_cpp_example(
+    hermetic_env: dict[str, str], tmp_path: Path
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    path = tmp_path / "config.toml"
+    path.write_text(f'model = "m"\nbase_url = "{url}"\n')
+    env = {k: v for k, v in hermetic_env.items() if k != "OPENAI_BASE_URL"}
+    result = await check_model(load_config({**env, "CONTINUAL_ACP_CONFIG": str(path)}))
+    assert not result.ok and result.fix is not None
+    assert f"from `base_url` in {path}, line 2" in result.fix and "OPENAI_BASE_URL" not in result.fix
+
+
+def test_the_example_url_fits_the_port_the_user_chose() -> None:
+    from acp_server.doctor import _example_url
+
+    assert _example_url("http://127.0.0.1:8080/v1") == "http://localhost:8080/v1 for llama.cpp's server"
+    assert "Ollama" in _example_url("http://localhost:11434/v1")
+    assert "llama.cpp" in _example_url("http://gpu-box:9999/v1") and "Ollama" in _example_url(
+        "http://gpu-box:9999/v1"
+    )

@@ -104,3 +104,35 @@ def test_the_seeded_arm_starts_each_session_from_the_tasks_seed_harness(tmp_path
     (folder / "seed.json").write_text('{"edits": [{"action": "update", "kind": "memory", "id": "nope"}]}')
     with pytest.raises(TaskError, match="the harness import failed"):
         _prepare_harness(plan_arm("seeded"), load_task(folder), arm, env, argv)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_endpoint_that_does_not_answer_is_an_error_naming_the_users_url(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CONTINUAL_ACP_CONFIG", str(tmp_path / "absent.toml"))
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    assert main(["--base-url", url, "--model", "m", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"the model endpoint {url} does not answer" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_endpoint_and_model_come_from_config_toml_as_serve_reads_them(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("CONTINUAL_ACP_MODEL", raising=False)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    config = tmp_path / "config.toml"
+    config.write_text(f'base_url = "{url}"\nmodel = "from-config"\n')
+    monkeypatch.setenv("CONTINUAL_ACP_CONFIG", str(config))
+    assert main(["--out", str(tmp_path / "run")]) == 2
+    assert f"the model endpoint {url} does not answer" in capsys.readouterr().err

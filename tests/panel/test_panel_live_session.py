@@ -437,3 +437,20 @@ async def test_the_sessions_tab_shows_a_session_busy_while_it_refines_without_a_
     await asyncio.to_thread(prompt, client, sid, "hi")
     busy = await page.wait_for(f"{cell}?.textContent.startsWith('busy') && {cell}.textContent")
     assert busy == "busyRefining the harness" and await page.evaluate("window.__sameDocument") is True
+
+
+def test_the_panel_token_is_shown_to_the_editor_but_never_kept_in_the_session_history(
+    in_server: InServer,
+) -> None:
+    """The token approves reviews; the data dir is readable by a local cell, so it must not be there."""
+    client = in_server.client
+    sid, _ = new_session(client, in_server.cwd)
+    url = _panel_url(client, sid)
+    token = url.split("?token=")[1]
+    session_dir = in_server.home / "sessions" / sid
+    on_disk = "".join(p.read_text(errors="replace") for p in session_dir.rglob("*") if p.is_file())
+    assert "/harness ui" in on_disk and "its token is not kept in the history" in on_disk
+    assert token not in on_disk
+    seen = len(client.frames)
+    client.request("session/load", {"sessionId": sid, "cwd": str(in_server.cwd), "mcpServers": []})
+    assert token not in json.dumps([f.message for f in client.frames[seen:]])

@@ -49,8 +49,9 @@ def test_a_file_touched_but_not_changed_is_not_held(tmp_path: Path) -> None:
     assert guard.check("call_1", "") is None
 
 
-def test_changes_made_between_prompts_are_accepted_as_the_new_baseline(tmp_path: Path) -> None:
+def test_changes_made_between_prompts_are_accepted_as_the_new_baseline_in_accept_mode(tmp_path: Path) -> None:
     root, guard = _plane(tmp_path)
+    guard.outside_changes = "accept"  # the default, "hold", holds them (test_referee_guard_content.py)
     (root / "gates.toml").write_text('[[gate]]\ncommand = "make test"\n')  # a person, a git pull
     guard.refresh()  # the next prompt starts
     assert guard.check("call_1", "") is None
@@ -79,6 +80,7 @@ def test_an_append_to_a_log_too_large_to_keep_is_cut_back(tmp_path: Path) -> Non
     root, guard = _plane(tmp_path)
     log = root / "harness" / "history.jsonl"
     log.write_bytes(b"x" * (2 << 20))
+    guard.outside_changes = "accept"  # the log as it is now is the verified state
     guard.refresh()
     with log.open("ab") as fh:
         fh.write(b'{"forged": true}\n')

@@ -112,15 +112,25 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     assert str(cards[0]["title"]).startswith("Held for review: a cell wrote .continual-acp/: ")
     held = cards[0]["rawInput"]["held"]
     assert held["cellId"].startswith("call_") and "cheat.md" in held["code"], held
-    # A person edits the gate file between prompts: theirs, kept through the next prompt's cell.
+    # The gate file edited between prompts (by a person, or by a process a cell left behind): held
+    # too (control_plane_outside_changes = "hold"), and approving it puts the edit back.
     gates = project / ".continual-acp" / "gates.toml"
+    original = gates.read_text()
     gates.write_text('[[gate]]\ncommand = "make check"\n')
     # The next prompt does not carry the entry.
     prompt(client, sid, "again")
     assert SECRET not in str(model.requests[-1]["messages"][0]["content"])
     assert "second" in _tool_result_of_last_request(model)
+    assert gates.read_text() == original
+    assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 2
+    between = [c for c in _review_cards(client, sid) if "between prompts" in str(c.get("title"))]
+    assert between, _review_cards(client, sid)
+    decided = client.request(
+        "_harness/review",
+        {"sessionId": sid, "proposalId": str(between[0]["rawInput"]["proposalId"]), "decision": "apply"},
+    )
+    assert decided["status"] == "applied", decided
     assert gates.read_text() == '[[gate]]\ncommand = "make check"\n'
-    assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 1
     # Approved, the file is back (a person's edit, loaded as today).
     proposal = str(cards[0]["rawInput"]["proposalId"])
     decided = client.request(
