@@ -3,7 +3,7 @@
 Real servers over real stdio with the scripted model. The hostile skills folder (tests/edges/
 hostile_repo.py), each shape alone and all together: `session/new` and two prompts answer, and each
 path the server must skip is warned about once. A server whose event loop is blocked on purpose (a
-`-c` harness that makes the system prompt's project files never return) logs the loop's stack, and
+`-c` harness whose per-prompt command parsing never returns) logs the loop's stack, and
 still exits after stdin closes, within the grace period, with its kernel killed.
 """
 
@@ -108,18 +108,21 @@ def test_cells_run_in_a_project_with_a_hostile_skills_folder(
 
 # ---------------------------------------------------------------- a blocked loop
 
-# The server, with the system prompt's project files made to never return once the marker exists:
-# a blocking read on the event loop, as a FIFO in the workspace made one before.
+# The server, with a call on its event loop made to never return (or to return after the seconds
+# written in the marker) once the marker exists in its cwd: every prompt parses its command line on
+# the loop, and that is where it blocks -- as a FIFO in the workspace once blocked a read there.
 BLOCKING_SERVER = """
-import pathlib, sys, time
-import agent_core.turn.system_prompt as system_prompt
-real = system_prompt.project_context
-def project_context(cwd):
-    marker = pathlib.Path(cwd) / "BLOCK-THE-LOOP"
+import os, pathlib, sys, time
+import acp_server.session_prompt as session_prompt
+real = session_prompt.parse_command
+def block_the_loop(marker):
+    time.sleep(float(marker.read_text() or 3600))
+def parse_command(blocks):
+    marker = pathlib.Path(os.getcwd()) / "BLOCK-THE-LOOP"
     if marker.exists():
-        time.sleep(float(marker.read_text() or 3600))  # seconds written in the marker, else for good
-    return real(cwd)
-system_prompt.project_context = project_context
+        block_the_loop(marker)
+    return real(blocks)
+session_prompt.parse_command = parse_command
 from acp_server.cli import main
 sys.exit(main([]))
 """
@@ -192,11 +195,11 @@ def _run_blocked_server(model: ScriptedModelServer, tmp_path: Path) -> None:
         (project / "BLOCK-THE-LOOP").touch()
         client.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]})
         deadline = time.monotonic() + GENEROUS
-        while "in project_context" not in client.stderr()[before:] and time.monotonic() < deadline:
+        while "in block_the_loop" not in client.stderr()[before:] and time.monotonic() < deadline:
             time.sleep(0.1)
         stalled = client.stderr()[before:]
         assert "the event loop has not turned" in stalled
-        assert "in project_context" in stalled  # the loop thread's stack, where it is stuck
+        assert "in block_the_loop" in stalled  # the loop thread's stack, where it is stuck
         closed = time.monotonic()
         assert client.close(timeout=GENEROUS) == 70  # FORCED_EXIT_CODE
         # Within the grace (2 s) plus the watchdog's tick and a loaded machine's scheduling.
