@@ -8,11 +8,11 @@ SKILL.md, SKILL.md as a FIFO, a symlink to /dev/zero, a symlink loop, a symlink 
 repository, interleaved, and measures:
 
 * `session/new`: request to response;
-* two text prompts (the system prompt, with the skill index, is built for each): request to response;
+* two prompts (the system prompt, with the skill index, is built for each): the first runs one cell
+  (the kernel starts; the control-plane guard takes its baseline of `.continual-acp/`), the second
+  is text only: request to response;
 * the worst stall of the event loop since start, as `/kernel status` reports it (acp_server/watchdog.py).
 
-Prompts here run no cell: the control-plane guard snapshots `.continual-acp/` before the first cell
-with a plain read, which a FIFO there blocks (see RESULTS.md).
 Medians and spread (min-max) over the runs.
 """
 
@@ -35,7 +35,7 @@ from acp_client import AcpClient, server_env  # noqa: E402
 from acp_helpers import initialize, new_session, prompt, run_command  # noqa: E402
 from hostile_repo import SHAPES, build  # noqa: E402
 
-from agent_core.testing.scripted_model import ScriptedModelServer, text  # noqa: E402
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call  # noqa: E402
 
 TIMEOUT = 300.0
 STALL = re.compile(r"worst stall ([0-9.]+) s")
@@ -71,9 +71,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     samples: dict[str, list[dict[str, float]]] = {"empty": [], "hostile": []}
-    with ScriptedModelServer([], fallback=text("done")) as model:
-        for run in range(args.runs):
-            for kind in ("empty", "hostile"):  # interleaved: machine load hits both alike
+    for run in range(args.runs):
+        for kind in ("empty", "hostile"):  # interleaved: machine load hits both alike
+            script = [tool_call("print(len(skills.list()))"), text("ran")]
+            with ScriptedModelServer(script, fallback=text("done")) as model:
                 with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
                     samples[kind].append(_one(kind, Path(tmp), model))
             print(f"run {run + 1}/{args.runs} done", file=sys.stderr)

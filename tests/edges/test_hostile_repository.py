@@ -71,19 +71,7 @@ def test_a_skill_whose_body_is_over_the_cap_is_not_sent_to_the_model(
     assert model.requests == []  # 60 MB of instructions never left for the model
 
 
-# The control-plane guard (agent_core/control_plane/guard.py) snapshots every file under
-# `.continual-acp/` before the first cell with a plain read on the event loop: a FIFO there blocks it.
-_GUARD_READS_FIFOS = pytest.mark.xfail(
-    strict=True, run=False, reason="the control-plane guard opens a FIFO under .continual-acp/ on the loop"
-)
-
-
-@pytest.mark.parametrize(
-    "shapes",
-    [pytest.param([name], marks=[_GUARD_READS_FIFOS] if name == "fifo" else []) for name in SHAPES]
-    + [pytest.param(list(SHAPES), marks=[_GUARD_READS_FIFOS])],
-    ids=[*SHAPES, "all"],
-)
+@pytest.mark.parametrize("shapes", [[name] for name in SHAPES] + [list(SHAPES)], ids=[*SHAPES, "all"])
 def test_cells_run_in_a_project_with_a_hostile_skills_folder(
     spawn: ClientFactory, tmp_path: Path, shapes: list[str]
 ) -> None:
