@@ -274,8 +274,9 @@ async def run_checks(config: AgentConfig, checks: tuple[Check, ...] = CHECKS) ->
     """Each check's result, then the event loop's: the worst stall while the checks ran (the kernel
     check opens a real session in the current directory, so a repository that blocks the loop shows)."""
     from acp_server.watchdog import Watchdog
+    from agent_core.config.table import from_env
 
-    stall = float(os.environ.get("CONTINUAL_ACP_STALL_SECONDS") or 10.0)
+    stall = float(from_env("CONTINUAL_ACP_STALL_SECONDS", os.environ))  # load_config checked it
     watchdog = Watchdog(stall_seconds=stall, grace_seconds=stall)  # no input to watch, nothing to kill
     watchdog.start()
     asyncio.get_running_loop().call_soon(watchdog.heartbeat)
