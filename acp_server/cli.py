@@ -85,10 +85,14 @@ class _KernelSkills:
         return setup_code(roots)
 
     def index_text(self, cwd: str) -> str:
+        from harness_store.safe_read import warn_once
         from skills.loader import session_skills
         from skills.user_skills import render_index
 
         _roots, index = session_skills(cwd)
+        for problem in index.problems:  # "<path>: <reason>"; each path once per process, not per prompt
+            path, _, reason = problem.partition(": ")
+            warn_once(path, reason)
         return render_index(index.skills)
 
     def list_skills(self, cwd: str) -> list[tuple[str, str]]:
@@ -150,6 +154,14 @@ def _harden() -> None:
     from kernel_bridge.hardening import make_undumpable
 
     make_undumpable()
+
+
+def _kill_children() -> None:
+    """Before a forced exit (acp_server/watchdog.py): SIGKILL every kernel's process group the server
+    tracks (gates and MCP servers run under `group_watch`, which ends them when their parent dies)."""
+    from kernel_bridge.reaper import kill_all
+
+    kill_all()
 
 
 def _install_harness_methods(server: Any) -> None:
@@ -240,6 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             extensions=list(EXTENSIONS),
             advertised=((*HARNESS_METHODS, *SESSION_METHODS), HARNESS_NOTIFICATIONS),
             harden=_harden,
+            kill_children=_kill_children,
         )
     if command == "demo":
         from acp_server.demo import run_demo

@@ -271,6 +271,36 @@ CHECKS: tuple[Check, ...] = (check_data_dir, check_model, check_kernel_backend, 
 
 
 async def run_checks(config: AgentConfig, checks: tuple[Check, ...] = CHECKS) -> list[CheckResult]:
+    """Each check's result, then the event loop's: the worst stall while the checks ran (the kernel
+    check opens a real session in the current directory, so a repository that blocks the loop shows)."""
+    from acp_server.watchdog import Watchdog
+    from agent_core.config.table import from_env
+
+    stall = float(from_env("CONTINUAL_ACP_STALL_SECONDS", os.environ))  # load_config checked it
+    watchdog = Watchdog(stall_seconds=stall, grace_seconds=stall)  # no input to watch, nothing to kill
+    watchdog.start()
+    asyncio.get_running_loop().call_soon(watchdog.heartbeat)
+    try:
+        results = await _run_each(config, checks)
+    finally:
+        watchdog.stop()
+    worst = watchdog.worst_stall()
+    ok = worst < watchdog.stall_seconds
+    results.append(
+        CheckResult(
+            "event loop",
+            ok,
+            f"worst stall {worst:.2f} s during the checks",
+            None
+            if ok
+            else "the stack of the stalled loop is above on stderr; a file the repository "
+            "holds (a FIFO, a device) or a blocking call is the usual cause",
+        )
+    )
+    return results
+
+
+async def _run_each(config: AgentConfig, checks: tuple[Check, ...]) -> list[CheckResult]:
     results = []
     for check in checks:
         try:

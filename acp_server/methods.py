@@ -274,7 +274,12 @@ class AcpServer:
     def _advertise_commands(self, ctx: RequestContext, session_id: str) -> None:
         async def advertise() -> None:
             opened = self.sessions.get(session_id)
-            extra = slash_commands.skill_commands(opened.session) if opened is not None else []
+            # Off the loop: listing the skills reads the repository's skill folders.
+            extra = (
+                await anyio.to_thread.run_sync(slash_commands.skill_commands, opened.session)
+                if opened is not None
+                else []
+            )
             if opened is not None:
                 opened.advertised_skills = tuple(c.name for c in extra)
             await self.send_update(session_id, slash_commands.available_commands_update(extra))

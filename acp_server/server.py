@@ -17,6 +17,7 @@ from acp_server.stdio_guard import ReservedStdio, reserve_stdio
 
 if TYPE_CHECKING:
     from acp_server.early_initialize import EarlyStart
+    from acp_server.watchdog import Watchdog
 
 
 def _configure_logging() -> None:
@@ -50,6 +51,28 @@ def _max_message_bytes() -> int:
         return DEFAULT_MAX_LINE_BYTES
 
 
+def _watchdog(read_fd: int, kill_children: Callable[[], None] | None, parent_pid: int) -> Watchdog:
+    import logging
+
+    from acp_server.watchdog import DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, Watchdog
+    from agent_core.config.table import ConfigError, from_env
+
+    def seconds(name: str, default: float) -> float:
+        try:
+            return float(from_env(name, os.environ))
+        except ConfigError as exc:  # also refused by load_config, so session/new names it too
+            logging.getLogger(__name__).error("%s", exc)
+            return default
+
+    return Watchdog(
+        stall_seconds=seconds("CONTINUAL_ACP_STALL_SECONDS", DEFAULT_STALL_SECONDS),
+        grace_seconds=seconds("CONTINUAL_ACP_EXIT_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
+        input_fd=read_fd,
+        kill_children=kill_children,
+        parent_pid=parent_pid,
+    )
+
+
 def serve_stdio(
     *,
     agent_factory: Callable[[Any], Any] | None = None,
@@ -57,6 +80,7 @@ def serve_stdio(
     extensions: Sequence[Callable[[Any], None]] = (),
     advertised: tuple[Sequence[str], Sequence[str]] | None = None,
     harden: Callable[[], object] | None = None,
+    kill_children: Callable[[], None] | None = None,
 ) -> int:
     """Run the server until stdin closes; returns the exit code (0 after an orderly shutdown).
 
@@ -68,8 +92,10 @@ def serve_stdio(
     `advertised`: the `(methods, notifications)` the extensions add to `initialize`; given, the
     first `initialize` is answered before anything heavy is imported (early_initialize.py).
     `harden()` runs right after that, before any kernel can exist (the composition root passes
-    kernel_bridge's `make_undumpable`).
+    kernel_bridge's `make_undumpable`). `kill_children()` ends every process group the server
+    started; the watchdog (acp_server/watchdog.py) calls it before a forced exit.
     """
+    parent_pid = os.getppid()  # the editor, before anything can take long (acp_server/watchdog.py)
     reserved = reserve_stdio()
     early = None
     if advertised is not None:
@@ -85,10 +111,15 @@ def serve_stdio(
     _configure_logging()
     import anyio
 
+    from acp_server.watchdog import install
+
+    watchdog = install(_watchdog(reserved.read_fd, kill_children, parent_pid))
     try:
-        anyio.run(_serve, reserved, agent_factory, agent_prepare, extensions, early, advertised)
+        anyio.run(_serve, reserved, agent_factory, agent_prepare, extensions, early, advertised, watchdog)
     except KeyboardInterrupt:
         return 130
+    finally:
+        watchdog.stop()
     return 0
 
 
@@ -99,7 +130,9 @@ async def _serve(
     extensions: Sequence[Callable[[Any], None]],
     early: EarlyStart | None,
     advertised: tuple[Sequence[str], Sequence[str]] | None,
+    watchdog: Watchdog,
 ) -> None:
+    import asyncio
     import logging
 
     import anyio
@@ -109,6 +142,8 @@ async def _serve(
     from acp_server.registry import MethodRegistry
     from acp_server.transport import Connection
 
+    watchdog.start()
+    asyncio.get_running_loop().call_soon(watchdog.heartbeat)
     registry = MethodRegistry()
     server = AcpServer(registry, agent_factory=agent_factory, agent_prepare=agent_prepare)
     for extend in extensions:
@@ -128,6 +163,7 @@ async def _serve(
         tg.start_soon(server.start_agent)
         tg.start_soon(_stop_on_sigterm, tg.cancel_scope, server)
         await connection.serve(on_eof=server.stop_turns)
+        watchdog.input_ended("stdin closed")  # read here: an input the watchdog cannot poll ends too
         await server.shutdown()
         tg.cancel_scope.cancel()
     await writer.aclose()

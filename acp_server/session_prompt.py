@@ -100,7 +100,10 @@ def register_prompt(server: PromptHost) -> None:
             command = parse_command(blocks)
             if command is not None and command[0].startswith(SKILL_PREFIX):
                 # `/skill:<name> task`: a model turn that starts from the skill's full instructions.
-                text = skill_prompt(opened.session, command[0][len(SKILL_PREFIX) :], command[1])
+                # Off the loop: it reads the skill's SKILL.md from the repository.
+                text = await anyio.to_thread.run_sync(
+                    skill_prompt, opened.session, command[0][len(SKILL_PREFIX) :], command[1]
+                )
                 if text is not None:
                     from agent_core import TextPart
 

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import anyio
+
 from acp_server import frames
 from acp_server.harness import commands as harness_commands
 from acp_server.rewind_commands import command as rewind_command
@@ -133,6 +135,9 @@ def skill_prompt(session: Session, name: str, argument: str) -> str | None:
         text = session.skills.read_skill(str(session.cwd), name)
     except KeyError:
         return None
+    except OSError as exc:  # not a regular file, or over the cap (harness_store/safe_read.py)
+        log.warning("the skill %r cannot be used: %s", name, exc)
+        return None
     task = argument or "Apply this skill to the current work."
     return f"Use the skill `{name}`. Its instructions (SKILL.md):\n\n{text.strip()}\n\nTask: {task}"
 
@@ -167,7 +172,8 @@ class CommandRunner:
     async def run(self, name: str, argument: str) -> None:
         ctx = self._ctx
         if name.startswith(SKILL_PREFIX):
-            known = ", ".join(c.name for c in skill_commands(ctx.session)) or "none"
+            listed = await anyio.to_thread.run_sync(skill_commands, ctx.session)  # reads the skill folders
+            known = ", ".join(c.name for c in listed) or "none"
             await ctx.reply(f"No user skill named {name[len(SKILL_PREFIX) :]!r} (skills: {known}).")
             return
         handler = self._handlers[name]
@@ -185,7 +191,11 @@ async def kernel(ctx: CommandContext, argument: str) -> None:
     session = ctx.session
     action = (argument.split() or ["status"])[0]
     if action == "status":
-        await ctx.reply(f"Kernel: {await session.kernel_status()}")
+        from acp_server.watchdog import current
+
+        watchdog = current()
+        loop_line = f"\n\nServer {watchdog.status_line()}." if watchdog is not None else ""
+        await ctx.reply(f"Kernel: {await session.kernel_status()}{loop_line}")
     elif action == "interrupt":
         await ctx.reply(await session.interrupt_kernel())
     elif action == "restart":

@@ -13,13 +13,16 @@ merged) counts once.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness_store.models import HarnessEntry, RefinementResult
+from harness_store.safe_read import HISTORY_MAX_BYTES, Refused, read_bytes, warn_once
 
 log = logging.getLogger("harness_store")
 
@@ -83,9 +86,12 @@ class ProjectHistory:
             return
         if self._sig is None or sig[0] != self._sig[0] or sig[1] < self._offset:
             self._reset()
-        with self.path.open("rb") as fh:
-            fh.seek(self._offset)
-            data = fh.read()
+        try:
+            # The repository's file: regular, non-blocking, capped (safe_read.py).
+            data = read_bytes(self.path, limit=HISTORY_MAX_BYTES, offset=self._offset)
+        except Refused as exc:
+            warn_once(self.path, exc.strerror, log)
+            return
         end = data.rfind(b"\n") + 1  # a torn last line is read once it is complete
         for raw in data[:end].split(b"\n"):
             if not raw.strip():
@@ -110,7 +116,13 @@ class ProjectHistory:
         line = result.model_dump(mode="json", exclude_none=True)
         line["parents"] = parents
         data = (json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # The repository's file: O_NONBLOCK so a FIFO there fails (ENXIO) instead of waiting for a
+        # reader, and anything but a regular file is refused before a byte is written.
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.path, flags, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(errno.EINVAL, "not a regular file", str(self.path))
         with os.fdopen(fd, "ab") as fh:
             fh.write(data)
             fh.flush()

@@ -63,6 +63,7 @@ from harness_store.project_files import (
 )
 from harness_store.project_history import ProjectHistory, after_of, entry_key
 from harness_store.project_rules import rule_errors
+from harness_store.safe_read import ENTRY_MAX_BYTES, HISTORY_MAX_BYTES, Refused, read_text, warn_once
 from harness_store.tombstones import add_tombstone
 
 log = logging.getLogger("harness_store")
@@ -119,7 +120,8 @@ class RepositoryBackend(Backend):
         self.lock_timeout = lock_timeout
         # path (a str: Path objects cost more than the stat) -> ((inode, mtime_ns, size), parsed entry or
         # the file's text when it does not parse). Re-parsing happens only for files that changed.
-        self._files: dict[str, tuple[tuple[int, int, int], HarnessEntry | str]] = {}
+        # None: not a regular file (a FIFO, a device...), skipped with one warning (safe_read.py).
+        self._files: dict[str, tuple[tuple[int, int, int], HarnessEntry | str | None]] = {}
         self._history = ProjectHistory(self.history_path)
         # The last snapshot read with nothing to repair and no conflict, and what it was read from
         # (history version, tombstones file signature): while no file changed, `read()` hands out
@@ -164,7 +166,7 @@ class RepositoryBackend(Backend):
                 changed = changed or fresh
                 if isinstance(parsed, HarnessEntry):
                     entries[kind][parsed.id] = parsed
-                else:
+                elif parsed is not None:
                     broken.append(self._file_conflict(kind, Path(item.path), parsed))
         for stale in set(self._files) - seen:
             del self._files[stale]
@@ -172,8 +174,9 @@ class RepositoryBackend(Backend):
         self._links = links
         return entries, broken, changed
 
-    def _read(self, item: os.DirEntry[str]) -> tuple[HarnessEntry | str, bool]:
-        """The file's entry (or its text when it does not parse), and whether it was read afresh."""
+    def _read(self, item: os.DirEntry[str]) -> tuple[HarnessEntry | str | None, bool]:
+        """The file's entry (or its text when it does not parse; None when it is not a regular file),
+        and whether it was read afresh."""
         path = item.path
         try:
             stat = item.stat()
@@ -184,8 +187,13 @@ class RepositoryBackend(Backend):
         if cached is not None and cached[0] == sig:
             return cached[1], False
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            # The repository's file: regular, non-blocking, capped (harness_store/safe_read.py); a
+            # linked entry is followed (supported), what it reaches is checked on the descriptor.
+            text = read_text(path, limit=ENTRY_MAX_BYTES, follow=True)
+        except Refused as exc:  # not an entry at all: skipped, not listed as a broken one
+            warn_once(path, exc.strerror, log)
+            self._files[path] = (sig, None)
+            return None, True
         except (OSError, UnicodeDecodeError) as exc:
             log.warning("project harness entry %s unreadable: %s", path, exc)
             text = ""
@@ -336,8 +344,11 @@ class RepositoryBackend(Backend):
     def _read_tombstones(self) -> list[Tombstone]:
         stones: list[Tombstone] = []
         try:
-            text = self.tombstones_path.read_text(encoding="utf-8")
+            text = read_text(self.tombstones_path, limit=HISTORY_MAX_BYTES)
         except FileNotFoundError:
+            return stones
+        except Refused as exc:
+            warn_once(self.tombstones_path, exc.strerror, log)
             return stones
         except OSError as exc:
             log.warning("project tombstones %s unreadable: %s", self.tombstones_path, exc)

@@ -15,8 +15,11 @@ from pathlib import Path
 from skills.user_skills import SkillIndex, discover, skill_roots
 
 _HERE = Path(__file__).resolve().parent
-# Module name -> file, in dependency order (a module's imports come before it).
+# Module name -> file, in dependency order (a module's imports come before it). The safe reader
+# of workspace files is harness_store's (stdlib only), shipped under its own name.
 _MODULES = (
+    ("harness_store.safe_read", "../harness_store/safe_read.py"),
+    ("skills._safe_read", "_safe_read.py"),
     ("skills.user_skills", "user_skills.py"),
     ("skills._awaitable", "_awaitable.py"),
     ("skills", "__init__.py"),
@@ -52,12 +55,17 @@ def _continual_acp_load_skills(roots, sources):
         package.__path__ = []
         sys.modules["skills"] = package
         for name, source in sources:
+            parent_name = name.rpartition(".")[0]
+            if parent_name and parent_name not in sys.modules:
+                parent = types.ModuleType(parent_name)
+                parent.__path__ = []
+                sys.modules[parent_name] = parent
             module = package if name == "skills" else types.ModuleType(name)
             module.__file__ = "<continual-acp " + name + ">"
             sys.modules[name] = module
             exec(compile(source, module.__file__, "exec"), module.__dict__)
             if name != "skills":
-                setattr(package, name.rpartition(".")[2], module)
+                setattr(sys.modules[parent_name], name.rpartition(".")[2], module)
         kernel_module = sys.modules["skills._kernel"]
     kernel_module.install(get_ipython().user_ns, roots)
 

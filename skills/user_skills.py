@@ -7,6 +7,13 @@ in the system prompt and as `/skill:<name>` commands) and inside the kernel (`sk
 
 Roots are searched in order and the first skill with a given name wins, so a project's own skill
 (`<cwd>/.continual-acp/skills`) shadows a user-wide one of the same name.
+
+A skill folder is the repository's (or another tool's) data, so every read goes through
+`harness_store.safe_read`: a `SKILL.md` that is a FIFO, a device, a symlink loop, a kernel
+pseudo-file or over `ENTRY_MAX_BYTES` is a problem listed for that folder, never a hang. The index
+is rebuilt for every prompt, so it reads at most `MAX_SKILLS_PER_ROOT` folders of a root (in name
+order) and the first `FRONTMATTER_MAX_BYTES` of each `SKILL.md`: a root with thousands of skills
+costs a bounded read per prompt, and the folders past the cap are one problem line.
 """
 
 from __future__ import annotations
@@ -16,10 +23,26 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness_store.safe_read import ENTRY_MAX_BYTES, Refused, read_prefix, read_text
+else:  # the same module, loaded without harness_store/__init__ (skills/_safe_read.py)
+    from skills._safe_read import safe_read
+
+    _safe = safe_read()
+    ENTRY_MAX_BYTES, Refused = _safe.ENTRY_MAX_BYTES, _safe.Refused
+    read_prefix, read_text = _safe.read_prefix, _safe.read_text
 
 SKILL_FILE = "SKILL.md"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 DESCRIPTION_MAX = 1024
+# Skill folders read per root and per index (see the module docstring).
+MAX_SKILLS_PER_ROOT = 256
+# The head of a SKILL.md that the index reads: the frontmatter must fit in it.
+FRONTMATTER_MAX_BYTES = 16 * 1024
+# Entries of one skill folder looked at for importable Python.
+MAX_FOLDER_ENTRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -128,7 +151,7 @@ def _python_paths(folder: Path) -> tuple[str, ...]:
     if (folder / "__init__.py").is_file() and folder.name.isidentifier():
         paths.append(str(folder.parent))  # the folder itself is the package
     try:
-        children = list(folder.iterdir())
+        children = [c for _, c in zip(range(MAX_FOLDER_ENTRIES), folder.iterdir(), strict=False)]
     except OSError:
         children = []
     if any(
@@ -144,9 +167,13 @@ def read_skill_folder(folder: Path, root: Path) -> SkillInfo | str:
     """The skill in `folder`, or a reason it cannot be used."""
     path = folder / SKILL_FILE
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        # A linked SKILL.md is followed on purpose; what it reaches is checked on the descriptor.
+        head = read_prefix(path, FRONTMATTER_MAX_BYTES, follow=True)
+    except Refused as exc:
+        return f"{path}: {exc.strerror}"
+    except OSError as exc:
         return f"{path}: cannot read ({exc})"
+    text = head.decode("utf-8", errors="replace")
     meta = parse_frontmatter(text)
     if meta is None:
         return f"{path}: no frontmatter (expected a '---' header with name and description)"
@@ -177,10 +204,25 @@ def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
         if not root.is_dir():
             continue
         try:
-            folders = sorted(p for p in root.iterdir() if p.is_dir() and (p / SKILL_FILE).is_file())
+            # Names first (no stat each): only the folders read below are looked at.
+            with os.scandir(root) as listing:
+                entries = sorted((e for e in listing if e.is_dir()), key=lambda e: e.name)
         except OSError as exc:
             problems.append(f"{root}: cannot list ({exc})")
             continue
+        folders: list[Path] = []
+        for position, entry in enumerate(entries):
+            # lexists, not is_file: a SKILL.md that is not a regular file is reported, not skipped
+            # in silence (is_file would stat through a FIFO or a device and say no without a word).
+            if not os.path.lexists(os.path.join(entry.path, SKILL_FILE)):
+                continue
+            if len(folders) == MAX_SKILLS_PER_ROOT:
+                problems.append(
+                    f"{root}: more than {MAX_SKILLS_PER_ROOT} skill folders; only the first "
+                    f"{MAX_SKILLS_PER_ROOT} (by name) are read ({len(entries) - position} folders after them)"
+                )
+                break
+            folders.append(Path(entry.path))
         for folder in folders:
             info = read_skill_folder(folder, root)
             if isinstance(info, str):
@@ -199,7 +241,7 @@ def read_skill_text(index: SkillIndex, name: str) -> str:
     if skill is None:
         known = ", ".join(s.name for s in index.skills) or "none"
         raise KeyError(f"no skill named {name!r} (known: {known})")
-    return Path(skill.skill_file).read_text(encoding="utf-8")
+    return read_text(skill.skill_file, limit=ENTRY_MAX_BYTES, follow=True)
 
 
 def render_index(skills: Sequence[SkillInfo], *, max_chars: int = 4_000) -> str:

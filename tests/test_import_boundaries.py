@@ -18,8 +18,9 @@ ALLOWED: dict[str, tuple[set[str], set[str]]] = {
         set(),
         {"jupyter_client", "jupyter_core", "zmq", "dill", "anyio", "IPython", "ipykernel", "aiohttp"},
     ),
-    # Kernel-side code: it reaches the host only through kernel_bridge's kernel-side client.
-    "skills": ({"kernel_bridge"}, {"IPython"}),
+    # Kernel-side code: it reaches the host only through kernel_bridge's kernel-side client; it
+    # reads skill folders with harness_store.safe_read (stdlib only; the loader ships its source).
+    "skills": ({"kernel_bridge", "harness_store"}, {"IPython"}),
     "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx", "mcp"}),
     "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"}),
     # The eval drives the server as a client (a child process over stdio), never by importing it.

@@ -485,6 +485,23 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "",
+        "float",
+        "seconds the event loop may go without turning before its stack is logged (stderr)",
+        default=10.0,
+        env="CONTINUAL_ACP_STALL_SECONDS",
+        above=0,
+    ),
+    Option(
+        "",
+        "float",
+        "seconds a stuck server is given to shut down after its editor left (stdin closed, parent "
+        "died) before it kills its process groups and exits",
+        default=5.0,
+        env="CONTINUAL_ACP_EXIT_GRACE_SECONDS",
+        above=0,
+    ),
+    Option(
+        "",
         "choice",
         "ACP version spoken: `2` = the v2 draft, to a client asking for it (README: ACP v2 draft)",
         default="1",

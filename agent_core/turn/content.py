@@ -72,18 +72,24 @@ def _is_binary(head: bytes) -> bool:
 
 def _link_blocks(part: ResourceLinkPart, images: bool) -> list[dict[str, Any]]:
     """A linked file as model content: an image part for images, a note for other binary files."""
+    from harness_store.safe_read import read_bytes, read_prefix  # harness_store: off the startup path
+
     path = _file_path(part.uri)
     if path is not None:
         try:
-            with path.open("rb") as fh:
-                head = fh.read(SNIFF_BYTES)
+            # Regular files only, non-blocking (a FIFO in the workspace must not hang the prompt).
+            head = read_prefix(path, SNIFF_BYTES, follow=True)
             size = path.stat().st_size
         except (OSError, ValueError):
             return [{"type": "text", "text": _link_text(part)}]  # says why it could not be read
         mime = _image_mime(part.mime_type, head)
         tag = f'<resource-link uri="{part.uri}" name="{part.name}"/>'
         if mime is not None and images and size <= IMAGE_LINK_LIMIT:
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            try:
+                raw = read_bytes(path, limit=IMAGE_LINK_LIMIT, follow=True)
+            except OSError:
+                return [{"type": "text", "text": _link_text(part)}]
+            data = base64.b64encode(raw).decode("ascii")
             return [
                 {"type": "text", "text": f"{tag} (image, {mime}, {size} bytes):"},
                 {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}},
@@ -100,9 +106,12 @@ def _link_text(part: ResourceLinkPart) -> str:
     path = _file_path(part.uri)
     if path is None:
         return f'<resource-link uri="{part.uri}" name="{part.name}"/> (a reference; not readable from here)'
+    from harness_store.safe_read import read_prefix  # harness_store: off the startup path
+
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            body = fh.read(LINK_READ_LIMIT + 1)
+        # At most 4 bytes a character: enough bytes for LINK_READ_LIMIT + 1 characters.
+        body = read_prefix(path, 4 * (LINK_READ_LIMIT + 1), follow=True).decode("utf-8", errors="replace")
+        body = body[: LINK_READ_LIMIT + 1]
     except (OSError, ValueError) as exc:
         return f'<resource-link uri="{part.uri}" name="{part.name}"/> (could not be read: {exc})'
     if len(body) > LINK_READ_LIMIT:

@@ -170,7 +170,9 @@ async def run_turn_body(session: TurnContext, parts: Sequence[ev.PromptPart], em
         emit(ev.MessageChunk(NO_MODEL_MESSAGE, new_id("msg")))
         return TurnOutcome("end_turn")
 
-    system = session.system_prompt(parts)
+    # In a worker thread: the system prompt reads the repository (AGENTS.md, the skill folders, the
+    # project harness), and a slow or hostile file system must not stall the event loop.
+    system = await asyncio.to_thread(session.system_prompt, parts)
     if session.control_plane is not None:  # unconfined: the prompt must come from the verified tree
         from agent_core.control_plane import cells as control_plane
 

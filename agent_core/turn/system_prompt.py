@@ -118,13 +118,21 @@ PROJECT_FILE_LIMIT = 20_000  # characters per file; a huge AGENTS.md must not ea
 
 def project_context(cwd: str) -> str:
     """`AGENTS.md` / `CLAUDE.md` from the session's cwd, each bounded."""
+    from harness_store.safe_read import ENTRY_MAX_BYTES, Refused, read_bytes, warn_once  # not at startup
+
     sections: list[str] = []
     for name in PROJECT_FILES:
         path = Path(cwd) / name
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            # The repository's file: a regular file only (a FIFO would hang the prompt), bounded. A
+            # linked one (CLAUDE.md -> AGENTS.md) is followed; what it reaches is checked.
+            raw = read_bytes(path, limit=ENTRY_MAX_BYTES, follow=True)
+        except Refused as exc:
+            warn_once(path, exc.strerror)
+            continue
         except OSError:
             continue
+        text = raw.decode("utf-8", errors="replace")
         if len(text) > PROJECT_FILE_LIMIT:
             text = text[:PROJECT_FILE_LIMIT] + f"\n[... {name} cut at {PROJECT_FILE_LIMIT} characters ...]"
         sections.append(f"## {name}\n{text.strip()}")

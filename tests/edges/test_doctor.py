@@ -111,7 +111,7 @@ def test_doctor_passes_every_check_with_a_scripted_endpoint_and_warns_of_an_unkn
         done = _doctor(env, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     assert processes_with_env("CONTINUAL_ACP_TEST_MARK", marker) == []  # its test kernel is gone
-    for name in ("config", "data dir", "model endpoint", "kernel"):
+    for name in ("config", "data dir", "model endpoint", "kernel", "event loop"):
         assert f"OK    {name}:" in done.stdout, done.stdout
     assert "FAIL" not in done.stdout
     assert (
@@ -196,6 +196,28 @@ def test_doctor_fails_the_config_line_naming_a_kernel_python_that_does_not_exist
     line = next(line for line in done.stdout.splitlines() if "config:" in line)
     assert (done.returncode, line.strip().split()[0]) == (1, "FAIL")
     assert "setting kernel_python = " in line and f"(from {config})" in line and "no such file" in line, line
+
+
+def test_doctor_fails_the_event_loop_line_when_a_check_blocked_the_loop(
+    hermetic_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import time
+
+    from acp_server.doctor import CheckResult, run_checks
+
+    monkeypatch.setenv("CONTINUAL_ACP_STALL_SECONDS", "0.5")
+
+    async def blocking_check(config: object) -> CheckResult:
+        time.sleep(1.0)  # the deliberate blocking call on the doctor's loop
+        return CheckResult("blocking", True, "returned")
+
+    for key, value in hermetic_env.items():
+        monkeypatch.setenv(key, value)
+    results = asyncio.run(run_checks(load_config(), (blocking_check,)))
+    loop = results[-1]
+    assert loop.name == "event loop" and not loop.ok, loop
+    assert float(loop.detail.split()[2]) >= 1.0, loop.detail
 
 
 async def test_a_down_endpoint_from_config_toml_names_its_line_and_a_llama_cpp_example(
