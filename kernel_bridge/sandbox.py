@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
@@ -268,10 +270,24 @@ def _copy_private(source: Path, target: Path) -> None:
 
     Streams the copy (`write_private` takes the bytes, and a snapshot can be as large as the cap);
     the temp name is the snapshot's, which `snapshot.remove_stale_temps` sweeps."""
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # The source is in the kernel's staging dir, which the sandboxed kernel writes: a symlink
+    # planted there (to /proc/self/environ, to another session's state) must not be followed, and
+    # a FIFO must not block the copy. Only a regular file, opened without following a link.
+    src_fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        with os.fdopen(fd, "wb") as out, source.open("rb") as src:
+        if not stat.S_ISREG(os.fstat(src_fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(source))
+    except BaseException:
+        os.close(src_fd)
+        raise
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except BaseException:
+        os.close(src_fd)
+        raise
+    try:
+        with os.fdopen(fd, "wb") as out, os.fdopen(src_fd, "rb") as src:
             shutil.copyfileobj(src, out)
             out.flush()
             os.fsync(out.fileno())
@@ -297,7 +313,7 @@ class SandboxKernel(RunningKernel):
         # leaves the old manifest beside the new state, which restore does not depend on.
         try:
             for source, target in ((staged.state, paths.state), (staged.manifest, paths.manifest)):
-                if source.is_file():
+                if source.is_file() or source.is_symlink():  # a link is refused by the copy
                     _copy_private(source, target)
         except OSError as exc:
             raise KernelBridgeError(

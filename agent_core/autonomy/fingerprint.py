@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from kernel_bridge.safe_git import run_git
@@ -90,11 +91,13 @@ def _git_fingerprint(root: Path) -> str | None:
 def _file_digest(path: Path) -> bytes:
     try:
         info = path.lstat()
-        if not path.is_file() or path.is_symlink():
+        if not stat.S_ISREG(info.st_mode):
             return f"special:{info.st_mode}:{info.st_size}".encode()
         if info.st_size > MAX_HASHED_FILE:
             return f"big:{info.st_size}:{info.st_mtime_ns}".encode()
-        return hashlib.sha256(path.read_bytes()).digest()
+        from harness_store.safe_read import read_bytes  # checked on the descriptor: no swap between
+
+        return hashlib.sha256(read_bytes(path, limit=MAX_HASHED_FILE)).digest()
     except OSError as exc:
         return f"unreadable:{exc.errno}".encode()
 

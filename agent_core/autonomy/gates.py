@@ -100,13 +100,15 @@ def project_gates_file(cwd: str | os.PathLike[str]) -> Path:
 
 def load_project_gates(cwd: str | os.PathLike[str]) -> tuple[Gate, ...]:
     """`.continual-acp/gates.toml`: `[[gate]] command = "pytest -q"` tables or `gates = [...]`."""
+    from harness_store.safe_read import CONFIG_MAX_BYTES, read_bytes
+
     path = project_gates_file(cwd)
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        # A regular file only, never blocking, capped: the repository shapes this path.
+        data = tomllib.loads(read_bytes(path, limit=CONFIG_MAX_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return ()
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise GateConfigError(f"{path}: {exc}") from None
     gates = [*parse_gates(data.get("gate"), source="project", where=str(path))]
     gates += parse_gates(data.get("gates"), source="project", where=str(path))
@@ -175,16 +177,21 @@ def _project_python(root: Path) -> str:
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
+    from harness_store.safe_read import CONFIG_MAX_BYTES, read_bytes
+
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+        return tomllib.loads(read_bytes(path, limit=CONFIG_MAX_BYTES, follow=True).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
 
 
 def _read_text(path: Path) -> str:
+    """A project file detection reads (Makefile, setup.cfg, package.json): regular, capped, never
+    blocking (a FIFO named Makefile is skipped); "" when it cannot be read."""
+    from harness_store.safe_read import CONFIG_MAX_BYTES, read_bytes
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_bytes(path, limit=CONFIG_MAX_BYTES, follow=True).decode("utf-8", errors="replace")
     except OSError:
         return ""
 

@@ -13,6 +13,7 @@ import binascii
 import contextlib
 import difflib
 import os
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,8 +184,12 @@ def _short(path: str) -> str:
 
 
 def _read(path: Path) -> bytes | None:
+    """The file as it is now (None: absent); a FIFO or device swapped in is not read (a refusal is
+    an OSError: the write-back reports it)."""
+    from harness_store.safe_read import HISTORY_MAX_BYTES, read_bytes
+
     try:
-        return path.read_bytes()
+        return read_bytes(path, limit=HISTORY_MAX_BYTES)
     except FileNotFoundError:
         return None
 
@@ -201,7 +206,10 @@ def _write_back(held: HeldFile) -> str | None:
             before, after = held.before, held.after
             # An append-only log (the history) that grew meanwhile: append what the cell appended.
             if before is not None and after is not None and after.startswith(before) and current:
-                with path.open("ab") as fh:
+                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+                with os.fdopen(fd, "ab") as fh:
+                    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                        return f"{held.path}: not a regular file now, not written"
                     fh.write(after[len(before) :])
                 return None
             return f"{held.path}: changed since the cell ran, not overwritten"
