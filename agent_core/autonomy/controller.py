@@ -29,6 +29,7 @@ from agent_core.autonomy.gates import (
     make_gate,
     merge_gates,
     parse_gates,
+    project_gates_file,
 )
 from agent_core.autonomy.loop import LoopLimits, LoopOutcome, run_autonomous
 from agent_core.autonomy.pinning import GatePin, gate_modules, pin_gate
@@ -320,13 +321,27 @@ class SessionAutonomy:
     # ------------------------------------------------------------ gates
 
     def gates(self) -> tuple[Gate, ...]:
-        """Project gates (re-read each time: the file may change), then the user's, then this session's."""
+        """Project gates (re-read each time: the file may change), then the user's, then this session's.
+
+        The project's come from the control-plane guard's verified content when the session has a
+        guard (the server never trusts the disk at use time: a write that landed after the guard's
+        check is not what a loop pins), else from the disk."""
         try:
-            project = load_project_gates(self.session.cwd)
+            project = load_project_gates(self.session.cwd, self._verified_gate_file())
         except GateConfigError as exc:
             log.warning("%s", exc)
             project = ()
         return merge_gates(project, self.settings.user_gates, self._state.gates)
+
+    def _verified_gate_file(self) -> bytes | None:
+        guard = self.session.control_plane
+        if guard is None:
+            return None
+        try:
+            content = guard.verified(project_gates_file(self.session.cwd))
+        except LookupError:
+            return None  # not under the guard's roots, or no baseline yet: the disk is all there is
+        return b"" if content is None else content
 
     def add_gate(self, command: str, timeout: float | None = None) -> Gate:
         gate = make_gate(command) if timeout is None else make_gate(command, timeout)

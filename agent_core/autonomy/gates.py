@@ -98,14 +98,18 @@ def project_gates_file(cwd: str | os.PathLike[str]) -> Path:
     return Path(cwd) / ".continual-acp" / "gates.toml"
 
 
-def load_project_gates(cwd: str | os.PathLike[str]) -> tuple[Gate, ...]:
-    """`.continual-acp/gates.toml`: `[[gate]] command = "pytest -q"` tables or `gates = [...]`."""
+def load_project_gates(cwd: str | os.PathLike[str], content: bytes | None = None) -> tuple[Gate, ...]:
+    """`.continual-acp/gates.toml`: `[[gate]] command = "pytest -q"` tables or `gates = [...]`.
+
+    `content`: the file's bytes as the control-plane guard verified them (what a loop pins), instead
+    of the disk as it is now."""
     from harness_store.safe_read import CONFIG_MAX_BYTES, read_bytes
 
     path = project_gates_file(cwd)
     try:
         # A regular file only, never blocking, capped: the repository shapes this path.
-        data = tomllib.loads(read_bytes(path, limit=CONFIG_MAX_BYTES).decode("utf-8"))
+        raw = content if content is not None else read_bytes(path, limit=CONFIG_MAX_BYTES)
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         return ()
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
