@@ -279,15 +279,25 @@ def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
     return read_manifest(paths) if paths is not None else None
 
 
+# What every backend fences (README "The referee, per backend"): said once on each status line.
+_FENCED_EVERYWHERE = (
+    "host calls, server git, gate programs and the server's key and pipes are fenced on every backend"
+)
+
+
 def control_plane_line(guarantees: Any) -> str:
-    """How `.continual-acp/` (gates, the project harness) is kept from cells on this backend."""
+    """How `.continual-acp/` (gates, the project harness) is kept from cells on this backend, and
+    what this backend does not cover: the README's per-backend table in one line."""
     if getattr(guarantees, "confined", False):
         return (
             f"control plane (.continual-acp/: gates, project harness): read-only to cells "
-            f"(confined by {guarantees.tier})"
+            f"(confined by {guarantees.tier}; gates and skill checks too); {_FENCED_EVERYWHERE}; "
+            "not covered: stdio MCP servers run outside the sandbox"
         )
     return (
         "control plane (.continual-acp/: gates, project harness): writable by cells on this backend; "
-        "detected, not prevented: after every cell the server restores what the cell changed there "
-        "and holds it for review"
+        "detected, not prevented: after every cell and gate, and between prompts, the server compares "
+        "it by content, restores what changed there and holds it for review; "
+        f"{_FENCED_EVERYWHERE}; not covered: a cell can signal the server and write the data dir "
+        "(use a sandbox tier)"
     )

@@ -140,6 +140,9 @@ def test_an_entry_file_written_from_a_local_cell_is_restored_held_for_review_and
     assert SECRET in entry.read_text()
     status_text = run_command(client, sid, "/kernel status")
     assert "writable by cells on this backend; detected, not prevented" in status_text, status_text
+    assert (
+        "not covered: a cell can signal the server and write the data dir (use a sandbox tier)" in status_text
+    )
 
 
 def test_a_loop_keeps_its_gate_when_a_cell_rewrites_the_gate_file_and_lists_the_test_it_weakened(
@@ -226,8 +229,9 @@ def _sandbox_attack(
     assert "assert add(2, 3) == 5" in tests.read_text()
     status_text = run_command(client, sid, "/kernel status")
     assert (
-        f"control plane (.continual-acp/: gates, project harness): read-only to cells (confined by {tier})"
-        in (status_text)
+        f"control plane (.continual-acp/: gates, project harness): read-only to cells (confined by {tier}; "
+        "gates and skill checks too); host calls, server git, gate programs and the server's key and pipes "
+        "are fenced on every backend; not covered: stdio MCP servers run outside the sandbox" in (status_text)
     ), status_text
 
 
