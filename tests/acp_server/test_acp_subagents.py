@@ -38,7 +38,8 @@ def tool_results(body: dict[str, Any]) -> list[str]:
 
 
 def last_tool_result(model: ScriptedModelServer, index: int = -1) -> str:
-    parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
+    # Chat requests only: under load the endpoint's log once held a body without messages.
+    parent_requests = [r for r in model.requests if "messages" in r and "[[" not in _first_user(r)]
     return tool_results(parent_requests[index])[-1]
 
 

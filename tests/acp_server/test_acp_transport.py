@@ -36,6 +36,7 @@ def test_initialize_advertises_exactly_the_documented_capabilities(spawn: Client
         "fork": {},
         "status": {},
         "title": {},
+        "systemPrompt": {"mode": {"override": {}}},
     }
     meta = caps["_meta"]["continual-acp"]  # type: ignore[index]
     assert meta["version"] == 1
