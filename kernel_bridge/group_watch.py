@@ -189,15 +189,23 @@ def script_path() -> str:
     return os.path.abspath(__file__)
 
 
-def watched_argv(command: list[str], parent_pid: int | None = None) -> list[str]:
+def _script(embedded: bool) -> list[str]:
+    """This interpreter running the watch: the file by its path, or (`embedded`) its code given with
+    `-c`, for a sandbox that does not show this file (bubblewrap's private /tmp hides a clone there)."""
+    if embedded:
+        return [sys.executable, "-I", "-S", "-c", embeddable_source() + "sys.exit(main(sys.argv))\n"]
+    return [sys.executable, "-I", "-S", script_path()]
+
+
+def watched_argv(command: list[str], parent_pid: int | None = None, *, embedded: bool = False) -> list[str]:
     """`command` run under the watch script by this interpreter, watching `parent_pid` (this process)."""
     parent = os.getpid() if parent_pid is None else parent_pid
-    return [sys.executable, "-I", "-S", script_path(), str(parent), "--", *command]
+    return [*_script(embedded), str(parent), "--", *command]
 
 
-def exec_argv() -> list[str]:
+def exec_argv(*, embedded: bool = False) -> list[str]:
     """The prefix that runs a command without capabilities, in place (`exec` mode of the script)."""
-    return [sys.executable, "-I", "-S", script_path(), "exec", "--"]
+    return [*_script(embedded), "exec", "--"]
 
 
 def embeddable_source() -> str:

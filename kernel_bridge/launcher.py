@@ -206,7 +206,7 @@ def _write_spec(
             # The launch seam's capability drop before the interpreter starts: its start-up runs
             # site-packages code (`.pth`, `sitecustomize`) that a workspace venv controls, before the
             # launch code below could drop them. (bubblewrap drops them itself; harmless there.)
-            *group_watch.exec_argv(),
+            *group_watch.exec_argv(embedded=bool(argv_prefix)),  # a sandbox may not show this file
             str(python),
             "-c",
             _LAUNCH_CODE,

@@ -194,7 +194,7 @@ def launch_argv(command: Sequence[str], launch: LaunchPolicy, parent_pid: int | 
     prefix = list(launch.confinement.prefix)
     if launch.confinement.pid_namespace:
         # Inside, the watch's parent is the namespace's init (pid 1): the watch never fires there.
-        return [*prefix, *group_watch.watched_argv(list(command), 1)]
+        return [*prefix, *group_watch.watched_argv(list(command), 1, embedded=True)]
     return group_watch.watched_argv([*prefix, *command], parent_pid)
 
 
