@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp_client import AcpClient
 from acp_helpers import ClientFactory, initialize, new_session, prompt
 
