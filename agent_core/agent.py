@@ -22,6 +22,7 @@ from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
 
 if TYPE_CHECKING:
+    from agent_core.history.fork import SavedSession
     from agent_core.subagents.hub import SubagentHub
     from agent_core.trust.promotion import DeletionNotice
     from harness_store import HarnessStore
@@ -399,17 +400,7 @@ class Agent:
         transcript, local harness, goal and kernel state (agent_core/history/fork.py); opened like a loaded
         session. Returns it and a line saying which kernel state it got. `ForkError` / `RewindError`
         (ValueErrors) when it cannot be made."""
-        from agent_core.history.fork import fork_point, prepare_fork
-
-        where = resolve_cwd(cwd or source.cwd)
-        if not Path(where).is_dir():
-            raise ValueError(f"session cwd {where!r} is not an existing directory")
-        await self.check_kernel_backend()
-        point = fork_point(source, turns)
-        new_id = f"sess_{uuid.uuid4().hex}"
-        note = await prepare_fork(source, new_id, where, point)
-        session, _ = await self._open_saved(new_id, where, editor, mcp_servers)
-        return session, note
+        return await self._fork(source, resolve_cwd(cwd or source.cwd), editor, turns, mcp_servers)
 
     async def fork_saved_session(
         self,
@@ -423,13 +414,27 @@ class Agent:
         """`fork_session` from a session that is not open in this process, read from disk without
         its owner lock: another process (an editor's second server) may have it open. Its kernel
         state is its last snapshot (or the checkpoint of the prompt it forks before)."""
-        from agent_core.history.fork import SavedSession, fork_point, prepare_fork
+        from agent_core.history.fork import SavedSession
 
         if not self.store.exists(source_id):
             raise SessionNotFound(source_id)
         source = SavedSession.read(self.store, source_id)
         meta = self.store.read_meta(source_id) or {}
-        where = resolve_cwd(cwd or str(meta.get("cwd") or ""))
+        return await self._fork(
+            source, resolve_cwd(cwd or str(meta.get("cwd") or "")), editor, turns, mcp_servers
+        )
+
+    async def _fork(
+        self,
+        source: Session | SavedSession,
+        where: str,
+        editor: EditorPort,
+        turns: int | None,
+        mcp_servers: Sequence[ServerConfig],
+    ) -> tuple[Session, str]:
+        """Write the fork's session dir from `source` (open here, or read from disk) and open it."""
+        from agent_core.history.fork import fork_point, prepare_fork
+
         if not where or not Path(where).is_dir():
             raise ValueError(f"session cwd {where!r} is not an existing directory")
         await self.check_kernel_backend()

@@ -252,7 +252,7 @@ def _gitdir_of(dot_git: str) -> tuple[str, ...]:
 
 
 def _is_git_dir(path: str) -> bool:
-    """`path` holds a repository's data (a bare repository, a separate or worktree git dir)."""
+    """`path` holds a repository's data (a bare repository, a separate git dir, a linked checkout's git dir)."""
     if not os.path.isfile(os.path.join(path, "HEAD")):
         return False
     has_objects = os.path.isdir(os.path.join(path, "objects")) and os.path.isdir(os.path.join(path, "refs"))
