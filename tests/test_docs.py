@@ -8,6 +8,8 @@ driven for real.
 
 from __future__ import annotations
 
+import itertools
+import json
 import re
 from pathlib import Path
 
@@ -110,3 +112,41 @@ def test_the_install_page_says_driven_exactly_for_the_clients_run_for_real() -> 
     for entry in EDITORS:
         if entry.editor in said:
             assert said[entry.editor].startswith("yes") == (not entry.tested.startswith("not ")), entry.editor
+
+
+def _table(page: Path, heading: str) -> list[list[str]]:
+    text = page.read_text(encoding="utf-8")
+    # The first table after the heading: its header, its separator, then rows up to the first other line.
+    lines = text[text.index(f"## {heading}\n") :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    block = list(itertools.takewhile(lambda line: line.startswith("|"), lines[start:]))
+    return [[cell.strip() for cell in row.strip().strip("|").split(" | ")] for row in block[2:]]
+
+
+def test_the_protocol_page_names_every_session_capability_initialize_advertises() -> None:
+    # The "advertised to whom" table against the golden `initialize` answer (itself pinned to the builder).
+    golden = json.loads((ROOT / "tests" / "golden" / "initialize_response.json").read_text(encoding="utf-8"))
+    capabilities = golden["agentCapabilities"]
+    rows = _table(ROOT / "docs" / "protocol.md", "What is advertised to whom")
+    named: set[str] = set()
+    for feature, advertised, _sent_to in rows:
+        if advertised == "`sessionCapabilities`":
+            named |= {name.rsplit("/", 1)[-1] for name in re.findall(r"`([\w/]+)`", feature)}
+        elif "sessionCapabilities." in advertised:
+            named |= set(re.findall(r"\.(\w+)", advertised))
+    assert named == set(capabilities["sessionCapabilities"])
+    [quiescence] = [row for row in rows if row[0] == "`_harness/quiescence` notification"]
+    assert quiescence[1] == '`_meta["continual-acp"].notifications`'
+    assert capabilities["_meta"]["continual-acp"]["notifications"] == ["_harness/quiescence"]
+
+
+def test_the_referee_table_says_not_covered_on_local_exactly_where_the_boundary_matrix_expects_it() -> None:
+    # The matrix marks each attack the local backend lets through as a strict expected failure (`OPEN`);
+    # the per-backend table on the kernels page must name the same ones, and no others, as not covered.
+    matrix = (ROOT / "tests" / "referee" / "test_referee_boundary_matrix.py").read_text(encoding="utf-8")
+    open_on_local = set(re.findall(r'\("([\w-]+)", "local", user\)', matrix))
+    rows = _table(ROOT / "docs" / "kernels.md", "The referee, per backend")
+    not_covered = [what for what, local, *_ in rows if local.startswith("**not covered**")]
+    assert len(open_on_local) == len(not_covered) == 2
+    for attack in open_on_local:
+        assert [what for what in not_covered if attack.replace("-", " ") in what] != [], attack
