@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,3 +153,17 @@ def test_the_referee_table_says_not_covered_on_local_exactly_where_the_boundary_
     assert len(open_on_local) == len(not_covered) == 2
     for attack in open_on_local:
         assert [what for what in not_covered if attack.replace("-", " ") in what] != [], attack
+
+
+def test_the_docs_site_builds_strictly_with_no_broken_link_or_anchor(tmp_path: Path) -> None:
+    # The same build as .ci/run's docs step (installed by the `docs` extra; skipped without it).
+    pytest.importorskip("material", reason="mkdocs-material is not installed: pip install -e '.[docs]'")
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=60,
+    )
+    assert build.returncode == 0, build.stderr
