@@ -880,7 +880,7 @@ def test_every_golden_file_belongs_to_a_builder_case() -> None:
 
 
 def test_frames_does_not_import_the_wire_models() -> None:
-    # Startup speed: `initialize` is built from frames before acp.schema is loaded (README).
+    # Startup speed: `initialize` is built from frames before acp.schema is loaded (docs/design-notes.md).
     import subprocess
     import sys
 
