@@ -503,6 +503,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "",
+        "str",
+        "a directory where the server writes its worst event-loop stall at exit (stall-<pid>.json; "
+        "the benchmarks collect them over a whole test run)",
+        default="",
+        env="CONTINUAL_ACP_STALL_REPORT",
+        default_text="none",
+    ),
+    Option(
+        "",
         "choice",
         "ACP version spoken: `2` = the v2 draft, to a client asking for it (docs/protocol.md, ACP v2 draft)",
         default="1",
