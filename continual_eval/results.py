@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from continual_eval.analysis import analyse
 from continual_eval.chart import Panel, Series, render_svg
 from continual_eval.measure import SessionResult
 
@@ -172,6 +173,7 @@ def write_run(out: Path, results: Sequence[SessionResult], meta: Mapping[str, An
         "results": [r.to_json() for r in results],
         "summary": {arm: {str(s): row for s, row in rows.items()} for arm, rows in summary(results).items()},
         "regressions": [asdict(r) for r in regressions],
+        "analysis": analyse(results),
     }
     (out / "results.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     notes = ["pipeline test: scripted model, not model quality"] if scripted else []
