@@ -162,7 +162,10 @@ def _replay_plans(args: argparse.Namespace, tasks: Sequence[Task]) -> tuple[list
         raise TaskError("--without needs --from RUN_DIR (the run that recorded the refinement)")
     traces = args.from_run / "traces"
     for task in tasks:
-        for arm_dir in sorted((traces / task.name).glob("*")) if (traces / task.name).is_dir() else []:
+        folder = traces / task.name
+        # An arm's harness: traces/<task>/<arm>/harness, or per seed traces/<task>/<arm>/seed-<s>/harness.
+        harnesses = sorted([*folder.glob("*/harness"), *folder.glob("*/seed-*/harness")])
+        for arm_dir in (h.parent for h in harnesses):
             history = read_jsonl(arm_dir / "harness" / "refinements.jsonl")
             if any(record.get("id") == args.without for record in history):
                 # The recorded arm's own sessions are the "with" side; only the "without" side runs.
