@@ -124,3 +124,22 @@ def test_the_cost_so_far_shows_on_stderr_as_the_run_goes(runs: tuple[Path, Path,
     costs = [int(n) for n in re.findall(r"cost so far: (\d+) requests", stderr)]
     assert len(costs) == 9  # after each of the 8 sessions, and the run's total
     assert costs[-1] == max(costs) > 0
+
+
+def test_the_misleading_arm_starts_from_the_tasks_wrong_lesson_and_reports_it_unfollowed(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "misleading"
+    done = subprocess.run(
+        _command("--scripted", str(SUITE), "--arms", "misleading", "--sessions", "1", "--out", str(out)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "note-b                       misleading skipped: the task has no misleading.json" in done.stderr
+    (row,) = _document(out)["results"]
+    assert row["task"] == "note-a"
+    assert row["entries_shown"] == ["results_are_marked_done"]
+    assert row["entries_followed"] == []  # the scripted agent never wrote `done`
+    assert row["refine_requests"] > 0  # the arm learns after the wrong seed
