@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from continual_eval.measure import read_jsonl
+from continual_eval.proxy import CostMeter
 from continual_eval.report import compare_runs
 from continual_eval.results import write_run
 from continual_eval.runner import ARMS, MODES, ArmPlan, Endpoint, RunOptions, plan_arm, run
@@ -287,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         temperature=args.temperature,
         jobs=args.jobs,
         resume=args.resume,
+        meter=CostMeter(report=lambda line: print(line, file=sys.stderr, flush=True)),
     )
     print(f"continual-acp eval: {len(tasks)} task(s) x {len(plans)} arm(s) -> {out}", file=sys.stderr)
     try:

@@ -14,7 +14,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
@@ -36,15 +36,21 @@ HOP_HEADERS = {
 class CostMeter:
     """Requests and tokens so far, over every proxy of a run (thread-safe: `--jobs` runs several)."""
 
-    def __init__(self) -> None:
+    def __init__(self, report: Callable[[str], None] | None = None, every: int = 10) -> None:
         self._lock = threading.Lock()
         self.requests = 0
         self.tokens = 0
+        # A slow model's session can take minutes: the cost is also said every `every` requests.
+        self._report = report
+        self._every = every
 
     def add(self, tokens: int) -> None:
         with self._lock:
             self.requests += 1
             self.tokens += tokens
+            due = self._report is not None and self._every > 0 and self.requests % self._every == 0
+        if due and self._report is not None:
+            self._report(self.line())
 
     def line(self) -> str:
         with self._lock:

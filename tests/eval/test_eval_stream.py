@@ -121,9 +121,12 @@ def test_the_stream_reports_forward_transfer_forgetting_and_order(runs: tuple[Pa
 
 def test_the_cost_so_far_shows_on_stderr_as_the_run_goes(runs: tuple[Path, Path, str]) -> None:
     _, _, stderr = runs
-    costs = [int(n) for n in re.findall(r"cost so far: (\d+) requests", stderr)]
-    assert len(costs) == 9  # after each of the 8 sessions, and the run's total
-    assert costs[-1] == max(costs) > 0
+    sessions = [int(n) for n in re.findall(r"session \d+: .*\[cost so far: (\d+) requests", stderr)]
+    assert len(sessions) == 8  # on each session's line
+    every = [int(n) for n in re.findall(r"^cost so far: (\d+) requests, \d+ tokens$", stderr, re.MULTILINE)]
+    assert every and all(n % 10 == 0 for n in every)  # and every 10 requests while a session runs
+    total = re.findall(r"^cost so far: (\d+) requests, \d+ tokens \(this process\)$", stderr, re.MULTILINE)
+    assert [int(n) for n in total] == [max(sessions)] != [0]
 
 
 def test_the_misleading_arm_starts_from_the_tasks_wrong_lesson_and_reports_it_unfollowed(

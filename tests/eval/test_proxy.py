@@ -119,3 +119,13 @@ def test_the_runs_seed_and_temperature_reach_the_endpoint_and_the_meter_counts_t
     assert [json.loads(line)["request"]["seed"] for line in log.getvalue().splitlines()] == [7, 7]
     assert (meter.requests, meter.tokens) == (2, 65)
     assert meter.line() == "cost so far: 2 requests, 65 tokens"
+
+
+def test_the_cost_meter_says_the_cost_every_n_requests() -> None:
+    from continual_eval.proxy import CostMeter
+
+    said: list[str] = []
+    meter = CostMeter(report=said.append, every=2)
+    for tokens in (10, 20, 30, 40, 50):
+        meter.add(tokens)
+    assert said == ["cost so far: 2 requests, 30 tokens", "cost so far: 4 requests, 100 tokens"]
