@@ -58,6 +58,11 @@ def _frame(direction: str, msg: dict[str, Any]) -> list[Any]:
     return [direction, {"jsonrpc": "2.0", **msg}]
 
 
+def _new_session_with_system_prompt(request_id: int, system_prompt: object) -> list[Any]:
+    params = {"cwd": "/tmp", "mcpServers": [], "systemPrompt": system_prompt}
+    return _frame("client->agent", {"id": request_id, "method": "session/new", "params": params})
+
+
 def test_validator_accepts_schema_conformant_frames() -> None:
     frames = [
         _frame(
@@ -78,8 +83,14 @@ def test_validator_accepts_schema_conformant_frames() -> None:
             },
         ),
         _frame("agent->client", {"method": "_harness/quiescence", "params": {"sessionId": "s1"}}),
+        # a field only the unstable schema defines, on a stable request: checked there, and counted
+        _new_session_with_system_prompt(2, {"mode": "append", "content": [{"type": "text", "text": "hi"}]}),
     ]
-    assert _node("validate-frames.mjs", stdin=json.dumps(frames))["findings"] == []
+    report = _node("validate-frames.mjs", stdin=json.dumps(frames))
+    assert report["findings"] == []
+    assert report["unstableFrames"] == [
+        {"direction": "client->agent", "method": "session/new", "fields": ["systemPrompt"]}
+    ]
 
 
 def test_validator_rejects_frames_that_break_the_schema() -> None:
@@ -105,7 +116,8 @@ def test_validator_rejects_frames_that_break_the_schema() -> None:
         # a request the agent may not send
         _frame(
             "agent->client", {"id": 9, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}
-        ),
+        ),  # a systemPrompt whose content is not an array of blocks (the stable schema knows no systemPrompt)
+        _new_session_with_system_prompt(10, {"mode": "append", "content": "be brief"}),
     ]
     findings = _node("validate-frames.mjs", stdin=json.dumps(frames))["findings"]
     assert [f["what"] for f in findings] == [
@@ -113,6 +125,7 @@ def test_validator_rejects_frames_that_break_the_schema() -> None:
         "session/prompt result",
         "envelope",
         "session/prompt",
+        "session/new params (unstable systemPrompt)",
     ]
 
 
