@@ -243,6 +243,14 @@ export class ConformanceRun {
       .onNotification(acp.methods.client.session.update, ({ params }) => recorder.push(params));
   }
 
+  /** Ends the agent's input (how an editor quits), waits for its exit, then `finish`es: ok only if
+   * the run was and the agent exited 0 (its exit is in the report). */
+  async closeAgent(child, exited, ok) {
+    child.stdin.end();
+    const exit = await withTimeout(exited, 30_000, "agent exit after stdin EOF").catch((e) => ({ error: String(e) }));
+    this.finish(ok && exit.code === 0, { exit });
+  }
+
   /** Prints the report (ok only if `ok`, no schema finding and no SDK parse error), kills leftovers, exits 0. */
   finish(ok, extra = {}) {
     const report = {

@@ -54,6 +54,31 @@ def _node(
     return report
 
 
+def node_env(tmp_path: Path, model_url: str, *, home: bool = True, **extra: str) -> dict[str, str]:
+    """The environment a Node run's server gets: this one, with a private data dir and config home
+    (`home`: HOME too), the scripted model, and `extra`."""
+    env = dict(os.environ)
+    env.update(
+        CONTINUAL_ACP_HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        OPENAI_BASE_URL=model_url,
+        OPENAI_API_KEY="test-key",
+        CONTINUAL_ACP_MODEL="scripted",
+    )
+    if home:
+        env["HOME"] = str(tmp_path)
+    env.update(extra)
+    return env
+
+
+def assert_run_clean(report: dict[str, Any]) -> None:
+    """Every step passed, every frame was schema-valid, and the SDK parsed every message."""
+    failed = [s for s in report["steps"] if not s["ok"]]
+    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
+    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
+    assert report["sdkErrors"] == []
+
+
 def _frame(direction: str, msg: dict[str, Any]) -> list[Any]:
     return [direction, {"jsonrpc": "2.0", **msg}]
 
@@ -299,13 +324,10 @@ def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) 
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:
-        env = dict(os.environ)
-        env.update(
-            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
-            XDG_CONFIG_HOME=str(tmp_path / "config"),
-            OPENAI_BASE_URL=model.base_url,
-            OPENAI_API_KEY="test-key",
-            CONTINUAL_ACP_MODEL="scripted",
+        env = node_env(
+            tmp_path,
+            model.base_url,
+            home=False,
             CONTINUAL_ACP_TEST_MARK=marker,  # inherited by both servers and their kernels
             CONTINUAL_ACP_CONFIG=str(config),
         )
@@ -319,10 +341,7 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
     session_report: dict[str, Any],
 ) -> None:
     report = session_report
-    failed = [s for s in report["steps"] if not s["ok"]]
-    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
-    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
-    assert report["sdkErrors"] == []
+    assert_run_clean(report)
     assert report["cancelMs"] is not None and report["cancelMs"] <= 2000
     assert report["frames"]["agent->client"] > 0 and report["frames"]["client->agent"] > 0
     assert report["ok"] is True

@@ -12,13 +12,12 @@ what the scripted model received.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
 import pytest
 from system_deps import requires
-from test_conformance import NODE, _node
+from test_conformance import NODE, _node, assert_run_clean, node_env
 
 pytestmark = requires(NODE is not None, "node is not installed")
 
@@ -102,14 +101,9 @@ def flows_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:
-        env = dict(os.environ)
-        env.update(
-            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
-            XDG_CONFIG_HOME=str(tmp_path / "config"),
-            HOME=str(tmp_path),
-            OPENAI_BASE_URL=model.base_url,
-            OPENAI_API_KEY="test-key",
-            CONTINUAL_ACP_MODEL="scripted",
+        env = node_env(
+            tmp_path,
+            model.base_url,
             CONTINUAL_ACP_CONFIG=str(config),
             CONTINUAL_ACP_MAX_MESSAGE_BYTES=str(PLAN["oversized"]["limit"]),
         )
@@ -154,10 +148,7 @@ def test_the_sdk_client_runs_every_editor_flow_on_one_server_with_every_frame_sc
     flows_report: dict[str, Any],
 ) -> None:
     report = flows_report
-    failed = [s for s in report["steps"] if not s["ok"]]
-    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
-    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
-    assert report["sdkErrors"] == []
+    assert_run_clean(report)
     assert report["exit"] == {"code": 0, "signal": None}
     assert report["ok"] is True
     # The only unstable frames are the two lifecycle requests that carried the editor's instructions.

@@ -5,7 +5,6 @@ v2 draft schema the npm package ships; this test scripts the model."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from system_deps import requires
-from test_conformance import NODE, _node
+from test_conformance import NODE, _node, assert_run_clean, node_env
 
 pytestmark = requires(NODE is not None, "node is not installed")
 
@@ -68,14 +67,9 @@ def test_the_official_v2_client_sees_the_prompt_acknowledged_its_states_and_the_
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:
-        env = dict(os.environ)
-        env.update(
-            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
-            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
-            HOME=str(tmp_path),
-            OPENAI_BASE_URL=model.base_url,
-            OPENAI_API_KEY="test-key",
-            CONTINUAL_ACP_MODEL="scripted",
+        env = node_env(
+            tmp_path,
+            model.base_url,
             CONTINUAL_ACP_PROTOCOL="2",
             CONTINUAL_ACP_CONFIG=str(config),
             CONTINUAL_ACP_KERNEL_POOL="0",
@@ -89,10 +83,7 @@ def test_the_official_v2_client_sees_the_prompt_acknowledged_its_states_and_the_
             model.release("v2-steer")  # a run that failed before the steer must not leave it held
             releaser.join(timeout=5)
         requests = list(model.requests)
-    failed = [s for s in report["steps"] if not s["ok"]]
-    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
-    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
-    assert report["sdkErrors"] == []
+    assert_run_clean(report)
     assert report["ok"] is True
     # One turn: the steer joined the held turn's next request instead of starting a turn of its own.
     assert requests[-1]["messages"][-1]["content"] == "and mention the tests"
