@@ -31,9 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from continual_eval.checks import cells_from_frames
 from continual_eval.client import AcpStdioClient, ClientError
 from continual_eval.measure import SessionResult, measure_session
 from continual_eval.proxy import RecordingProxy
+from continual_eval.repo_guard import RepoSnapshot
 from continual_eval.scripted import TaskModel
 from continual_eval.task import Task, TaskError
 
@@ -203,17 +205,22 @@ async def _session(
     if plan.refine:
         instructions = task.refine_instructions or DEFAULT_REFINE
         started = time.monotonic()
-        await client.request(
-            "session/prompt",
-            {
-                "sessionId": session_id,
-                "prompt": [{"type": "text", "text": f"/refine --global {instructions}"}],
-            },
-            timeout=REFINE_TIMEOUT_S,
-        )
-        await client.request(
-            "_harness/await_quiescence", {"sessionId": session_id, "timeoutMs": 120_000}, timeout=130
-        )
+        # A skill check runs the skill's examples in the repository: it is put back afterwards.
+        snapshot = await asyncio.to_thread(RepoSnapshot.take, repo)
+        try:
+            await client.request(
+                "session/prompt",
+                {
+                    "sessionId": session_id,
+                    "prompt": [{"type": "text", "text": f"/refine --global {instructions}"}],
+                },
+                timeout=REFINE_TIMEOUT_S,
+            )
+            await client.request(
+                "_harness/await_quiescence", {"sessionId": session_id, "timeoutMs": 120_000}, timeout=130
+            )
+        finally:
+            meta["refine_changed_repo"] = await asyncio.to_thread(snapshot.restore)
         meta["refine_seconds"] = time.monotonic() - started
 
 
@@ -274,19 +281,8 @@ async def run_arm(
         transcript = arm_dir / "home" / "sessions" / str(meta.get("session_id")) / "transcript.jsonl"
         if transcript.is_file():
             shutil.copyfile(transcript, folder / "transcript.jsonl")
-        checked = task.check(repo)
-        (folder / "checker.json").write_text(
-            json.dumps(
-                {
-                    "passed": checked.passed,
-                    "exit_code": checked.exit_code,
-                    "seconds": checked.seconds,
-                    "output": checked.output,
-                },
-                indent=2,
-            ),
-            encoding="utf-8",
-        )
+        checked = task.check(repo, cells_from_frames(folder / "frames.jsonl"))
+        (folder / "checker.json").write_text(json.dumps(checked.record(), indent=2), encoding="utf-8")
         (folder / "session.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
         result = measure_session(folder, task=task.name, arm=plan.name, session=session)
         results.append(result)
