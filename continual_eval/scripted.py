@@ -84,6 +84,8 @@ def _planner_reply(behaviour: ScriptedBehaviour, prompt: str) -> Response:
         if behaviour.lesson_kind == "skill":
             edit["reference"] = {"type": "python", **(behaviour.lesson_reference or {})}
             edit["arguments"] = dict(behaviour.lesson_arguments or {})
+            if behaviour.lesson_examples:
+                edit["examples"] = [dict(e) for e in behaviour.lesson_examples]
         plan = {
             "summary": f"remember: {behaviour.lesson_title}",
             "rationale": "the trajectory shows it",

@@ -69,6 +69,7 @@ class ScriptedBehaviour:
     lesson_kind: str = "memory"
     lesson_reference: dict[str, str] | None = None
     lesson_arguments: dict[str, Any] | None = None
+    lesson_examples: tuple[dict[str, Any], ...] = ()  # a skill's examples: its check runs them
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,7 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
     kind = _get(table, "lesson_kind", str, here, "memory")
     reference: dict[str, str] | None = None
     arguments: dict[str, Any] | None = None
+    examples: tuple[dict[str, Any], ...] = ()
     if kind == "skill":
         raw = table.get("lesson_reference")
         if not (
@@ -288,6 +290,10 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
             )
         reference = {"import": raw["import"], "callable": raw["callable"]}
         arguments = _get(table, "lesson_arguments", dict, here, {})
+        raw_examples = _get(table, "lesson_examples", list, here, [])
+        if not all(isinstance(e, dict) for e in raw_examples):
+            raise TaskError(f"{here}: lesson_examples must be a list of tables")
+        examples = tuple(raw_examples)
     elif kind != "memory":
         raise TaskError(f"{here}: lesson_kind must be memory or skill, not {kind!r}")
     return ScriptedBehaviour(
@@ -301,6 +307,7 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
         lesson_kind=kind,
         lesson_reference=reference,
         lesson_arguments=arguments,
+        lesson_examples=examples,
     )
 
 
