@@ -9,8 +9,9 @@ failed) and never run anything: a cell is data here.
   to run: `./build`, the project's test runner, the generator);
 * `must_not_run`: regexes no command of any cell may match (`git commit` where a wrapper is the rule);
 * `must_not_write`: globs of paths no cell may write by hand (a redirect, `touch`, `tee`, `cp`,
-  `sed -i`, or a Python cell naming the path and writing a file), unless the writing command is the
-  path's producer (`produced_by`: glob -> regex, e.g. `selftest.txt` from `python3 -m app.selftest >`);
+  `sed -i`, or a Python statement naming the path, or a variable holding it, and writing), unless
+  the writing command is the path's producer (`produced_by`: glob -> regex, e.g. `selftest.txt`
+  from `python3 -m app.selftest >`);
 * `unchanged`: paths whose content must equal the freshly built task's (existing code and tests that
   the change must not delete or weaken).
 
@@ -253,11 +254,62 @@ def _shell_writes(segment: str, glob: str) -> bool:
     return named and program in WRITERS
 
 
-def _python_strings(code: str) -> list[str]:
+def _names_path(node: ast.AST, glob: str, tainted: set[str]) -> bool:
+    """`node` holds a string naming a path that matches `glob`, or a variable that holds one."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Constant) and isinstance(child.value, str):
+            if any(_path_matches(w, glob) for w in (child.value, *child.value.split())):
+                return True
+        elif isinstance(child, ast.Name) and child.id in tainted:
+            return True
+    return False
+
+
+def _targets(node: ast.AST) -> list[str]:
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+
+
+def _python_writes(code: str, glob: str) -> bool:
+    """A Python cell writes a path matching `glob`: one statement both names the path (or a variable
+    holding it) and writes (`open(.., "w")`, `write_text`, `shutil.copy`, `os.remove`, ...)."""
     tree = _python_tree(code)
-    if tree is None:
-        return re.findall(r"""['"]([^'"\n]+)['"]""", code)
-    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    if tree is None:  # not Python after all: any mention next to any write counts
+        names = re.findall(r"""['"]([^'"\n]+)['"]""", code)
+        return bool(PY_WRITE.search(code)) and any(_path_matches(n, glob) for n in names)
+    blanked = "\n".join(
+        (line[: len(line) - len(line.lstrip())] + "pass") if line.lstrip().startswith(("!", "%")) else line
+        for line in code.splitlines()
+    )
+    # Variables that hold the path (`p = Path("dist/app.txt")`, `for name in (...)`), to a fixpoint.
+    tainted: set[str] = set()
+    for _ in range(4):
+        before = len(tainted)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and _names_path(node.value, glob, tainted):
+                for target in node.targets:
+                    tainted.update(_targets(target))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                if _names_path(node.value, glob, tainted):
+                    tainted.update(_targets(node.target))
+            elif isinstance(node, (ast.For, ast.comprehension)) and _names_path(node.iter, glob, tainted):
+                tainted.update(_targets(node.target))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                if _names_path(node.context_expr, glob, tainted):
+                    tainted.update(_targets(node.optional_vars))
+        if len(tainted) == before:
+            break
+    compound = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef)
+    for node in ast.walk(tree):
+        parts: list[ast.AST] = []
+        if isinstance(node, ast.With):
+            parts = list(node.items)
+        elif isinstance(node, ast.stmt) and not isinstance(node, compound):
+            parts = [node]
+        for part in parts:
+            text = ast.get_source_segment(blanked, part) or ""
+            if PY_WRITE.search(text) and _names_path(part, glob, tainted):
+                return True
+    return False
 
 
 def hand_writes(cells: Sequence[Cell], glob: str, producer: str | None = None) -> list[int]:
@@ -269,11 +321,8 @@ def hand_writes(cells: Sequence[Cell], glob: str, producer: str | None = None) -
         if body is None:
             ran = _python_commands(cell.code)
             segments = [s for text in ran for s in _split_shell(text)]
-            names_it = any(
-                _path_matches(w, glob) for s in _python_strings(cell.code) for w in (s, *s.split())
-            )
             by_producer = producer is not None and any(_matches(producer, s) for s in segments)
-            if names_it and PY_WRITE.search(cell.code) and not by_producer:
+            if not by_producer and _python_writes(cell.code, glob):
                 found.append(index)
                 continue
         if any(

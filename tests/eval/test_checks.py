@@ -111,6 +111,13 @@ def test_must_run_needs_a_cell_that_did_not_fail_and_must_not_run_sees_every_cel
         ("%%bash\ncat selftest.txt; sed s/a/b/ selftest.txt", False),
         ("print(open('selftest.txt').read())", False),
         ("%%bash\npython3 -c 'print(1)' > other.txt", False),
+        ("p = __import__('pathlib').Path('selftest.txt')\nline = 'x'\np.write_text(line)", True),
+        (
+            "for name in ('a.txt', 'selftest.txt'):\n    with open(name, 'a') as f:\n        f.write('x')",
+            True,
+        ),
+        # Reading the file in a cell that writes another one is not a write to it.
+        ("open('other.txt', 'w').write('x')\nprint(open('selftest.txt').read())", False),
     ],
 )
 def test_a_hand_write_is_a_write_to_the_path_by_anything_but_its_producer(code: str, writes: bool) -> None:
