@@ -398,6 +398,17 @@ def _check_proposal(path: Path) -> None:
         raise TaskError(f"{path}: needs an object with a non-empty edits list")
 
 
+def in_family_order(tasks: Sequence[Task]) -> list[Task]:
+    """Tasks in the order a run carrying one harness across them needs: each family's told variant
+    before its held-out ones (families by name), then tasks of no family, then the controls."""
+
+    def key(task: Task) -> tuple[int, str, bool, str]:
+        group = 2 if task.control else (0 if task.family else 1)
+        return (group, task.family or "", task.held_out, task.variant or task.name)
+
+    return sorted(tasks, key=key)
+
+
 def bundled_suites() -> list[str]:
     """The names of the suites shipped with the package (`pipeline`, `lessons`)."""
     return sorted(p.name for p in SUITES_DIR.iterdir() if p.is_dir() and not p.name.startswith("."))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from continual_eval.task import Task, TaskError, bundled_suite, load_suite, load_task
+from continual_eval.task import Task, TaskError, bundled_suite, in_family_order, load_suite, load_task
 
 LESSONS = load_suite("lessons")
 FAMILIES: dict[str, list[Task]] = defaultdict(list)
@@ -71,3 +71,13 @@ def test_a_misleading_file_that_is_not_a_proposal_is_an_error(tmp_path: Path) ->
     (tmp_path / "t" / "misleading.json").write_text('{"edits": []}')
     with pytest.raises(TaskError, match=r"misleading\.json: needs an object with a non-empty edits list"):
         load_task(tmp_path / "t")
+
+
+def test_family_order_puts_each_told_variant_before_its_held_out_ones_and_controls_last() -> None:
+    ordered = in_family_order(list(reversed(LESSONS)))
+    names = [t.name for t in ordered]
+    assert names[:3] == ["c-locale-a", "c-locale-b", "c-locale-c"]
+    for family, tasks in FAMILIES.items():
+        first = min(names.index(t.name) for t in tasks)
+        assert not ordered[first].held_out, family
+    assert all(t.control for t in ordered[-4:])
