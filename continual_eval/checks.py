@@ -55,6 +55,10 @@ PY_RUNNERS = {
     ("os", "popen"),
 }
 ENV_ASSIGNMENT = re.compile(r"^(\w+=\S*\s+)+")
+# Wrappers that run the command after them: `env X=1 ./build`, `timeout 60 ./build`, `time ./build`.
+WRAPPERS = re.compile(
+    r"^((env|time|nice|nohup|command|exec|stdbuf(\s+-\S+)*|timeout(\s+-\S+)*\s+\S+)\s+|\w+=\S*\s+)+"
+)
 MAX_CELL_CHARS = 200_000  # a cell longer than this is read in part (rules see its head)
 
 
@@ -219,8 +223,9 @@ def commands(cells: Sequence[Cell]) -> list[Command]:
 
 
 def _matches(pattern: str, command: str) -> bool:
-    """`pattern` searched in the command, and in the command with its leading `VAR=value`s removed."""
-    return bool(re.search(pattern, command) or re.search(pattern, ENV_ASSIGNMENT.sub("", command)))
+    """`pattern` searched in the command, and in the command with its leading `VAR=value`s and
+    wrappers (`env`, `timeout 60`, `time`, ...) removed."""
+    return bool(re.search(pattern, command) or re.search(pattern, WRAPPERS.sub("", command)))
 
 
 def _words(segment: str) -> list[str]:

@@ -150,7 +150,7 @@ class Task:
         setup = self.folder / "setup.sh"
         if setup.is_file():
             result = subprocess.run(
-                ["bash", str(setup)],
+                ["bash", str(setup.resolve())],  # the task folder may be given relative to here
                 cwd=dest,
                 capture_output=True,
                 text=True,

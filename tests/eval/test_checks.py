@@ -83,7 +83,12 @@ def test_commands_are_found_in_bash_cells_shell_escapes_and_subprocess_calls_not
 
 def test_must_run_needs_a_cell_that_did_not_fail_and_must_not_run_sees_every_cell(tmp_path: Path) -> None:
     rules = TraceRules(must_run=(r"^(\./)?build\b",), must_not_run=(r"\bgit\s+commit\b",))
-    assert judge(rules, [Cell("%%bash\n./build", failed=False)], tmp_path) == []
+    for code in (
+        "%%bash\n./build",
+        "%%bash\ncd . && timeout 60 env CI=1 ./build 2>&1 | tail",
+        "!time ./build",
+    ):
+        assert judge(rules, [Cell(code, failed=False)], tmp_path) == [], code
     assert judge(rules, [Cell("%%bash\n./build", failed=True)], tmp_path) == [
         "no cell that succeeded ran a command matching /^(\\./)?build\\b/"
     ]

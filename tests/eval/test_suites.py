@@ -81,3 +81,14 @@ def test_family_order_puts_each_told_variant_before_its_held_out_ones_and_contro
         first = min(names.index(t.name) for t in tasks)
         assert not ordered[first].held_out, family
     assert all(t.control for t in ordered[-4:])
+
+
+def test_a_task_loaded_by_a_relative_path_runs_its_setup_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "task.toml").write_text("prompt = 'x'\n[checker]\ncommand = 'test -f made'\n")
+    (tmp_path / "t" / "setup.sh").write_text("touch made\n")
+    monkeypatch.chdir(tmp_path)
+    task = load_task(Path("t"))
+    assert task.check(task.build(tmp_path / "repo")).passed
