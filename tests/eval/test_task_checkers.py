@@ -226,7 +226,7 @@ CONTROL_SHORTCUTS: dict[str, dict[str, list[str]]] = {
 
 
 def _shortcuts(name: str) -> dict[str, list[str]]:
-    return {**({"nothing done": []} if TASKS[name].suite == "lessons" else {}), **_known_shortcuts(name)}
+    return {"nothing done": [], **_known_shortcuts(name)}
 
 
 def _known_shortcuts(name: str) -> dict[str, list[str]]:
