@@ -78,17 +78,14 @@ def _changes_shortcuts(name: str) -> dict[str, list[str]]:
     )
     module, function = CHANGES[name]
     under_version = (
-        "from pathlib import Path\np = Path('CHANGES.md')\n"
-        f"p.write_text(p.read_text().replace('# Changes\\n\\n', '# Changes\\n\\n## 1.2.0\\n\\n- {module}: add `{function}`.\\n\\n', 1))"
+        f"open('CHANGES.md', 'w').write('# Changes\\n\\n## 1.2.0\\n\\n- {module}: add `{function}`.\\n')"
     )
-    history_dropped = (
-        f"open('CHANGES.md', 'w').write('# Changes\\n\\n## Unreleased\\n\\n- {module}: add `{function}`.\\n')"
-    )
+    no_module = f"open('CHANGES.md', 'w').write('# Changes\\n\\n## Unreleased\\n\\n- add `{function}`.\\n')"
     return {
         "no changelog entry": [*code_cells, run_tests],
         "the entry under a new version heading": [*code_cells, under_version, run_tests],
         "the entry, but the tests never ran": [*code_cells, entry_cell],
-        "the earlier entries dropped": [*code_cells, history_dropped, run_tests],
+        "an entry without its module": [*code_cells, no_module, run_tests],
     }
 
 
