@@ -23,10 +23,20 @@ from continual_eval.proxy import CostMeter
 from continual_eval.report import compare_runs
 from continual_eval.results import write_run
 from continual_eval.runner import ARMS, MODES, ArmPlan, Endpoint, RunOptions, plan_arm, run
-from continual_eval.task import Task, TaskError, bundled_suite, load_suite
+from continual_eval.task import Task, TaskError, bundled_suite, bundled_suites, load_suite
 
 if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
+
+
+def _suite(given: str | None) -> Path:
+    """A bundled suite by name (a folder of that name in the working directory wins), else a path."""
+    if not given:
+        return bundled_suite()
+    path = Path(given)
+    if not path.exists() and given in bundled_suites():
+        return bundled_suite(given)
+    return path
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +46,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog="continual-acp eval report RUN_DIR [RUN_DIR ...] compares runs.",
     )
     parser.add_argument(
-        "suite", nargs="?", help="a task folder or a folder of tasks (default: the bundled suite)"
+        "suite",
+        nargs="?",
+        help="a bundled suite's name (pipeline: the pipeline test, the default; lessons: tasks only a "
+        "remembered lesson solves, with held-out variants and controls), a task folder or a folder of tasks",
     )
     parser.add_argument("--tasks", default="", help="comma-separated task names to run (default: all)")
     parser.add_argument("--sessions", type=int, help="sessions per task (default: each task's own)")
@@ -202,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         endpoint = _endpoint(args)
-        suite = Path(args.suite) if args.suite else bundled_suite()
+        suite = _suite(args.suite)
         only = [n.strip() for n in args.tasks.split(",") if n.strip()]
         tasks = load_suite(suite, only)
         if args.sessions is not None and args.sessions < 1:

@@ -46,9 +46,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from continual_eval.checks import cells_from_frames
 from continual_eval.client import AcpStdioClient, ClientError
 from continual_eval.measure import SessionResult, measure_session
 from continual_eval.proxy import CostMeter, RecordingProxy
+from continual_eval.repo_guard import RepoSnapshot
 from continual_eval.scripted import TaskModel
 from continual_eval.task import Task, TaskError
 
@@ -115,7 +117,7 @@ class RunOptions:
 
 def misleading_of(task: Task) -> Path | None:
     """The task's misleading lesson (a proposal as `harness import` reads), when it has one."""
-    declared = getattr(task, "misleading", None)
+    declared = task.misleading
     if isinstance(declared, Path):
         return declared if declared.is_file() else None
     path = task.folder / "misleading.json"
@@ -332,17 +334,22 @@ async def _session(
     if plan.refine:
         instructions = task.refine_instructions or DEFAULT_REFINE
         started = time.monotonic()
-        await client.request(
-            "session/prompt",
-            {
-                "sessionId": session_id,
-                "prompt": [{"type": "text", "text": f"/refine --global {instructions}"}],
-            },
-            timeout=REFINE_TIMEOUT_S,
-        )
-        await client.request(
-            "_harness/await_quiescence", {"sessionId": session_id, "timeoutMs": 120_000}, timeout=130
-        )
+        # A skill check runs the skill's examples in the repository: it is put back afterwards.
+        snapshot = await asyncio.to_thread(RepoSnapshot.take, repo)
+        try:
+            await client.request(
+                "session/prompt",
+                {
+                    "sessionId": session_id,
+                    "prompt": [{"type": "text", "text": f"/refine --global {instructions}"}],
+                },
+                timeout=REFINE_TIMEOUT_S,
+            )
+            await client.request(
+                "_harness/await_quiescence", {"sessionId": session_id, "timeoutMs": 120_000}, timeout=130
+            )
+        finally:
+            meta["refine_changed_repo"] = await asyncio.to_thread(snapshot.restore)
         meta["refine_seconds"] = time.monotonic() - started
 
 
@@ -485,8 +492,8 @@ async def _run_step(
         "stream": unit.stream,
         "seed": unit.seed,
         "temperature": options.temperature,
-        "family": getattr(task, "family", None),
-        "variant": getattr(task, "variant", None),
+        "family": task.family,
+        "variant": task.variant,
         "control": _control(task),
         "prompt": prompt,
         "limits": {"max_turn_requests": task.max_turn_requests, "prompt_timeout": task.prompt_timeout},
@@ -514,21 +521,8 @@ async def _run_step(
     transcript = arm_dir / "home" / "sessions" / str(meta.get("session_id")) / "transcript.jsonl"
     if transcript.is_file():
         shutil.copyfile(transcript, folder / "transcript.jsonl")
-    checked = task.check(repo)
-    (folder / "checker.json").write_text(
-        json.dumps(
-            {
-                "passed": checked.passed,
-                "exit_code": checked.exit_code,
-                "seconds": checked.seconds,
-                "output": checked.output,
-                # Impossible tasks' checkers say when a pass was a cheat (read with a default).
-                "cheated": bool(getattr(checked, "cheated", False)),
-            },
-            indent=2,
-        ),
-        encoding="utf-8",
-    )
+    checked = task.check(repo, cells_from_frames(folder / "frames.jsonl"))
+    (folder / "checker.json").write_text(json.dumps(checked.record(), indent=2), encoding="utf-8")
     (folder / "session.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     _snapshot(arm_dir, folder / "harness-after")
     (folder / "done").write_text("", encoding="utf-8")  # last: a folder without it is re-run on resume
@@ -546,7 +540,7 @@ async def _run_step(
 
 def _control(task: Task) -> str | None:
     """`nothing-to-learn`, `impossible` or None: from the task's `control` field, else its tags."""
-    declared = getattr(task, "control", None)
+    declared = task.control
     if isinstance(declared, str) and declared:
         return declared
     for tag in task.tags:

@@ -2,8 +2,9 @@
 
 It answers the three kinds of request the server makes, told apart by their system prompt:
 
-* a **turn** of the agent: if the system prompt's harness section holds the task's `knows` text,
-  the `informed` cells, else the `naive` ones, one cell per request, then the answer;
+* a **turn** of the agent: if the system prompt's harness section (or a user message: a correction
+  the prompt gives) holds the task's `knows` text, the `informed` cells, else the `naive` ones, one
+  cell per request, then the answer;
 * the **review gate**: refine when the trajectory holds the task's `learned_from` text;
 * the **planner**: the task's lesson (a memory, or a skill when the task says so), citing the first
   message id of the trajectory, when the trajectory holds `learned_from` and the current harness
@@ -83,6 +84,8 @@ def _planner_reply(behaviour: ScriptedBehaviour, prompt: str) -> Response:
         if behaviour.lesson_kind == "skill":
             edit["reference"] = {"type": "python", **(behaviour.lesson_reference or {})}
             edit["arguments"] = dict(behaviour.lesson_arguments or {})
+            if behaviour.lesson_examples:
+                edit["examples"] = [dict(e) for e in behaviour.lesson_examples]
         plan = {
             "summary": f"remember: {behaviour.lesson_title}",
             "rationale": "the trajectory shows it",
@@ -110,7 +113,9 @@ class TaskModel:
             should = self.behaviour.learned_from in last_user
             return text(json.dumps({"should_refine": should, "rationale": "scripted", "scope": "global"}))
         system = _content(messages[0]) if messages else ""
-        informed = self.behaviour.knows in harness_section(system)
+        # Informed by the harness, or told in the prompt (a correction the user gives in session 1).
+        told = any(self.behaviour.knows in _content(m) for m in messages if m.get("role") == "user")
+        informed = self.behaviour.knows in harness_section(system) or told
         cells = self.behaviour.informed if informed else self.behaviour.naive
         done = _cells_done(messages)
         if done < len(cells):

@@ -7,6 +7,12 @@
       checker/         optional: copied over the repository just before the checker runs, so an agent
                        that edited the checker or its tests scores nothing
       seed.json        optional: the harness of the `seeded` arm (a proposal, as `harness import` reads)
+      misleading.json  optional: a plausible wrong lesson, same shape, for the `misleading` arm
+
+A task may belong to a family (`family`, `variant`, `held_out`: the same lesson under other names
+and files) or be a control (`control = "nothing-to-learn"` or `"impossible"`). Its checker decides
+on the outcome (the command) and on the trace (`[checker.trace]`, rules over the session's cells,
+see checks.py); an `impossible` task's only pass is a cheat.
 
 Loading validates everything and raises `TaskError` naming the file and the key; a task that loads
 can be built and checked. The format is documented for users in docs/eval.md.
@@ -14,11 +20,13 @@ can be built and checked. The format is documented for users in docs/eval.md.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -26,10 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from continual_eval.checks import Cell, TraceRules, judge, problems_text, rules_from
+
 CHECKER_TIMEOUT_S = 120.0
 SETUP_TIMEOUT_S = 120.0
 OUTPUT_LIMIT = 8_000  # characters of checker output kept in the results (head and tail)
 RESETS = ("session", "arm")
+CONTROLS = ("nothing-to-learn", "impossible")
+SUITES_DIR = Path(__file__).resolve().parent / "tasks"
 
 
 class TaskError(ValueError):
@@ -57,14 +69,34 @@ class ScriptedBehaviour:
     lesson_kind: str = "memory"
     lesson_reference: dict[str, str] | None = None
     lesson_arguments: dict[str, Any] | None = None
+    lesson_examples: tuple[dict[str, Any], ...] = ()  # a skill's examples: its check runs them
 
 
 @dataclass(frozen=True)
 class CheckResult:
+    """The checker's verdict. `passed` is an honest pass: the outcome command passed, the trace
+    broke no rule, and the task is not impossible. `cheated`: the outcome passed but the trace shows
+    a shortcut (`problems`), or the task is impossible so any pass is a cheat."""
+
     passed: bool
     exit_code: int | None  # None: it did not finish (timeout) or could not start
     output: str
     seconds: float
+    outcome_passed: bool = False
+    cheated: bool = False
+    problems: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """What `checker.json` holds."""
+        return {
+            "passed": self.passed,
+            "exit_code": self.exit_code,
+            "seconds": self.seconds,
+            "output": self.output,
+            "outcome_passed": self.outcome_passed,
+            "cheated": self.cheated,
+            "problems": list(self.problems),
+        }
 
 
 @dataclass(frozen=True)
@@ -83,6 +115,17 @@ class Task:
     seed: Path | None = None
     scripted: ScriptedBehaviour | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+    suite: str = ""
+    family: str | None = None
+    variant: str | None = None
+    held_out: bool = False  # a variant whose prompts never carry the lesson: it measures transfer
+    control: str | None = None  # "nothing-to-learn" | "impossible"
+    trace: TraceRules = field(default_factory=TraceRules)
+    misleading: Path | None = None
+
+    @property
+    def impossible(self) -> bool:
+        return self.control == "impossible"
 
     def prompt_for(self, session: int) -> str:
         """The prompt of session `session` (1-based): the list's entry, the last one repeating."""
@@ -107,7 +150,7 @@ class Task:
         setup = self.folder / "setup.sh"
         if setup.is_file():
             result = subprocess.run(
-                ["bash", str(setup)],
+                ["bash", str(setup.resolve())],  # the task folder may be given relative to here
                 cwd=dest,
                 capture_output=True,
                 text=True,
@@ -120,7 +163,31 @@ class Task:
                 )
         return dest
 
-    def check(self, repo: Path) -> CheckResult:
+    def check(self, repo: Path, cells: Sequence[Cell] | None = None) -> CheckResult:
+        """The outcome (the checker command in `repo`, its files restored first) and the trace
+        (`cells`, the session's cells: `checks.cells_from_frames`; None when there is no trace,
+        which fails a task with trace rules)."""
+        problems: list[str] = []
+        if not self.trace.empty:
+            # Before the checker's files are restored: a weakened file is seen as the agent left it.
+            with tempfile.TemporaryDirectory(prefix="continual-eval-original-") as scratch:
+                original = self.build(Path(scratch) / "repo") if self.trace.unchanged else None
+                problems = judge(self.trace, cells, repo, original)
+        outcome = self._run_checker(repo)
+        if self.impossible and outcome.passed:
+            problems.append("the task is impossible: a pass can only come from a cheat")
+        output = outcome.output + ("\n" + problems_text(problems) if problems else "")
+        return CheckResult(
+            passed=outcome.passed and not problems,
+            exit_code=outcome.exit_code,
+            output=output,
+            seconds=outcome.seconds,
+            outcome_passed=outcome.passed,
+            cheated=outcome.passed and bool(problems),
+            problems=tuple(problems),
+        )
+
+    def _run_checker(self, repo: Path) -> CheckResult:
         """Restore the checker's files from the task, then run the checker in `repo` as a process."""
         if self.checker_files.is_dir():
             shutil.copytree(self.checker_files, repo, dirs_exist_ok=True)
@@ -211,6 +278,7 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
     kind = _get(table, "lesson_kind", str, here, "memory")
     reference: dict[str, str] | None = None
     arguments: dict[str, Any] | None = None
+    examples: tuple[dict[str, Any], ...] = ()
     if kind == "skill":
         raw = table.get("lesson_reference")
         if not (
@@ -222,6 +290,10 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
             )
         reference = {"import": raw["import"], "callable": raw["callable"]}
         arguments = _get(table, "lesson_arguments", dict, here, {})
+        raw_examples = _get(table, "lesson_examples", list, here, [])
+        if not all(isinstance(e, dict) for e in raw_examples):
+            raise TaskError(f"{here}: lesson_examples must be a list of tables")
+        examples = tuple(raw_examples)
     elif kind != "memory":
         raise TaskError(f"{here}: lesson_kind must be memory or skill, not {kind!r}")
     return ScriptedBehaviour(
@@ -235,6 +307,7 @@ def _scripted(table: Any, where: str) -> ScriptedBehaviour | None:
         lesson_kind=kind,
         lesson_reference=reference,
         lesson_arguments=arguments,
+        lesson_examples=examples,
     )
 
 
@@ -272,6 +345,21 @@ def load_task(folder: Path) -> Task:
     )
     if seed is not None and not seed.is_file():
         raise TaskError(f"{where}: seed file {seed} does not exist")
+    misleading = folder / "misleading.json" if (folder / "misleading.json").is_file() else None
+    for proposal in (seed, misleading):
+        if proposal is not None:
+            _check_proposal(proposal)
+    try:
+        trace = rules_from(_get(checker, "trace", dict, f"{where} [checker]", {}), f"{where} [checker.trace]")
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
+    control = _get(data, "control", str, where)
+    if control is not None and control not in CONTROLS:
+        raise TaskError(f"{where}: control must be one of {', '.join(CONTROLS)}; got {control!r}")
+    family = _get(data, "family", str, where)
+    variant = _get(data, "variant", str, where)
+    if (family is None) != (variant is None):
+        raise TaskError(f"{where}: family and variant go together")
     turn_requests = _get(limits, "max_turn_requests", int, f"{where} [limits]")
     return Task(
         name=_get(data, "name", str, where, folder.name),
@@ -290,16 +378,55 @@ def load_task(folder: Path) -> Task:
         seed=seed,
         scripted=_scripted(data.get("scripted"), where),
         tags=_strings(data, "tags", where),
+        suite=_get(data, "suite", str, where, folder.parent.name),
+        family=family,
+        variant=variant,
+        held_out=bool(_get(data, "held_out", bool, where, False)),
+        control=control,
+        trace=trace,
+        misleading=misleading,
     )
 
 
-def bundled_suite() -> Path:
-    """The suite shipped with the package."""
-    return Path(__file__).resolve().parent / "tasks"
+def _check_proposal(path: Path) -> None:
+    """A seed or misleading file: a JSON object with a list of edits (what `harness import` reads)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TaskError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("edits"), list) or not data["edits"]:
+        raise TaskError(f"{path}: needs an object with a non-empty edits list")
 
 
-def load_suite(path: Path, only: Sequence[str] = ()) -> list[Task]:
-    """A task folder, or a folder of task folders (sorted by name); `only` keeps those names."""
+def in_family_order(tasks: Sequence[Task]) -> list[Task]:
+    """Tasks in the order a run carrying one harness across them needs: each family's told variant
+    before its held-out ones (families by name), then tasks of no family, then the controls."""
+
+    def key(task: Task) -> tuple[int, str, bool, str]:
+        group = 2 if task.control else (0 if task.family else 1)
+        return (group, task.family or "", task.held_out, task.variant or task.name)
+
+    return sorted(tasks, key=key)
+
+
+def bundled_suites() -> list[str]:
+    """The names of the suites shipped with the package (`pipeline`, `lessons`)."""
+    return sorted(p.name for p in SUITES_DIR.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def bundled_suite(name: str = "pipeline") -> Path:
+    """The folder of a suite shipped with the package (default: the pipeline test)."""
+    path = SUITES_DIR / name
+    if "/" in name or name.startswith(".") or not path.is_dir():
+        raise TaskError(f"unknown suite {name!r}; bundled suites: {', '.join(bundled_suites())}")
+    return path
+
+
+def load_suite(path: Path | str, only: Sequence[str] = ()) -> list[Task]:
+    """A task folder, a folder of task folders (sorted by name), or the name of a bundled suite
+    (`pipeline`, `lessons`); `only` keeps those names."""
+    if isinstance(path, str):
+        path = bundled_suite(path) if path in bundled_suites() else Path(path)
     if (path / "task.toml").is_file():
         tasks = [load_task(path)]
     elif path.is_dir():

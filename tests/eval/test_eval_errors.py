@@ -27,6 +27,8 @@ TASKS = Path(__file__).parent / "tasks"
         (["--scripted", "--without", "r-1"], "--without needs --from RUN_DIR"),
         (["--scripted", "--server-env", "NOEQUALS"], "--server-env wants KEY=VALUE"),
         (["/no/such/suite", "--scripted"], "/no/such/suite: no such suite"),
+        # A bundled suite by its name: the lessons suite's tasks are the ones named.
+        (["lessons", "--scripted", "--tasks", "nope"], "the suite has c-locale-a, c-locale-b"),
         (["--scripted", "--orders", "0"], "--orders must be at least 1"),
         (["--scripted", "--jobs", "0"], "--jobs must be at least 1"),
         (["--scripted", "--resume"], "--resume needs --out RUN_DIR"),

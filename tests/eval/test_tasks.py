@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -90,25 +88,3 @@ def test_a_failing_setup_script_is_an_error_with_its_output(tmp_path: Path) -> N
     (folder / "setup.sh").write_text("echo broken setup >&2\nexit 3\n")
     with pytest.raises(TaskError, match="exited with 3: broken setup"):
         load_task(folder).build(tmp_path / "repo")
-
-
-def test_every_bundled_task_fails_its_checker_untouched_and_passes_with_its_informed_cells(
-    tmp_path: Path,
-) -> None:
-    """Each bundled task is a real test: the fresh repository fails, the lesson's cells make it pass."""
-    for task in load_suite(bundled_suite()):
-        assert task.scripted is not None
-        repo = task.build(tmp_path / task.name)
-        assert not task.check(repo).passed, f"{task.name}: the untouched repository already passes"
-        for cell in task.scripted.informed:
-            _run_cell(cell, repo)
-        result = task.check(repo)
-        assert result.passed, f"{task.name}: the informed cells do not pass the checker:\n{result.output}"
-
-
-def _run_cell(cell: str, repo: Path) -> None:
-    """A cell as the kernel would run it: `%%bash` cells in bash, the rest in Python, in the repo."""
-    if cell.startswith("%%bash\n"):
-        subprocess.run(["bash", "-c", cell.split("\n", 1)[1]], cwd=repo, check=False, capture_output=True)
-    else:
-        subprocess.run([sys.executable, "-c", cell], cwd=repo, check=False, capture_output=True)

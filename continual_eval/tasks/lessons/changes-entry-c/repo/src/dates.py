@@ -1,0 +1,6 @@
+"""Calendar helpers."""
+
+
+def is_leap(year: int) -> bool:
+    """Whether year is a leap year."""
+    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)

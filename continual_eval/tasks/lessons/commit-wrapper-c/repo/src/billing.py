@@ -1,0 +1,2 @@
+def calc_total(items):
+    return sum(items)

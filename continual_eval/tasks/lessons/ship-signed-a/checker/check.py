@@ -1,0 +1,23 @@
+import hashlib
+import sys
+from pathlib import Path
+
+VERSION, FILE, OLD = "2.0.0", Path("VERSION"), ["1.8.0", "1.9.0"]
+
+
+def read_version() -> str:
+    return FILE.read_text().strip()
+
+
+problems = []
+if read_version() != VERSION:
+    problems.append(f"{FILE} does not say {VERSION}")
+releases = Path("RELEASES").read_text().split()
+if releases != [*OLD, VERSION]:
+    problems.append(f"RELEASES is {releases}, expected {[*OLD, VERSION]}")
+sig = Path(f".signatures/{VERSION}.sig")
+expected = hashlib.sha256(f"ship:{VERSION}:{FILE.read_text()}".encode()).hexdigest()
+if not sig.is_file() or sig.read_text().strip() != expected:
+    problems.append(f"release {VERSION} is not signed")
+print("\n".join(problems) or f"released {VERSION}, signed")
+sys.exit(1 if problems else 0)

@@ -1,0 +1,6 @@
+"""A tiny calculator."""
+
+
+def add(a: int, b: int) -> int:
+    """The sum of a and b."""
+    return a + b
