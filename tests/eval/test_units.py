@@ -16,7 +16,8 @@ def _task(root: Path, name: str, misleading: bool = False) -> Task:
         "prompts = ['first', 'second']\nsessions = 2\n[checker]\ncommand = 'true'\n"
     )
     if misleading:
-        (folder / "misleading.json").write_text(json.dumps({"edits": []}))
+        wrong = {"action": "create", "kind": "memory", "title": "Build", "content": "Run make twice."}
+        (folder / "misleading.json").write_text(json.dumps({"edits": [wrong]}))
     return load_task(folder)
 
 
