@@ -21,7 +21,7 @@ from harness_store.models import (
     Tombstone,
 )
 from harness_store.tombstones import add_tombstone, make_tombstone, matching_tombstone
-from harness_store.validation import resolve_id, validate_edit
+from harness_store.validation import empty_lesson, resolve_id, validate_edit
 
 MSG_BASELINE = "entry changed during refinement planning"
 MSG_NOT_FOUND = "entry not found"
@@ -177,6 +177,9 @@ def _refusal(
         return MSG_NOT_FOUND
     if edit.action == "delete" or restore is not None:
         return None
+    empty = empty_lesson(edit.title, edit.content)
+    if empty is not None:
+        return empty
     if opts.evidence_checker is not None:
         for message_id in edit.evidence or []:
             if not opts.evidence_checker(message_id):

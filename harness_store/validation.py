@@ -60,3 +60,24 @@ def _validate_skill(edit: Edit) -> str | None:
     if not (isinstance(func, str) and func.strip()):
         return f"{action} skill requires callable"
     return None
+
+
+def _letters(text: str) -> str:
+    """The text's letters and digits only, lowercased: what is left once punctuation, symbols and
+    whitespace are stripped (unicode-aware, so a lesson in any script counts)."""
+    return "".join(char for char in text.lower() if char.isalnum())
+
+
+def empty_lesson(title: str | None, content: str | None) -> str | None:
+    """Why a create/update would write a lesson that says nothing, or None.
+
+    A content of only punctuation and whitespace ("...", "..., ") or one that only repeats its
+    title teaches nothing, yet used to be stored and counted as a refinement. Refused for every
+    writer and review policy; a rollback or review restoring an existing entry is not a new lesson.
+    """
+    body = _letters(content or "")
+    if not body:
+        return "empty lesson: the content has nothing but punctuation and whitespace"
+    if body == _letters(title or ""):
+        return "empty lesson: the content only repeats the title"
+    return None

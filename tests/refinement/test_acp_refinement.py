@@ -500,3 +500,25 @@ def test_review_command_asks_every_waiting_proposal(model: ScriptedModelServer, 
         assert state["entries"] == [] and len(state["tombstones"]) == 2
         after = prompt(client, sid, "/review")
         assert "Nothing is waiting for review" in messages_between(client, done.seq, after.seq)
+
+
+def test_a_cell_writing_an_empty_lesson_is_refused_with_the_reason_whatever_the_review_policy(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    import json
+
+    from agent_core.testing.scripted_model import tool_call
+
+    cell = "print(harness.create('memory', 'Dots', '...', global_=True))\n"
+    model.push(tool_call(cell, "Remember nothing"), text("Done."))
+    with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
+        client = group.spawn(tmp_path)
+        sid, _ = new_session(client, tmp_path)
+        prompt(client, sid, "Remember this.")
+        # ask mode holds every write for review; an empty lesson is refused before it gets there.
+        assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 0
+        state = client.request("_harness/state", {"sessionId": sid, "scope": "global"})
+        assert state["entries"] == []
+        tool_result = json.dumps(model.requests[-1]["messages"][-1])
+        assert "empty lesson: the content has nothing but punctuation and whitespace" in tool_result
+        assert "'status': 'refused'" in tool_result
