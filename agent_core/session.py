@@ -260,10 +260,22 @@ class Session:
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
 
-        overview = str(render_overview(self.scopes.states().prompt_view(), query=query))
+        overview = str(
+            render_overview(self.scopes.states().prompt_view(), query=query, order=self._prompt_order())
+        )
         if self._turn_usage is not None:
             self._turn_usage.saw(overview)  # which entries this turn's prompt showed (entry_usage.py)
         return overview
+
+    def _prompt_order(self) -> dict[str, int]:
+        """Helpful entries first, harmful ones last (entry_counters.py); none when unreadable."""
+        from agent_core.trust.entry_counters import home_counters, prompt_order
+
+        try:
+            return prompt_order(home_counters(self.agent_config.home))
+        except Exception:  # the counters order the prompt; they must never stop it
+            log.exception("could not read the harness entry counters")
+            return {}
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None

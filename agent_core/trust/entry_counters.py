@@ -1,0 +1,231 @@
+"""Counters on every harness entry: shown, followed, and how the followed turns went.
+
+An entry is *shown* in a turn whose prompt rendered it, and *followed* in a turn where a cell ran
+one of its anchors after the prompt showed it: a command or call it quotes in backticks, a file path
+it names, or a skill's callable (read from the rendered overview line, so only what the model saw
+counts). A followed turn *passed* when no gate failed, no cell failed, it was not cancelled and its
+refinement was not rolled back later; otherwise it *failed* (each cause counted too).
+
+The counters are a fold of the usage ledger (`entry-usage.jsonl`, one line per turn) and the
+refinement histories (rollbacks): the ledger is their history. They are kept beside it in
+`<home>/harness/entry-counters.json` (0600), stamped with the sizes of the files they were folded
+from; a stale, damaged or missing file is rebuilt from those files, never trusted past them.
+
+`standing` turns the counters into what the prompt and the curator act on: `helpful` entries
+are listed first, `harmful` ones last (the first to fall out of the budget), before any review.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_core.trust.entry_anchors import followed, line_anchors, overview_anchors
+from agent_core.trust.entry_usage import UsageLedger, history_roots, rolled_back_turns, turn_history
+
+__all__ = ["followed", "line_anchors", "overview_anchors"]  # re-exported: the counters' vocabulary
+
+log = logging.getLogger(__name__)
+
+COUNTERS_NAME = "entry-counters.json"
+UNFOLLOWED_AFTER = 10  # shown this many turns and never followed: the curator proposes archiving it
+HARMFUL_MIN = 2  # followed turns that failed, at least this many and more than those that passed
+Standing = Literal["helpful", "harmful", "unfollowed", "neutral"]
+
+
+@dataclass
+class EntryCounters:
+    """One entry's counters (see the module docstring)."""
+
+    shown: int = 0
+    followed: int = 0
+    passed: int = 0
+    failed: int = 0
+    failed_gates: int = 0
+    failed_cells: int = 0
+    cancelled: int = 0
+    rolled_back: int = 0
+    last_shown: str | None = None
+
+    @property
+    def standing(self) -> Standing:
+        if self.failed >= HARMFUL_MIN and self.failed > self.passed:
+            return "harmful"
+        if self.passed > self.failed:
+            return "helpful"
+        if self.followed == 0 and self.shown >= UNFOLLOWED_AFTER:
+            return "unfollowed"
+        return "neutral"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "standing": self.standing}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> EntryCounters:
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for name in known:
+            value = raw.get(name)
+            if name == "last_shown":
+                values[name] = value if isinstance(value, str) else None
+            elif isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                values[name] = value
+        return cls(**values)
+
+    def describe(self) -> str:
+        """One line: `shown 5, followed 3 (2 passed, 1 failed: 1 with failed gates) — helpful`."""
+        text = f"shown {self.shown}, followed {self.followed}"
+        if self.followed:
+            causes = [
+                f"{n} {what}"
+                for n, what in (
+                    (self.failed_gates, "with failed gates"),
+                    (self.failed_cells, "with failed cells"),
+                    (self.cancelled, "cancelled"),
+                    (self.rolled_back, "rolled back"),
+                )
+                if n
+            ]
+            text += f" ({self.passed} passed, {self.failed} failed" + (
+                f": {', '.join(causes)})" if causes else ")"
+            )
+        return f"{text} — {self.standing}"
+
+
+def fold(
+    records: Sequence[Mapping[str, Any]], rolled_back: set[int] | None = None
+) -> dict[str, EntryCounters]:
+    """The counters of every entry key in the ledger `records` (indexes in `rolled_back`: turns
+    whose refinement was rolled back later, entry_usage.rolled_back_turns)."""
+    out: dict[str, EntryCounters] = {}
+    for index, record in enumerate(records):
+        gates = int(record.get("gates_failed") or 0) > 0
+        cells = int(record.get("cells_failed") or 0) > 0
+        cancelled = record.get("stop_reason") == "cancelled"
+        undone = rolled_back is not None and index in rolled_back
+        bad = gates or cells or cancelled or undone
+        follow = {str(k) for k in record.get("followed") or [] if isinstance(k, str)}
+        at = str(record.get("at") or "") or None
+        for raw in record.get("entries") or []:
+            key = str(raw)
+            counters = out.setdefault(key, EntryCounters())
+            counters.shown += 1
+            if at and (counters.last_shown is None or at > counters.last_shown):
+                counters.last_shown = at
+            if key not in follow:
+                continue
+            counters.followed += 1
+            counters.passed += not bad
+            counters.failed += bad
+            counters.failed_gates += gates
+            counters.failed_cells += cells
+            counters.cancelled += cancelled
+            counters.rolled_back += undone
+    return out
+
+
+def lookup(counters: Mapping[str, EntryCounters], entry_id: str, scope: str | None = None) -> EntryCounters:
+    """An entry's counters under the key the prompt showed it by: `<scope>:<id>` for a local or
+    project entry whose id collided with another scope's, else `<id>`."""
+    found = counters.get(f"{scope}:{entry_id}") if scope in ("local", "project") else None
+    return found or counters.get(entry_id) or EntryCounters()
+
+
+def prompt_order(counters: Mapping[str, EntryCounters]) -> dict[str, int]:
+    """Key -> place in the prompt's order within what relevance chose: helpful 0, harmful 2 (the
+    rest 1, left out)."""
+    order: dict[str, int] = {}
+    for key, value in counters.items():
+        standing = value.standing
+        if standing == "helpful":
+            order[key] = 0
+        elif standing == "harmful":
+            order[key] = 2
+    return order
+
+
+# ------------------------------------------------------------------ kept beside the ledger
+
+
+def _sizes(paths: Iterable[Path]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for path in paths:
+        try:
+            out[str(path)] = path.stat().st_size
+        except OSError:
+            out[str(path)] = -1
+    return out
+
+
+_MEMO: dict[str, tuple[dict[str, int], dict[str, EntryCounters]]] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+class CounterFile:
+    """`<home>/harness/entry-counters.json`: the counters and the sizes of their sources."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.path = home / "harness" / COUNTERS_NAME
+
+    def read(self) -> tuple[dict[str, int], dict[str, EntryCounters]] | None:
+        """The stored sources and counters, or None when the file is missing or damaged."""
+        from harness_store.safe_read import HISTORY_MAX_BYTES, Refused, read_text
+
+        try:
+            raw = json.loads(read_text(self.path, limit=HISTORY_MAX_BYTES))
+            sources = {str(k): int(v) for k, v in raw["sources"].items()}
+            counters = {str(k): EntryCounters.from_json(v) for k, v in raw["counters"].items()}
+        except FileNotFoundError:
+            return None
+        except (Refused, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+            log.warning(
+                "entry counters %s are damaged (%s); rebuilding them from the usage ledger", self.path, exc
+            )
+            return None
+        return sources, counters
+
+    def write(self, sources: Mapping[str, int], counters: Mapping[str, EntryCounters]) -> None:
+        from harness_store.private_files import private_dir, write_atomic
+
+        body = {"sources": dict(sources), "counters": {k: v.to_json() for k, v in counters.items()}}
+        private_dir(self.path.parent)
+        write_atomic(self.path, json.dumps(body, ensure_ascii=False, sort_keys=True), sync=False)
+
+
+def rebuild(home: Path) -> tuple[dict[str, int], dict[str, EntryCounters]]:
+    """Fold the ledger and the histories it needs (rollbacks) from scratch."""
+    ledger = UsageLedger(home)
+    sources = _sizes([ledger.path])  # taken first: a turn appended meanwhile makes the next read refold
+    records = ledger.read()
+    roots = history_roots(home, records)
+    sources.update(_sizes(root / "refinements.jsonl" for root in roots))
+    return sources, fold(records, rolled_back_turns(records, turn_history(roots)))
+
+
+def home_counters(home: Path) -> dict[str, EntryCounters]:
+    """Every entry key's counters: from memory or the counters file while their sources are
+    unchanged, else rebuilt from the ledger and histories (and the file rewritten)."""
+    memo_key = str(home)
+    with _MEMO_LOCK:
+        hit = _MEMO.get(memo_key)
+    if hit is not None and _sizes(Path(p) for p in hit[0]) == hit[0]:
+        return hit[1]
+    store = CounterFile(home)
+    stored = store.read()
+    if stored is not None and stored[0] and _sizes(Path(p) for p in stored[0]) == stored[0]:
+        sources, counters = stored
+    else:
+        sources, counters = rebuild(home)
+        try:
+            store.write(sources, counters)
+        except OSError as exc:
+            log.warning("could not save entry counters %s: %s", store.path, exc)
+    with _MEMO_LOCK:
+        _MEMO[memo_key] = (sources, counters)
+    return counters
