@@ -199,6 +199,11 @@ def apply_proposal(
     work = _Work(entries=dict(state.entries), tombstones=list(state.tombstones))
     applied_edits: list[AppliedEdit] = []
     for index, edit in enumerate(proposal.edits):
+        if proposal.prediction is not None and edit.action == "create":
+            # The proposal's prediction lives on the entries it creates (checked on later turns).
+            edit = edit.model_copy(
+                update={"metadata": {**(edit.metadata or {}), "prediction": proposal.prediction}}
+            )
         restore = opts.restores[index] if index < len(opts.restores) else None
         preset = opts.preset_errors[index] if index < len(opts.preset_errors) else None
         entry_id = resolve_id(edit)

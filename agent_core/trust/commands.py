@@ -50,5 +50,13 @@ def why_reply(session: Session, argument: str) -> str:
             f"Use in prompts ({scope} `{entry.id}`): "
             + describe(usage.get(entry.id) or usage.get(f"{scope}:{entry.id}"), created_at=entry.created_at)
         )
-        lines.append(f"Counters ({scope} `{entry.id}`): " + lookup(counters, entry.id, scope).describe())
+        counted = lookup(counters, entry.id, scope)
+        lines.append(f"Counters ({scope} `{entry.id}`): " + counted.describe())
+        prediction = entry.metadata.get("prediction")
+        if isinstance(prediction, dict) and prediction.get("command"):
+            expect = f": {prediction['expect']}" if prediction.get("expect") else ""
+            lines.append(
+                f"Prediction ({scope} `{entry.id}`): when `{prediction['command']}` runs{expect} — "
+                f"{counted.hits} hit(s), {counted.misses} miss(es)"
+            )
     return text + "\n\n" + "\n".join(lines)

@@ -51,6 +51,10 @@ class EntryCounters:
     cancelled: int = 0
     rolled_back: int = 0
     last_shown: str | None = None
+    # the entry's prediction (metadata.prediction): later turns that ran its command and passed
+    # (hits) or failed (misses)
+    hits: int = 0
+    misses: int = 0
 
     @property
     def standing(self) -> Standing:
@@ -94,7 +98,10 @@ class EntryCounters:
             text += f" ({self.passed} passed, {self.failed} failed" + (
                 f": {', '.join(causes)})" if causes else ")"
             )
-        return f"{text} — {self.standing}"
+        text = f"{text} — {self.standing}"
+        if self.hits or self.misses:
+            text += f"; prediction: {self.hits} hit{'s' * (self.hits != 1)}, {self.misses} miss{'es' * (self.misses != 1)}"
+        return text
 
 
 def fold(
@@ -111,6 +118,11 @@ def fold(
         bad = gates or cells or cancelled or undone
         follow = {str(k) for k in record.get("followed") or [] if isinstance(k, str)}
         at = str(record.get("at") or "") or None
+        for raw in record.get("predicted") or []:
+            if isinstance(raw, str):
+                checked = out.setdefault(raw, EntryCounters())
+                checked.hits += not bad
+                checked.misses += bad
         for raw in record.get("entries") or []:
             key = str(raw)
             counters = out.setdefault(key, EntryCounters())
@@ -126,6 +138,19 @@ def fold(
             counters.failed_cells += cells
             counters.cancelled += cancelled
             counters.rolled_back += undone
+    return out
+
+
+def predictions(entries: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Entry key -> the command its prediction names, over a prompt view's entries by kind."""
+    out: dict[str, str] = {}
+    for items in entries.values():
+        for key, entry in items.items():
+            prediction = getattr(entry, "metadata", {}).get("prediction")
+            if isinstance(prediction, dict) and isinstance(prediction.get("command"), str):
+                command = prediction["command"].strip()
+                if len(command) >= 3:
+                    out[str(key)] = command
     return out
 
 

@@ -49,6 +49,10 @@ class TurnUsage:
     # entry keys whose anchor (command, call, file, skill) a cell ran after the prompt showed it
     followed: list[str] = field(default_factory=list)
     anchors: dict[str, list[str]] = field(default_factory=dict)
+    # entry key -> the command its prediction names (set once, from the turn's first prompt), and
+    # the keys whose predicted command a cell of the turn ran
+    predictions: dict[str, str] | None = None
+    predicted: list[str] = field(default_factory=list)
     cells: int = 0
     cells_failed: int = 0
     gates_passed: int = 0
@@ -64,6 +68,11 @@ class TurnUsage:
         for key, anchors in overview_anchors(overview).items():
             self.anchors.setdefault(key, anchors)
 
+    def expect(self, predictions: Mapping[str, str]) -> None:
+        """The harness's predictions as the turn started (later writes are for later turns)."""
+        if self.predictions is None:
+            self.predictions = dict(predictions)
+
     def note(self, event: ev.TurnEvent) -> None:
         if isinstance(event, ev.CellStarted):
             from agent_core.trust.entry_anchors import followed
@@ -71,6 +80,9 @@ class TurnUsage:
             for key, anchors in self.anchors.items():
                 if key not in self.followed and followed(event.code, anchors):
                     self.followed.append(key)
+            for key, command in (self.predictions or {}).items():
+                if key not in self.predicted and command in event.code:
+                    self.predicted.append(key)
         elif isinstance(event, ev.CellFinished):
             self.cells += 1
             self.cells_failed += event.status == "failed"
@@ -85,6 +97,7 @@ class TurnUsage:
             "session": session_id,
             "entries": list(self.entries),
             "followed": list(self.followed),
+            **({"predicted": list(self.predicted)} if self.predicted else {}),
             "cells": self.cells,
             "cells_failed": self.cells_failed,
             "gates_passed": self.gates_passed,

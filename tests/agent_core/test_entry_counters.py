@@ -147,3 +147,22 @@ def test_prompt_order_ranks_only_helpful_and_harmful() -> None:
         "meh": EntryCounters(shown=1),
     }
     assert prompt_order(counted) == {"good": 0, "bad": 2}
+
+
+def test_a_turn_checks_the_predictions_it_started_with_when_a_cell_runs_their_command() -> None:
+    usage = TurnUsage(entries=["tests"])
+    usage.expect({"tests": "make check"})
+    usage.expect({"tests": "make check", "late": "tox"})  # a write mid-turn is for later turns
+    usage.note(ev.CellStarted("c1", "!tox && make check", ""))
+    assert usage.record("s", "end_turn")["predicted"] == ["tests"]
+
+
+def test_fold_counts_a_prediction_hit_when_the_turn_passed_and_a_miss_when_it_failed() -> None:
+    records = [
+        _turn("2026-11-01T10:00:00+00:00", ["a"], [], predicted=["a"]),
+        _turn("2026-11-02T10:00:00+00:00", ["a"], [], predicted=["a"], gates_failed=1),
+        _turn("2026-11-03T10:00:00+00:00", ["a"], [], predicted=["a"]),
+    ]
+    a = fold(records)["a"]
+    assert (a.hits, a.misses) == (2, 1)
+    assert a.describe().endswith("; prediction: 2 hits, 1 miss")

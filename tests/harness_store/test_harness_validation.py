@@ -223,3 +223,27 @@ def test_an_update_to_an_empty_lesson_is_refused_and_the_entry_kept(store: Harne
 def test_a_short_lesson_that_says_something_is_kept(store: HarnessStore) -> None:
     result = store.apply(proposal(create("memory", "Linter", "Use ruff.")), scope="local", trigger="model")
     assert result.applied, result.errors
+
+
+def test_a_prediction_is_normalized_and_lands_on_the_entries_the_proposal_creates(
+    store: HarnessStore,
+) -> None:
+    assert Proposal.model_validate({"prediction": {"command": "  "}}).prediction is None
+    assert Proposal.model_validate({"prediction": "make check"}).prediction is None
+    assert Proposal.model_validate({"prediction": {"command": "a\nb"}}).prediction is None
+    store.apply(proposal(create("memory", "Old", "Keep this.")), scope="local", trigger="user")
+    raw = {
+        "prediction": {"command": "make check", "expect": "passes", "extra": 1},
+        "edits": [
+            create("memory", "Tests", "Run `make check`."),
+            {"action": "update", "kind": "memory", "id": "old", "title": "Old", "content": "Keep this too."},
+        ],
+    }
+    result = store.apply(raw, scope="local", trigger="model")
+    assert result.applied, result.errors
+    state = store.state
+    assert state.get("memory", "tests").metadata["prediction"] == {
+        "command": "make check",
+        "expect": "passes",
+    }  # type: ignore[union-attr]
+    assert "prediction" not in state.get("memory", "old").metadata  # type: ignore[union-attr]
