@@ -121,6 +121,11 @@ def _format(key: str, entry: HarnessEntry) -> str:
     return f"{head}: {json.dumps(_one_line(entry.content, _ENTRY_CHARS), ensure_ascii=False)}"
 
 
+def entry_line(key: str, entry: HarnessEntry) -> str:
+    """The line the overview renders for an entry (what it costs the prompt)."""
+    return _format(key, entry)
+
+
 def _ranked(
     items: dict[str, HarnessEntry], query_words: frozenset[str], limit: int, lineage: str | None = None
 ) -> tuple[list[tuple[str, HarnessEntry]], int]:
