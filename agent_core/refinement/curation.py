@@ -44,6 +44,11 @@ def standing_from(home: Path) -> dict[str, str]:
     return {key: counters.standing for key, counters in home_counters(home).items()}
 
 
+def standing_factory(home: Path) -> Callable[[HarnessEntry], str]:
+    """`continual-acp harness curate`'s standing: the data dir's counters, read once."""
+    return _standing_of(standing_from(home))
+
+
 def _standing_of(standings: dict[str, str]) -> Callable[[HarnessEntry], str]:
     def standing(entry: HarnessEntry) -> str:
         scoped = standings.get(f"{entry.scope}:{entry.id}") if entry.scope in ("local", "project") else None
