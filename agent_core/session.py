@@ -267,6 +267,11 @@ class Session:
             self._turn_usage.saw(overview)  # which entries this turn's prompt showed (entry_usage.py)
         return overview
 
+    @property
+    def turn_running(self) -> bool:
+        """True while a prompt's turn runs (the idle curator waits for none to run)."""
+        return self._turn_task is not None or self._turn_usage is not None
+
     def _prompt_order(self) -> dict[str, int]:
         """Helpful entries first, harmful ones last (entry_counters.py); none when unreadable."""
         from agent_core.trust.entry_counters import home_counters, prompt_order
