@@ -25,13 +25,14 @@ prompt) with `metadata.archived` = {by, reason, trust, at, merged_into?}: a tomb
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness_store.models import KINDS, Edit, HarnessEntry, HarnessState, Proposal
 from harness_store.overview import entry_line
-from harness_store.validation import empty_lesson
+from harness_store.validation import empty_lesson, letters
 
 ARCHIVED = "archived"  # metadata key of an archived entry
 DEMOTED = "demoted"  # metadata key of a demoted entry
@@ -137,12 +138,11 @@ class CurationPlan:
         return "\n".join(lines)
 
 
-def _letters(text: str) -> str:
-    return "".join(char for char in text.lower() if char.isalnum())
+_WORD = re.compile(r"[^\W_]+")
 
 
 def _words(text: str) -> frozenset[str]:
-    return frozenset("".join(c if c.isalnum() else " " for c in text.lower()).split())
+    return frozenset(_WORD.findall(text.lower()))
 
 
 def _skill_key(entry: HarnessEntry) -> str:
@@ -202,12 +202,12 @@ def _plan_kind(
             CurationAction(action, entry.kind, entry.id, reason, entry.version, target, entry.title, tokens)
         )
 
-    # 1. content-free
-    for entry in live.values():
-        if not is_protected(entry):
-            reason = empty_lesson(entry.title, entry.content)
-            if reason is not None:
-                act("archive", entry, "content-free: " + reason.removeprefix("empty lesson: "))
+    # 1. content-free (the letters of each content are kept: the duplicate keys reuse them)
+    body = {key: letters(entry.content) for key, entry in live.items()}
+    for key, entry in live.items():
+        if not is_protected(entry) and (not body[key] or body[key] == letters(entry.title)):
+            reason = empty_lesson(entry.title, entry.content) or "empty lesson: the content says nothing"
+            act("archive", entry, "content-free: " + reason.removeprefix("empty lesson: "))
     # 2. exact and near duplicates
     groups = _Groups()
     by_exact: dict[tuple[str, str], list[str]] = {}
@@ -216,7 +216,7 @@ def _plan_kind(
         if entry.id in taken:
             continue
         skill = _skill_key(entry)
-        by_exact.setdefault((skill, _letters(entry.content)), []).append(entry.id)
+        by_exact.setdefault((skill, body[entry.id]), []).append(entry.id)
         words = _words(entry.content)
         if words:
             by_words.setdefault((skill, words), []).append(entry.id)
@@ -239,7 +239,7 @@ def _plan_kind(
             continue
         targets.add(target.id)
         for source in sources:
-            same = _letters(source.content) == _letters(target.content)
+            same = letters(source.content) == letters(target.content)
             act("merge", source, "exact duplicate" if same else "near duplicate (same words)", target.id)
     # 3-4. counters
     if standing is not None:

@@ -5,6 +5,8 @@ Messages are part of the contract (tests and callers match them verbatim).
 
 from __future__ import annotations
 
+import re
+
 from harness_store.ids import slugify
 from harness_store.models import ACTIONS, KINDS, Edit
 
@@ -62,10 +64,13 @@ def _validate_skill(edit: Edit) -> str | None:
     return None
 
 
-def _letters(text: str) -> str:
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def letters(text: str) -> str:
     """The text's letters and digits only, lowercased: what is left once punctuation, symbols and
     whitespace are stripped (unicode-aware, so a lesson in any script counts)."""
-    return "".join(char for char in text.lower() if char.isalnum())
+    return _NOT_ALNUM.sub("", text.lower())
 
 
 def empty_lesson(title: str | None, content: str | None) -> str | None:
@@ -75,9 +80,9 @@ def empty_lesson(title: str | None, content: str | None) -> str | None:
     title teaches nothing, yet used to be stored and counted as a refinement. Refused for every
     writer and review policy; a rollback or review restoring an existing entry is not a new lesson.
     """
-    body = _letters(content or "")
+    body = letters(content or "")
     if not body:
         return "empty lesson: the content has nothing but punctuation and whitespace"
-    if body == _letters(title or ""):
+    if body == letters(title or ""):
         return "empty lesson: the content only repeats the title"
     return None
