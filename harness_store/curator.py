@@ -13,8 +13,8 @@ action, the first rule that fits):
    to candidate, a candidate archived;
 4. **unfollowed** entries (shown many times, never followed): archive.
 
-Entries a person wrote (`source == "user"`, unless `metadata.adopted`) or pinned (`metadata.pinned`)
-are never touched; rejected or already archived ones are left as they are. The plan is a dry run
+Entries a person wrote (`source == "user"`, unless `metadata.adopted` and not `metadata.pinned`) are
+never touched (a `pinned` or `adopted` mark a model wrote counts for nothing); rejected or already archived ones are left as they are. The plan is a dry run
 (`report()`: the diff, the rename map, the prompt tokens saved); `Store.curate` applies it as ONE
 history record (so one rollback undoes the pass), re-checking each action under the store's lock
 (`curation_edits`). Archiving never deletes: the entry stays, `trust` "rejected" (never in the
@@ -43,14 +43,20 @@ StandingOf = Callable[[HarnessEntry], str]
 
 
 def is_archived(entry: HarnessEntry) -> bool:
-    return isinstance(entry.metadata.get(ARCHIVED), dict)
+    """Archived by a pass: out of the prompt (`rejected`) with the archive mark. The mark alone is
+    not enough: metadata is whatever its writer put there, and a live entry carrying a forged mark
+    must not escape curation."""
+    return entry.trust == "rejected" and isinstance(entry.metadata.get(ARCHIVED), dict)
 
 
 def is_protected(entry: HarnessEntry) -> bool:
-    """Written or pinned by a person (and not adopted for curation): the curator never touches it."""
-    if entry.metadata.get("pinned"):
-        return True
-    return entry.source == "user" and not entry.metadata.get("adopted")
+    """Written by a person (unless adopted for curation, and not pinned): never touched.
+
+    Only a person's write counts: `pinned` set by a model or a cell (whose writes carry `source`
+    agent or refine) protects nothing, or the model could shield its own entries from the curator."""
+    if entry.source != "user":
+        return False
+    return bool(entry.metadata.get("pinned")) or not entry.metadata.get("adopted")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from acp_client import AcpClient, server_env
 from acp_helpers import initialize, new_session, run_command
 
-from agent_core.testing.scripted_model import ScriptedModelServer
+from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 from harness_store import HarnessStore
 
 
@@ -51,17 +51,34 @@ def test_curate_dry_run_then_apply_archives_as_one_refinement_that_one_undo_take
 ) -> None:
     home = tmp_path / "home"
     _seed(home)
+    config = home / "xdg-config" / "continual-acp"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('refine_review = "never"\n', encoding="utf-8")
+    # A cell tries to shield its own duplicate from the curator by pinning it.
+    cell = (
+        "harness.create('memory', 'Pinned copy', 'Run make check; before committing.', "
+        "metadata={'pinned': True}, global_=True)"
+    )
     with ScriptedModelServer() as model:
+        model.push(tool_call(cell, "Remember"), text("noted"))
         client = AcpClient(server_env(home, model.base_url), cwd=str(tmp_path))
         try:
             initialize(client)
             sid, _ = new_session(client, tmp_path)
+            run_command(client, sid, "remember this")
             before = _global(client, sid)
+            assert before["pinned_copy"]["metadata"] == {"pinned": True}
             dry = run_command(client, sid, "/curate --global")
             # The person's verified entry is the merge target; it is kept as it is.
-            assert "Dry run (global harness). Curator pass: 2 merge" in dry
+            assert "Dry run (global harness). Curator pass: 3 merge" in dry
             assert "merge `memory/tests_again` into `memory/mine` (near duplicate (same words))" in dry
-            assert "Rename map: memory/tests -> memory/mine, memory/tests_again -> memory/mine" in dry
+            assert "merge `memory/pinned_copy` into `memory/mine`" in dry  # a model's pin shields nothing
+            renames = dry.split("Rename map: ")[1].splitlines()[0].split(", ")
+            assert sorted(renames) == [
+                "memory/pinned_copy -> memory/mine",
+                "memory/tests -> memory/mine",
+                "memory/tests_again -> memory/mine",
+            ]
             assert dry.endswith("Apply it with `/curate apply --global`.")
             assert _global(client, sid) == before  # a dry run writes nothing
             applied = run_command(client, sid, "/curate apply --global")

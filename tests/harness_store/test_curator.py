@@ -80,43 +80,40 @@ def test_applying_a_pass_never_deletes_and_archived_entries_leave_the_prompt(
     assert "Tests again" not in overview and "Dots" not in overview and "Tests" in overview
 
 
+def _person(store: HarnessStore, title: str, content: str, **extra: object) -> str:
+    result = store.apply(proposal(create("memory", title, content, **extra)), scope="local", trigger="user")
+    assert result.applied, result.errors
+    return str(result.applied_edits[0].id)
+
+
 def test_a_person_written_or_pinned_entry_is_never_touched(store: HarnessStore) -> None:
     keep = _model(store, "Tests", "Run `make check` before committing.", verified=True)
-    mine = (
-        store.apply(
-            proposal(create("memory", "Mine", "Run make check before committing")),
-            scope="local",
-            trigger="user",
-        )
-        .applied_edits[0]
-        .id
+    mine = _person(store, "Mine", "Run make check before committing")
+    pinned = _person(
+        store, "Pinned", "before committing run make check", metadata={"pinned": True, "adopted": True}
     )
-    pinned = _model(store, "Pinned", "before committing run make check", metadata={"pinned": True})
-    adopted = (
-        store.apply(
-            proposal(
-                create("memory", "Adopted", "Run make-check before committing", metadata={"adopted": True})
-            ),
-            scope="local",
-            trigger="user",
-        )
-        .applied_edits[0]
-        .id
-    )
+    adopted = _person(store, "Adopted", "Run make-check before committing", metadata={"adopted": True})
     everything_bad = plan_curation(store.state, standing=lambda e: "harmful")
     touched = {a.id for a in everything_bad.actions}
     assert mine not in touched and pinned not in touched
     assert adopted in touched  # adopted: a person handed it to the curator
-    # The person's entry is the better merge target (verified by its writer, kept as it is).
+    # A person's entry is the better merge target (verified by its writer, kept as it is).
     assert {a.target for a in everything_bad.actions if a.action == "merge"} == {mine}
     # A stale plan that names a person's entry is refused at apply time too.
-    entry = store.state.get("memory", str(mine))
+    entry = store.state.get("memory", mine)
     assert entry is not None
     forged = CurationPlan((CurationAction("archive", "memory", entry.id, "forged", entry.version),))
     result = store.curate(forged)
     assert not result.applied
     assert result.applied_edits[0].error == "written or pinned by a person: the curator leaves it alone"
     assert store.state.get("memory", keep).trust == "verified"  # type: ignore[union-attr]
+
+
+def test_marks_a_model_wrote_itself_shield_nothing(store: HarnessStore) -> None:
+    pinned = _model(store, "Self pinned", "Nobody reads this note.", metadata={"pinned": True})
+    fake = _model(store, "Self archived", "Nobody reads this one either.", metadata={ARCHIVED: {"by": "r-x"}})
+    plan = plan_curation(store.state, standing=lambda e: "unfollowed")
+    assert sorted(_ids(plan, "archive")) == sorted([fake, pinned])
 
 
 def test_a_merge_into_a_missing_target_archives_nothing(store: HarnessStore) -> None:
