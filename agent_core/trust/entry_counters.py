@@ -8,8 +8,9 @@ refinement was not rolled back later; otherwise it *failed* (each cause counted 
 
 The counters are a fold of the usage ledger (`entry-usage.jsonl`, one line per turn) and the
 refinement histories (rollbacks): the ledger is their history. They are kept beside it in
-`<home>/harness/entry-counters.json` (0600), stamped with the sizes of the files they were folded
-from; a stale, damaged or missing file is rebuilt from those files, never trusted past them.
+`<home>/harness/entry-counters.json` (0600), stamped with the ledger offset and the history sizes
+they were folded from: turns appended to the ledger since are folded in alone; a changed history,
+or a damaged or missing file, refolds everything from those files.
 
 `standing` turns the counters into what the prompt and the curator act on: `helpful` entries
 are listed first, `harmful` ones last (the first to fall out of the budget), before any review.
@@ -21,7 +22,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,6 +69,15 @@ class EntryCounters:
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "standing": self.standing}
+
+    def add(self, other: EntryCounters) -> None:
+        """Fold `other` (the same entry's later turns) into these counters."""
+        for name in ("shown", "followed", "passed", "failed", "failed_gates", "failed_cells"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("cancelled", "rolled_back", "hits", "misses"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.last_shown and (self.last_shown is None or other.last_shown > self.last_shown):
+            self.last_shown = other.last_shown
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> EntryCounters:
@@ -223,30 +233,93 @@ class CounterFile:
         write_atomic(self.path, json.dumps(body, ensure_ascii=False, sort_keys=True), sync=False)
 
 
+def _ledger_records(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The complete ledger lines from byte `offset`, and the offset after the last one (a torn
+    last line is left for later). Damaged lines are skipped, as `UsageLedger.read` does."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except FileNotFoundError:
+        return [], 0
+    end = data.rfind(b"\n") + 1
+    records: list[dict[str, Any]] = []
+    for line in data[:end].decode("utf-8", errors="replace").splitlines():
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("entries"), list):
+            records.append(value)
+    return records, offset + end
+
+
 def rebuild(home: Path) -> tuple[dict[str, int], dict[str, EntryCounters]]:
-    """Fold the ledger and the histories it needs (rollbacks) from scratch."""
-    ledger = UsageLedger(home)
-    sources = _sizes([ledger.path])  # taken first: a turn appended meanwhile makes the next read refold
-    records = ledger.read()
+    """Fold the ledger and the histories it needs (rollbacks) from scratch. The ledger's source
+    is the offset folded up to (whole lines), the histories' their sizes."""
+    ledger = UsageLedger(home).path
+    records, end = _ledger_records(ledger, 0)
     roots = history_roots(home, records)
-    sources.update(_sizes(root / "refinements.jsonl" for root in roots))
+    sources = {str(ledger): end, **_sizes(root / "refinements.jsonl" for root in roots)}
     return sources, fold(records, rolled_back_turns(records, turn_history(roots)))
+
+
+def _grown(
+    home: Path, stored: tuple[dict[str, int], dict[str, EntryCounters]]
+) -> tuple[dict[str, int], dict[str, EntryCounters]] | None:
+    """The stored counters with the turns appended to the ledger since folded in, when only the
+    ledger grew (no history changed, no new session with a history of its own); else None.
+
+    A rollback already in an unchanged history that undoes a refinement of one of the new turns
+    (made while that turn ran, before its line was written) is counted at the next full refold,
+    which any change of a history triggers."""
+    sources, counters = stored
+    ledger = str(UsageLedger(home).path)
+    offset = sources.get(ledger)
+    if offset is None:
+        return None
+    histories = {p: n for p, n in sources.items() if p != ledger}
+    if _sizes(Path(p) for p in histories) != histories:
+        return None
+    if _sizes([Path(ledger)])[ledger] < offset:
+        return None  # replaced or cut: refold from the start
+    records, end = _ledger_records(Path(ledger), offset)
+    for root in history_roots(home, records):
+        path = str(root / "refinements.jsonl")
+        if path not in histories:
+            size = _sizes([Path(path)])[path]
+            if size > 0:
+                return None  # a new session's own history: its rollbacks need the full fold
+            histories[path] = size
+    merged = {key: replace(value) for key, value in counters.items()}
+    for key, value in fold(records).items():
+        mine = merged.setdefault(key, EntryCounters())
+        mine.add(value)
+    return {ledger: end, **histories}, merged
+
+
+def _current(sources: Mapping[str, int]) -> bool:
+    """True when no source moved since: the ledger's size is the offset folded up to."""
+    sizes = _sizes(Path(p) for p in sources)
+    return all(sizes[p] == n for p, n in sources.items())
 
 
 def home_counters(home: Path) -> dict[str, EntryCounters]:
     """Every entry key's counters: from memory or the counters file while their sources are
-    unchanged, else rebuilt from the ledger and histories (and the file rewritten)."""
+    unchanged; the turns appended since folded in when only the ledger grew; else rebuilt from the
+    ledger and histories (and the file rewritten)."""
     memo_key = str(home)
     with _MEMO_LOCK:
         hit = _MEMO.get(memo_key)
-    if hit is not None and _sizes(Path(p) for p in hit[0]) == hit[0]:
+    if hit is not None and _current(hit[0]):
         return hit[1]
     store = CounterFile(home)
-    stored = store.read()
-    if stored is not None and stored[0] and _sizes(Path(p) for p in stored[0]) == stored[0]:
+    stored = hit if hit is not None else store.read()
+    if stored is not None and stored[0] and _current(stored[0]):
         sources, counters = stored
     else:
-        sources, counters = rebuild(home)
+        grown = _grown(home, stored) if stored is not None and stored[0] else None
+        sources, counters = grown if grown is not None else rebuild(home)
         try:
             store.write(sources, counters)
         except OSError as exc:

@@ -166,3 +166,38 @@ def test_fold_counts_a_prediction_hit_when_the_turn_passed_and_a_miss_when_it_fa
     a = fold(records)["a"]
     assert (a.hits, a.misses) == (2, 1)
     assert a.describe().endswith("; prediction: 2 hits, 1 miss")
+
+
+def test_turns_appended_later_are_folded_in_alone_and_match_a_full_refold(tmp_path: Path) -> None:
+    ledger = UsageLedger(tmp_path)
+    ledger.append(_turn("2026-11-01T10:00:00+00:00", ["a", "b"], ["a"]))
+    entry_counters._MEMO.clear()
+    home_counters(tmp_path)
+    ledger.append(_turn("2026-11-02T10:00:00+00:00", ["a"], ["a"], gates_failed=1, predicted=["a"]))
+    with ledger.path.open("a") as fh:
+        fh.write('{"entries": ["a"], "at": "2026-')  # a turn being written: left for later
+    grown = home_counters(tmp_path)
+    full = entry_counters.rebuild(tmp_path)[1]
+    assert {k: v.to_json() for k, v in grown.items()} == {k: v.to_json() for k, v in full.items()}
+    assert grown["a"].shown == 2 and grown["a"].misses == 1
+
+
+def test_a_history_that_changed_makes_the_counters_refold_with_its_rollbacks(tmp_path: Path) -> None:
+    from harness_store import HarnessStore
+
+    store = HarnessStore(tmp_path / "harness")
+    made = store.apply(
+        {"edits": [{"action": "create", "kind": "memory", "title": "T", "content": "Run `tox`."}]},
+        scope="global",
+        trigger="model",
+        session_id="s",
+    )
+    ledger = UsageLedger(tmp_path)
+    turn = _turn(made.created_at, ["a"], ["a"])
+    turn["started"] = "2026-01-01T00:00:00+00:00"
+    turn["at"] = "2099-01-01T00:00:00+00:00"
+    ledger.append(turn)
+    entry_counters._MEMO.clear()
+    assert home_counters(tmp_path)["a"].passed == 1
+    store.rollback(made.id)
+    assert home_counters(tmp_path)["a"].rolled_back == 1  # the turn's refinement was undone
