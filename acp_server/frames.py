@@ -2,8 +2,8 @@
 
 Each builder is a small pure function returning a plain dict, ready for `json.dumps`, in one fixed
 key order (the golden files in `tests/golden/` pin both the shape and that order). Nothing here does
-I/O or imports `acp.schema`: `initialize` is answered before the wire models are loaded (README
-"Startup order"), and a dict costs nothing to build. The golden tests round-trip every frame through
+I/O or imports `acp.schema`: `initialize` is answered before the wire models are loaded (docs/design-notes.md,
+"Fast start"), and a dict costs nothing to build. The golden tests round-trip every frame through
 the `acp.schema` models instead.
 
 Naming: a builder is named for the frame it makes; `*_update` builders make the `update` object of a

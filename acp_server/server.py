@@ -70,6 +70,7 @@ def _watchdog(read_fd: int, kill_children: Callable[[], None] | None, parent_pid
         input_fd=read_fd,
         kill_children=kill_children,
         parent_pid=parent_pid,
+        report_dir=os.environ.get("CONTINUAL_ACP_STALL_REPORT") or None,
     )
 
 

@@ -7,7 +7,10 @@ EOF is never seen and the process outlives its editor. This thread depends on no
 * **Stalls.** The loop pets the watchdog every `PET_SECONDS` (a `call_later` chain). When it has
   not for `stall_seconds` (`CONTINUAL_ACP_STALL_SECONDS`, default 10), the loop thread's stack is
   logged to stderr, once per stall; the worst stall since start is kept (`worst_stall()`, shown by
-  `/kernel status` and `continual-acp doctor`).
+  `/kernel status` and `continual-acp doctor`), with the loop's stack as the thread last saw it
+  during that stall. With `CONTINUAL_ACP_STALL_REPORT` naming a directory, the record is written
+  there at exit (`stall-<pid>.json`, also before a forced exit): `benchmarks/bench_suite_stalls.py`
+  runs the test suite with it set and reports the worst stall of every server the suite started.
 * **The editor going away.** The thread polls a duplicate of the input descriptor for POLLHUP (the
   write end of a pipe closed, a socket shut down) and watches the parent process id (a parent that
   died re-parents us; the server then sends itself SIGTERM, the orderly shutdown an editor asks for). The transport also reports the EOF it reads (`input_ended`), which covers an
@@ -24,6 +27,7 @@ EOF is never seen and the process outlives its editor. This thread depends on no
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import select
@@ -47,6 +51,8 @@ FORCED_EXIT_CODE = 70
 # What the orderly path may take after EOF while the loop still turns: the transport's drain and the
 # agent's shutdown bound (acp_server/transport.py, acp_server/methods.py) -- beyond, the grace.
 ORDERLY_SECONDS = 10.0 + 30.0
+# A stall this long has its stack taken (for the report), once per stall that beats the last one.
+STACK_AFTER_SECONDS = 0.5
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,12 @@ class Watchdog:
         kill_children: Callable[[], None] | None = None,
         exit: Callable[[int], None] = os._exit,
         parent_pid: int | None = None,
+        report_dir: str | None = None,
     ) -> None:
         self.stall_seconds = stall_seconds
+        self.report_dir = report_dir or None
+        self._started = _now()
+        self._worst_stack: tuple[float, str] | None = None  # (stall seconds when taken, stack)
         self.grace_seconds = grace_seconds
         self._kill_children = kill_children
         self._exit = exit
@@ -132,6 +142,7 @@ class Watchdog:
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout=1.0)
+        self.write_report()
         if self._input_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._input_fd)
@@ -166,6 +177,8 @@ class Watchdog:
             since = self._last_pet
             reported = self._reported_stall_from == since
         stalled = now - since
+        if stalled >= STACK_AFTER_SECONDS and (self._worst_stack is None or stalled > self._worst_stack[0]):
+            self._worst_stack = (stalled, self._loop_stack())
         if stalled >= self.stall_seconds and not reported:
             with self._lock:
                 self._reported_stall_from = since
@@ -210,15 +223,56 @@ class Watchdog:
             return "stdin closed"
         return None
 
-    def _log_stack(self, headline: str) -> None:
+    def _loop_stack(self) -> str:
         frame = sys._current_frames().get(self._loop_thread)
-        stack = "".join(traceback.format_stack(frame)) if frame is not None else "(the loop thread is gone)\n"
+        return "".join(traceback.format_stack(frame)) if frame is not None else "(the loop thread is gone)\n"
+
+    def _log_stack(self, headline: str) -> None:
+        stack = self._loop_stack()
         # Straight to stderr as well as the log: logging may be what is stuck (its handler lock).
         text = f"continual-acp WARNING acp_server.watchdog: {headline}; its thread is at:\n{stack}"
         with contextlib.suppress(OSError):
             os.write(2, text.encode("utf-8", "replace"))
 
+    def report(self) -> dict[str, object]:
+        """The stall record `write_report` writes: the worst stall, when it began (seconds after the
+        watchdog started), how many stalls were logged, and the loop's stack during the longest stall
+        the thread saw (from `STACK_AFTER_SECONDS` on; None when none lasted that long)."""
+        with self._lock:
+            record = self._worst
+            if not self._stop.is_set():  # a stall still running (a forced exit) counts; after the
+                current = _now() - self._last_pet  # loop ended, the pets stopped: no stall then
+                if current > record.seconds:
+                    record = Stall(current, self._last_pet)
+        worst, began = record.seconds, record.began
+        stack = self._worst_stack
+        return {
+            "pid": os.getpid(),
+            "worst_stall_seconds": round(worst, 4),
+            "began_after_seconds": round(began - self._started, 3),
+            "stalls_logged": self.stall_reports,
+            "stall_threshold_seconds": self.stall_seconds,
+            "stack": stack[1] if stack is not None else None,
+        }
+
+    def write_report(self) -> None:
+        """Write `report()` to `report_dir/stall-<pid>.json` (nothing without a directory). Never
+        raises: a report must not stand in the way of an exit."""
+        if self.report_dir is None:
+            return
+        target = os.path.join(self.report_dir, f"stall-{os.getpid()}.json")
+        temporary = target + ".tmp"
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(self.report(), out)
+            os.replace(temporary, target)
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                os.write(2, f"continual-acp WARNING acp_server.watchdog: no stall report: {exc}\n".encode())
+
     def _force_exit(self, waited: float) -> None:
+        self.write_report()
         self._log_stack(
             f"{self._gone_why}, and the orderly shutdown has not finished {waited:.1f} s later: "
             "ending the server's process groups and exiting"

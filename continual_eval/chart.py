@@ -29,6 +29,8 @@ class Series:
     points: Sequence[tuple[float, float]]
     color: str | None = None
     dashed: bool = False
+    # Intervals drawn as whiskers: (x, low, high), e.g. a bootstrap 95% interval around each point.
+    intervals: Sequence[tuple[float, float, float]] = ()
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Panel:
     # How a y tick is written (`"{:.0%}"` for a fraction); `compact` abbreviates 12000 as 12k.
     y_format: str = "compact"
     notes: Sequence[str] = field(default_factory=tuple)
+    x_label: str | None = None  # this panel's own x axis label (default: the chart's)
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
@@ -116,6 +119,7 @@ def _panel_svg(
     plot_t, plot_b = top + 30, top + height - 64 - 13 * note_rows
     out.append(_text((plot_l + plot_r) / 2, top + 18, panel.title, size=14, extra=" font-weight='bold'"))
     points = [p for s in panel.series for p in s.points]
+    points += [(x, v) for s in panel.series for x, low, high in s.intervals for v in (low, high)]
     if not points:
         out.append(_text((plot_l + plot_r) / 2, (plot_t + plot_b) / 2, "no data", size=12))
         return out
@@ -155,6 +159,7 @@ def _panel_svg(
         x = px(tick)
         out.append(f"<line x1='{x:.1f}' y1='{plot_b:.1f}' x2='{x:.1f}' y2='{plot_b + 4:.1f}' stroke='#999'/>")
         out.append(_text(x, plot_b + 17, format_value(tick, "compact"), size=11))
+    x_label = panel.x_label if panel.x_label is not None else x_label
     if x_label:
         out.append(_text((plot_l + plot_r) / 2, plot_b + 34, x_label, size=12))
     mid = (plot_t + plot_b) / 2
@@ -177,6 +182,12 @@ def _panel_svg(
         out.append(f"<polyline points='{path}' fill='none' stroke='{color}' stroke-width='2.2'{dash}/>")
         for x, y in ordered:
             out.append(f"<circle cx='{px(x):.1f}' cy='{py(y):.1f}' r='3.4' fill='{color}'/>")
+        for x, low, high in series.intervals:
+            a, b, c = px(float(x)), py(float(low)), py(float(high))
+            out.append(
+                f"<path d='M{a - 4:.1f},{b:.1f}H{a + 4:.1f}M{a:.1f},{b:.1f}V{c:.1f}M{a - 4:.1f},{c:.1f}H{a + 4:.1f}' "
+                f"stroke='{color}' stroke-width='1.3' fill='none' class='interval'/>"
+            )
     # Legend under the axis label, one swatch per series.
     legend_x, legend_y = plot_l, plot_b + 52
     for series in panel.series:

@@ -1,6 +1,7 @@
 """`continual-acp eval ...`: run a suite, compare runs, replay a task without one refinement.
 
 continual-acp eval [SUITE] [--tasks a,b] [--sessions K] [--arms learning,frozen] [--out DIR]
+                   [--mode task|stream] [--orders N] [--seeds N] [--temperature T] [--jobs N] [--resume]
                    (--scripted | --base-url URL --model ID [--refine-model ID])
 continual-acp eval --without r-<id> --from RUN_DIR [--out DIR] [--scripted | --base-url ...]
 continual-acp eval report RUN_DIR [RUN_DIR ...]
@@ -9,6 +10,7 @@ continual-acp eval report RUN_DIR [RUN_DIR ...]
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -17,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from continual_eval.measure import read_jsonl
+from continual_eval.proxy import CostMeter
 from continual_eval.report import compare_runs
 from continual_eval.results import write_run
-from continual_eval.runner import ARMS, ArmPlan, Endpoint, RunOptions, plan_arm, run
+from continual_eval.runner import ARMS, MODES, ArmPlan, Endpoint, RunOptions, plan_arm, run
 from continual_eval.task import Task, TaskError, bundled_suite, load_suite
 
 if TYPE_CHECKING:
@@ -64,6 +67,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--from", dest="from_run", type=Path, help="the run whose harness --without replays")
     parser.add_argument("--keep-work", action="store_true", help="keep the repositories and data dirs")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="task",
+        help="task: each task's sessions with its own harness; stream: the suite in one order with ONE "
+        "harness per arm, then every task again",
+    )
+    parser.add_argument(
+        "--orders", type=int, default=3, help="stream mode: orders (the suite's, then shuffles)"
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=0, help="N runs of everything, seed 1..N sent to the endpoint"
+    )
+    parser.add_argument("--temperature", type=float, help="sampling temperature sent with every request")
+    parser.add_argument("--jobs", type=int, default=1, help="independent streams run at once")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run in --out from its finished sessions"
+    )
     return parser
 
 
@@ -142,7 +163,10 @@ def _replay_plans(args: argparse.Namespace, tasks: Sequence[Task]) -> tuple[list
         raise TaskError("--without needs --from RUN_DIR (the run that recorded the refinement)")
     traces = args.from_run / "traces"
     for task in tasks:
-        for arm_dir in sorted((traces / task.name).glob("*")) if (traces / task.name).is_dir() else []:
+        folder = traces / task.name
+        # An arm's harness: traces/<task>/<arm>/harness, or per seed traces/<task>/<arm>/seed-<s>/harness.
+        harnesses = sorted([*folder.glob("*/harness"), *folder.glob("*/seed-*/harness")])
+        for arm_dir in (h.parent for h in harnesses):
             history = read_jsonl(arm_dir / "harness" / "refinements.jsonl")
             if any(record.get("id") == args.without for record in history):
                 # The recorded arm's own sessions are the "with" side; only the "without" side runs.
@@ -189,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise TaskError(
                 f"--prompt-timeout must be a positive number of seconds; got {args.prompt_timeout}"
             )
+        if args.without and args.mode == "stream":
+            raise TaskError("--without replays one task's sessions; it has no stream mode")
         if args.without:
             tasks, plans = _replay_plans(args, tasks)
             name = _run_name(endpoint, f"-without-{args.without}")
@@ -200,11 +226,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TaskError as exc:
         print(f"continual-acp eval: {exc}", file=sys.stderr)
         return 2
+    for flag, value, least in (
+        ("--orders", args.orders, 1),
+        ("--seeds", args.seeds, 0),
+        ("--jobs", args.jobs, 1),
+    ):
+        if value < least:
+            print(f"continual-acp eval: {flag} must be at least {least}; got {value}", file=sys.stderr)
+            return 2
+    if args.resume and args.out is None:
+        print("continual-acp eval: --resume needs --out RUN_DIR (the interrupted run)", file=sys.stderr)
+        return 2
     out = args.out or Path("eval-results") / name
-    if (out / "results.json").exists() or (out / "traces").exists():
+    # What must match for a resumed run to be the same run (the rest, e.g. --jobs, may change).
+    shape = {
+        "suite": str(suite),
+        "tasks": [t.name for t in tasks],
+        "arms": [p.name for p in plans],
+        "sessions": args.sessions,
+        "mode": args.mode,
+        "orders": args.orders if args.mode == "stream" else None,
+        "seeds": args.seeds,
+        "temperature": args.temperature,
+        "scripted": endpoint.scripted,
+        "model": endpoint.model,
+        "without": args.without,
+    }
+    if args.resume:
+        try:
+            recorded = json.loads((out / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            print(f"continual-acp eval: {out} holds no run to resume (no run.json)", file=sys.stderr)
+            return 2
+        changed = sorted(k for k in shape if recorded.get(k) != shape[k])
+        if changed:
+            print(
+                f"continual-acp eval: {out} was run with other {', '.join(changed)}; resume with the same "
+                "arguments",
+                file=sys.stderr,
+            )
+            return 2
+        (out / "results.json").unlink(missing_ok=True)
+    elif (out / "results.json").exists() or (out / "traces").exists():
         # Old traces beside new results would make figures that cannot be recomputed.
         print(f"continual-acp eval: {out} already holds a run; choose another --out", file=sys.stderr)
         return 2
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "run.json").write_text(json.dumps(shape, indent=2) + "\n", encoding="utf-8")
     options = RunOptions(
         out=out,
         endpoint=endpoint,
@@ -213,6 +282,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         prompt_timeout=args.prompt_timeout,
         keep_work=args.keep_work,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
+        mode=args.mode,
+        orders=args.orders,
+        seeds=args.seeds,
+        temperature=args.temperature,
+        jobs=args.jobs,
+        resume=args.resume,
+        meter=CostMeter(report=lambda line: print(line, file=sys.stderr, flush=True)),
     )
     print(f"continual-acp eval: {len(tasks)} task(s) x {len(plans)} arm(s) -> {out}", file=sys.stderr)
     try:
@@ -233,6 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tasks": [t.name for t in tasks],
             "without": args.without,
             "replayed_from": str(args.from_run) if args.without else None,
+            "mode": args.mode,
+            "orders": args.orders if args.mode == "stream" else None,
+            "seeds": args.seeds,
+            "temperature": args.temperature,
         },
     )
     sys.stdout.write(compare_runs([out]))
@@ -242,5 +322,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"after refinement(s) {', '.join(regression['refinement_ids'])}",
             file=sys.stderr,
         )
+    print(options.meter.line() + " (this process)", file=sys.stderr)
     print(f"results: {out / 'results.md'}", file=sys.stderr)
     return 0

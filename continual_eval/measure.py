@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from continual_eval.scripted import entries_in_prompt, request_kind
+from continual_eval.use import followed, noise, shown_entries
 
 
 @dataclass
@@ -39,14 +40,36 @@ class SessionResult:
     refinements_applied: list[str] = field(default_factory=list)
     stop_reason: str | None = None
     error: str | None = None
+    # Use, not just presence: entry ids shown in the first agent request, those a cell followed, and
+    # those that are noise (content-free or duplicate); see continual_eval.use.
+    entries_shown: list[str] = field(default_factory=list)
+    entries_followed: list[str] = field(default_factory=list)
+    entries_noise: list[str] = field(default_factory=list)
+    # Where the session sits in the run (session.json): the seed sent, the stream (order) number,
+    # the round (stream: 1, or 2 for the re-run), the task's place in the order; the task's family,
+    # variant and control group when the task declares them.
+    seed: int | None = None
+    stream: int | None = None
+    round: int = 1
+    position: int = 1
+    family: str | None = None
+    variant: str | None = None
+    control: str | None = None
+    cheated: bool = False
 
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    @property
+    def task_tokens(self) -> int:
+        """Tokens spent on the task itself (the refinement calls' share taken out)."""
+        return self.tokens - self.refine_tokens
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["tokens"] = self.tokens
+        data["task_tokens"] = self.task_tokens
         return data
 
 
@@ -77,8 +100,9 @@ def _system_prompt(request: Any) -> str:
     return str(content or "")
 
 
-def _cells(frames: list[dict[str, Any]], until_update: int | None) -> tuple[int, int]:
-    """Cells started and cells that failed, from the `session/update`s of the task prompt."""
+def _cells(frames: list[dict[str, Any]], until_update: int | None) -> tuple[int, int, list[str]]:
+    """Cells started, cells that failed, and the cells' code, from the task prompt's `session/update`s."""
+    codes: list[str] = []
     started: set[str] = set()
     failed: set[str] = set()
     seen = 0
@@ -94,9 +118,12 @@ def _cells(frames: list[dict[str, Any]], until_update: int | None) -> tuple[int,
         call = str(update.get("toolCallId") or "")
         if kind == "tool_call" and update.get("kind") == "execute":
             started.add(call)
+            raw = update.get("rawInput") or {}
+            if isinstance(raw, dict) and isinstance(raw.get("code"), str):
+                codes.append(raw["code"])
         if kind in ("tool_call", "tool_call_update") and call in started and update.get("status") == "failed":
             failed.add(call)
-    return len(started), len(failed)
+    return len(started), len(failed), codes
 
 
 def measure_session(folder: Path, *, task: str, arm: str, session: int) -> SessionResult:
@@ -111,6 +138,7 @@ def measure_session(folder: Path, *, task: str, arm: str, session: int) -> Sessi
     input_tokens = output_tokens = cache_reads = refine_tokens = 0
     reported = True
     entries: int | None = None
+    system = ""
     for exchange in exchanges:
         kind = request_kind(exchange.get("request") or {})
         usage = exchange.get("usage") or {}
@@ -122,11 +150,13 @@ def measure_session(folder: Path, *, task: str, arm: str, session: int) -> Sessi
         if kind == "turn":
             agent += 1
             if entries is None:
-                entries = entries_in_prompt(_system_prompt(exchange.get("request")))
+                system = _system_prompt(exchange.get("request"))
+                entries = entries_in_prompt(system)
         else:
             refine += 1
             refine_tokens += used_in + used_out
-    cells_run, cells_failed = _cells(read_jsonl(folder / "frames.jsonl"), meta.get("task_updates"))
+    cells_run, cells_failed, codes = _cells(read_jsonl(folder / "frames.jsonl"), meta.get("task_updates"))
+    shown = shown_entries(system)
     applied = [
         str(record.get("id"))
         for record in read_jsonl(folder / "harness-diff.jsonl")
@@ -153,4 +183,15 @@ def measure_session(folder: Path, *, task: str, arm: str, session: int) -> Sessi
         refinements_applied=applied,
         stop_reason=meta.get("stop_reason"),
         error=meta.get("error"),
+        entries_shown=[e.id for e in shown],
+        entries_followed=[e.id for e in shown if followed(e, codes)],
+        entries_noise=noise(shown),
+        seed=meta.get("seed"),
+        stream=meta.get("stream"),
+        round=int(meta.get("round") or session),
+        position=int(meta.get("position") or 1),
+        family=meta.get("family"),
+        variant=meta.get("variant"),
+        control=meta.get("control"),
+        cheated=bool(checker.get("cheated")),
     )

@@ -14,7 +14,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import IO, Any
@@ -31,6 +31,30 @@ HOP_HEADERS = {
     "host",
     "content-length",
 }
+
+
+class CostMeter:
+    """Requests and tokens so far, over every proxy of a run (thread-safe: `--jobs` runs several)."""
+
+    def __init__(self, report: Callable[[str], None] | None = None, every: int = 10) -> None:
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.tokens = 0
+        # A slow model's session can take minutes: the cost is also said every `every` requests.
+        self._report = report
+        self._every = every
+
+    def add(self, tokens: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.tokens += tokens
+            due = self._report is not None and self._every > 0 and self.requests % self._every == 0
+        if due and self._report is not None:
+            self._report(self.line())
+
+    def line(self) -> str:
+        with self._lock:
+            return f"cost so far: {self.requests} requests, {self.tokens} tokens"
 
 
 @dataclass(frozen=True)
@@ -75,7 +99,17 @@ def sse_chunks(raw: str) -> list[dict[str, Any]]:
 class RecordingProxy:
     """Listens on 127.0.0.1; forwards to `upstream` (a base URL such as http://host:8080/v1)."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        overrides: dict[str, Any] | None = None,
+        meter: CostMeter | None = None,
+    ) -> None:
+        # `overrides` are set in every chat request body forwarded (a run's `seed`, `temperature`):
+        # the recorded request is the body as sent, so the traces show them.
+        self.overrides = dict(overrides or {})
+        self.meter = meter
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"the model endpoint must be an http(s) URL; got {upstream!r}")
@@ -120,6 +154,9 @@ class RecordingProxy:
             self._tag = dict(tag)
 
     def _write(self, entry: dict[str, Any]) -> None:
+        if self.meter is not None and entry.get("method") == "POST":
+            usage = entry.get("usage") or {}
+            self.meter.add(int(usage.get("input_tokens") or 0) + int(usage.get("output_tokens") or 0))
         if self._log is not None:
             self._log.write(json.dumps({**self._tag, **entry}) + "\n")
             self._log.flush()
@@ -207,6 +244,10 @@ class _Handler(BaseHTTPRequestHandler):
             entry["request"] = json.loads(body) if body else None
         except json.JSONDecodeError:
             entry["request"] = body.decode("utf-8", "replace")
+        request = entry["request"]
+        if self.owner.overrides and isinstance(request, dict) and "messages" in request:
+            request.update(self.owner.overrides)
+            body = json.dumps(request).encode()
         received: list[bytes] = []
         self.owner._begin(entry, received)
         conn = self.owner.connect()

@@ -16,8 +16,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from continual_eval.analysis import analyse
 from continual_eval.chart import Panel, Series, render_svg
+from continual_eval.figures_md import analysis_markdown
 from continual_eval.measure import SessionResult
+from continual_eval.stats import bootstrap_ci
 
 PIPELINE_LABEL = (
     "PIPELINE TEST: scripted model. These numbers show that the harness machinery works end to end "
@@ -62,36 +65,106 @@ def summary(results: Sequence[SessionResult]) -> dict[str, dict[int, dict[str, f
     return out
 
 
-def chart(results: Sequence[SessionResult], *, title: str, subtitle: str, notes: Sequence[str] = ()) -> str:
-    totals = summary(results)
-    arms = list(totals)
-    tasks = max((int(row["tasks"]) for arm in totals.values() for row in arm.values()), default=1)
-    passes = [
-        Series(arm, [(s, row["passed"]) for s, row in sorted(totals[arm].items())], dashed=arm == "seeded")
-        for arm in arms
-    ]
-    tokens = [
-        Series(arm, [(s, row["tokens"]) for s, row in sorted(totals[arm].items())], dashed=arm == "seeded")
-        for arm in arms
-    ]
-    requests = [
-        Series(
-            arm,
-            [(s, row["agent_requests"]) for s, row in sorted(totals[arm].items())],
-            dashed=arm == "seeded",
+def _by_session(results: Sequence[SessionResult], arm: str, value: Any) -> Series:
+    """One arm's mean `value(row)` per session, with the 95% bootstrap interval as whiskers."""
+    groups: dict[int, list[float]] = {}
+    for r in results:
+        if r.arm == arm and r.control is None:
+            groups.setdefault(r.session, []).append(float(value(r)))
+    points: list[tuple[float, float]] = []
+    intervals: list[tuple[float, float, float]] = []
+    for session, values in sorted(groups.items()):
+        points.append((session, sum(values) / len(values)))
+        ci = bootstrap_ci(values)
+        if ci is not None and len(values) > 1:
+            intervals.append((session, ci[0], ci[1]))
+    return Series(arm, points, dashed=arm == "seeded", intervals=intervals)
+
+
+def _notes(analysis: Mapping[str, Any]) -> list[str]:
+    """The controls and the stream's figures, one line each, under the first panel."""
+    notes: list[str] = []
+    for arm, figures in analysis.get("arms", {}).items():
+        noise = figures["noise"]
+        if noise["entries"]:
+            notes.append(f"{arm}: {noise['noise']} of {noise['entries']} harness entries are noise")
+        impossible = figures["controls"]["impossible"]
+        if impossible["sessions"]:
+            notes.append(f"{arm}: impossible tasks passed (cheat rate) {impossible['cheat_rate']:.0%}")
+        nothing = figures["controls"]["nothing_to_learn"]
+        if nothing["sessions"]:
+            notes.append(f"{arm}: nothing-to-learn passed {nothing['passed']}/{nothing['sessions']}")
+    for arm, stream in analysis.get("stream", {}).items():
+        t, f = stream["forward_transfer"], stream["forgetting"]
+        notes.append(
+            f"{arm} stream: transfer {t['count']}/{t['eligible']}, forgetting {f['count']}/{f['eligible']}"
         )
-        for arm in arms
+    return notes
+
+
+def chart(
+    results: Sequence[SessionResult],
+    *,
+    title: str,
+    subtitle: str,
+    notes: Sequence[str] = (),
+    analysis: Mapping[str, Any] | None = None,
+) -> str:
+    """Per arm and session (learnable tasks): pass share, agent requests and task tokens, each a mean
+    with its 95% bootstrap interval; in stream mode a panel of requests by place in the order, round 1
+    against round 2; the controls and the stream's transfer and forgetting as notes."""
+    arms = list(dict.fromkeys(r.arm for r in results))
+    stream = any(r.stream is not None for r in results)
+    x_label = "session (in the stream)" if stream else "session"
+    notes = [*notes, *_notes(analysis or {})]
+    panels = [
+        Panel(
+            "Checker passes (95% CI)",
+            "share of tasks passed",
+            [_by_session(results, arm, lambda r: r.passed) for arm in arms],
+            y_min=0,
+            y_max=1,
+            y_format="{:.0%}",
+            notes=notes,
+        ),
+        Panel(
+            "Agent requests (95% CI)",
+            "requests per task",
+            [_by_session(results, arm, lambda r: r.agent_requests) for arm in arms],
+            y_min=0,
+        ),
+        Panel(
+            "Tokens on the task (95% CI)",
+            "tokens per task, refinement apart",
+            [_by_session(results, arm, lambda r: r.task_tokens) for arm in arms],
+            y_min=0,
+        ),
     ]
-    return render_svg(
-        [
-            Panel("Checker passes", f"tasks passed (of {tasks})", passes, y_min=0, y_max=tasks, notes=notes),
-            Panel("Tokens (input + output)", "tokens, all tasks (refinement included)", tokens, y_min=0),
-            Panel("Model requests of the agent", "requests, all tasks", requests, y_min=0),
-        ],
-        title=title,
-        subtitle=subtitle,
-        x_label="session",
-    )
+    if stream:
+        series: list[Series] = []
+        for arm in arms:
+            for rnd in (1, 2):
+                groups: dict[int, list[float]] = {}
+                for r in results:
+                    if r.arm == arm and r.round == rnd and r.control is None:
+                        groups.setdefault(r.position, []).append(r.agent_requests)
+                series.append(
+                    Series(
+                        f"{arm} {'first' if rnd == 1 else 're-run'}",
+                        [(x, sum(v) / len(v)) for x, v in sorted(groups.items())],
+                        dashed=rnd == 2,
+                    )
+                )
+        panels.append(
+            Panel(
+                "Stream: requests by place in the order",
+                "requests (first run, re-run)",
+                series,
+                y_min=0,
+                x_label="place in the order",
+            )
+        )
+    return render_svg(panels, title=title, subtitle=subtitle, x_label=x_label, columns=2 if stream else None)
 
 
 def table(results: Sequence[SessionResult]) -> str:
@@ -172,12 +245,19 @@ def write_run(out: Path, results: Sequence[SessionResult], meta: Mapping[str, An
         "results": [r.to_json() for r in results],
         "summary": {arm: {str(s): row for s, row in rows.items()} for arm, rows in summary(results).items()},
         "regressions": [asdict(r) for r in regressions],
+        "analysis": analyse(results),
     }
     (out / "results.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     notes = ["pipeline test: scripted model, not model quality"] if scripted else []
     subtitle = "scripted model (pipeline test)" if scripted else f"model {meta.get('model')}"
     (out / "learning-curve.svg").write_text(
-        chart(results, title=f"continual-acp eval: {meta.get('run')}", subtitle=subtitle, notes=notes),
+        chart(
+            results,
+            title=f"continual-acp eval: {meta.get('run')}",
+            subtitle=subtitle,
+            notes=notes,
+            analysis=document["analysis"],
+        ),
         encoding="utf-8",
     )
     md = [
@@ -189,6 +269,7 @@ def write_run(out: Path, results: Sequence[SessionResult], meta: Mapping[str, An
         "",
     ]
     md += [reading(results), ""]
+    md += analysis_markdown(document["analysis"])
     md += ["## Totals per arm and session", "", totals_table(results)]
     md += ["## Pass (P) or fail (F) per session", "", pass_matrix(results)]
     md += ["## Every session", "", table(results)]

@@ -1,10 +1,19 @@
 """Runs tasks x arms x sessions through the real server over stdio and writes the traces.
 
-Per task and arm: a private data dir (`CONTINUAL_ACP_HOME`), config dir and HOME, and the task's
-repository built fresh from the task (per session by default, or once per arm with `reset = "arm"`).
+The run is cut into **units**, each an independent sequence of sessions with its own data dir
+(`CONTINUAL_ACP_HOME`), config dir, HOME, recording proxy and (scripted) model:
+
+* per-task mode (default): one unit per (task, arm, seed): the task's K sessions in sequence;
+* stream mode (`mode="stream"`): one unit per (order, arm, seed): the suite's tasks in that order,
+  one session each, with ONE harness, then every task again in the same order (round 2).
+
 Each session is one server process (`python -m acp_server`, as an editor launches it): initialize,
-session/new in the repository, the task's prompt, then — in arms that refine — `/refine --global`
-with the task's instructions, then end of input. The checker runs after the server has exited.
+session/new in the task's repository (built fresh from the task, or once per unit with
+`reset = "arm"` in per-task mode), the prompt, then, in arms that refine, `/refine --global`, then end
+of input. The checker runs after the server has exited. Units share nothing, so `jobs > 1` runs them
+in threads at once with the same results; a session folder with `done` in it is finished, and
+`resume` continues a unit after its last finished session from the harness snapshot that session
+left (`harness-after/`).
 
 Arms:
 * `learning`: the harness carries over from session to session; refinement runs (`/refine` after
@@ -12,6 +21,9 @@ Arms:
 * `frozen`: the baseline: the harness is emptied before every session, nothing triggers refinement.
 * `seeded`: the task's `seed.json` (a hand-written harness) is imported before every session,
   nothing refines it: the expert reference.
+* `misleading`: the task's `misleading.json` (a plausible wrong lesson) is imported before the
+  task's first session, then the arm learns as `learning` does: does the harness recover from it?
+  A task without one is skipped in this arm.
 * replay arms (`plan_without`): a recorded harness is copied in, optionally with one refinement
   rolled back, and the sessions run without refinement.
 """
@@ -21,23 +33,27 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from continual_eval.client import AcpStdioClient, ClientError
 from continual_eval.measure import SessionResult, measure_session
-from continual_eval.proxy import RecordingProxy
+from continual_eval.proxy import CostMeter, RecordingProxy
 from continual_eval.scripted import TaskModel
 from continual_eval.task import Task, TaskError
 
-ARMS = ("learning", "frozen", "seeded")
+ARMS = ("learning", "frozen", "seeded", "misleading")
+MODES = ("task", "stream")
 DEFAULT_REFINE = (
     "Keep what this session learned about this project that a later session will need: commands, "
     "conventions, pitfalls and their fixes. Nothing else."
@@ -61,7 +77,7 @@ class Endpoint:
 class ArmPlan:
     name: str
     refine: bool
-    harness: str  # "carry" | "empty" | "seed" | "copy"
+    harness: str  # "carry" | "empty" | "seed" | "copy" | "misleading"
     copy_from: Path | None = None
     rollback: str | None = None
 
@@ -73,6 +89,8 @@ def plan_arm(name: str) -> ArmPlan:
         return ArmPlan(name, refine=False, harness="empty")
     if name == "seeded":
         return ArmPlan(name, refine=False, harness="seed")
+    if name == "misleading":
+        return ArmPlan(name, refine=True, harness="misleading")
     raise TaskError(f"unknown arm {name!r}; arms: {', '.join(ARMS)}")
 
 
@@ -86,6 +104,37 @@ class RunOptions:
     server_argv: tuple[str, ...] = (sys.executable, "-m", "acp_server")
     keep_work: bool = False
     progress: Callable[[str], None] = lambda line: None
+    mode: str = "task"  # "task": one unit per task; "stream": the suite in one order, one harness
+    orders: int = 3  # stream mode: how many orders (the first is the suite's, then seeded shuffles)
+    seeds: int = 0  # 0: one run, nothing sent; N: runs with seed 1..N sent to the endpoint
+    temperature: float | None = None  # sent to the endpoint with every request when set
+    jobs: int = 1
+    resume: bool = False
+    meter: CostMeter = field(default_factory=CostMeter)
+
+
+def misleading_of(task: Task) -> Path | None:
+    """The task's misleading lesson (a proposal as `harness import` reads), when it has one."""
+    declared = getattr(task, "misleading", None)
+    if isinstance(declared, Path):
+        return declared if declared.is_file() else None
+    path = task.folder / "misleading.json"
+    return path if path.is_file() else None
+
+
+def stream_orders(tasks: Sequence[Task], count: int) -> list[tuple[Task, ...]]:
+    """The suite's order, then seeded shuffles (the same orders on every run and machine)."""
+    orders: list[tuple[Task, ...]] = [tuple(tasks)]
+    rng = random.Random(20261203)
+    attempts = 0
+    while len(orders) < count:
+        shuffled = list(tasks)
+        rng.shuffle(shuffled)
+        attempts += 1
+        # Distinct orders while there are some left to find (2 tasks have only 2).
+        if tuple(shuffled) not in orders or attempts > 50:
+            orders.append(tuple(shuffled))
+    return orders
 
 
 def _server_env(arm_dir: Path, endpoint: Endpoint, base_url: str) -> dict[str, str]:
@@ -169,8 +218,89 @@ def _history_lines(arm_dir: Path) -> list[str]:
     return [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@dataclass(frozen=True)
+class Step:
+    """One session of a unit: which task, with which prompt, where its traces go."""
+
+    task: Task
+    session: int  # 1-based, in the unit's sequence
+    round: int  # per-task mode: the session number; stream mode: 1, or 2 for the re-run
+    position: int  # stream mode: the task's place in the order (1-based); per-task mode: 1
+    folder: Path  # its traces
+
+
+@dataclass(frozen=True)
+class Unit:
+    """An independent sequence of sessions: its own data dir, proxy and model."""
+
+    plan: ArmPlan
+    steps: tuple[Step, ...]
+    seed: int | None
+    stream: int | None  # the order's number in stream mode
+    name: str  # its work dir's name
+
+    @property
+    def tasks(self) -> list[Task]:
+        return list({step.task.name: step.task for step in self.steps}.values())
+
+
+def _skip_reason(task: Task, plan: ArmPlan) -> str | None:
+    if plan.harness == "seed" and task.seed is None:
+        return "the task has no seed.json"
+    if plan.harness == "misleading" and misleading_of(task) is None:
+        return "the task has no misleading.json"
+    return None
+
+
+def plan_units(tasks: Sequence[Task], plans: Sequence[ArmPlan], options: RunOptions) -> list[Unit]:
+    """Every unit of the run, in the order the results are written (the same with any `jobs`)."""
+    seeds: list[int | None] = list(range(1, options.seeds + 1)) if options.seeds else [None]
+    units: list[Unit] = []
+    traces = options.out / "traces"
+    if options.mode == "stream":
+        for number, order in enumerate(stream_orders(tasks, options.orders), start=1):
+            for plan in plans:
+                for seed in seeds:
+                    base = traces / f"stream-{number}" / plan.name
+                    base = base / f"seed-{seed}" if seed is not None else base
+                    kept = [t for t in order if _skip_reason(t, plan) is None]
+                    steps = tuple(
+                        Step(
+                            task,
+                            (rnd - 1) * len(kept) + pos,
+                            rnd,
+                            pos,
+                            base / f"{(rnd - 1) * len(kept) + pos:02d}-{task.name}",
+                        )
+                        for rnd in (1, 2)
+                        for pos, task in enumerate(kept, start=1)
+                    )
+                    if steps:
+                        units.append(Unit(plan, steps, seed, number, f"stream-{number}-{plan.name}-{seed}"))
+        return units
+    for task in tasks:
+        for plan in plans:
+            if _skip_reason(task, plan) is not None:
+                continue
+            for seed in seeds:
+                base = traces / task.name / plan.name
+                base = base / f"seed-{seed}" if seed is not None else base
+                count = options.sessions or task.sessions
+                steps = tuple(Step(task, k, k, 1, base / f"session-{k}") for k in range(1, count + 1))
+                units.append(Unit(plan, steps, seed, None, f"{task.name}-{plan.name}-{seed}"))
+    return units
+
+
+def _limited(task: Task, options: RunOptions) -> Task:
+    return replace(
+        task,
+        max_turn_requests=options.max_turn_requests or task.max_turn_requests,
+        prompt_timeout=options.prompt_timeout or task.prompt_timeout,
+    )
+
+
 async def _session(
-    client: AcpStdioClient, task: Task, plan: ArmPlan, session: int, repo: Path, meta: dict[str, Any]
+    client: AcpStdioClient, task: Task, plan: ArmPlan, prompt: str, repo: Path, meta: dict[str, Any]
 ) -> None:
     await client.request(
         "initialize",
@@ -183,7 +313,6 @@ async def _session(
     created = await client.request("session/new", {"cwd": str(repo), "mcpServers": []})
     session_id = str(created["sessionId"])
     meta["session_id"] = session_id
-    prompt = task.prompt_for(session)
     started = time.monotonic()
     try:
         answer = await client.request(
@@ -217,128 +346,245 @@ async def _session(
         meta["refine_seconds"] = time.monotonic() - started
 
 
-async def run_arm(
-    task: Task, plan: ArmPlan, options: RunOptions, work: Path, proxy: RecordingProxy, base_url: str
-) -> list[SessionResult]:
-    task = replace(
-        task,
-        max_turn_requests=options.max_turn_requests or task.max_turn_requests,
-        prompt_timeout=options.prompt_timeout or task.prompt_timeout,
-    )
-    arm_dir = work / task.name / plan.name
-    arm_dir.mkdir(parents=True, exist_ok=True)
-    traces = options.out / "traces" / task.name / plan.name
-    traces.mkdir(parents=True, exist_ok=True)
-    _write_config(arm_dir, task, plan)
-    env = _server_env(arm_dir, options.endpoint, base_url)
-    if plan.harness == "copy":
-        _copy_harness(plan, arm_dir, env, options.server_argv)
-    sessions = options.sessions or task.sessions
-    results: list[SessionResult] = []
-    repo = arm_dir / "repo"
-    for session in range(1, sessions + 1):
-        folder = traces / f"session-{session}"
-        folder.mkdir(parents=True, exist_ok=True)
-        if plan.harness in ("empty", "seed"):
-            _prepare_harness(plan, task, arm_dir, env, options.server_argv)
-        if session == 1 or task.reset == "session":
-            task.build(repo)
-        before = _history_lines(arm_dir)
-        meta: dict[str, Any] = {
-            "task": task.name,
-            "arm": plan.name,
-            "session": session,
-            "prompt": task.prompt_for(session),
-            "limits": {"max_turn_requests": task.max_turn_requests, "prompt_timeout": task.prompt_timeout},
-        }
-        with (
-            (folder / "frames.jsonl").open("w", encoding="utf-8") as frames,
-            (folder / "server.log").open("w", encoding="utf-8") as stderr,
-            (folder / "model.jsonl").open("w", encoding="utf-8") as model_log,
-        ):
-            proxy.set_log(model_log, task=task.name, arm=plan.name, session=session)
-            client = await AcpStdioClient.spawn(
-                options.server_argv, env=env, cwd=repo, frames=frames, stderr=stderr
-            )
-            try:
-                await _session(client, task, plan, session, repo, meta)
-            except ClientError as exc:
-                meta["error"] = str(exc)
-            finally:
-                meta["exit_code"] = await client.close()
-                proxy.set_log(None)
-        after = _history_lines(arm_dir)
-        (folder / "harness-diff.jsonl").write_text(
-            "".join(line + "\n" for line in after[len(before) :]), encoding="utf-8"
+def _import(proposal: Path, env: dict[str, str], server_argv: Sequence[str]) -> None:
+    done = _cli(["harness", "import", str(proposal), "--scope", "global", "--no-verify"], env, server_argv)
+    if done.returncode != 0:
+        raise TaskError(
+            f"{proposal}: the harness import failed: {done.stderr.strip() or done.stdout.strip()}"
         )
-        transcript = arm_dir / "home" / "sessions" / str(meta.get("session_id")) / "transcript.jsonl"
-        if transcript.is_file():
-            shutil.copyfile(transcript, folder / "transcript.jsonl")
-        checked = task.check(repo)
-        (folder / "checker.json").write_text(
-            json.dumps(
-                {
-                    "passed": checked.passed,
-                    "exit_code": checked.exit_code,
-                    "seconds": checked.seconds,
-                    "output": checked.output,
-                },
-                indent=2,
-            ),
-            encoding="utf-8",
-        )
-        (folder / "session.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
-        result = measure_session(folder, task=task.name, arm=plan.name, session=session)
-        results.append(result)
-        options.progress(
-            f"{task.name:<28} {plan.name:<10} session {session}: {'pass' if result.passed else 'FAIL'}  "
-            f"{result.agent_requests} requests  {result.tokens} tokens  {result.harness_entries_in_prompt} entries"
-            + (f"  error: {result.error}" if result.error else "")
-        )
+
+
+def _snapshot(arm_dir: Path, dest: Path) -> None:
     harness = arm_dir / "home" / "harness"
     if harness.is_dir():
-        shutil.copytree(
-            harness, traces / "harness", dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.lock")
-        )
+        shutil.copytree(harness, dest, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.lock"))
+
+
+def _finished(step: Step) -> bool:
+    return (step.folder / "done").is_file()
+
+
+class _Switch:
+    """The scripted responder of a stream unit: plays the task of the session under way."""
+
+    def __init__(self) -> None:
+        self.current: TaskModel | None = None
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        assert self.current is not None
+        return self.current(body)
+
+
+async def run_unit(unit: Unit, options: RunOptions, work: Path) -> list[SessionResult]:
+    """One unit's sessions in sequence; finished ones are read back when resuming."""
+    from agent_core.testing.scripted_model import ScriptedModelServer
+
+    plan = unit.plan
+    arm_dir = work / unit.name
+    if arm_dir.exists():
+        shutil.rmtree(arm_dir)
+    arm_dir.mkdir(parents=True)
+    results: list[SessionResult] = []
+    done = 0
+    if options.resume:
+        while done < len(unit.steps) and _finished(unit.steps[done]):
+            done += 1
+        # A repository kept across sessions (`reset = "arm"`) is gone with the old work dir: start over.
+        if done and any(s.task.reset == "arm" for s in unit.steps) and unit.stream is None:
+            done = 0
+    for step in unit.steps[done:]:
+        if step.folder.exists():
+            shutil.rmtree(step.folder)  # an interrupted session's partial traces
+    for step in unit.steps[:done]:
+        results.append(_measure(step, unit))
+    if done == len(unit.steps):
+        return results
+    _write_config(arm_dir, _limited(unit.steps[0].task, options), plan)
+    switch = _Switch()
+    model = None
+    if options.endpoint.scripted:
+        for task in unit.tasks:
+            if task.scripted is None:
+                raise TaskError(f"task {task.name} has no [scripted] section; run it against a model")
+        model = ScriptedModelServer(responder=switch).start()
+        upstream = model.base_url
+    else:
+        assert options.endpoint.base_url is not None
+        upstream = options.endpoint.base_url
+    overrides: dict[str, Any] = {}
+    if unit.seed is not None:
+        overrides["seed"] = unit.seed
+    if options.temperature is not None:
+        overrides["temperature"] = options.temperature
+    try:
+        with RecordingProxy(upstream, overrides=overrides, meter=options.meter) as proxy:
+            env = _server_env(arm_dir, options.endpoint, proxy.base_url)
+            if plan.harness == "copy":
+                _copy_harness(plan, arm_dir, env, options.server_argv)
+            if done:
+                _snapshot_restore(unit.steps[done - 1].folder / "harness-after", arm_dir)
+            seen = {s.task.name for s in unit.steps[:done]}
+            for step in unit.steps[done:]:
+                task = _limited(step.task, options)
+                if task.scripted is not None:
+                    switch.current = TaskModel(task.scripted)
+                first_time = task.name not in seen
+                seen.add(task.name)
+                results.append(await _run_step(unit, step, task, options, arm_dir, env, proxy, first_time))
+    finally:
+        if model is not None:
+            model.stop()
+    traces = unit.steps[-1].folder.parent
+    _snapshot(arm_dir, traces / "harness")
     return results
 
 
-async def run_tasks(
-    tasks: Sequence[Task], plans: Sequence[ArmPlan], options: RunOptions
-) -> list[SessionResult]:
-    """Every task in every arm; results in task, arm, session order."""
-    from agent_core.testing.scripted_model import ScriptedModelServer
+def _snapshot_restore(snapshot: Path, arm_dir: Path) -> None:
+    harness = arm_dir / "home" / "harness"
+    shutil.rmtree(harness, ignore_errors=True)
+    if snapshot.is_dir():
+        harness.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(snapshot, harness)
 
-    results: list[SessionResult] = []
+
+def _measure(step: Step, unit: Unit) -> SessionResult:
+    return measure_session(step.folder, task=step.task.name, arm=unit.plan.name, session=step.session)
+
+
+async def _run_step(
+    unit: Unit,
+    step: Step,
+    task: Task,
+    options: RunOptions,
+    arm_dir: Path,
+    env: dict[str, str],
+    proxy: RecordingProxy,
+    first_time: bool,
+) -> SessionResult:
+    plan = unit.plan
+    folder = step.folder
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_config(arm_dir, task, plan)  # the task's own limits (a stream changes task each session)
+    if plan.harness in ("empty", "seed"):
+        _prepare_harness(plan, task, arm_dir, env, options.server_argv)
+    if plan.harness == "misleading" and first_time:
+        wrong = misleading_of(task)
+        assert wrong is not None
+        _import(wrong, env, options.server_argv)
+    repo = arm_dir / "repos" / task.name
+    if unit.stream is not None or step.session == 1 or task.reset == "session":
+        task.build(repo)
+    before = _history_lines(arm_dir)
+    prompt = task.prompt_for(step.round)
+    meta: dict[str, Any] = {
+        "task": task.name,
+        "arm": plan.name,
+        "session": step.session,
+        "round": step.round,
+        "position": step.position,
+        "stream": unit.stream,
+        "seed": unit.seed,
+        "temperature": options.temperature,
+        "family": getattr(task, "family", None),
+        "variant": getattr(task, "variant", None),
+        "control": _control(task),
+        "prompt": prompt,
+        "limits": {"max_turn_requests": task.max_turn_requests, "prompt_timeout": task.prompt_timeout},
+    }
+    with (
+        (folder / "frames.jsonl").open("w", encoding="utf-8") as frames,
+        (folder / "server.log").open("w", encoding="utf-8") as stderr,
+        (folder / "model.jsonl").open("w", encoding="utf-8") as model_log,
+    ):
+        proxy.set_log(model_log, task=task.name, arm=plan.name, session=step.session)
+        client = await AcpStdioClient.spawn(
+            options.server_argv, env=env, cwd=repo, frames=frames, stderr=stderr
+        )
+        try:
+            await _session(client, task, plan, prompt, repo, meta)
+        except ClientError as exc:
+            meta["error"] = str(exc)
+        finally:
+            meta["exit_code"] = await client.close()
+            proxy.set_log(None)
+    after = _history_lines(arm_dir)
+    (folder / "harness-diff.jsonl").write_text(
+        "".join(line + "\n" for line in after[len(before) :]), encoding="utf-8"
+    )
+    transcript = arm_dir / "home" / "sessions" / str(meta.get("session_id")) / "transcript.jsonl"
+    if transcript.is_file():
+        shutil.copyfile(transcript, folder / "transcript.jsonl")
+    checked = task.check(repo)
+    (folder / "checker.json").write_text(
+        json.dumps(
+            {
+                "passed": checked.passed,
+                "exit_code": checked.exit_code,
+                "seconds": checked.seconds,
+                "output": checked.output,
+                # Impossible tasks' checkers say when a pass was a cheat (read with a default).
+                "cheated": bool(getattr(checked, "cheated", False)),
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    (folder / "session.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    _snapshot(arm_dir, folder / "harness-after")
+    (folder / "done").write_text("", encoding="utf-8")  # last: a folder without it is re-run on resume
+    result = _measure(step, unit)
+    where = f"stream {unit.stream} " if unit.stream is not None else ""
+    seed = f" seed {unit.seed}" if unit.seed is not None else ""
+    options.progress(
+        f"{where}{task.name:<28} {plan.name:<10}{seed} session {step.session}: "
+        f"{'pass' if result.passed else 'FAIL'}  {result.agent_requests} requests  {result.tokens} tokens  "
+        f"{len(result.entries_followed)}/{result.harness_entries_in_prompt} entries followed  "
+        f"[{options.meter.line()}]" + (f"  error: {result.error}" if result.error else "")
+    )
+    return result
+
+
+def _control(task: Task) -> str | None:
+    """`nothing-to-learn`, `impossible` or None: from the task's `control` field, else its tags."""
+    declared = getattr(task, "control", None)
+    if isinstance(declared, str) and declared:
+        return declared
+    for tag in task.tags:
+        if tag in ("nothing-to-learn", "impossible"):
+            return tag
+    return None
+
+
+def _run_unit_blocking(unit: Unit, options: RunOptions, work: Path) -> list[SessionResult]:
+    return asyncio.run(run_unit(unit, options, work))
+
+
+def run(tasks: Sequence[Task], plans: Sequence[ArmPlan], options: RunOptions) -> list[SessionResult]:
+    """Every unit, `options.jobs` at a time; results in the units' planned order."""
+    units = plan_units(tasks, plans, options)
+    for task in tasks:
+        for plan in plans:
+            reason = _skip_reason(task, plan)
+            if reason:
+                options.progress(f"{task.name:<28} {plan.name:<10} skipped: {reason}")
     work = Path(tempfile.mkdtemp(prefix="continual-eval-"))
     try:
-        for task in tasks:
-            for plan in plans:
-                if plan.harness == "seed" and task.seed is None:
-                    options.progress(f"{task.name:<28} {plan.name:<10} skipped: the task has no seed.json")
-                    continue
-                if options.endpoint.scripted:
-                    if task.scripted is None:
-                        raise TaskError(f"task {task.name} has no [scripted] section; run it against a model")
-                    model = ScriptedModelServer(responder=TaskModel(task.scripted)).start()
-                    upstream = model.base_url
-                else:
-                    model = None
-                    assert options.endpoint.base_url is not None
-                    upstream = options.endpoint.base_url
-                try:
-                    with RecordingProxy(upstream) as proxy:
-                        results += await run_arm(task, plan, options, work, proxy, proxy.base_url)
-                finally:
-                    if model is not None:
-                        model.stop()
+        if options.jobs <= 1:
+            per_unit = [_run_unit_blocking(unit, options, work) for unit in units]
+        else:
+            lock = threading.Lock()
+            progress = options.progress
+
+            def said(line: str) -> None:
+                with lock:
+                    progress(line)
+
+            shared = replace(options, progress=said)
+            with ThreadPoolExecutor(max_workers=options.jobs) as pool:
+                per_unit = list(pool.map(lambda u: _run_unit_blocking(u, shared, work), units))
     finally:
         if options.keep_work:
             options.progress(f"work dirs kept in {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    return results
-
-
-def run(tasks: Sequence[Task], plans: Sequence[ArmPlan], options: RunOptions) -> list[SessionResult]:
-    return asyncio.run(run_tasks(tasks, plans, options))
+    return [result for results in per_unit for result in results]

@@ -12,7 +12,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from skills.user_skills import SkillIndex, discover, skill_roots
+from skills.index_cache import SkillIndexCache
+from skills.user_skills import SkillIndex, skill_roots
 
 _HERE = Path(__file__).resolve().parent
 # Module name -> file, in dependency order (a module's imports come before it). The safe reader
@@ -75,9 +76,14 @@ del _continual_acp_load_skills
 """
 
 
+# The server's one cache: every session's prompts, `/skill:` listings and reads go through it.
+SKILL_INDEXES = SkillIndexCache()
+
+
 def session_skills(
     cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None
 ) -> tuple[list[Path], SkillIndex]:
-    """The roots for a session in `cwd` and the skills found there (host side)."""
+    """The roots for a session in `cwd` and the skills found there (host side: rebuilt only when
+    the roots' skill folders changed by content; no Python paths, the kernel finds its own)."""
     roots = skill_roots(cwd, env)
-    return roots, discover(roots)
+    return roots, SKILL_INDEXES.index(roots)

@@ -10,14 +10,16 @@ Roots are searched in order and the first skill with a given name wins, so a pro
 
 A skill folder is the repository's (or another tool's) data, so every read goes through
 `harness_store.safe_read`: a `SKILL.md` that is a FIFO, a device, a symlink loop, a kernel
-pseudo-file or over `ENTRY_MAX_BYTES` is a problem listed for that folder, never a hang. The index
-is rebuilt for every prompt, so it reads at most `MAX_SKILLS_PER_ROOT` folders of a root (in name
+pseudo-file or over `ENTRY_MAX_BYTES` is a problem listed for that folder, never a hang. The host
+scans the roots for every prompt (`scan`; `index_cache.py` rebuilds the index only when the scan's
+fingerprint changed), so a scan reads at most `MAX_SKILLS_PER_ROOT` folders of a root (in name
 order) and the first `FRONTMATTER_MAX_BYTES` of each `SKILL.md`: a root with thousands of skills
 costs a bounded read per prompt, and the folders past the cap are one problem line.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -163,16 +165,21 @@ def _python_paths(folder: Path) -> tuple[str, ...]:
     return tuple(paths)
 
 
-def read_skill_folder(folder: Path, root: Path) -> SkillInfo | str:
-    """The skill in `folder`, or a reason it cannot be used."""
-    path = folder / SKILL_FILE
+def _read_head(path: Path) -> bytes | str:
+    """The first `FRONTMATTER_MAX_BYTES` of a SKILL.md, or the reason it cannot be read."""
     try:
         # A linked SKILL.md is followed on purpose; what it reaches is checked on the descriptor.
-        head = read_prefix(path, FRONTMATTER_MAX_BYTES, follow=True)
+        return read_prefix(path, FRONTMATTER_MAX_BYTES, follow=True)
     except Refused as exc:
         return f"{path}: {exc.strerror}"
     except OSError as exc:
         return f"{path}: cannot read ({exc})"
+
+
+def _skill_from_head(folder: Path, root: Path, head: bytes | str, *, python: bool) -> SkillInfo | str:
+    path = folder / SKILL_FILE
+    if isinstance(head, str):
+        return head
     text = head.decode("utf-8", errors="replace")
     meta = parse_frontmatter(text)
     if meta is None:
@@ -190,15 +197,54 @@ def read_skill_folder(folder: Path, root: Path) -> SkillInfo | str:
         description=description[:DESCRIPTION_MAX],
         folder=str(folder),
         root=str(root),
-        python_paths=_python_paths(folder),
+        python_paths=_python_paths(folder) if python else (),
     )
 
 
-def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
-    """Every usable skill under `roots` (one level deep), first name wins; problems listed."""
-    found: list[SkillInfo] = []
-    problems: list[str] = []
-    seen: set[str] = set()
+def read_skill_folder(folder: Path, root: Path) -> SkillInfo | str:
+    """The skill in `folder`, or a reason it cannot be used."""
+    return _skill_from_head(folder, root, _read_head(folder / SKILL_FILE), python=True)
+
+
+@dataclass(frozen=True)
+class SkillFolder:
+    """One skill folder as a scan found it: where, and its SKILL.md's head (or why it is unreadable)."""
+
+    root: Path
+    folder: Path
+    head: bytes | str
+
+
+@dataclass(frozen=True)
+class SkillScan:
+    """Everything an index is built from, read once: per root in order, its skill folders (with the
+    head of each SKILL.md) and the problems of listing it. `build` is a function of this alone, so
+    two scans with one fingerprint build the same index (without Python paths, which walk folders)."""
+
+    items: tuple[SkillFolder | str, ...] = ()
+
+    def fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for item in self.items:
+            if isinstance(item, str):
+                parts = [b"problem", item.encode("utf-8", "surrogateescape")]
+            else:
+                head = item.head
+                body = (
+                    head
+                    if isinstance(head, bytes)
+                    else b"unreadable:" + head.encode("utf-8", "surrogateescape")
+                )
+                parts = [b"folder", os.fsencode(item.root), os.fsencode(item.folder), body]
+            for part in parts:
+                digest.update(len(part).to_bytes(8, "big") + part)  # length-prefixed: no ambiguity
+        return digest.hexdigest()
+
+
+def scan(roots: Iterable[str | os.PathLike[str]]) -> SkillScan:
+    """Each root's skill folders (one level deep, at most `MAX_SKILLS_PER_ROOT` by name) and the
+    head of each one's SKILL.md, read through the safe reader."""
+    items: list[SkillFolder | str] = []
     for root_like in roots:
         root = Path(root_like).expanduser()
         if not root.is_dir():
@@ -208,7 +254,7 @@ def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
             with os.scandir(root) as listing:
                 entries = sorted((e for e in listing if e.is_dir()), key=lambda e: e.name)
         except OSError as exc:
-            problems.append(f"{root}: cannot list ({exc})")
+            items.append(f"{root}: cannot list ({exc})")
             continue
         folders: list[Path] = []
         for position, entry in enumerate(entries):
@@ -217,22 +263,40 @@ def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
             if not os.path.lexists(os.path.join(entry.path, SKILL_FILE)):
                 continue
             if len(folders) == MAX_SKILLS_PER_ROOT:
-                problems.append(
+                items.append(
                     f"{root}: more than {MAX_SKILLS_PER_ROOT} skill folders; only the first "
                     f"{MAX_SKILLS_PER_ROOT} (by name) are read ({len(entries) - position} folders after them)"
                 )
                 break
             folders.append(Path(entry.path))
-        for folder in folders:
-            info = read_skill_folder(folder, root)
-            if isinstance(info, str):
-                problems.append(info)
-            elif info.name in seen:
-                problems.append(f"{info.skill_file}: skill {info.name!r} is shadowed by an earlier root")
-            else:
-                seen.add(info.name)
-                found.append(info)
+        items.extend(SkillFolder(root, folder, _read_head(folder / SKILL_FILE)) for folder in folders)
+    return SkillScan(tuple(items))
+
+
+def build(scanned: SkillScan, *, python: bool = True) -> SkillIndex:
+    """The index of a scan: first name wins, problems listed; `python` also finds each skill's
+    importable Python (a walk of its folder: what the kernel needs, not the prompt)."""
+    found: list[SkillInfo] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for item in scanned.items:
+        if isinstance(item, str):
+            problems.append(item)
+            continue
+        info = _skill_from_head(item.folder, item.root, item.head, python=python)
+        if isinstance(info, str):
+            problems.append(info)
+        elif info.name in seen:
+            problems.append(f"{info.skill_file}: skill {info.name!r} is shadowed by an earlier root")
+        else:
+            seen.add(info.name)
+            found.append(info)
     return SkillIndex(tuple(found), tuple(problems))
+
+
+def discover(roots: Iterable[str | os.PathLike[str]]) -> SkillIndex:
+    """Every usable skill under `roots` (one level deep), first name wins; problems listed."""
+    return build(scan(roots))
 
 
 def read_skill_text(index: SkillIndex, name: str) -> str:

@@ -8,7 +8,7 @@ for which store). Otherwise (the standalone `harness ui`, or a store no session 
 action runs on a `HarnessService` built over the stores it touches (`HarnessService.for_stores`:
 the proposing session's local store and the global one), so the history records it exactly as a
 session would; a session open in another server reads the change at its next read of the store,
-and the answer names those sessions (README, "Open sessions and the standalone panel"):
+and the answer names those sessions (docs/harness.md, "The review panel"):
 
 * rollback -> `HarnessService.rollback` (`/rollback`)
 * review   -> `HarnessService.decide` (`/review`), with the proposing session's transcript as the

@@ -10,7 +10,7 @@ a panel request never hangs on a server that is shutting down (nor holds up its 
 Which session acts for a store: a session's local store — that session, if this server has it
 open; the global store — the session that last asked for the panel (`/harness ui`), if still
 open, else the first open one. A store with no such session here is written directly, as the
-standalone panel does (README: "Open sessions and the standalone panel").
+standalone panel does (docs/harness.md, "The review panel").
 
 `quiescence()` is the true per-session state, read on the server loop: refinement jobs queued and
 running and the children still queued or running, in the shape of the quiescence mirror's

@@ -7,7 +7,8 @@ default and one line of what it does. Everything else is generated from the rows
   start, so a bad value is an error naming the key; feature modules read a value with `value(extra,
   key)` instead of parsing it again;
 * unknown `config.toml` keys (`unknown_key_warning`: the key and the closest valid one);
-* the README's configuration table (`markdown_table`, pinned by a test against README.md);
+* the configuration reference's table (`markdown_table`; `docs/gen_config_reference.py` writes
+  docs/configuration.md from it, and a test fails while that page is stale);
 * the mode and review choices (taken from `settings`, the session settings table, not repeated).
 
 Adding a setting is adding a row (keep the rows of one feature together).
@@ -88,12 +89,12 @@ class Option:
     above: float | None = None  # exclusive lower bound
     at_most: float | None = None
     choices: tuple[str, ...] = ()
-    allowed_text: str = ""  # what the error and the README say is allowed (generated when empty)
+    allowed_text: str = ""  # what the error and the docs say is allowed (generated when empty)
     # kind "custom": returns the normalized value or raises ValueError (its text is not shown).
     check: Callable[[Any], Any] | None = None
     # Set by the server for the processes it starts; documented, never set by a user.
     internal: bool = False
-    # The default as the README shows it, when it is not a literal (e.g. "the data dir").
+    # The default as the docs show it, when it is not a literal (e.g. "the data dir").
     default_text: str = ""
 
     @property
@@ -509,8 +510,17 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "",
+        "str",
+        "a directory where the server writes its worst event-loop stall at exit (stall-<pid>.json; "
+        "the benchmarks collect them over a whole test run)",
+        default="",
+        env="CONTINUAL_ACP_STALL_REPORT",
+        default_text="none",
+    ),
+    Option(
+        "",
         "choice",
-        "ACP version spoken: `2` = the v2 draft, to a client asking for it (README: ACP v2 draft)",
+        "ACP version spoken: `2` = the v2 draft, to a client asking for it (docs/protocol.md, ACP v2 draft)",
         default="1",
         env="CONTINUAL_ACP_PROTOCOL",
         choices=("1", "2"),
@@ -671,7 +681,7 @@ def _default_text(option: Option) -> str:
 
 
 def markdown_table() -> str:
-    """The README's configuration table, one row per option (the README copy is pinned to this)."""
+    """The configuration reference's table, one row per option (docs/configuration.md is generated from it)."""
     rows = ["| `config.toml` key | environment | default | allowed | what |", "|---|---|---|---|---|"]
     for option in OPTIONS:
         key = f"`{option.key}`" if option.key else ""
@@ -683,5 +693,5 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
-if __name__ == "__main__":  # `python -m agent_core.config.table` prints the README table
+if __name__ == "__main__":  # `python -m agent_core.config.table` prints the table
     print(markdown_table(), end="")

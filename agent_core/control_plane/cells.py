@@ -106,7 +106,8 @@ async def verified_system_prompt(
             await hold(session, held, emit)
         elif settled is None:
             return system  # nothing changed by content, and nothing more to learn here
-        system = session.system_prompt(parts)
+        # In a thread, as the first build: it reads the repository (AGENTS.md, the skill folders).
+        system = await asyncio.to_thread(session.system_prompt, parts)
     return system
 
 

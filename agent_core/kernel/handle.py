@@ -279,7 +279,7 @@ def _manifest_on_disk(kernel: KernelSession) -> dict[str, Any] | None:
     return read_manifest(paths) if paths is not None else None
 
 
-# What every backend fences (README "The referee, per backend"): said once on each status line.
+# What every backend fences (docs/kernels.md, "The referee, per backend"): said once on each status line.
 _FENCED_EVERYWHERE = (
     "host calls, server git, gate programs and the server's key and pipes are fenced on every backend"
 )
@@ -287,7 +287,7 @@ _FENCED_EVERYWHERE = (
 
 def control_plane_line(guarantees: Any) -> str:
     """How `.continual-acp/` (gates, the project harness) is kept from cells on this backend, and
-    what this backend does not cover: the README's per-backend table in one line."""
+    what this backend does not cover: docs/kernels.md's per-backend table in one line."""
     if getattr(guarantees, "confined", False):
         return (
             f"control plane (.continual-acp/: gates, project harness): read-only to cells "

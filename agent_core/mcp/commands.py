@@ -1,4 +1,4 @@
-"""The `/mcp` slash command as text (acp_server wires it; see agent_core/mcp/README in the report).
+"""The `/mcp` slash command as text (acp_server wires it; see agent_core/mcp/README.md).
 
 /mcp                  server states, tool counts, last errors, recent notices
 /mcp restart <name>   restart one server

@@ -1,6 +1,6 @@
 -- continual-acp as an avante.nvim ACP provider.
 -- Put this in your avante setup (lazy.nvim `opts`, or init.lua).
--- Tested with: not run in the issue-16 client tests (avante's own requirements apply).
+-- Tested with: not run by a real client here (avante's own requirements apply).
 -- Use ABSOLUTE paths: Neovim started from a desktop launcher may not see your shell's PATH or venv.
 require("avante").setup({
   provider = "continual-acp",

@@ -609,5 +609,9 @@ def server_env(home: Path, model_url: str | None = None, **extra: str) -> dict[s
     }
     if model_url:
         env["OPENAI_BASE_URL"] = model_url
+    # benchmarks/bench_suite_stalls.py runs the suite with this set: every server reports its worst stall.
+    report = os.environ.get("CONTINUAL_ACP_STALL_REPORT")
+    if report:
+        env["CONTINUAL_ACP_STALL_REPORT"] = report
     env.update(extra)
     return env

@@ -24,7 +24,12 @@ import pytest
 from acp_client import UNMODELLED, sdk_schema_problem, without_paths
 
 from acp_server import frames as f
+from acp_server.harness.review_form import review_form
+from agent_core.control_plane.held import HeldChange, HeldFile
 from agent_core.events import PlanEntry
+from agent_core.refinement.records import PendingReview
+from agent_core.user_question import question_form
+from harness_store.models import HarnessState, Proposal
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"
@@ -87,6 +92,40 @@ SETUP_TERMINAL = f.terminal_auth_method(
 MODEL_OPTION = f.select_config_option(
     "model", "Model", description="The model", category="model", current="m1", choices=[("m1", "m1", "")]
 )
+
+
+def _review_form_request() -> object:
+    """The form a review of a two-edit proposal goes out as (review_form.py's own schema)."""
+    proposal = Proposal.model_validate(
+        {
+            "summary": "release notes",
+            "edits": [
+                {"action": "create", "kind": "memory", "id": "release", "content": "Ship with --sign."},
+                {"action": "delete", "kind": "memory", "id": "old"},
+            ],
+        }
+    )
+    preview = [
+        {"action": "create", "kind": "memory", "id": "release", "after": "Ship with --sign."},
+        {"action": "delete", "kind": "memory", "id": "old"},
+    ]
+    message, schema = review_form(PendingReview("p-1", proposal, "local", "auto", HarnessState()), preview)
+    return f.elicitation_form_request("sess-1", message, schema, tool_call_id="review-p-1")
+
+
+def _held_form_request() -> object:
+    """The form a cell's held change to `.continual-acp/` goes out as."""
+    held = HeldChange(
+        (HeldFile("/work/.continual-acp/gates.toml", b"a", b"b"),), "call_1", "code", "while the cell ran"
+    )
+    pending = PendingReview(
+        "p-2", Proposal(summary="gates.toml"), "local", "model", HarnessState(), held=held
+    )
+    message, schema = review_form(pending, [])
+    return f.elicitation_form_request("sess-1", message, schema, tool_call_id="review-p-2")
+
+
+FORM_REQUEST = ("CreateFormSessionElicitationRequest", "CreateElicitationRequest")
 
 CASES: dict[str, Case] = {
     # JSON-RPC envelopes
@@ -508,6 +547,25 @@ CASES: dict[str, Case] = {
         unstable="CreateElicitationRequest",
         stable=True,
     ),
+    "elicitation_form_request__review": Case(
+        _review_form_request, FORM_REQUEST[0], unstable=FORM_REQUEST[1], stable=True
+    ),
+    "elicitation_form_request__held": Case(
+        _held_form_request, FORM_REQUEST[0], unstable=FORM_REQUEST[1], stable=True
+    ),
+    # `editor.ask` from a cell: a choice, and free text
+    "elicitation_form_request__question": Case(
+        lambda: f.elicitation_form_request("sess-1", "Release now?", question_form(["yes", "not yet"])),
+        FORM_REQUEST[0],
+        unstable=FORM_REQUEST[1],
+        stable=True,
+    ),
+    "elicitation_form_request__question_text": Case(
+        lambda: f.elicitation_form_request("sess-1", "Which branch?", question_form(None)),
+        FORM_REQUEST[0],
+        unstable=FORM_REQUEST[1],
+        stable=True,
+    ),
     "rewind_response": Case(
         lambda: f.rewind_response(
             True,
@@ -822,7 +880,7 @@ def test_every_golden_file_belongs_to_a_builder_case() -> None:
 
 
 def test_frames_does_not_import_the_wire_models() -> None:
-    # Startup speed: `initialize` is built from frames before acp.schema is loaded (README).
+    # Startup speed: `initialize` is built from frames before acp.schema is loaded (docs/design-notes.md).
     import subprocess
     import sys
 

@@ -4,9 +4,11 @@ kept; a server whose editor left is forced out (children killed first) only when
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -113,3 +115,42 @@ def test_stdin_closing_is_seen_without_the_loop() -> None:
         watchdog.stop()
         os.close(read_end)
     assert exit.code == FORCED_EXIT_CODE
+
+
+def test_the_stall_report_holds_the_worst_stall_and_the_stack_that_caused_it(tmp_path: Path) -> None:
+    watchdog = Watchdog(stall_seconds=100.0, grace_seconds=100.0, report_dir=str(tmp_path))
+
+    async def main() -> None:
+        watchdog.start()
+        asyncio.get_running_loop().call_soon(watchdog.heartbeat)
+        await asyncio.sleep(0.05)
+        _block_the_loop_for(1.0)  # two stack points long: the thread takes the stack during it
+        await asyncio.sleep(0.05)
+
+    try:
+        asyncio.run(main())
+    finally:
+        watchdog.stop()  # writes the report
+    report = json.loads((tmp_path / f"stall-{os.getpid()}.json").read_text())
+    assert report["worst_stall_seconds"] >= 1.0
+    assert report["stalls_logged"] == 0  # under the threshold: not logged, still reported
+    assert "_block_the_loop_for" in report["stack"]
+
+
+def test_a_forced_exit_writes_the_report_of_the_stall_that_forced_it(tmp_path: Path) -> None:
+    exit = _Exit()
+    watchdog = Watchdog(
+        stall_seconds=100.0,
+        grace_seconds=0.3,
+        kill_children=exit.kill_children,
+        exit=exit,
+        report_dir=str(tmp_path),
+    )
+    watchdog.start()  # never petted: the loop is stuck from the start
+    try:
+        watchdog.input_ended()
+        assert exit.done.wait(SETTLE)
+        report = json.loads((tmp_path / f"stall-{os.getpid()}.json").read_text())
+    finally:
+        watchdog.stop()
+    assert report["worst_stall_seconds"] >= 0.3

@@ -1,10 +1,12 @@
-"""The one settings table: README agreement, unknown keys, environment-only variables, env coverage."""
+"""The one settings table: the generated reference page, unknown keys, environment-only variables, env coverage."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import re
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -15,16 +17,25 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("acp_server", "agent_core", "harness_store", "kernel_bridge", "skills")
 
 
-def _readme_table() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("<!-- config-table:start -->\n") + len("<!-- config-table:start -->\n")
-    return text[start : text.index("<!-- config-table:end -->")]
-
-
-def test_the_readme_configuration_table_is_the_one_generated_from_the_settings_table() -> None:
-    assert _readme_table() == config_table.markdown_table(), (
-        "regenerate it: python -m agent_core.config.table"
+def _reference_generator() -> ModuleType:
+    # docs/ is not a package: the generator is a script, loaded from its file as `python docs/...` runs it.
+    spec = importlib.util.spec_from_file_location(
+        "gen_config_reference", ROOT / "docs" / "gen_config_reference.py"
     )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_configuration_reference_page_is_the_one_generated_from_the_settings_table() -> None:
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert page == _reference_generator().render(), "regenerate it: python docs/gen_config_reference.py"
+
+
+def test_the_configuration_reference_holds_every_row_of_the_settings_table() -> None:
+    # The page is the generator's output, and the generator's output carries the table whole.
+    assert config_table.markdown_table() in _reference_generator().render()
 
 
 def test_every_environment_variable_the_product_reads_has_a_row() -> None:

@@ -55,6 +55,10 @@ export class Recorder {
     this.permissionWaiters = [];
     // Extension notifications the client registered a handler for (`client(recorder, {extensions})`).
     this.extensions = [];
+    // `elicitation/create` requests, and how to answer one: `formAnswer(params)` returns the
+    // response ({action, content?}); unset, every form is declined.
+    this.forms = [];
+    this.formAnswer = null;
   }
   push(params) {
     this.updates.push(params);
@@ -121,14 +125,17 @@ export class ConformanceRun {
     const child = spawn(cmd, args, { cwd: this.plan.cwd, stdio: ["pipe", "pipe", "inherit"] });
     this.children.push(child);
     const encoder = new TextEncoder();
+    // Answers to `rawRequest` lines, by JSON id: they go to the waiter, not to the SDK.
+    const diverted = new Map();
     const record = (direction, line) => {
-      if (!line.trim()) return;
+      if (!line.trim()) return null;
       this.validator.check(direction, line);
       let msg = null;
       try {
         msg = JSON.parse(line);
       } catch {}
       this.frames.push({ direction, msg });
+      return msg;
     };
     child.stdout.setEncoding("utf8");
     let inBuf = "";
@@ -145,7 +152,13 @@ export class ConformanceRun {
           while ((nl = inBuf.indexOf("\n")) >= 0) {
             const line = inBuf.slice(0, nl);
             inBuf = inBuf.slice(nl + 1);
-            record("agent->client", line);
+            const msg = record("agent->client", line);
+            const key = msg && !("method" in msg) && "id" in msg ? JSON.stringify(msg.id) : null;
+            if (key !== null && diverted.has(key)) {
+              diverted.get(key)(msg);
+              diverted.delete(key);
+              continue;
+            }
             if (inputOpen) controller.enqueue(encoder.encode(line + "\n"));
           }
         });
@@ -172,10 +185,21 @@ export class ConformanceRun {
       },
     });
     const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-    return { child, stream: acp.ndJsonStream(output, input), exited };
+    /** Writes `line` (one JSON-RPC request the SDK could not send, e.g. one over the server's line
+     * limit) straight to the agent's stdin, logged and validated like any frame; resolves with the
+     * agent's frame answering `id`, which is kept from the SDK (it never sent that request). Call it
+     * only between SDK requests: the line must not land inside one the SDK is writing. */
+    const rawRequest = (line, id) => {
+      const answered = new Promise((resolve) => diverted.set(JSON.stringify(id), resolve));
+      record("client->agent", line);
+      child.stdin.write(line + "\n");
+      return answered;
+    };
+    return { child, stream: acp.ndJsonStream(output, input), exited, rawRequest };
   }
 
-  /** The SDK client: answers permission requests as `recorder.permissionChoice` says, serves fs reads,
+  /** The SDK client: answers permission requests as `recorder.permissionChoice` says and forms as
+   * `recorder.formAnswer` does, serves fs reads,
    * and handles the extension notifications named in `extensions` (recorded in `recorder.extensions`);
    * any other notification reaches the SDK unhandled, as it would in a client that never heard of it. */
   client(recorder, { extensions = [] } = {}) {
@@ -210,9 +234,21 @@ export class ConformanceRun {
         check(option, `no ${recorder.permissionChoice} option offered: ${JSON.stringify(params.options)}`);
         return { outcome: { outcome: "selected", optionId: option.optionId } };
       })
+      .onRequest(acp.methods.client.elicitation.create, ({ params }) => {
+        recorder.forms.push(params);
+        return recorder.formAnswer ? recorder.formAnswer(params) : { action: "decline" };
+      })
       .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => ({ content: readFileSync(params.path, "utf8") }))
       .onRequest(acp.methods.client.fs.writeTextFile, () => ({}))
       .onNotification(acp.methods.client.session.update, ({ params }) => recorder.push(params));
+  }
+
+  /** Ends the agent's input (how an editor quits), waits for its exit, then `finish`es: ok only if
+   * the run was and the agent exited 0 (its exit is in the report). */
+  async closeAgent(child, exited, ok) {
+    child.stdin.end();
+    const exit = await withTimeout(exited, 30_000, "agent exit after stdin EOF").catch((e) => ({ error: String(e) }));
+    this.finish(ok && exit.code === 0, { exit });
   }
 
   /** Prints the report (ok only if `ok`, no schema finding and no SDK parse error), kills leftovers, exits 0. */

@@ -57,6 +57,18 @@ export class FrameValidator {
         });
       }
     }
+    // A stable request whose params carry a field only the unstable schema defines (`systemPrompt`
+    // on session/new or session/load) is checked against the unstable definition as well, and
+    // counted among the unstable frames with the fields that made it one.
+    this.unstableParams = new Map(); // method -> {validate, fields: Set of unstable-only names}
+    for (const [name, def] of Object.entries(unstable.$defs)) {
+      const method = def["x-method"];
+      if (!method || kindOf(name) !== "request" || this.byMethod.get(`${method}|request`)?.unstable !== false) continue;
+      // Both schemas name a method's definitions alike (NewSessionRequest).
+      const known = new Set(Object.keys(schema.$defs[name]?.properties ?? {}));
+      const fields = new Set(Object.keys(def.properties ?? {}).filter((k) => !known.has(k)));
+      if (fields.size) this.unstableParams.set(method, { validate: ajv.getSchema(`acp-unstable#/$defs/${name}`), fields });
+    }
     this.unstableFrames = [];
     this.errorValidate = ajv.getSchema("acp#/$defs/Error");
     // Requests in flight, per sending direction: id -> method.
@@ -108,6 +120,12 @@ export class FrameValidator {
         this.report(direction, msg.method, `sent in the wrong direction (handled by ${entry.side})`, msg);
       }
       this.validate(entry.validate, msg.params ?? {}, direction, `${msg.method} params`, msg);
+      const extra = kind === "request" ? this.unstableParams.get(msg.method) : undefined;
+      const fields = extra ? Object.keys(msg.params ?? {}).filter((k) => extra.fields.has(k)) : [];
+      if (fields.length) {
+        this.unstableFrames.push({ direction, method: msg.method, fields });
+        this.validate(extra.validate, msg.params, direction, `${msg.method} params (unstable ${fields})`, msg);
+      }
       return;
     }
     if (!("id" in msg)) {

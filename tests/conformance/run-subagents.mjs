@@ -61,6 +61,4 @@ try {
   ok = false;
   run.failed(e);
 }
-child.stdin.end();
-const exit = await withTimeout(exited, 30_000, "agent exit after stdin EOF").catch((e) => ({ error: String(e) }));
-run.finish(ok && exit.code === 0, { exit });
+await run.closeAgent(child, exited, ok);

@@ -3,13 +3,16 @@
 // both directions is validated against the v2 draft schema the same package ships. The prompt must be
 // acknowledged with its message id before any output, the work framed by `state_update` (running,
 // requires_action while a cell waits for permission, idle with the stop reason), and the background
-// list must name the refinement that follows the first turn until a snapshot reports it gone.
+// list must name the refinement that follows the first turn until a snapshot reports it gone, and a
+// prompt sent while a turn runs is the steering draft's steer (answered at once, joined to that turn).
 //
 //   node run-v2.mjs PLAN.json
 //
 // PLAN.json (written by tests/conformance/test_conformance_v2.py, which scripts the model):
-//   {"agent": [cmd, ...args], "cwd": "/abs", "first": "...", "second": "..."}
+//   {"agent": [cmd, ...args], "cwd": "/abs", "first": "...", "second": "...", "third": "...",
+//    "steer": "...", "steered": "/abs/file written once the mid-turn prompt is acknowledged"}
 // Prints one JSON report on stdout: {ok, steps, findings, sdkErrors, frames}.
+import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import * as acp2 from "@agentclientprotocol/sdk/experimental/v2";
 import { ConformanceRun, check, withTimeout } from "./conformance-kit.mjs";
@@ -93,12 +96,29 @@ try {
         check(permissions.length === 1 && permissions[0].subject?.type === "tool_call", "the permission request has no tool_call subject");
         return { states: seq };
       });
+      await step("a prompt sent mid-turn steers it: acknowledged at once under its own id, echoed in order, one end_turn", async () => {
+        await withTimeout(session.setConfigOption({ configId: "mode", type: "id", value: "auto" }), 30_000, "set mode");
+        const third = [];
+        const ack = await withTimeout(session.prompt(plan.third), 30_000, "session/prompt");
+        // The model's answer has begun (and is held by the scripted model): the turn is running.
+        await readUntil(session, third, (m) => m.update.sessionUpdate === "agent_message_chunk");
+        const steer = await withTimeout(session.prompt(plan.steer), 30_000, "the mid-turn session/prompt");
+        check(typeof steer.messageId === "string" && steer.messageId !== ack.messageId, `steer ack ${JSON.stringify(steer)}`);
+        writeFileSync(plan.steered, steer.messageId); // the test releases the held answer now
+        const stop = await readUntil(session, third, (m) => m.kind === "stop" && m.stopReason);
+        check(stop.stopReason === "end_turn", `stopReason ${stop.stopReason}`);
+        // The prompt is echoed whole (`user_message`); the steer where it entered the turn, as the
+        // chunk of its message that the turn shows (`user_message_chunk`, under the acknowledged id).
+        const echoed = third.filter((m) => m.update.sessionUpdate?.startsWith("user_message")).map((m) => m.update.messageId);
+        check(JSON.stringify(echoed) === JSON.stringify([ack.messageId, steer.messageId]), `echoed ${JSON.stringify(echoed)} of ${JSON.stringify(third.map((m) => [m.kind, m.update.sessionUpdate, m.update.messageId]))}`);
+        const stops = third.filter((m) => m.kind === "stop" && m.stopReason);
+        check(stops.length === 1, `stops ${JSON.stringify(stops.map((m) => m.stopReason))}`);
+        return { echoed };
+      });
     });
   });
 } catch (e) {
   ok = false;
   run.failed(e);
 }
-child.stdin.end();
-const exit = await withTimeout(exited, 30_000, "agent exit after stdin EOF").catch((e) => ({ error: String(e) }));
-run.finish(ok && exit.code === 0, { exit });
+await run.closeAgent(child, exited, ok);

@@ -54,8 +54,38 @@ def _node(
     return report
 
 
+def node_env(tmp_path: Path, model_url: str, *, home: bool = True, **extra: str) -> dict[str, str]:
+    """The environment a Node run's server gets: this one, with a private data dir and config home
+    (`home`: HOME too), the scripted model, and `extra`."""
+    env = dict(os.environ)
+    env.update(
+        CONTINUAL_ACP_HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        OPENAI_BASE_URL=model_url,
+        OPENAI_API_KEY="test-key",
+        CONTINUAL_ACP_MODEL="scripted",
+    )
+    if home:
+        env["HOME"] = str(tmp_path)
+    env.update(extra)
+    return env
+
+
+def assert_run_clean(report: dict[str, Any]) -> None:
+    """Every step passed, every frame was schema-valid, and the SDK parsed every message."""
+    failed = [s for s in report["steps"] if not s["ok"]]
+    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
+    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
+    assert report["sdkErrors"] == []
+
+
 def _frame(direction: str, msg: dict[str, Any]) -> list[Any]:
     return [direction, {"jsonrpc": "2.0", **msg}]
+
+
+def _new_session_with_system_prompt(request_id: int, system_prompt: object) -> list[Any]:
+    params = {"cwd": "/tmp", "mcpServers": [], "systemPrompt": system_prompt}
+    return _frame("client->agent", {"id": request_id, "method": "session/new", "params": params})
 
 
 def test_validator_accepts_schema_conformant_frames() -> None:
@@ -78,8 +108,14 @@ def test_validator_accepts_schema_conformant_frames() -> None:
             },
         ),
         _frame("agent->client", {"method": "_harness/quiescence", "params": {"sessionId": "s1"}}),
+        # a field only the unstable schema defines, on a stable request: checked there, and counted
+        _new_session_with_system_prompt(2, {"mode": "append", "content": [{"type": "text", "text": "hi"}]}),
     ]
-    assert _node("validate-frames.mjs", stdin=json.dumps(frames))["findings"] == []
+    report = _node("validate-frames.mjs", stdin=json.dumps(frames))
+    assert report["findings"] == []
+    assert report["unstableFrames"] == [
+        {"direction": "client->agent", "method": "session/new", "fields": ["systemPrompt"]}
+    ]
 
 
 def test_validator_rejects_frames_that_break_the_schema() -> None:
@@ -105,7 +141,8 @@ def test_validator_rejects_frames_that_break_the_schema() -> None:
         # a request the agent may not send
         _frame(
             "agent->client", {"id": 9, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}
-        ),
+        ),  # a systemPrompt whose content is not an array of blocks (the stable schema knows no systemPrompt)
+        _new_session_with_system_prompt(10, {"mode": "append", "content": "be brief"}),
     ]
     findings = _node("validate-frames.mjs", stdin=json.dumps(frames))["findings"]
     assert [f["what"] for f in findings] == [
@@ -113,6 +150,7 @@ def test_validator_rejects_frames_that_break_the_schema() -> None:
         "session/prompt result",
         "envelope",
         "session/prompt",
+        "session/new params (unstable systemPrompt)",
     ]
 
 
@@ -286,13 +324,10 @@ def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) 
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:
-        env = dict(os.environ)
-        env.update(
-            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
-            XDG_CONFIG_HOME=str(tmp_path / "config"),
-            OPENAI_BASE_URL=model.base_url,
-            OPENAI_API_KEY="test-key",
-            CONTINUAL_ACP_MODEL="scripted",
+        env = node_env(
+            tmp_path,
+            model.base_url,
+            home=False,
             CONTINUAL_ACP_TEST_MARK=marker,  # inherited by both servers and their kernels
             CONTINUAL_ACP_CONFIG=str(config),
         )
@@ -306,10 +341,7 @@ def test_official_sdk_client_runs_a_full_session_with_every_frame_schema_valid(
     session_report: dict[str, Any],
 ) -> None:
     report = session_report
-    failed = [s for s in report["steps"] if not s["ok"]]
-    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
-    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
-    assert report["sdkErrors"] == []
+    assert_run_clean(report)
     assert report["cancelMs"] is not None and report["cancelMs"] <= 2000
     assert report["frames"]["agent->client"] > 0 and report["frames"]["client->agent"] > 0
     assert report["ok"] is True

@@ -7,12 +7,11 @@ against the JSON schema the npm package ships; this test scripts parent and chil
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 from system_deps import requires
-from test_conformance import NODE, _node
+from test_conformance import NODE, _node, assert_run_clean, node_env
 
 pytestmark = requires(NODE is not None, "node is not installed")
 
@@ -42,18 +41,10 @@ def test_official_sdk_client_sees_a_subagent_card_end_with_the_childs_answer(tmp
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script, routes=routes) as model:
-        env = dict(os.environ)
-        env.update(
-            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
-            XDG_CONFIG_HOME=str(tmp_path / "config"),
-            HOME=str(tmp_path),
-            OPENAI_BASE_URL=model.base_url,
-            OPENAI_API_KEY="test-key",
-            CONTINUAL_ACP_MODEL="scripted",
+        env = node_env(
+            tmp_path,
+            model.base_url,
         )
         report = _node("run-subagents.mjs", str(plan_path), env=env)
-    failed = [s for s in report["steps"] if not s["ok"]]
-    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
-    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
-    assert report["sdkErrors"] == []
+    assert_run_clean(report)
     assert report["ok"] is True

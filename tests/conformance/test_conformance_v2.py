@@ -5,12 +5,14 @@ v2 draft schema the npm package ships; this test scripts the model."""
 from __future__ import annotations
 
 import json
-import os
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 from system_deps import requires
-from test_conformance import NODE, _node
+from test_conformance import NODE, _node, assert_run_clean, node_env
 
 pytestmark = requires(NODE is not None, "node is not installed")
 
@@ -35,7 +37,7 @@ PLAN = {
 def test_the_official_v2_client_sees_the_prompt_acknowledged_its_states_and_the_background_settle(
     tmp_path: Path,
 ) -> None:
-    from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+    from agent_core.testing.scripted_model import ScriptedModelServer, response, text, tool_call
 
     workdir = tmp_path / "project"
     workdir.mkdir()
@@ -48,32 +50,52 @@ def test_the_official_v2_client_sees_the_prompt_acknowledged_its_states_and_the_
         text(json.dumps(PLAN)),
         tool_call("x = 41 + 1", "add"),
         text("x is not set: you declined."),
+        # The third prompt's answer is held after its first words until the steer was acknowledged.
+        response([{"content": "thinking "}, {"hold": "v2-steer"}, {"content": "done"}]),
+        text("both, with the tests"),
     ]
+    steered = tmp_path / "steered"
     plan = {
         "agent": [sys.executable, "-m", "acp_server"],
         "cwd": str(workdir),
         "first": "We always run `make check`.",
         "second": "set x",
+        "third": "write a long answer",
+        "steer": "and mention the tests",
+        "steered": str(steered),
     }
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:
-        env = dict(os.environ)
-        env.update(
-            CONTINUAL_ACP_HOME=str(tmp_path / "home"),
-            XDG_CONFIG_HOME=str(tmp_path / "xdg"),
-            HOME=str(tmp_path),
-            OPENAI_BASE_URL=model.base_url,
-            OPENAI_API_KEY="test-key",
-            CONTINUAL_ACP_MODEL="scripted",
+        env = node_env(
+            tmp_path,
+            model.base_url,
             CONTINUAL_ACP_PROTOCOL="2",
             CONTINUAL_ACP_CONFIG=str(config),
             CONTINUAL_ACP_KERNEL_POOL="0",
             CONTINUAL_ACP_EAGER_KERNEL="0",
         )
-        report = _node("run-v2.mjs", str(plan_path), env=env)
-    failed = [s for s in report["steps"] if not s["ok"]]
-    assert not failed, json.dumps(failed, indent=1) + "\n" + report["_stderr"][-3000:]
-    assert report["findings"] == [], json.dumps(report["findings"], indent=1)
-    assert report["sdkErrors"] == []
+        releaser = threading.Thread(target=_release_after, args=(steered, model, "v2-steer"), daemon=True)
+        releaser.start()
+        try:
+            report = _node("run-v2.mjs", str(plan_path), env=env)
+        finally:
+            model.release("v2-steer")  # a run that failed before the steer must not leave it held
+            releaser.join(timeout=5)
+        requests = list(model.requests)
+    assert_run_clean(report)
     assert report["ok"] is True
+    # One turn: the steer joined the held turn's next request instead of starting a turn of its own.
+    assert requests[-1]["messages"][-1]["content"] == "and mention the tests"
+    assert [m["content"] for m in requests[-1]["messages"] if m.get("role") == "user"][-2:] == [
+        "write a long answer",
+        "and mention the tests",
+    ]
+
+
+def _release_after(marker: Path, model: Any, hold: str, timeout: float = 100.0) -> None:
+    """Release `hold` once `marker` exists (the Node client writes it when the steer was acknowledged)."""
+    deadline = time.monotonic() + timeout
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    model.release(hold)

@@ -9,6 +9,7 @@ still exits after stdin closes, within the grace period, with its kernel killed.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -170,8 +171,14 @@ def test_server_with_a_blocked_loop_exits_after_stdin_closes_and_kills_its_kerne
 
 
 def _run_blocked_server(model: ScriptedModelServer, tmp_path: Path) -> None:
+    reports = tmp_path / "stall-reports"
+    reports.mkdir()
     client, project = _blocked_server(
-        tmp_path, model, CONTINUAL_ACP_STALL_SECONDS="1", CONTINUAL_ACP_EXIT_GRACE_SECONDS="2"
+        tmp_path,
+        model,
+        CONTINUAL_ACP_STALL_SECONDS="1",
+        CONTINUAL_ACP_EXIT_GRACE_SECONDS="2",
+        CONTINUAL_ACP_STALL_REPORT=str(reports),
     )
     try:
         initialize(client)
@@ -196,6 +203,10 @@ def _run_blocked_server(model: ScriptedModelServer, tmp_path: Path) -> None:
         # The stall lasted several thresholds (1 s) past its report: reported once all the same.
         assert client.stderr()[before:].count("the event loop has not turned") == 1
         assert not _wait_gone(children, 30.0), "the kernel outlived the server"
+        # The forced exit left its stall report: the stall that forced it, and where the loop was.
+        report = json.loads((reports / f"stall-{client.proc.pid}.json").read_text())
+        assert report["worst_stall_seconds"] >= 2
+        assert "in block_the_loop" in report["stack"]
     finally:
         if client.proc.poll() is None:
             client.proc.kill()

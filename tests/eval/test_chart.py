@@ -67,3 +67,13 @@ def test_a_point_that_is_not_a_number_is_a_clear_error() -> None:
         render_svg([Panel("p", "y", [Series("s", [(1, math.nan)])])])
     with pytest.raises(ValueError, match="at least one panel"):
         render_svg([])
+
+
+def test_intervals_are_drawn_as_whiskers_and_widen_the_axis_to_hold_them() -> None:
+    root = ET.fromstring(
+        render_svg([Panel("Requests", "requests", [Series("learning", [(1, 5)], intervals=[(1, 2, 30)])])])
+    )
+    (whisker,) = [p for p in root.iter(f"{NS}path") if p.get("class") == "interval"]
+    ticks = [float(t.text or "nan") for t in root.iter(f"{NS}text") if (t.text or "").isdigit()]
+    assert max(ticks) >= 30  # the axis reaches the interval's top, not only the point
+    assert whisker.get("d", "").count("M") == 3  # a bar and two caps

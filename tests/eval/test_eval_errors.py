@@ -27,6 +27,10 @@ TASKS = Path(__file__).parent / "tasks"
         (["--scripted", "--without", "r-1"], "--without needs --from RUN_DIR"),
         (["--scripted", "--server-env", "NOEQUALS"], "--server-env wants KEY=VALUE"),
         (["/no/such/suite", "--scripted"], "/no/such/suite: no such suite"),
+        (["--scripted", "--orders", "0"], "--orders must be at least 1"),
+        (["--scripted", "--jobs", "0"], "--jobs must be at least 1"),
+        (["--scripted", "--resume"], "--resume needs --out RUN_DIR"),
+        (["--scripted", "--mode", "stream", "--without", "r-1"], "--without replays one task's sessions"),
     ],
 )
 def test_bad_arguments_are_an_error_naming_what_is_wrong(
@@ -42,6 +46,23 @@ def test_a_run_directory_is_never_written_over(tmp_path: Path, capsys: pytest.Ca
     (tmp_path / "traces").mkdir()
     assert main([str(TASKS / "bad-lesson"), "--scripted", "--out", str(tmp_path)]) == 2
     assert f"{tmp_path} already holds a run; choose another --out" in capsys.readouterr().err
+
+
+def test_resume_refuses_a_directory_without_a_run_or_with_other_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = str(TASKS / "bad-lesson")
+    assert main([suite, "--scripted", "--resume", "--out", str(tmp_path)]) == 2
+    assert f"{tmp_path} holds no run to resume (no run.json)" in capsys.readouterr().err
+    shape = {"suite": suite, "tasks": ["bad-lesson"], "arms": ["learning"], "sessions": None, "mode": "task",
+             "orders": None, "seeds": 0, "temperature": None, "scripted": True, "model": "scripted-model",
+             "without": None}  # fmt: skip
+    (tmp_path / "run.json").write_text(json.dumps(shape))
+    assert (
+        main([suite, "--scripted", "--arms", "frozen", "--seeds", "2", "--resume", "--out", str(tmp_path)])
+        == 2
+    )
+    assert "was run with other arms, seeds; resume with the same arguments" in capsys.readouterr().err
 
 
 def test_without_names_a_refinement_no_task_recorded(

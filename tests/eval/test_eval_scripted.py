@@ -111,8 +111,10 @@ def test_report_compares_runs_side_by_side(run: tuple[Path, dict[str, Any]]) -> 
     out, _ = run
     done = _eval("report", str(out), str(out), timeout=60)
     assert done.returncode == 0, done.stderr
-    rows = [line for line in done.stdout.splitlines() if line.startswith(f"| {out.name} |")]
+    # The first table's rows (the statistics tables below it start with the run's name too).
+    rows = [line for line in done.stdout.splitlines() if line.startswith(f"| {out.name} | pipeline test")]
     assert len(rows) == 4  # two runs x two arms
+    assert f"| {out.name}#2 learning vs {out.name} learning | 2 | 0 | 0 | 1 | 0 [0, 0] | 1 |" in done.stdout
     assert "| learning | 1/1 1/1 |" in rows[0]
     assert f"| {SUBSET} | PP | PP | PP | PP |" in done.stdout  # per task: two runs x two arms
 

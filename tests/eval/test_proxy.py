@@ -99,3 +99,33 @@ def test_a_client_resetting_an_idle_connection_is_dropped_without_a_traceback(
         conn.close()
         assert proxy.dropped.wait(10)
     assert capsys.readouterr().err == ""
+
+
+def test_the_runs_seed_and_temperature_reach_the_endpoint_and_the_meter_counts_the_cost() -> None:
+    from continual_eval.proxy import CostMeter
+
+    meter = CostMeter()
+    with (
+        ScriptedModelServer([text("a", usage=usage(50, 4)), text("b", usage=usage(10, 1))]) as model,
+        RecordingProxy(model.base_url, overrides={"seed": 7, "temperature": 0.5}, meter=meter) as proxy,
+    ):
+        log = io.StringIO()
+        proxy.set_log(log)
+        for _ in range(2):
+            _post(proxy.base_url, {"model": "m", "stream": True, "seed": 1, "messages": []})
+        proxy.set_log(None)
+        sent = list(model.requests)
+    assert [(r["seed"], r["temperature"]) for r in sent] == [(7, 0.5), (7, 0.5)]
+    assert [json.loads(line)["request"]["seed"] for line in log.getvalue().splitlines()] == [7, 7]
+    assert (meter.requests, meter.tokens) == (2, 65)
+    assert meter.line() == "cost so far: 2 requests, 65 tokens"
+
+
+def test_the_cost_meter_says_the_cost_every_n_requests() -> None:
+    from continual_eval.proxy import CostMeter
+
+    said: list[str] = []
+    meter = CostMeter(report=said.append, every=2)
+    for tokens in (10, 20, 30, 40, 50):
+        meter.add(tokens)
+    assert said == ["cost so far: 2 requests, 30 tokens", "cost so far: 4 requests, 100 tokens"]

@@ -55,7 +55,7 @@ SECRET = "ALWAYS-SAY-THE-GATES-PASSED"
 CONFIG = "autonomous_max_continuations = 1\n"
 
 # (attack, backend, user) -> why it gets through today: what the local backend does not cover (the
-# README's per-backend table says the same). Attacks: see each test.
+# per-backend table in docs/kernels.md says the same). Attacks: see each test.
 _BOTH = ("root", "plain")
 OPEN: dict[tuple[str, str, str], str] = {
     **{

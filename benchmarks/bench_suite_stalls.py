@@ -1,0 +1,70 @@
+"""The worst event-loop stall of every server the test suite starts.
+
+    .venv/bin/python benchmarks/bench_suite_stalls.py [pytest arguments...]
+
+Runs pytest (by default the whole suite as `.ci/run` runs it: `-n <cores + 1> --dist loadgroup`) with
+`CONTINUAL_ACP_STALL_REPORT` set to a fresh directory. Every server the suite's stdio tests start
+(`tests/acp_server/acp_client.py` passes the variable on) writes its worst stall at exit
+(`acp_server/watchdog.py`: `stall-<pid>.json`, with the loop's stack during that stall). The report:
+how many servers reported, the median and the 99th percentile of their worst stalls, how many went
+over 1 s and over the 10 s stall threshold, and the five worst with the innermost frames of the stack
+the watchdog saw during each.
+
+A stall here includes what the machine's load does to a server (the suite runs one pytest worker
+more than cores), so it is an upper bound on what the server's own code blocks; the stack says which.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _innermost(stack: str | None, frames: int = 3) -> str:
+    if not stack:
+        return "(no stack: shorter than the watchdog's 0.5 s stack point)"
+    lines = [line.strip() for line in stack.strip().splitlines() if line.strip().startswith("File ")]
+    return " <- ".join(reversed(lines[-frames:])) if lines else "(empty stack)"
+
+
+def main(argv: list[str]) -> int:
+    workers = (os.cpu_count() or 1) + 1
+    pytest_args = argv or ["-q", "-n", str(workers), "--dist", "loadgroup", "-p", "no:cacheprovider"]
+    with tempfile.TemporaryDirectory(prefix="bench-stalls-") as reports:
+        env = {**os.environ, "CONTINUAL_ACP_STALL_REPORT": reports}
+        done = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=ROOT, env=env)
+        found = []
+        for path in sorted(Path(reports).glob("stall-*.json")):
+            try:
+                found.append(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                print(f"unreadable report {path.name}: {exc}", file=sys.stderr)
+    if not found:
+        print("no server wrote a stall report", file=sys.stderr)
+        return 1
+    worst = sorted((r["worst_stall_seconds"] for r in found), reverse=True)
+    p99 = worst[max(0, int(len(worst) * 0.01) - 1)] if len(worst) >= 100 else worst[0]
+    print(f"pytest exit code {done.returncode}; servers reporting: {len(found)}")
+    print("| worst stall per server (s) | value |")
+    print("| --- | --- |")
+    print(f"| median | {statistics.median(worst):.3f} |")
+    print(f"| 99th percentile | {p99:.3f} |")
+    print(f"| maximum | {worst[0]:.3f} |")
+    print(f"| servers over 1 s | {sum(1 for w in worst if w > 1.0)} |")
+    print(f"| servers over the 10 s threshold | {sum(1 for w in worst if w >= 10.0)} |")
+    print()
+    print("The five worst, with the innermost frames the watchdog saw during each:")
+    for report in sorted(found, key=lambda r: -r["worst_stall_seconds"])[:5]:
+        print(f"* {report['worst_stall_seconds']:.3f} s: {_innermost(report.get('stack'))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
