@@ -223,10 +223,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return eval_main(argv_list[1:])
     if argv_list[:1] == ["harness"]:
+        from agent_core.refinement.curation import standing_factory
         from agent_core.trust.skill_check import cli_verifier_factory  # trust: imports are checked
         from harness_store.cli import main as harness_main
 
-        return harness_main(argv_list[1:], verifier_factory=cli_verifier_factory())
+        return harness_main(
+            argv_list[1:], verifier_factory=cli_verifier_factory(), standing_factory=standing_factory
+        )
     # No arguments (how editors launch it): serve without importing argparse (startup path).
     if not argv_list and sys.stdin.isatty():
         # A person typed it: the server would wait silently for JSON-RPC on the terminal.

@@ -76,6 +76,11 @@ COMMANDS: tuple[SlashCommand, ...] = (
         "<entry-id> [project|global]",
     ),
     SlashCommand("why", "Why the harness holds an entry: its writers and their evidence", "<entry-id>"),
+    SlashCommand(
+        "curate",
+        "Curate the harness: archive unused, harmful, empty and duplicate entries (dry run unless apply)",
+        "[apply] [--global|--project] | restore <kind>/<id>",
+    ),
     SlashCommand("mcp", "MCP servers: states and last errors, or restart one", "restart <name>"),
     SlashCommand("agents", "List this session's subagents, or cancel them", "cancel <name> | cancel --all"),
     SlashCommand(
@@ -159,6 +164,7 @@ class CommandRunner:
             "review": harness_commands.review,
             "why": harness_commands.why,
             "promote": harness_commands.promote,
+            "curate": harness_commands.curate,
             "kernel": kernel,
             "compact": compact,
             "autonomous": autonomous,

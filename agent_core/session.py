@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from agent_core.history.ownership import SessionOwnerLock
     from agent_core.mcp.registry import McpRegistry
     from agent_core.subagents.hub import SubagentHub
-    from harness_store import HarnessStore, ProjectStore, Scopes
+    from harness_store import HarnessState, HarnessStore, ProjectStore, Scopes
     from kernel_bridge import KernelSession
 
 log = logging.getLogger(__name__)
@@ -260,10 +260,27 @@ class Session:
     def harness_overview(self, query: str | None) -> str:
         from harness_store import render_overview
 
-        overview = str(render_overview(self.scopes.states().prompt_view(), query=query))
+        view = self.scopes.states().prompt_view()
+        overview = str(render_overview(view, query=query, order=self._prompt_order()))
         if self._turn_usage is not None:
+            self._turn_usage.expect(_predictions(view))
             self._turn_usage.saw(overview)  # which entries this turn's prompt showed (entry_usage.py)
         return overview
+
+    @property
+    def turn_running(self) -> bool:
+        """True while a prompt's turn runs (the idle curator waits for none to run)."""
+        return self._turn_task is not None or self._turn_usage is not None
+
+    def _prompt_order(self) -> dict[str, int]:
+        """Helpful entries first, harmful ones last (entry_counters.py); none when unreadable."""
+        from agent_core.trust.entry_counters import home_counters, prompt_order
+
+        try:
+            return prompt_order(home_counters(self.agent_config.home))
+        except Exception:  # the counters order the prompt; they must never stop it
+            log.exception("could not read the harness entry counters")
+            return {}
 
     def system_prompt(self, parts: Sequence[ev.PromptPart] = ()) -> str:
         query = plain_text(parts) or None
@@ -803,3 +820,20 @@ if TYPE_CHECKING:
     ) -> tuple[AttachedSession, AutonomySession, GuardedSession, TurnContext]:
         """For mypy only: a `Session` is what each feature's Protocol of it asks (they cannot import it)."""
         return session, session, session, session
+
+
+_PREDICTIONS: dict[int, tuple[object, dict[str, str]]] = {}
+
+
+def _predictions(view: HarnessState) -> dict[str, str]:
+    """The prompt view's predictions (entry_counters.predictions), once per view: the view object
+    is reused while no store changed, so 10,000 entries are scanned once per harness change."""
+    from agent_core.trust.entry_counters import predictions
+
+    hit = _PREDICTIONS.get(id(view))
+    if hit is not None and hit[0] is view:
+        return hit[1]
+    found = predictions(view.entries)
+    _PREDICTIONS.clear()
+    _PREDICTIONS[id(view)] = (view, found)
+    return found

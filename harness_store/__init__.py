@@ -25,7 +25,7 @@ from harness_store.project import ProjectStore
 from harness_store.scopes import ScopeName, Scopes, ScopeStates
 from harness_store.store import HarnessStore, RefinementNotFound, Store
 from harness_store.tombstones import normalize_content
-from harness_store.validation import BASE_PROMPT_ID
+from harness_store.validation import BASE_PROMPT_ID, empty_lesson
 from harness_store.views import render_view
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "Store",
     "Tombstone",
     "data_home",
+    "empty_lesson",
     "global_root",
     "local_root",
     "merge",

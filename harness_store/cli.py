@@ -8,12 +8,18 @@
     import <proposal.json> [--scope global|local|project] [--session ID] [--repo PATH] [--no-verify]
     conflicts --repo PATH
     resolve <kind>/<id> <side> --repo PATH
+    curate [--scope global|local|project] [--session ID] [--repo PATH] [--apply]
 
 `--scope project --repo PATH` (or `--repo PATH` alone) uses the project store committed in that
 repository (`<repo>/.continual-acp/harness`). `import` applies a proposal file (trigger `cli`); its
 skills are checked in a scratch kernel first when the console script supplies a checker
 (`main(argv, verifier_factory=...)`), and the result says so when they were not (`--no-verify`).
     sessions [--cwd DIR]   (handled by acp_server/sessions_cli.py: the ids for --session)
+
+`curate` prints the curator's dry-run report (curator.py); `--apply` applies the pass as one
+refinement (`rollback <id>` undoes it). The entries' standing (harmful, unfollowed) comes from the
+`standing_factory` the console script supplies; without one only content-free entries and
+duplicates are proposed.
 
 `--json` anywhere prints machine-readable output. The data dir is `CONTINUAL_ACP_HOME` (see
 `paths.data_home`). Errors go to stderr with exit code 1.
@@ -30,6 +36,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
+from harness_store.curator import StandingOf, plan_curation
 from harness_store.errors import HarnessStoreError
 from harness_store.models import KINDS, HarnessEntry, RefinementResult
 from harness_store.paths import data_home, global_root, local_root
@@ -40,6 +47,8 @@ from harness_store.views import render_view
 
 # (scope, cwd) -> the pre-apply skill verifier the composition root builds.
 VerifierFactory = Callable[[str, Path], PreApplyVerifier]
+# data home -> an entry's standing from its counters (agent_core/trust/entry_counters.py).
+StandingFactory = Callable[[Path], StandingOf]
 
 
 class CliError(Exception):
@@ -92,6 +101,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="a JSON proposal: {summary, rationale, edits: [...]}")
     p.add_argument("--scope", choices=("global", "local", "project"))
     p.add_argument("--no-verify", action="store_true", help="do not run skill checks (the result says so)")
+    p = sub.add_parser("curate", parents=[common], help="the curator's pass: a dry-run report, or --apply")
+    p.add_argument(
+        "--scope", choices=("global", "local", "project"), help="default: local with --session, else global"
+    )
+    p.add_argument(
+        "--apply", action="store_true", help="apply the pass as one refinement (rollback undoes it)"
+    )
     sub.add_parser("conflicts", parents=[common], help="entries changed on both sides of a git merge")
     p = sub.add_parser("resolve", parents=[common], help="end a merge conflict by taking one side")
     p.add_argument("entry", metavar="KIND/ID")
@@ -190,12 +206,18 @@ def _result_text(r: RefinementResult) -> str:
 
 
 def _run(
-    args: argparse.Namespace, home: Path, as_json: bool, verifier_factory: VerifierFactory | None = None
+    args: argparse.Namespace,
+    home: Path,
+    as_json: bool,
+    verifier_factory: VerifierFactory | None = None,
+    standing_factory: StandingFactory | None = None,
 ) -> tuple[Any, str, int]:
     """Returns (json payload, human text, exit code)."""
     repo = getattr(args, "repo", None)
     if args.command == "import":
         return _import(args, home, repo, verifier_factory)
+    if args.command == "curate":
+        return _curate(args, home, repo, standing_factory)
     if args.command == "conflicts":
         if not repo:
             raise CliError("conflicts needs --repo PATH")
@@ -307,6 +329,24 @@ def _import(
     return result, _result_text(result), 1 if refused else 0
 
 
+def _curate(
+    args: argparse.Namespace, home: Path, repo: str | None, standing_factory: StandingFactory | None
+) -> tuple[Any, str, int]:
+    store = _stores(home, args.session, args.scope, repo)[0]
+    standing = standing_factory(home) if standing_factory is not None else None
+    plan = plan_curation(store.load(), standing=standing)
+    if not args.apply:
+        hint = "\n(dry run: nothing changed; --apply applies it)" if plan.actions else ""
+        return {"dry_run": True, **plan.to_json()}, plan.report() + hint, 0
+    if not plan.actions:
+        return {"dry_run": False, **plan.to_json()}, plan.report(), 0
+    result = store.curate(plan, trigger="cli")
+    text = (
+        f"{plan.report()}\n{_result_text(result)}\nUndo the pass: continual-acp harness rollback {result.id}"
+    )
+    return {"dry_run": False, **plan.to_json(), "refinement": result}, text, 0 if result.applied else 1
+
+
 def _note_verifier(note: str) -> PreApplyVerifier:
     def verify(entry: HarnessEntry) -> Verdict:
         return Verdict(True, note)
@@ -314,8 +354,14 @@ def _note_verifier(note: str) -> PreApplyVerifier:
     return verify
 
 
-def main(argv: Sequence[str], *, verifier_factory: VerifierFactory | None = None) -> int:
-    """Run one harness command; returns the exit code. `verifier_factory` checks imported skills."""
+def main(
+    argv: Sequence[str],
+    *,
+    verifier_factory: VerifierFactory | None = None,
+    standing_factory: StandingFactory | None = None,
+) -> int:
+    """Run one harness command; returns the exit code. `verifier_factory` checks imported skills;
+    `standing_factory` gives `curate` the entries' standing."""
     argv = list(argv)
     as_json = "--json" in argv
     argv = [a for a in argv if a != "--json"]
@@ -327,7 +373,7 @@ def main(argv: Sequence[str], *, verifier_factory: VerifierFactory | None = None
             raise CliError(
                 f"`{args.command}` runs through the `continual-acp harness {args.command}` command"
             )
-        payload, text, code = _run(args, data_home(), as_json, verifier_factory)
+        payload, text, code = _run(args, data_home(), as_json, verifier_factory, standing_factory)
     except (CliError, HarnessStoreError, RefinementNotFound, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, RefinementNotFound) and exc.args else str(exc)
         print(f"continual-acp harness: error: {message}", file=sys.stderr)

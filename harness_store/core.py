@@ -21,7 +21,7 @@ from harness_store.models import (
     Tombstone,
 )
 from harness_store.tombstones import add_tombstone, make_tombstone, matching_tombstone
-from harness_store.validation import resolve_id, validate_edit
+from harness_store.validation import empty_lesson, resolve_id, validate_edit
 
 MSG_BASELINE = "entry changed during refinement planning"
 MSG_NOT_FOUND = "entry not found"
@@ -177,6 +177,9 @@ def _refusal(
         return MSG_NOT_FOUND
     if edit.action == "delete" or restore is not None:
         return None
+    empty = empty_lesson(edit.title, edit.content)
+    if empty is not None:
+        return empty
     if opts.evidence_checker is not None:
         for message_id in edit.evidence or []:
             if not opts.evidence_checker(message_id):
@@ -196,6 +199,11 @@ def apply_proposal(
     work = _Work(entries=dict(state.entries), tombstones=list(state.tombstones))
     applied_edits: list[AppliedEdit] = []
     for index, edit in enumerate(proposal.edits):
+        if proposal.prediction is not None and edit.action == "create":
+            # The proposal's prediction lives on the entries it creates (checked on later turns).
+            edit = edit.model_copy(
+                update={"metadata": {**(edit.metadata or {}), "prediction": proposal.prediction}}
+            )
         restore = opts.restores[index] if index < len(opts.restores) else None
         preset = opts.preset_errors[index] if index < len(opts.preset_errors) else None
         entry_id = resolve_id(edit)

@@ -111,6 +111,26 @@ def _label(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+PREDICTION_MAX_CHARS = 200
+
+
+def normalize_prediction(value: Any) -> dict[str, str] | None:
+    """A prediction `{"command": ..., "expect": ...}` from untrusted input, or None: the command
+    must be a non-blank one-line string (at most 200 characters); `expect` is optional text."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if not isinstance(value, dict):
+        return None
+    command = value.get("command")
+    if not isinstance(command, str) or not command.strip() or "\n" in command.strip():
+        return None
+    out = {"command": command.strip()[:PREDICTION_MAX_CHARS]}
+    expect = value.get("expect")
+    if isinstance(expect, str) and expect.strip():
+        out["expect"] = expect.strip()[:PREDICTION_MAX_CHARS]
+    return out
+
+
 def normalize_edit(raw: dict[str, Any]) -> dict[str, Any]:
     """Clean one untrusted edit object (see the module docstring)."""
     return {
@@ -164,6 +184,10 @@ class Proposal(BaseModel):
     rationale: str = ""
     expected_outcome: str = ""
     edits: list[Edit] = Field(default_factory=list)
+    # What the proposal expects when the situation recurs: `{"command": <what a later cell runs>,
+    # "expect": <text>}`; stored on the entries it creates (metadata.prediction) and checked on
+    # later turns whose cells run the command (hit: the turn passed; miss: it failed).
+    prediction: dict[str, str] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -179,6 +203,9 @@ class Proposal(BaseModel):
             value = data.get(name)
             if isinstance(value, str):
                 clean[name] = value
+        prediction = normalize_prediction(data.get("prediction"))
+        if prediction is not None:
+            clean["prediction"] = prediction
         return clean
 
 

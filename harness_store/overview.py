@@ -16,6 +16,7 @@ import heapq
 import json
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -120,6 +121,11 @@ def _format(key: str, entry: HarnessEntry) -> str:
     return f"{head}: {json.dumps(_one_line(entry.content, _ENTRY_CHARS), ensure_ascii=False)}"
 
 
+def entry_line(key: str, entry: HarnessEntry) -> str:
+    """The line the overview renders for an entry (what it costs the prompt)."""
+    return _format(key, entry)
+
+
 def _ranked(
     items: dict[str, HarnessEntry], query_words: frozenset[str], limit: int, lineage: str | None = None
 ) -> tuple[list[tuple[str, HarnessEntry]], int]:
@@ -166,15 +172,40 @@ def _ranked(
     return chosen, visible
 
 
+def _ordered(
+    items: dict[str, HarnessEntry],
+    query_words: frozenset[str],
+    limit: int,
+    kind: str,
+    order: Mapping[str, int] | None,
+) -> tuple[list[tuple[str, HarnessEntry]], int]:
+    """`_ranked`, then what relevance chose re-ordered by the entries' standing (`order`: key ->
+    0 helpful, 2 harmful; others 1): helpful first, harmful last and the first to be cut, so a
+    harmful entry is demoted before a person reviews it. One more slot is ranked per harmful entry
+    of the kind, so demoting one lets the next entry in."""
+    if not order:
+        return _ranked(items, query_words, limit, kind)
+    harmful = sum(1 for key, place in order.items() if place > 1 and key in items)
+    best, total = _ranked(items, query_words, limit + harmful, kind)
+    best = sorted(best, key=lambda pair: order.get(pair[0], 1))[:limit]  # stable: relevance kept
+    return best, total
+
+
 def render_overview(
-    state: HarnessState, *, query: str | None = None, budget: OverviewBudget | int = DEFAULT_BUDGET
+    state: HarnessState,
+    *,
+    query: str | None = None,
+    budget: OverviewBudget | int = DEFAULT_BUDGET,
+    order: Mapping[str, int] | None = None,
 ) -> str:
-    """The harness section of the system prompt (markdown); empty string when there is nothing to show."""
+    """The harness section of the system prompt (markdown); empty string when there is nothing to show.
+
+    `order` (entry key -> 0 helpful, 2 harmful) re-orders what relevance chose (see `_ordered`)."""
     if isinstance(budget, int):
         budget = OverviewBudget(max_chars=budget)
     query_words = _words(query) if query else frozenset()
     ranked = {
-        kind: _ranked(state.entries.get(kind, {}), query_words, budget.entries_per_kind, kind)
+        kind: _ordered(state.entries.get(kind, {}), query_words, budget.entries_per_kind, kind, order)
         for kind in KINDS
     }
     kinds = [kind for kind in KINDS if ranked[kind][1]]

@@ -24,6 +24,7 @@ from harness_store.core import (
     plan_rollback,
     replay,
 )
+from harness_store.curator import CurationPlan, curation_edits
 from harness_store.follow_up import (
     apply_review,
     check_decision,
@@ -263,6 +264,35 @@ class Store:
                 scope=self.backend.follow_up_scope,
             )
             new_state, result = apply_proposal(snapshot.state, plan.proposal, opts)
+            self.backend.commit_locked(snapshot.state, new_state, result)
+            return result
+
+    def curate(
+        self, plan: CurationPlan, *, trigger: str = "user", session_id: str | None = None
+    ) -> RefinementResult:
+        """Apply a curator pass (harness_store/curator.py) as ONE history record, so one rollback
+        undoes it. Each action is re-checked against the state read under the lock: an entry that
+        changed since the dry run, a person's entry, or a merge whose target is missing or not
+        verified is refused with the reason (nothing archived for it); nothing is ever deleted."""
+        check_trigger(trigger)
+        with self._mutex, self.backend.locked():
+            snapshot = self.backend.snapshot_locked()
+            pass_id = new_refinement_id()
+            now = utc_now()
+            planned = curation_edits(snapshot.state, plan, pass_id=pass_id, now=now)
+            opts = ApplyOptions(
+                refinement_id=pass_id,
+                now=now,
+                scope=self.default_scope,
+                trigger=trigger,
+                session_id=session_id,
+                source="user" if trigger in ("user", "cli") else "refine",
+                restores=planned.restores,
+                preset_errors=_first_error(
+                    planned.errors, self._blocked_errors(planned.proposal, snapshot.blocked)
+                ),
+            )
+            new_state, result = apply_proposal(snapshot.state, planned.proposal, opts)
             self.backend.commit_locked(snapshot.state, new_state, result)
             return result
 

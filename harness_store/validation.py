@@ -5,6 +5,8 @@ Messages are part of the contract (tests and callers match them verbatim).
 
 from __future__ import annotations
 
+import re
+
 from harness_store.ids import slugify
 from harness_store.models import ACTIONS, KINDS, Edit
 
@@ -59,4 +61,28 @@ def _validate_skill(edit: Edit) -> str | None:
     func = edit.reference.get("callable")
     if not (isinstance(func, str) and func.strip()):
         return f"{action} skill requires callable"
+    return None
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def letters(text: str) -> str:
+    """The text's letters and digits only, lowercased: what is left once punctuation, symbols and
+    whitespace are stripped (unicode-aware, so a lesson in any script counts)."""
+    return _NOT_ALNUM.sub("", text.lower())
+
+
+def empty_lesson(title: str | None, content: str | None) -> str | None:
+    """Why a create/update would write a lesson that says nothing, or None.
+
+    A content of only punctuation and whitespace ("...", "..., ") or one that only repeats its
+    title teaches nothing, yet used to be stored and counted as a refinement. Refused for every
+    writer and review policy; a rollback or review restoring an existing entry is not a new lesson.
+    """
+    body = letters(content or "")
+    if not body:
+        return "empty lesson: the content has nothing but punctuation and whitespace"
+    if body == letters(title or ""):
+        return "empty lesson: the content only repeats the title"
     return None

@@ -1,5 +1,5 @@
 """The harness slash commands: `/history`, `/harness`, `/rollback`, `/undo`, `/refine`, `/review`, `/why`,
-`/promote`.
+`/promote`, `/curate`.
 
 Each asks the session's `HarnessSurface` and answers as readable text; the changes go through the
 coordinator, so they are shown as refinement cards and counted in quiescence.
@@ -388,3 +388,48 @@ async def _promote_reviewed(
         f"Undo it with `/undo` (or `/rollback {decided.refinement_id}`): the entry goes back to this session only."
     )
     await ctx.reply("\n".join(lines))
+
+
+CURATE_USAGE = (
+    "Usage: `/curate [apply] [--global|--project]` (a dry run unless `apply`), or "
+    "`/curate restore <kind>/<id> [--global|--project]` to bring an archived entry back."
+)
+
+
+async def curate(ctx: CommandContext, argument: str) -> None:
+    """`/curate`: the curator's deterministic pass over one store (local by default): a dry-run
+    report, or with `apply` the pass as one refinement (`/undo` or `/rollback <id>` undoes it)."""
+    words = _words(argument)
+    scope: Scope = "global" if "--global" in words else "project" if "--project" in words else "local"
+    rest = [w for w in words if w not in ("--global", "--project")]
+    if scope == "project" and not ctx.harness.has_project:
+        await ctx.reply("This session has no project harness (its cwd is not in a git repository).")
+        return
+    if rest[:1] == ["restore"] and len(rest) == 2 and "/" in rest[1]:
+        kind, _, entry_id = rest[1].partition("/")
+        restored = await ctx.harness.restore_archived(scope, kind, entry_id)
+        if restored is None or not restored.applied:
+            why = "; ".join(restored.errors) if restored is not None else "it is not archived"
+            await ctx.reply(f"Nothing restored: {scope} {kind}/{entry_id}: {why}.")
+        else:
+            await ctx.reply(f"Restored {scope} {kind}/{entry_id} (refinement {restored.id}).")
+        return
+    if rest not in ([], ["apply"]):
+        await ctx.reply(CURATE_USAGE)
+        return
+    done = await ctx.harness.curate(scope, home=ctx.session.agent_config.home, apply=rest == ["apply"])
+    report = done.plan.report()
+    if done.result is None:
+        flag = {"local": "", "global": " --global", "project": " --project"}[scope]
+        hint = f"\n\nApply it with `/curate apply{flag}`." if done.plan.actions else ""
+        await ctx.reply(f"Dry run ({scope} harness). {report}{hint}")
+        return
+    applied = sum(e.applied for e in done.result.applied_edits)
+    text = (
+        f"Applied the curator pass to the {scope} harness as refinement {done.result.id} "
+        f"({applied} of {len(done.result.applied_edits)} changes). {report}\n\n"
+        f"Undo the whole pass with `/undo` (or `/rollback {done.result.id}`)."
+    )
+    if done.result.errors:
+        text += "\nRefused:\n" + "\n".join(f"- {e}" for e in done.result.errors)
+    await ctx.reply(text)

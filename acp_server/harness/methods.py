@@ -102,9 +102,15 @@ def install(server: HarnessHost) -> None:
                 f"_harness/state: no refinement {as_of!r} in this session's or the global harness"
             ) from None
         from acp_server.harness.state_pages import StateQuery
+        from agent_core.trust.entry_counters import home_counters, lookup
 
         query = StateQuery(request.session_id, scope, as_of, request.kind)
-        return state_answer(current, query, request.cursor, request.limit)
+        counted = await anyio.to_thread.run_sync(home_counters, opened.session.agent_config.home)
+
+        def counters(entry_id: str, entry_scope: str) -> JsonObject:
+            return lookup(counted, entry_id, entry_scope).to_json()
+
+        return state_answer(current, query, request.cursor, request.limit, counters)
 
     @method("_harness/history")
     async def history(request: HistoryParams, opened: OpenSession) -> JsonObject:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -105,7 +105,13 @@ def _entry_wire(entry: object) -> JsonObject:
     return wired
 
 
-def state_answer(state: HarnessState, query: StateQuery, cursor: str | None, limit: int) -> JsonObject:
+def state_answer(
+    state: HarnessState,
+    query: StateQuery,
+    cursor: str | None,
+    limit: int,
+    counters: Callable[[str, str], JsonObject] | None = None,
+) -> JsonObject:
     """`_harness/state`: one page of at most `limit` entries under their keys (kind, then key order)
     after `cursor`, `total` (the entries of every page), `nextCursor` when more follow, and the
     tombstones (of the asked kind) on the first page only."""
@@ -114,6 +120,9 @@ def state_answer(state: HarnessState, query: StateQuery, cursor: str | None, lim
     after = state_pages.decode_cursor(query, cursor) if cursor else None
     page = state_pages.select(state.entries, query.kind, after, limit)
     entries = [{"key": key, **_entry_wire(state.entries[kind][key])} for kind, key in page.keys]
+    if counters is not None:  # shown / followed / outcomes (agent_core/trust/entry_counters.py)
+        for row in entries:
+            row["counters"] = counters(str(row["id"]), str(row["scope"]))
     tombstones = (
         [to_wire_object(t) for t in state.tombstones if query.kind is None or t.kind == query.kind]
         if after is None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +20,8 @@ from typing import Any
 from acp_server.panel.diffs import line_diff
 from acp_server.panel.evidence import EvidenceReader
 from acp_server.panel.sessions import describe_sessions, session_ids
+from agent_core.trust.entry_counters import EntryCounters, home_counters
+from agent_core.trust.entry_counters import lookup as lookup_counters
 from agent_core.trust.entry_usage import EntryUsage, home_usage
 from agent_core.trust.entry_usage import describe as describe_usage
 
@@ -122,7 +124,9 @@ class StoreView:
         return later
 
 
-def _usage(entry: Any, usage: dict[str, EntryUsage]) -> dict[str, Any]:
+def _usage(
+    entry: Any, usage: dict[str, EntryUsage], counters: Mapping[str, EntryCounters] | None = None
+) -> dict[str, Any]:
     """The entry's use in prompts (agent_core.trust.entry_usage), keyed as the prompt showed it."""
     found = usage.get(entry.id) or usage.get(f"{entry.scope}:{entry.id}")
     return {
@@ -131,11 +135,17 @@ def _usage(entry: Any, usage: dict[str, EntryUsage]) -> dict[str, Any]:
         "bad_turns": found.bad_turns if found else 0,
         "review": (found or EntryUsage()).review_reason(created_at=entry.created_at, now=datetime.now(UTC)),
         "text": describe_usage(found, created_at=entry.created_at),
+        # shown / followed / outcomes, and the standing the prompt orders by (entry_counters.py)
+        "counters": lookup_counters(counters or {}, entry.id, entry.scope).to_json(),
     }
 
 
 def _entry_row(
-    view: StoreView, entry: Any, key: str, usage: dict[str, EntryUsage] | None = None
+    view: StoreView,
+    entry: Any,
+    key: str,
+    usage: dict[str, EntryUsage] | None = None,
+    counters: Mapping[str, EntryCounters] | None = None,
 ) -> dict[str, Any]:
     content = entry.content
     return {
@@ -154,7 +164,7 @@ def _entry_row(
         "created_at": entry.created_at,
         "preview": content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + " …",
         "last_refinement": view.last_writer.get((entry.kind, entry.id)),
-        "usage": _usage(entry, usage or {}),
+        "usage": _usage(entry, usage or {}, counters),
     }
 
 
@@ -271,6 +281,7 @@ class PanelData:
         rows: list[dict[str, Any]] = []
         counts = {k: 0 for k in KIND_ORDER}
         usage = home_usage(self.home)
+        counters = home_counters(self.home)
         for view in self.views(scope, session):
             state = view.store.load()
             for entry_kind in KIND_ORDER:
@@ -283,7 +294,7 @@ class PanelData:
                         hay = f"{key} {entry.title} {entry.content} {entry.path}".lower()
                         if not all(w in hay for w in words):
                             continue
-                    row = _entry_row(view, entry, key, usage)
+                    row = _entry_row(view, entry, key, usage, counters)
                     if marked and not row["usage"]["review"]:
                         continue
                     counts[entry_kind] += 1
@@ -309,7 +320,7 @@ class PanelData:
             for r in reversed(view.records)
             if any(e.applied and e.kind == kind and e.id == entry_id for e in r.applied_edits)
         ]
-        row = _entry_row(view, current, entry_id, home_usage(self.home))
+        row = _entry_row(view, current, entry_id, home_usage(self.home), home_counters(self.home))
         row.update(
             content=current.content,
             reference=current.reference,

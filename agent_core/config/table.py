@@ -383,6 +383,13 @@ OPTIONS: tuple[Option, ...] = (
         at_least=0,
     ),
     Option(
+        "curate_when_idle_seconds",
+        "float",
+        "run the curator's pass once the session is idle and quiescent this long (s; 0 = off)",
+        default=0.0,
+        at_least=0,
+    ),
+    Option(
         "verify_skills",
         "custom",
         "check skills in a scratch kernel before they apply",

@@ -28,7 +28,9 @@ from agent_core.refinement.coordinator import (
     RefinementCoordinator,
 )
 from agent_core.refinement.host_ops import register_host_ops
+from agent_core.refinement.idle_curation import IdleCuration, applies_without_review
 from agent_core.refinement.planner import RefinementPlanner
+from agent_core.refinement.records import Scope
 from agent_core.refinement.surface import HarnessSurface
 from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
 
@@ -64,6 +66,7 @@ class SessionRefinement:
         # Refinement cards go into the transcript, so `session/load` replays them.
         self.surface = HarnessSurface(coordinator, record=session.record_event)
         self._task: asyncio.Task[None] | None = None
+        self.idle: IdleCuration | None = None  # the curator's opt-in idle run (idle_curation.py)
 
     @classmethod
     def attach(cls, session: Session) -> SessionRefinement:
@@ -113,6 +116,20 @@ class SessionRefinement:
             return (await coordinator.hold_change(held)).proposal_id
 
         session.control_plane_hold = hold_change  # a cell's change to .continual-acp/ waits for review
+        idle_seconds = _setting(config, "curate_when_idle_seconds", 0.0, float)
+        if idle_seconds > 0:
+
+            def applies(scope: Scope) -> bool:
+                now = policy()
+                return applies_without_review(now.mode, now.refine_review, coordinator.service.trusted)(scope)
+
+            refinement.idle = IdleCuration(
+                refinement.surface,
+                home=config.home,
+                seconds=idle_seconds,
+                turn_running=lambda: session.turn_running,
+                applies=applies,
+            )
         refinement.start()
         return refinement
 
@@ -126,6 +143,8 @@ class SessionRefinement:
     async def after_turn(self, finished: TurnFinished) -> None:
         """Before `TurnEnded`: release cell-scheduled refinements and maybe queue an automatic review."""
         self.coordinator.turn_ended()
+        if self.idle is not None:
+            self.idle.arm()
 
     def turn_failed(self) -> None:
         """The session calls this when a turn raised (a model failure): no `TurnFinished` was published."""
@@ -138,6 +157,8 @@ class SessionRefinement:
         self.coordinator.compacted()
 
     async def aclose(self) -> None:
+        if self.idle is not None:
+            await self.idle.aclose()
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()

@@ -41,9 +41,12 @@ Rules:
 - Prefer updating an existing entry over creating a near-duplicate; delete entries the trajectory proves wrong.
 - Keep entries short and specific; a title of a few words; content that a future agent can act on.
 - An empty "edits" list is a valid answer when nothing is worth keeping.
+- Optionally state a prediction: the command a later cell will run when the situation recurs and what
+  you expect then ("prediction": {"command": "make check", "expect": "the tests pass"}); it is checked.
 
 Answer with one JSON object and nothing else:
 {"summary": "<a short line>", "rationale": "<why>", "expected_outcome": "<what gets better>",
+ "prediction": {"command": "<what a later cell runs>", "expect": "<what then>"},
  "edits": [{"action": "create"|"update"|"delete", "kind": "prompt"|"memory"|"skill"|"subagent",
             "id": "<existing id, for update/delete>", "title": "...", "content": "...", "path": "<group, optional>",
             "reference": {...}, "arguments": {...}, "reason": "...", "evidence": ["<message id>", ...]}]}

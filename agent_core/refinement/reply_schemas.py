@@ -86,6 +86,13 @@ def plan_schema(entry_ids: Mapping[str, Collection[str]] | None = None) -> dict[
             "summary": _TEXT,
             "rationale": _TEXT,
             "expected_outcome": _TEXT,
+            # checked when a later turn's cells run `command`: hit if that turn passes, miss if not
+            "prediction": {
+                "type": "object",
+                "properties": {"command": _TEXT, "expect": _TEXT},
+                "required": ["command"],
+                "additionalProperties": False,
+            },
             "edits": {"type": "array", "items": {"anyOf": shapes}, "maxItems": 8},
         },
         "required": ["summary", "edits"],

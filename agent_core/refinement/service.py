@@ -56,7 +56,7 @@ from agent_core.trust.promotion import (
 )
 from harness_store import HarnessState, HarnessStore, Proposal, RefinementResult, Scopes, Store
 from harness_store.errors import ReviewNotFound
-from harness_store.validation import resolve_id
+from harness_store.validation import empty_lesson, resolve_id
 from harness_store.verify import PreApplyVerifier
 
 if TYPE_CHECKING:
@@ -271,6 +271,42 @@ class HarnessService:
         `source` is who wrote the content: `refine` (the planner, even when the user asked for the
         refinement) or `agent` (a cell). Neither bypasses tombstones; only user-written content does.
         """
+        refused, rest = await self._refuse_empty_lessons(
+            proposal, scope=scope, trigger=trigger, source=source
+        )
+        if refused is not None and not rest.edits:
+            return refused
+        outcome = await self._submit(
+            rest,
+            scope=scope,
+            trigger=trigger,
+            baseline=baseline,
+            items=items,
+            mode_override=mode_override,
+            source=source,
+            interactive=interactive,
+        )
+        if refused is None:
+            return outcome
+        # The caller (a cell, the planner's job) hears about the refused edits too.
+        return replace(
+            outcome,
+            error="; ".join(e for e in (outcome.error, refused.error) if e) or None,
+            errors=(*outcome.errors, *refused.errors),
+        )
+
+    async def _submit(
+        self,
+        proposal: Proposal,
+        *,
+        scope: Scope,
+        trigger: Trigger,
+        baseline: HarnessState | None,
+        items: Sequence[TrajectoryItem] | None,
+        mode_override: str | None,
+        source: str,
+        interactive: bool,
+    ) -> RefinementOutcome:
         policy = self._policy()
         kinds = {edit.kind for edit in proposal.edits}
         mode = mode_override or policy.mode
@@ -300,6 +336,32 @@ class HarnessService:
             proposal, scope=scope, trigger=trigger, baseline=baseline, known=known, source=source
         )
         return self.report(result, trigger)
+
+    async def _refuse_empty_lessons(
+        self, proposal: Proposal, *, scope: Scope, trigger: Trigger, source: str
+    ) -> tuple[RefinementOutcome | None, Proposal]:
+        """Edits whose content says nothing ("...", the title again) are refused now, whatever the
+        review policy: the store refuses them itself, with the reason, in a recorded refinement
+        whose card lists them, so a person is never asked to review an empty lesson. Returns that
+        outcome (None when there was none) and the proposal without them."""
+        empty = [
+            edit.action in ("create", "update") and empty_lesson(edit.title, edit.content) is not None
+            for edit in proposal.edits
+        ]
+        if not any(empty):
+            return None, proposal
+        broken = [edit for edit, bad in zip(proposal.edits, empty, strict=True) if bad]
+        kept = [edit for edit, bad in zip(proposal.edits, empty, strict=True) if not bad]
+        result = await self.apply(
+            proposal.model_copy(update={"edits": broken}),
+            scope=scope,
+            trigger=trigger,
+            baseline=None,
+            known=None,
+            source=source,
+            verify=False,  # refused whatever a skill check would say: no scratch kernel
+        )
+        return self.report(result, trigger), proposal.model_copy(update={"edits": kept})
 
     async def _hold(self, pending: PendingReview) -> None:
         await anyio.to_thread.run_sync(self.pending.hold, pending)

@@ -33,6 +33,7 @@ from agent_core.refinement.records import (
     ReviewRequested,
     RollbackOutcome,
     Scope,
+    Trigger,
     UnknownRefinement,
 )
 from agent_core.refinement.reporting import preview_edits
@@ -55,7 +56,10 @@ from harness_store.neutralize import flag as neutralized_flag
 from harness_store.neutralize import neutralized
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agent_core.refinement.coordinator import RefinementCoordinator
+    from agent_core.refinement.curation import Curation
     from agent_core.refinement.service import HarnessService, Quiescence
     from harness_store import Store
     from harness_store.project import ProjectConflict
@@ -325,6 +329,25 @@ class HarnessSurface:
         promotion = await self.service.promote(entry_id, target, kind=kind)
         await self.flushed()
         return promotion
+
+    async def curate(self, scope: Scope, *, home: Path, apply: bool, trigger: Trigger = "user") -> Curation:
+        """`/curate`: the curator's pass over `scope` (a dry run unless `apply`; curation.py); an
+        applied pass's card is delivered before this returns."""
+        from agent_core.refinement.curation import curate
+
+        done = await curate(self.service, scope, home=home, apply=apply, trigger=trigger)
+        if done.result is not None:
+            await self.flushed()
+        return done
+
+    async def restore_archived(self, scope: Scope, kind: str, entry_id: str) -> RefinementResult | None:
+        """`/curate restore`: bring one archived entry back (None when it is not archived)."""
+        from agent_core.refinement.curation import restore
+
+        result = await restore(self.service, scope, kind, entry_id)
+        if result is not None:
+            await self.flushed()
+        return result
 
     async def apply_user(self, proposal: Proposal, *, scope: Scope) -> RefinementResult:
         """A write a person asked for outside a turn (a review panel's delete): applied at once

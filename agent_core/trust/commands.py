@@ -38,12 +38,25 @@ def why_reply(session: Session, argument: str) -> str:
     text = render_why(answer)
     if not answer.current:
         return text
+    from agent_core.trust.entry_counters import home_counters, lookup
     from agent_core.trust.entry_usage import describe, home_usage
 
-    usage = home_usage(session.agent_config.home)
-    lines = [
-        f"Use in prompts ({scope} `{entry.id}`): "
-        + describe(usage.get(entry.id) or usage.get(f"{scope}:{entry.id}"), created_at=entry.created_at)
-        for scope, entry in answer.current
-    ]
+    home = session.agent_config.home
+    usage = home_usage(home)
+    counters = home_counters(home)
+    lines: list[str] = []
+    for scope, entry in answer.current:
+        lines.append(
+            f"Use in prompts ({scope} `{entry.id}`): "
+            + describe(usage.get(entry.id) or usage.get(f"{scope}:{entry.id}"), created_at=entry.created_at)
+        )
+        counted = lookup(counters, entry.id, scope)
+        lines.append(f"Counters ({scope} `{entry.id}`): " + counted.describe())
+        prediction = entry.metadata.get("prediction")
+        if isinstance(prediction, dict) and prediction.get("command"):
+            expect = f": {prediction['expect']}" if prediction.get("expect") else ""
+            lines.append(
+                f"Prediction ({scope} `{entry.id}`): when `{prediction['command']}` runs{expect} — "
+                f"{counted.hits} hit(s), {counted.misses} miss(es)"
+            )
     return text + "\n\n" + "\n".join(lines)

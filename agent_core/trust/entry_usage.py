@@ -46,6 +46,13 @@ class TurnUsage:
     """One turn, as it happens: the entries its prompts showed and what its events say."""
 
     entries: list[str] = field(default_factory=list)
+    # entry keys whose anchor (command, call, file, skill) a cell ran after the prompt showed it
+    followed: list[str] = field(default_factory=list)
+    anchors: dict[str, list[str]] = field(default_factory=dict)
+    # entry key -> the command its prediction names (set once, from the turn's first prompt), and
+    # the keys whose predicted command a cell of the turn ran
+    predictions: dict[str, str] | None = None
+    predicted: list[str] = field(default_factory=list)
     cells: int = 0
     cells_failed: int = 0
     gates_passed: int = 0
@@ -53,12 +60,30 @@ class TurnUsage:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def saw(self, overview: str) -> None:
+        from agent_core.trust.entry_anchors import overview_anchors
+
         for key in prompt_entry_keys(overview):
             if key not in self.entries:
                 self.entries.append(key)
+        for key, anchors in overview_anchors(overview).items():
+            self.anchors.setdefault(key, anchors)
+
+    def expect(self, predictions: Mapping[str, str]) -> None:
+        """The harness's predictions as the turn started (later writes are for later turns)."""
+        if self.predictions is None:
+            self.predictions = dict(predictions)
 
     def note(self, event: ev.TurnEvent) -> None:
-        if isinstance(event, ev.CellFinished):
+        if isinstance(event, ev.CellStarted):
+            from agent_core.trust.entry_anchors import followed
+
+            for key, anchors in self.anchors.items():
+                if key not in self.followed and followed(event.code, anchors):
+                    self.followed.append(key)
+            for key, command in (self.predictions or {}).items():
+                if key not in self.predicted and command in event.code:
+                    self.predicted.append(key)
+        elif isinstance(event, ev.CellFinished):
             self.cells += 1
             self.cells_failed += event.status == "failed"
         elif isinstance(event, ev.GateFinished) and not event.summary.startswith("not rerun"):
@@ -71,6 +96,8 @@ class TurnUsage:
             "at": (at or datetime.now(UTC)).isoformat(timespec="milliseconds"),
             "session": session_id,
             "entries": list(self.entries),
+            "followed": list(self.followed),
+            **({"predicted": list(self.predicted)} if self.predicted else {}),
             "cells": self.cells,
             "cells_failed": self.cells_failed,
             "gates_passed": self.gates_passed,
@@ -214,13 +241,23 @@ def usage_by_entry(
 def home_usage(home: Path) -> dict[str, EntryUsage]:
     """Every entry's usage from the data dir's ledger, rollbacks of turns' refinements included
     (the global store's history and the local histories of the sessions in the ledger)."""
-    from harness_store import HarnessStore
-
     records = UsageLedger(home).read()
-    roots = [home / "harness"] + [
+    return usage_by_entry(records, rolled_back_turns(records, turn_history(history_roots(home, records))))
+
+
+def history_roots(home: Path, records: Sequence[Mapping[str, Any]]) -> list[Path]:
+    """The stores whose rollbacks can undo a ledger turn's refinement: the global one and the local
+    store of every session in the ledger."""
+    return [home / "harness"] + [
         home / "sessions" / session / "harness"
         for session in sorted({str(r.get("session")) for r in records})
     ]
+
+
+def turn_history(roots: Iterable[Path]) -> list[Any]:
+    """The refinement records of those stores (a damaged store is skipped with a warning)."""
+    from harness_store import HarnessStore
+
     history: list[Any] = []
     for root in roots:
         if (root / "refinements.jsonl").is_file():
@@ -228,7 +265,7 @@ def home_usage(home: Path) -> dict[str, EntryUsage]:
                 history += list(HarnessStore(root).history())
             except Exception as exc:  # a damaged store must not hide the usage
                 log.warning("cannot read the refinement history in %s: %s", root, exc)
-    return usage_by_entry(records, rolled_back_turns(records, history))
+    return history
 
 
 def describe(usage: EntryUsage | None, *, created_at: str | None, now: datetime | None = None) -> str:

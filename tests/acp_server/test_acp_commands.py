@@ -136,7 +136,7 @@ def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(
     session: tuple[AcpClient, str], model: ScriptedModelServer
 ) -> None:
     client, sid = session
-    cell = "note = harness.create('memory', 'Test command', 'Run make check first.')\nprint('refinement', note['id'])"
+    cell = "note = harness.create('memory', 'Test command', 'Run `make check` first.')\nprint('refinement', note['id'])"
     model.push(tool_call(cell, title="Remember the test command"), text("noted"))
     reply = run_command(client, sid, "remember how to test")
     assert reply.endswith("noted") and "Undo it with `/rollback r-" in reply
@@ -150,13 +150,16 @@ def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(
     listing = run_command(client, sid, "/harness")
     assert "Test command" in listing
     assert "### Use in prompts\n- `test_command`: never in a prompt yet" in listing  # written mid-turn
-    model.push(text("ok"))
-    run_command(client, sid, "anything else?")  # this turn's prompt carries the entry
+    # this turn's prompt carries the entry, and a cell follows it (runs its command)
+    model.push(tool_call("print('make check')", title="Check"), text("ok"))
+    run_command(client, sid, "anything else?")
     listing = run_command(client, sid, "/harness")
     assert "### Use in prompts\n- `test_command`: in the prompt for 1 turn, last " in listing
-    assert "Use in prompts (local `test_command`): in the prompt for 1 turn" in run_command(
-        client, sid, "/why test_command"
-    )
+    why = run_command(client, sid, "/why test_command")
+    assert "Use in prompts (local `test_command`): in the prompt for 1 turn" in why
+    assert "Counters (local `test_command`): shown 1, followed 1 (1 passed, 0 failed) — helpful" in why
+    state = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
+    assert state["entries"][0]["counters"]["followed"] == 1
     assert f"Rolled back {refinement_id}" in run_command(client, sid, "/undo")
     assert "Test command" not in run_command(client, sid, "/harness memory")
     assert "Nothing to undo" in run_command(client, sid, "/undo")

@@ -54,7 +54,7 @@ def test_a_turn_counts_its_cells_gates_and_entries() -> None:
     record = usage.record("sess_1", "end_turn", at=NOW)
     assert record == {
         "started": "2026-12-01T11:59:55.000+00:00", "at": "2026-12-01T12:00:00.000+00:00",
-        "session": "sess_1", "entries": ["a", "b"], "cells": 2,
+        "session": "sess_1", "entries": ["a", "b"], "followed": [], "cells": 2,
         "cells_failed": 1, "gates_passed": 0, "gates_failed": 1, "stop_reason": "end_turn",
     }  # fmt: skip
 

@@ -22,7 +22,7 @@ def _write(store: HarnessStore, scope: str, prefix: str) -> None:
                         "action": "create",
                         "kind": "memory",
                         "title": f"{prefix}{index}",
-                        "content": f"{prefix} {index}",
+                        "content": f"{prefix} note {index}",
                     }
                 ]
             },

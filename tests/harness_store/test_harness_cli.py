@@ -190,3 +190,37 @@ def test_history_shows_a_lift_as_a_cli_record_naming_the_tombstone(
     rejected, lifted = capsys.readouterr().out.splitlines()
     assert rejected.endswith(f"(+tombstone {stone.id})")
     assert lifted.endswith(f"(lifted tombstone {stone.id})") and lifted.split()[1] == "cli"
+
+
+def test_curate_is_a_dry_run_until_apply_and_reads_the_entries_standing_from_their_counters(
+    home: Path,
+) -> None:
+    store = HarnessStore(global_root(home))
+    for title, content in (("Idle", "Nobody reads this note."), ("Used", "Run `make check`.")):
+        store.apply(
+            {"edits": [{"action": "create", "kind": "memory", "title": title, "content": content}]},
+            scope="global",
+            trigger="model",
+        )
+    ledger = home / "harness" / "entry-usage.jsonl"
+    turn = {
+        "at": "2026-11-01T10:00:00+00:00",
+        "session": "s",
+        "entries": ["idle", "used"],
+        "followed": ["used"],
+    }
+    ledger.write_text("".join(json.dumps(turn) + "\n" for _ in range(10)), encoding="utf-8")
+    dry = run(home, "curate", "--json")
+    assert dry.returncode == 0, dry.stderr
+    report = json.loads(dry.stdout)
+    assert report["dry_run"] is True
+    assert [(a["action"], a["id"]) for a in report["actions"]] == [("archive", "idle")]
+    assert store.state.get("memory", "idle").trust == "candidate"  # type: ignore[union-attr]
+    applied = run(home, "curate", "--apply")
+    assert applied.returncode == 0, applied.stderr
+    assert (
+        "archive `memory/idle`" in applied.stdout
+        and "Undo the pass: continual-acp harness rollback r-" in applied.stdout
+    )
+    assert store.state.get("memory", "idle").trust == "rejected"  # type: ignore[union-attr]
+    assert store.state.get("memory", "used").trust == "candidate"  # type: ignore[union-attr]

@@ -123,7 +123,9 @@ def test_state_behind_history_after_a_crash_is_rolled_forward(store: HarnessStor
     store.apply(proposal(create("memory", "A", "v1")), scope="global", trigger="user")
     saved = store.state_path.read_bytes()
     lost = store.apply(
-        proposal(update("memory", "a", "A", "v2"), create("memory", "B", "b")), scope="global", trigger="user"
+        proposal(update("memory", "a", "A", "v2"), create("memory", "B", "bee")),
+        scope="global",
+        trigger="user",
     )
     # Simulate a crash after the history append but before the state rename.
     store.state_path.write_bytes(saved)

@@ -88,7 +88,7 @@ def test_rollback_of_a_proposal_that_edited_one_entry_twice(store: HarnessStore)
 
 def test_rollback_conflict_names_the_later_refinement_and_changes_nothing(store: HarnessStore) -> None:
     first = store.apply(
-        proposal(create("memory", "A", "v1"), create("memory", "B", "b")), scope="local", trigger="model"
+        proposal(create("memory", "A", "v1"), create("memory", "B", "bee")), scope="local", trigger="model"
     )
     later = store.apply(proposal(update("memory", "a", "A", "v2")), scope="local", trigger="model")
     refused = store.rollback(first.id)
@@ -258,7 +258,9 @@ def test_rejecting_a_pending_proposal_tombstones_it_without_applying(store: Harn
 def test_state_as_of_reconstructs_each_point_in_history(store: HarnessStore) -> None:
     first = store.apply(proposal(create("memory", "A", "v1")), scope="local", trigger="model")
     second = store.apply(
-        proposal(update("memory", "a", "A", "v2"), create("prompt", "P", "p")), scope="local", trigger="model"
+        proposal(update("memory", "a", "A", "v2"), create("prompt", "P", "pea")),
+        scope="local",
+        trigger="model",
     )
     third = store.apply(proposal(delete("memory", "a")), scope="local", trigger="model")
     assert store.state_as_of(first.id).get("memory", "a").content == "v1"  # type: ignore[union-attr]

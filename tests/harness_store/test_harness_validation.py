@@ -183,3 +183,67 @@ def test_invalid_actions_from_untrusted_input_are_refused_with_a_reason(store: H
 
 def test_a_non_object_proposal_becomes_an_empty_one() -> None:
     assert Proposal.model_validate(["edits"]).edits == []
+
+
+EMPTY_LESSONS = [
+    ("dots", "Remember", "...", "punctuation"),
+    ("more dots", "Remember", "....", "punctuation"),
+    ("dots and comma", "Remember", "..., ", "punctuation"),
+    ("title again", "Run make check", "run make-check!", "repeats the title"),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "title", "content", "why"), EMPTY_LESSONS, ids=[e[0] for e in EMPTY_LESSONS]
+)
+@pytest.mark.parametrize("trigger", ["user", "model", "auto"])
+def test_an_empty_lesson_is_refused_at_write_time_for_every_writer(
+    store: HarnessStore, case: str, title: str, content: str, why: str, trigger: str
+) -> None:
+    result = store.apply(proposal(create("memory", title, content)), scope="local", trigger=trigger)
+    assert not result.applied
+    assert result.applied_edits[0].error is not None and why in result.applied_edits[0].error
+    assert store.state.count() == 0
+
+
+def test_an_update_to_an_empty_lesson_is_refused_and_the_entry_kept(store: HarnessStore) -> None:
+    store.apply(proposal(create("memory", "Tests", "Run make check.")), scope="local", trigger="user")
+    result = store.apply(
+        proposal({"action": "update", "kind": "memory", "id": "tests", "title": "Tests", "content": " .,; "}),
+        scope="local",
+        trigger="model",
+    )
+    assert (
+        result.applied_edits[0].error
+        == "empty lesson: the content has nothing but punctuation and whitespace"
+    )
+    assert store.state.get("memory", "tests").content == "Run make check."  # type: ignore[union-attr]
+
+
+def test_a_short_lesson_that_says_something_is_kept(store: HarnessStore) -> None:
+    result = store.apply(proposal(create("memory", "Linter", "Use ruff.")), scope="local", trigger="model")
+    assert result.applied, result.errors
+
+
+def test_a_prediction_is_normalized_and_lands_on_the_entries_the_proposal_creates(
+    store: HarnessStore,
+) -> None:
+    assert Proposal.model_validate({"prediction": {"command": "  "}}).prediction is None
+    assert Proposal.model_validate({"prediction": "make check"}).prediction is None
+    assert Proposal.model_validate({"prediction": {"command": "a\nb"}}).prediction is None
+    store.apply(proposal(create("memory", "Old", "Keep this.")), scope="local", trigger="user")
+    raw = {
+        "prediction": {"command": "make check", "expect": "passes", "extra": 1},
+        "edits": [
+            create("memory", "Tests", "Run `make check`."),
+            {"action": "update", "kind": "memory", "id": "old", "title": "Old", "content": "Keep this too."},
+        ],
+    }
+    result = store.apply(raw, scope="local", trigger="model")
+    assert result.applied, result.errors
+    state = store.state
+    assert state.get("memory", "tests").metadata["prediction"] == {
+        "command": "make check",
+        "expect": "passes",
+    }  # type: ignore[union-attr]
+    assert "prediction" not in state.get("memory", "old").metadata  # type: ignore[union-attr]

@@ -224,7 +224,9 @@ def test_the_stores_writes_are_never_held_during_a_cell_or_between_prompts(tmp_p
         proposal = Proposal.model_validate(
             {
                 "summary": "s",
-                "edits": [{"action": "create", "kind": "memory", "title": title, "content": title}],
+                "edits": [
+                    {"action": "create", "kind": "memory", "title": title, "content": f"{title}: a note"}
+                ],
             }
         )
         assert store.apply(proposal, scope="project", trigger="user").applied

@@ -500,3 +500,56 @@ def test_review_command_asks_every_waiting_proposal(model: ScriptedModelServer, 
         assert state["entries"] == [] and len(state["tombstones"]) == 2
         after = prompt(client, sid, "/review")
         assert "Nothing is waiting for review" in messages_between(client, done.seq, after.seq)
+
+
+def test_a_cell_writing_an_empty_lesson_is_refused_with_the_reason_whatever_the_review_policy(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    import json
+
+    from agent_core.testing.scripted_model import tool_call
+
+    cell = "print(harness.create('memory', 'Dots', '...', global_=True))\n"
+    model.push(tool_call(cell, "Remember nothing"), text("Done."))
+    with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
+        client = group.spawn(tmp_path)
+        sid, _ = new_session(client, tmp_path)
+        prompt(client, sid, "Remember this.")
+        # ask mode holds every write for review; an empty lesson is refused before it gets there.
+        assert client.request("_harness/status", {"sessionId": sid})["awaitingReview"] == 0
+        state = client.request("_harness/state", {"sessionId": sid, "scope": "global"})
+        assert state["entries"] == []
+        tool_result = json.dumps(model.requests[-1]["messages"][-1])
+        assert "empty lesson: the content has nothing but punctuation and whitespace" in tool_result
+        assert "'status': 'refused'" in tool_result
+
+
+def test_a_refinements_prediction_is_kept_on_its_entry_and_checked_when_its_command_runs_again(
+    model: ScriptedModelServer, tmp_path: Path
+) -> None:
+    import json
+
+    from agent_core.testing.scripted_model import tool_call
+
+    plan = json.loads(plan_json(memory_edit(evidence=[])))
+    plan["prediction"] = {"command": "make check", "expect": "the tests pass"}
+    model.push(text(json.dumps(plan)))
+    model.push(tool_call("print('make check')", "Run the checks"), text("All green."))
+    with servers(tmp_path / "home", model.base_url, config=MANUAL_ONLY) as group:
+        client = group.spawn(tmp_path)
+        sid, _ = new_session(client, tmp_path)
+        prompt(client, sid, "/refine")
+        state = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
+        assert state["entries"][0]["metadata"]["prediction"] == plan["prediction"]
+        prompt(client, sid, "Run the checks.")
+        why = messages_between(client, *_command_span(client, sid, "/why test_command"))
+        assert (
+            "Prediction (local `test_command`): when `make check` runs: the tests pass — 1 hit(s), 0 miss(es)"
+            in why
+        )
+
+
+def _command_span(client: Any, sid: str, command: str) -> tuple[int, int]:
+    before = len(client.frames)
+    done = prompt(client, sid, command)
+    return before, done.seq

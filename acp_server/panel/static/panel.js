@@ -235,11 +235,17 @@ function closeDetail() {
   if (location.hash.startsWith("#refinement/") || location.hash.startsWith("#entry/")) history.replaceState(null, "", `${location.search}#${lastTab}`);
 }
 
+// The entry's counters (agent_core/trust/entry_counters.py): shown, followed, how those turns went.
+function countersText(c) {
+  return `shown ${c.shown}, followed ${c.followed} (${c.passed} passed, ${c.failed} failed) — ${c.standing}`;
+}
+
 function entryRow(e) {
   return h("tr", { "data-entry": `${e.store}/${e.kind}/${e.id}` },
     h("td", {}, h("a", { href: `#entry/${encodeURIComponent(e.store)}/${e.kind}/${encodeURIComponent(e.id)}`, text: e.key })),
     h("td", {}, h("div", { text: e.title }), h("div", { class: "muted preview", text: e.preview }),
-      e.usage ? h("div", { class: e.usage.review ? "usage review small" : "usage muted small", text: e.usage.text.replace(/\*\*/g, "") }) : null),
+      e.usage ? h("div", { class: e.usage.review ? "usage review small" : "usage muted small", text: e.usage.text.replace(/\*\*/g, "") }) : null,
+      e.usage && e.usage.counters ? h("div", { class: e.usage.counters.standing === "harmful" ? "usage review small" : "usage muted small", text: countersText(e.usage.counters) }) : null),
     h("td", {}, badge(e.scope, `scope-${e.scope}`), e.session_id ? h("div", { class: "muted small" }, sessionLink(e.session_id)) : null),
     h("td", {}, badge(e.trust, `trust-${e.trust}`)),
     h("td", { class: "num", text: `v${e.version}` }),
