@@ -169,8 +169,10 @@ class AcpServer:
         if agent is None:
             return
         try:
-            # jupyter_client & co. in a worker thread, so the loop keeps serving meanwhile.
-            await anyio.to_thread.run_sync(importlib.import_module, "kernel_bridge")
+            # jupyter_client & co. in a worker thread, so the loop keeps serving meanwhile: the pool's
+            # module, since kernel_bridge's own __init__ imports its parts lazily (importing the package
+            # alone left jupyter_client to `agent.start`, on the loop: a 0.3-0.8 s stall).
+            await anyio.to_thread.run_sync(importlib.import_module, "kernel_bridge.pool")
         except Exception:
             log.exception("importing kernel_bridge failed")  # each kernel start reports it again
         if agent.kernel_gate is not None:
@@ -476,8 +478,11 @@ class AcpServer:
         opened.session.client_system_prompt = instructions
 
         async def set_up() -> None:
-            # First after the answer, before anything that yields: the refinement imports (~0.1 s,
-            # pydantic) no longer delay it, and no request can find the session half set up.
+            # After the answer. The refinement imports (0.1-0.6 s of pydantic models) and the project
+            # lookup (a walk up the workspace's path) go to a worker thread first: on the loop they
+            # stalled every session. A request that needs the harness before this ends sets it up
+            # itself (`OpenSession.harness`), so none finds the session half set up.
+            await anyio.to_thread.run_sync(_prepare_harness, session)
             if self.sessions.get(session.id) is opened:
                 opened.set_up()
 
@@ -921,6 +926,19 @@ def _start_mcp(session: Session) -> Callable[[], Awaitable[None]]:
             registry.start()
 
     return start
+
+
+def _prepare_harness(session: Session) -> None:
+    """What building a session's harness reads, done ahead in a worker thread: the imports of the
+    agent's `on_session` (refinement, autonomous mode, the subagents' host calls) and the session's
+    project store (cached on the session)."""
+    for module in (
+        "agent_core.refinement.attach",
+        "agent_core.autonomy.controller",
+        "agent_core.subagents.host_ops",
+    ):
+        importlib.import_module(module)
+    _ = session.project_store
 
 
 def _absolute_cwd(cwd: str) -> str:

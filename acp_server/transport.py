@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
-from acp_server import frames
+from acp_server import frames, wire
 from acp_server.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -459,6 +459,7 @@ class Connection:
             if outcome.error is not None:
                 return frames.error_message(ctx.request_id, frames.rpc_error(*outcome.error))
             return frames.result_message(ctx.request_id, outcome.result)
+        await wire.dispatcher()  # imported in the background: wait for it off the loop
         from jsonrpcserver.async_main import dispatch_to_response
         from jsonrpcserver.response import to_serializable
 

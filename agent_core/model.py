@@ -17,8 +17,11 @@ that model is asked without streaming for the rest of the process.
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import json
 import logging
+import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,10 +208,15 @@ class ModelClient:
             return f"the default, {DEFAULT_BASE_URL}: set `base_url` in config.toml (`continual-acp setup`) or OPENAI_BASE_URL"
         return self.config.origin(key)
 
-    def _openai(self) -> openai.AsyncOpenAI:
+    async def _openai(self) -> openai.AsyncOpenAI:
         if self._client is None:
-            import openai  # deferred: importing openai costs ~0.3 s, and `initialize` must be fast
-
+            # Deferred (`initialize` must be fast) and in a worker thread: importing openai takes
+            # 0.3-1 s of CPU (its typed models, and aiohttp building an SSL context at import), which
+            # on the event loop stalled every session and the reading of stdin for that long
+            # (benchmarks/bench_suite_stalls.py found it as the suite's commonest stall).
+            openai = await asyncio.to_thread(importlib.import_module, "openai")
+            if self._client is not None:  # another request made it while this one waited
+                return self._client
             self._client = openai.AsyncOpenAI(
                 base_url=self.endpoint,
                 # Local servers (Ollama, llama.cpp) need no key, but the client insists on one.
@@ -472,9 +480,10 @@ class ModelClient:
                 )
 
     async def _post_whole(self, body: dict[str, Any]) -> Any:
+        client = await self._openai()  # first: it imports openai off the event loop
         from openai.types.chat import ChatCompletion
 
-        return await self._openai().post("/chat/completions", cast_to=ChatCompletion, body=body)
+        return await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
 
     async def _post_stream(self, body: dict[str, Any]) -> Any:
         """POST /chat/completions with `stream=True` through the openai client's own request path.
@@ -484,10 +493,11 @@ class ModelClient:
         grows with the context) - more than the whole per-turn budget. Our messages are already
         plain JSON, so they go straight to `post`; retries, errors and SSE decoding are the same.
         """
+        client = await self._openai()  # first: it imports openai off the event loop
         from openai import AsyncStream
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-        return await self._openai().post(
+        return await client.post(
             "/chat/completions",
             cast_to=ChatCompletion,
             body=body,
@@ -517,7 +527,7 @@ class ModelClient:
     async def list_models(self) -> list[str]:
         """Models the endpoint offers (`GET /models`); empty when it cannot say."""
         try:
-            page = await self._openai().models.list()
+            page = await (await self._openai()).models.list()
         except Exception as exc:
             log.info("listing models at %s failed: %s", self.endpoint, exc)
             return []
@@ -671,9 +681,9 @@ def _retry_after(exc: Exception) -> str | None:
 
 
 def _is_openai_error(exc: BaseException) -> bool:
-    import openai
-
-    return isinstance(exc, openai.OpenAIError)
+    # Not imported yet: nothing can have raised one (and importing it here would be on the loop).
+    openai = sys.modules.get("openai")
+    return openai is not None and isinstance(exc, openai.OpenAIError)
 
 
 def _joined(message: str, cause: str) -> str:

@@ -1,6 +1,8 @@
 """The worst event-loop stall of every server the test suite starts.
 
     .venv/bin/python benchmarks/bench_suite_stalls.py [pytest arguments...]
+    .venv/bin/python benchmarks/bench_suite_stalls.py --reports DIR   # a run made with the variable set
+
 
 Runs pytest (by default the whole suite as `.ci/run` runs it: `-n <cores + 1> --dist loadgroup`) with
 `CONTINUAL_ACP_STALL_REPORT` set to a fresh directory. Every server the suite's stdio tests start
@@ -23,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,28 +33,52 @@ ROOT = Path(__file__).resolve().parents[1]
 def _innermost(stack: str | None, frames: int = 3) -> str:
     if not stack:
         return "(no stack: shorter than the watchdog's 0.5 s stack point)"
-    lines = [line.strip() for line in stack.strip().splitlines() if line.strip().startswith("File ")]
-    return " <- ".join(reversed(lines[-frames:])) if lines else "(empty stack)"
+    # importlib's own frames say only that an import runs: the frames that asked for it say which.
+    lines = [
+        line.strip()
+        for line in stack.strip().splitlines()
+        if line.strip().startswith("File ") and "<frozen " not in line
+    ]
+    if not lines:
+        return "(empty stack)"
+    # And the innermost frame of the server's own code: where the loop made the blocking call.
+    own = [
+        line
+        for line in lines
+        if str(ROOT) in line and "site-packages" not in line and not line.endswith("in <module>")
+    ]
+    shown = list(reversed(lines[-frames:]))
+    if own and own[-1] not in shown:
+        shown.append("... " + own[-1])
+    return " <- ".join(shown)
+
+
+def _read(reports: Path) -> list[dict[str, Any]]:
+    found = []
+    for path in sorted(reports.glob("stall-*.json")):
+        try:
+            found.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"unreadable report {path.name}: {exc}", file=sys.stderr)
+    return found
 
 
 def main(argv: list[str]) -> int:
-    workers = (os.cpu_count() or 1) + 1
-    pytest_args = argv or ["-q", "-n", str(workers), "--dist", "loadgroup", "-p", "no:cacheprovider"]
-    with tempfile.TemporaryDirectory(prefix="bench-stalls-") as reports:
-        env = {**os.environ, "CONTINUAL_ACP_STALL_REPORT": reports}
-        done = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=ROOT, env=env)
-        found = []
-        for path in sorted(Path(reports).glob("stall-*.json")):
-            try:
-                found.append(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError) as exc:
-                print(f"unreadable report {path.name}: {exc}", file=sys.stderr)
+    if argv[:1] == ["--reports"] and len(argv) == 2:
+        found, ran = _read(Path(argv[1])), "reports read from " + argv[1]
+    else:
+        workers = (os.cpu_count() or 1) + 1
+        pytest_args = argv or ["-q", "-n", str(workers), "--dist", "loadgroup", "-p", "no:cacheprovider"]
+        with tempfile.TemporaryDirectory(prefix="bench-stalls-") as reports:
+            env = {**os.environ, "CONTINUAL_ACP_STALL_REPORT": reports}
+            done = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=ROOT, env=env)
+            found, ran = _read(Path(reports)), f"pytest exit code {done.returncode}"
     if not found:
         print("no server wrote a stall report", file=sys.stderr)
         return 1
     worst = sorted((r["worst_stall_seconds"] for r in found), reverse=True)
     p99 = worst[max(0, int(len(worst) * 0.01) - 1)] if len(worst) >= 100 else worst[0]
-    print(f"pytest exit code {done.returncode}; servers reporting: {len(found)}")
+    print(f"{ran}; servers reporting: {len(found)}")
     print("| worst stall per server (s) | value |")
     print("| --- | --- |")
     print(f"| median | {statistics.median(worst):.3f} |")
