@@ -252,12 +252,23 @@ def machine() -> dict[str, Any]:
 
 
 def commit() -> str:
-    done = subprocess.run(
-        ["git", "-C", str(ROOT), "describe", "--always", "--dirty", "--abbrev=12"],
-        capture_output=True,
-        text=True,
+    """HEAD, with `-dirty` when tracked code differs from it (the results files themselves aside)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+        return done.stdout.strip()
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    changed = git(
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+        ".",
+        ":!benchmarks/results",
+        ":!benchmarks/RESULTS.md",
     )
-    return done.stdout.strip() or "unknown"
+    return head + ("-dirty" if changed else "")
 
 
 def run(bench: Benchmark, extra: list[str] | None = None) -> dict[str, Any]:
