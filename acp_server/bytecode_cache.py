@@ -12,6 +12,12 @@ Only in that case the process keeps its bytecode in a private directory of its o
 through Python's own `sys.pycache_prefix`: the first launch writes it, later ones read it, and the
 install's directories are never written. An install with bytecode, or a process allowed to write
 it where Python normally does, is left alone.
+
+Code is read from that directory, so who may write it matters: the same as the global harness beside
+it. A sandboxed kernel cannot (bubblewrap mounts the data dir read-only, Landlock grants no write
+there) and host calls refuse the data dir on every backend; an unconfined (local) kernel could, as it
+could already write the install itself, the user's site-packages or config.toml. The directory must
+be a real directory owned by this user and writable by nobody else, or it is not used.
 """
 
 from __future__ import annotations
