@@ -34,6 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from figures import emit, median_only  # noqa: E402
+
 from agent_core import Agent, load_config  # noqa: E402
 from agent_core import events as ev  # noqa: E402
 from agent_core.history.transcript import SessionStore  # noqa: E402
@@ -231,6 +233,14 @@ def main() -> int:
         print(f"{key:28s} {value:10.3f}{note}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    emit(
+        {
+            key.replace("_", " "): median_only(value, "bytes" if key.endswith("bytes") else "ms", args.turns)
+            for key, value in results.items()
+            if isinstance(value, int | float)
+        },
+        settings={"turns": args.turns, "events": args.events},
+    )
     return 0
 
 

@@ -48,6 +48,22 @@ def single(value: float, unit: str) -> dict[str, Any]:
     }
 
 
+def median_only(value: float, unit: str, n: int) -> dict[str, Any]:
+    """A figure a benchmark reports as a median of `n` samples without the samples themselves."""
+    return {"median": round(value, 4), "n": n, "unit": unit}
+
+
+def from_spread(spread: dict[str, float], unit: str = "ms") -> dict[str, Any]:
+    """A `{median_ms, p10_ms, p90_ms, n}` dict some benchmarks build themselves."""
+    return {
+        "median": round(spread["median_ms"], 4),
+        "p10": round(spread["p10_ms"], 4),
+        "p90": round(spread["p90_ms"], 4),
+        "n": int(spread["n"]),
+        "unit": unit,
+    }
+
+
 def emit(figures: dict[str, dict[str, Any]], **extra: Any) -> None:
     """Print the figures line the suite reads (`extra`: e.g. `ratio` notes, settings of the run)."""
     sys.stdout.write(MARKER + json.dumps({"figures": figures, **extra}) + "\n")

@@ -114,7 +114,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the agent's own overhead per turn (wall minus endpoint and kernel time), cancel latency, "
         "session start, transcript append and load.",
         "the scripted endpoint's and kernel's own time, subtracted in the same run.",
-        reports=False,
     ),
     Benchmark(
         "harness",
@@ -130,7 +129,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_refinement.py", "--prompts", "20", "--settles", "50"),
         "prompt latency with auto-refine on every turn, and settle -> quiescence notification.",
         "the same prompts with auto-refine off (target ratio <= 1.05).",
-        reports=False,
     ),
     Benchmark(
         "panel",
@@ -167,7 +165,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "spawn -> admitted, -> the child's first model request, -> its kernel ready; a parent "
         "cell's overhead of `agents.spawn`; memory per idle child.",
         "the 100 ms admission and 10 ms cell-overhead targets.",
-        reports=False,
     ),
     Benchmark(
         "trust",
@@ -204,7 +201,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "a per-prompt checkpoint of a kernel holding 50 MB a cell left alone; rewinds of a 50-prompt "
         "session through a real `Agent`.",
         "an empty internal cell and a full snapshot, interleaved.",
-        reports=False,
     ),
     Benchmark(
         "llama_cpp",
