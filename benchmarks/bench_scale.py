@@ -590,7 +590,7 @@ def chart(figures: dict[str, Any]) -> str:
         panels,
         title="continual-acp: cost as the work grows",
         subtitle=(
-            f"{figures['nproc']} cores, shared by 8 engineers (load {figures['load_before']:.1f}); {figures['date']}"
+            f"{figures['nproc']} cores, a shared machine (load {figures['load_before']:.1f}); {figures['date']}"
             + (
                 f"; dashed: through the server, load {through['load']:.1f}"
                 if through and "load" in through
@@ -606,8 +606,8 @@ def chart(figures: dict[str, Any]) -> str:
 def table(figures: dict[str, Any]) -> str:
     lines = [
         f"Run {figures['date']}, {figures['nproc']} cores ({figures['cpu']}); load average "
-        f"{figures['load_before']:.1f} before, {figures['load_after']:.1f} after: **the machine was shared by 8 "
-        "engineers**, so timings are noisy (memory figures are not).",
+        f"{figures['load_before']:.1f} before, {figures['load_after']:.1f} after: **the machine was shared**, so timings "
+        "are noisy (memory figures are not).",
         "",
         "| open sessions | total RSS, hibernation on (kernels live) | total RSS, hibernation off (kernels live) |",
         "|---|---|---|",
