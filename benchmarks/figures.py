@@ -48,8 +48,9 @@ def single(value: float, unit: str) -> dict[str, Any]:
     }
 
 
-def median_only(value: float, unit: str, n: int) -> dict[str, Any]:
-    """A figure a benchmark reports as a median of `n` samples without the samples themselves."""
+def median_only(value: float, unit: str, n: int | None) -> dict[str, Any]:
+    """A figure a benchmark reports as a median of `n` samples (None: not known here) without the
+    samples themselves."""
     return {"median": round(value, 4), "n": n, "unit": unit}
 
 

@@ -341,7 +341,7 @@ def _figure_row(name: str, figure: dict[str, Any]) -> str:
     if "text" in figure:  # an imported figure that is not a number (a pass count, a verdict)
         return f"| {name} | {figure['text']} | | {figure.get('n') or ''} |"
     median = f"{_number(figure['median'])} {unit}".strip()
-    if figure.get("n", 0) > 1 and "p10" in figure and "p90" in figure:
+    if (figure.get("n") or 0) > 1 and "p10" in figure and "p90" in figure:
         spread = f"{_number(figure['p10'])}-{_number(figure['p90'])}"
     else:
         spread = ""
