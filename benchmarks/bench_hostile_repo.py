@@ -39,6 +39,11 @@ from hostile_repo import SHAPES, build  # noqa: E402
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call  # noqa: E402
 
 TIMEOUT = 300.0
+LABELS = {
+    "worst stall": "worst event-loop stall",
+    "prompt 1": "prompt 1 (one cell)",
+    "prompt 2": "prompt 2 (text)",
+}
 STALL = re.compile(r"worst stall ([0-9.]+) s")
 
 
@@ -90,7 +95,9 @@ def main() -> int:
         print(f"| {metric} | {cells[0]} | {cells[1]} |")
     emit(
         {
-            f"{metric}: {kind} repository": summary([s[metric] for s in samples[kind]], "s")
+            f"{LABELS.get(metric, metric)}: {kind} repository": summary(
+                [s[metric] for s in samples[kind]], "s"
+            )
             for metric in metrics
             for kind in ("empty", "hostile")
         },
