@@ -204,6 +204,9 @@ EXTENSIONS = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
+    from acp_server.bytecode_cache import use_private_bytecode_cache
+
+    use_private_bytecode_cache()  # first: everything imported after it is read from (or written to) there
     from acp_server.import_costs import skip_unused_heavy_imports
 
     skip_unused_heavy_imports()  # before any subcommand imports jsonschema (via jsonrpcserver, mcp)

@@ -34,6 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from figures import emit, median_only  # noqa: E402
+
 from agent_core import Agent, load_config  # noqa: E402
 from agent_core import events as ev  # noqa: E402
 from agent_core.history.transcript import SessionStore  # noqa: E402
@@ -231,6 +233,23 @@ def main() -> int:
         print(f"{key:28s} {value:10.3f}{note}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
+    # Samples behind each median: turns per turn figure, 3 cancels, 5 sessions per pool setting, 5
+    # transcript loads; the append figure is a median over batches, the size a single value.
+    samples = {"cancel": 3, "new_session": 5, "first_cell": 5, "load": 5, "transcript_bytes": 1}
+    emit(
+        {
+            key.removesuffix("_ms").replace("_", " "): median_only(
+                value,
+                "bytes" if key.endswith("bytes") else "ms",
+                next((n for prefix, n in samples.items() if key.startswith(prefix)), args.turns)
+                if not key.startswith("append")
+                else None,
+            )
+            for key, value in results.items()
+            if isinstance(value, int | float)
+        },
+        settings={"turns": args.turns, "events": args.events},
+    )
     return 0
 
 

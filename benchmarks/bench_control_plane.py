@@ -25,6 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from figures import emit, summary
+
 from agent_core.control_plane.guard import ControlPlaneGuard
 from agent_core.control_plane.scan import scan
 
@@ -43,7 +45,7 @@ def _layout(entries: int) -> Path:
     return root
 
 
-def _time(fn: Callable[[], object], runs: int) -> dict[str, float]:
+def _time(fn: Callable[[], object], runs: int) -> dict[str, Any]:
     wall: list[float] = []
     cpu: list[float] = []
     for _ in range(runs):
@@ -58,6 +60,8 @@ def _time(fn: Callable[[], object], runs: int) -> dict[str, float]:
         "p10_ms": q[0],
         "p90_ms": q[-1],
         "cpu_median_ms": statistics.median(cpu),
+        "_wall": wall,
+        "_cpu": cpu,
     }
 
 
@@ -72,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--entries", type=int, default=1000)
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("bench_control_plane.json"))
+    parser.add_argument("--out", type=Path, help="also write the raw figures here")
     args = parser.parse_args()
     root = _layout(args.entries)
     files = sum(len(f) for _, _, f in os.walk(root))
@@ -127,8 +131,16 @@ def main() -> None:
                 f"p90 {numbers['p90_ms']:.3f}), {numbers['cpu_median_ms']:.3f} ms cpu, {numbers['runs']} runs"
             )
     print(f"load after: {results['load_after']}")
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"written to {args.out}")
+    figures: dict[str, dict[str, Any]] = {}
+    for name, numbers in results.items():
+        if isinstance(numbers, dict):
+            label = name.replace("_", " ")
+            figures[f"{label} (wall)"] = summary(numbers.pop("_wall"), "ms")
+            figures[f"{label} (cpu)"] = summary(numbers.pop("_cpu"), "ms")
+    if args.out is not None:
+        args.out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"written to {args.out}")
+    emit(figures, settings={"runs": args.runs, "files": files})
 
 
 if __name__ == "__main__":

@@ -118,7 +118,7 @@ CPU: dict[str, float] = {}
 
 def median_ms(fn: Callable[[int], object], runs: int, label: str = "") -> float:
     """Median wall-clock ms; the median CPU ms of this process is kept in CPU[label] (other
-    engineers load this 2-core machine, and CPU time is much less sensitive to that)."""
+    work may load the machine, and CPU time is much less sensitive to that)."""
     times, cpu = [], []
     for i in range(runs):
         start, start_cpu = time.perf_counter(), time.process_time()

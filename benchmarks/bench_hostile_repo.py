@@ -33,11 +33,17 @@ for support in ("tests/acp_server", "tests/edges", "tests"):
 
 from acp_client import AcpClient, server_env  # noqa: E402
 from acp_helpers import initialize, new_session, prompt, run_command  # noqa: E402
+from figures import emit, summary  # noqa: E402
 from hostile_repo import SHAPES, build  # noqa: E402
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call  # noqa: E402
 
 TIMEOUT = 300.0
+LABELS = {
+    "worst stall": "worst event-loop stall",
+    "prompt 1": "prompt 1 (one cell)",
+    "prompt 2": "prompt 2 (text)",
+}
 STALL = re.compile(r"worst stall ([0-9.]+) s")
 
 
@@ -87,6 +93,16 @@ def main() -> int:
             values = [s[metric] for s in samples[kind]]
             cells.append(f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})")
         print(f"| {metric} | {cells[0]} | {cells[1]} |")
+    emit(
+        {
+            f"{LABELS.get(metric, metric)}: {kind} repository": summary(
+                [s[metric] for s in samples[kind]], "s"
+            )
+            for metric in metrics
+            for kind in ("empty", "hostile")
+        },
+        settings={"runs": args.runs},
+    )
     return 0
 
 

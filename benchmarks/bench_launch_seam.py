@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from figures import emit, summary
+
 from kernel_bridge import workspace_launch
 from kernel_bridge.safe_git import run_git
 
@@ -93,6 +95,11 @@ def main() -> None:
         for name, got in samples.items()
     }
     print(json.dumps({"rounds": rounds, "load": os.getloadavg(), "results": table}, indent=2))
+    figures = {}
+    for name, got in samples.items():
+        figures[f"{name} (wall)"] = summary([w for w, _ in got], "ms")
+        figures[f"{name} (cpu)"] = summary([c for _, c in got], "ms")
+    emit(figures, settings={"rounds": rounds})
 
 
 if __name__ == "__main__":

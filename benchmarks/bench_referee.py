@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from figures import emit, summary
+
 from agent_core.control_plane.guard import ControlPlaneGuard
 
 
@@ -74,8 +76,15 @@ def main() -> None:
         guard.ensure_baseline()
         assert guard.check("call", "") is None
 
+    figures: dict[str, dict[str, object]] = {}
+
+    def record(name: str, wall: list[float], cpu: list[float]) -> None:
+        print(_line(name, wall, cpu))
+        figures[f"{name} (wall)"] = summary(wall, "ms")
+        figures[f"{name} (cpu)"] = summary(cpu, "ms")
+
     wall, cpu = _time(per_cell, args.runs)
-    print(_line("per-cell check, nothing changed", wall, cpu))
+    record("per-cell check, nothing changed", wall, cpu)
     target = root / "harness" / "entries" / "memory" / "e0.md"
 
     def changed() -> None:
@@ -83,11 +92,12 @@ def main() -> None:
         assert guard.check("call", "cheat") is not None
 
     wall, cpu = _time(changed, max(50, args.runs // 5))
-    print(_line("check that restores one rewritten entry file", wall, cpu))
+    record("check that restores one rewritten entry file", wall, cpu)
     wall, cpu = _time(guard.refresh, args.runs)
-    print(_line("prompt-start refresh, nothing moved", wall, cpu))
+    record("prompt-start refresh, nothing moved", wall, cpu)
     guard.close()
     print(f"load after: {os.getloadavg()}")
+    emit(figures, settings={"runs": args.runs, "files": files})
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from figures import emit, single, summary
+
 from agent_core.testing.scripted_model import ScriptedModelServer, response
 
 REVIEW_SECONDS = 0.25
@@ -278,6 +280,17 @@ def main() -> int:
         print(f"{key}: {value}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+    suite = {
+        "prompt latency, auto-refine off": summary([t * 1000 for t in off["latencies"]], "ms"),
+        "prompt latency, auto-refine on every turn": summary([t * 1000 for t in on["latencies"]], "ms"),
+        "ratio on / off (medians)": single(med_on / med_off, "x"),
+        "settle -> quiescence notification, in process": summary([t * 1000 for t in inproc], "ms"),
+    }
+    if on["settle_upper"]:
+        suite["settle -> _harness/quiescence read over stdio (upper bound)"] = summary(
+            [t * 1000 for t in on["settle_upper"]], "ms"
+        )
+    emit(suite, settings={"prompts": args.prompts, "settles": args.settles})
     return 0
 
 

@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from figures import emit, from_spread, single
+
 from agent_core import Agent, TextPart, load_config
 from agent_core.history.rewind import plan_rewind, rewind
 from agent_core.ports import NoEditor
@@ -161,6 +163,17 @@ def main() -> None:
         "rewind": rewinding,
     }
     print(json.dumps(report, indent=1))
+    emit(
+        {
+            "checkpoint, 50 MB held, nothing changed": from_spread(checkpoint["checkpoint"]),
+            "empty internal cell (same run)": from_spread(checkpoint["empty_internal_cell"]),
+            "full snapshot of the same kernel": from_spread(checkpoint["full_snapshot"]),
+            "first checkpoint (everything stored)": single(checkpoint["first_checkpoint_ms"], "ms"),
+            "rewind of a 50-prompt session by one prompt": from_spread(rewinding["rewind_1"]),
+            "rewind to before prompt 2": single(rewinding["rewind_all_but_first_ms"], "ms"),
+        },
+        settings={"rounds": args.rounds, "prompts": args.prompts},
+    )
 
 
 if __name__ == "__main__":

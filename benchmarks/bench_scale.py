@@ -19,8 +19,7 @@ Measured in one run, through the real server over stdio (the scripted model on l
 * harness prompt section (`render_overview` with a query) and a 5-edit apply by harness size
   (in-process, harness_store).
 
-`--write-results` replaces the "Scale" section of benchmarks/RESULTS.md (table + chart). The chart
-is SVG (continual_eval.chart) next to it, benchmarks/scale.svg.
+`--write-results` redraws the chart RESULTS.md shows (SVG, continual_eval.chart): benchmarks/scale.svg.
 """
 
 from __future__ import annotations
@@ -591,7 +590,7 @@ def chart(figures: dict[str, Any]) -> str:
         panels,
         title="continual-acp: cost as the work grows",
         subtitle=(
-            f"{figures['nproc']} cores, shared by 8 engineers (load {figures['load_before']:.1f}); {figures['date']}"
+            f"{figures['nproc']} cores, a shared machine (load {figures['load_before']:.1f}); {figures['date']}"
             + (
                 f"; dashed: through the server, load {through['load']:.1f}"
                 if through and "load" in through
@@ -607,8 +606,8 @@ def chart(figures: dict[str, Any]) -> str:
 def table(figures: dict[str, Any]) -> str:
     lines = [
         f"Run {figures['date']}, {figures['nproc']} cores ({figures['cpu']}); load average "
-        f"{figures['load_before']:.1f} before, {figures['load_after']:.1f} after: **the machine was shared by 8 "
-        "engineers**, so timings are noisy (memory figures are not).",
+        f"{figures['load_before']:.1f} before, {figures['load_after']:.1f} after: **the machine was shared**, so timings "
+        "are noisy (memory figures are not).",
         "",
         "| open sessions | total RSS, hibernation on (kernels live) | total RSS, hibernation off (kernels live) |",
         "|---|---|---|",
@@ -699,20 +698,10 @@ def harness_rows(through: dict[str, Any]) -> list[str]:
 
 
 def write_results(figures: dict[str, Any], svg: str) -> None:
+    """The chart (`scale.svg`, which RESULTS.md shows in the scale section) and the table on stdout;
+    RESULTS.md itself is generated from benchmarks/results/ (`python -m benchmarks`)."""
     (HERE / "scale.svg").write_text(svg, encoding="utf-8")
-    results = HERE / "RESULTS.md"
-    text = results.read_text(encoding="utf-8")
-    start_marker, end_marker = "<!-- scale:start -->", "<!-- scale:end -->"
-    section = (
-        f"{start_marker}\n## Scale: open sessions, long transcripts, large harness (bench_scale.py)\n\n"
-        f"![cost as the work grows](scale.svg)\n\n{table(figures)}\n{end_marker}"
-    )
-    if start_marker in text:
-        before, rest = text.split(start_marker, 1)
-        text = before + section + rest.split(end_marker, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    results.write_text(text, encoding="utf-8")
+    print(table(figures))
 
 
 def _env() -> dict[str, str]:

@@ -30,6 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from figures import emit, single, summary
+
 OUR_SERVER = (sys.executable, "-m", "acp_server")
 ECHO_AGENT = (sys.executable, str(Path(__file__).resolve()), "--echo-agent")
 INIT_PARAMS = {
@@ -339,6 +341,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         echo_new += startup(ECHO_AGENT, env, 1, with_session=True)
     figures["spawn_to_initialize_ms"] = {"ours": median_ms(ours_init), "sdk_echo": median_ms(echo_init)}
     figures["spawn_to_session_new_ms"] = {"ours": median_ms(ours_new), "sdk_echo": median_ms(echo_new)}
+    suite_figures = {
+        "spawn -> initialize: ours (checkout)": summary([t * 1000 for t in ours_init], "ms"),
+        "spawn -> initialize: Python SDK echo agent": summary([t * 1000 for t in echo_init], "ms"),
+        "spawn -> session/new: ours (checkout)": summary([t * 1000 for t in ours_new], "ms"),
+        "spawn -> session/new: Python SDK echo agent": summary([t * 1000 for t in echo_new], "ms"),
+    }
+    ratios = {
+        "spawn -> initialize": round(median_ms(ours_init) / median_ms(echo_init), 3),
+        "spawn -> session/new": round(median_ms(ours_new) / median_ms(echo_new), 3),
+    }
     if args.startup_only:
         init, new = figures["spawn_to_initialize_ms"], figures["spawn_to_session_new_ms"]
         print(
@@ -352,6 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.json:
             args.json.write_text(json.dumps(figures, indent=1))
+        emit(suite_figures, ratios_to_echo=ratios, settings={"runs": args.runs, "startup_only": True})
         return 0
     trips = list_round_trip(env, args.round_trips)
     figures["session_list_round_trip_us"] = {
@@ -381,6 +394,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"idle server RSS with one session (kernel excluded): {big['idle_rss_mib']:.1f} MiB")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
+    suite_figures["session/list round trip, empty store"] = summary([t * 1e6 for t in trips], "us")
+    suite_figures["10 MB cell: seconds to the end of the turn"] = single(big["seconds"], "s")
+    suite_figures["10 MB cell: server RSS growth"] = single(big["rss_growth_mib"], "MiB")
+    suite_figures["10 MB cell: characters the final card accounts for"] = single(
+        big["chars_accounted"], "chars"
+    )
+    suite_figures["idle server RSS, one session"] = single(big["idle_rss_mib"], "MiB")
+    emit(suite_figures, ratios_to_echo=ratios, settings={"runs": args.runs})
     return 0
 
 

@@ -32,6 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from figures import emit, single, summary  # noqa: E402
+
 from acp_server.cli import _KernelSkills  # noqa: E402
 from agent_core import Agent, load_config  # noqa: E402
 from agent_core.ports import NoEditor  # noqa: E402
@@ -179,6 +181,17 @@ def main() -> int:
             print(f"{key}: {value:.2f}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+    emit(
+        {
+            "hub.spawn -> admitted (running)": summary(running["admitted_ms"], "ms"),
+            "spawn -> the child's first model request": summary(running["first_model_request_ms"], "ms"),
+            "spawn -> the child's kernel ready, warm pool": summary(running["kernel_ready_ms"], "ms"),
+            "parent cell overhead of agents.spawn, queued": summary(overhead, "ms"),
+            "same, children running": summary(overhead_busy, "ms"),
+            "memory per idle child session": single(memory, "KiB"),
+        },
+        settings={"spawns": args.spawns, "idle": args.idle},
+    )
     return 0
 
 

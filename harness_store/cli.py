@@ -28,6 +28,7 @@ duplicates are proposed.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -184,6 +185,20 @@ def _result_line(r: RefinementResult) -> str:
     return f"{r.id}  {r.trigger:<8} {r.scope:<6} {done}/{len(r.applied_edits)} applied  {r.summary}{extra}"
 
 
+def _change_lines(before: HarnessEntry, after: HarnessEntry) -> list[str]:
+    """An entry's change as a unified diff of its view without the version line (which always moves:
+    it is in the header), so a change in any field shows, even one the title and content do not."""
+
+    def view(entry: HarnessEntry) -> list[str]:
+        return [line for line in render_view(entry).splitlines() if not line.startswith("- version: ")]
+
+    header = f"    v{before.version} -> v{after.version}"
+    diff = list(difflib.unified_diff(view(before), view(after), "before", "after", lineterm="", n=1))
+    if not diff:
+        return [header + ": no field changed"]
+    return [header + ":", *("      " + line for line in diff[2:])]  # [2:]: the ---/+++ file header
+
+
 def _result_text(r: RefinementResult) -> str:
     lines = [
         _result_line(r),
@@ -196,9 +211,11 @@ def _result_text(r: RefinementResult) -> str:
         lines.append(f"  {e.action} {e.kind} {e.id or '?'}: {status}")
         if e.check:
             lines.append("    check: " + e.check.replace("\n", "\n      "))
-        if e.before is not None:
+        if e.before is not None and e.after is not None:
+            lines += _change_lines(e.before, e.after)
+        elif e.before is not None:
             lines.append(f"    before v{e.before.version}: {e.before.title} — {e.before.content}")
-        if e.after is not None:
+        elif e.after is not None:
             lines.append(f"    after  v{e.after.version}: {e.after.title} — {e.after.content}")
     for verb, stones in (("tombstoned", r.tombstoned), ("lifted", r.lifted)):
         lines += [f"  {verb} {t.kind} {t.id}{' (forever)' if t.forever else ''}: {t.content}" for t in stones]

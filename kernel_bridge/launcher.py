@@ -184,11 +184,20 @@ class ContinualAcpKernelApp(IPKernelApp):
             self.poller = ParentWatch(parent)
 
 
-if sys.path and sys.path[0] == "":
+# Not the launch's own directory on the import path: "" under `-c`, the spec directory when run as
+# the file beside kernel.json (neither is the workspace's, and neither was ever importable from).
+if sys.path and sys.path[0] in ("", os.path.dirname(os.path.abspath(sys.argv[0]))):
     del sys.path[0]
 ContinualAcpKernelApp.launch_instance()
 """
 _LAUNCH_CODE = group_watch.embeddable_source() + _KERNEL_APP_CODE
+# The launch code as a file beside its kernel.json, for a kernel outside any sandbox: one short
+# path in `ps` instead of hundreds of lines of `-c` source. Written from `_LAUNCH_CODE` (read when
+# this module loaded) at every kernel start, into the same private spec directory as kernel.json,
+# so it is trusted exactly as kernel.json is. A sandboxed kernel (landlock, bubblewrap) keeps the
+# code in `-c`: its spec directory is in the kernel's own directory, which the kernel may write
+# (a restart would run what a cell left there), and a sandbox may not show other host paths.
+_LAUNCH_FILE = "continual_acp_ipykernel.py"
 
 
 def _write_spec(
@@ -200,6 +209,18 @@ def _write_spec(
 ) -> Path:
     spec_root = private_dir(runtime_dir / "kernelspecs")
     spec_dir = private_dir(spec_root / name)
+    if argv_prefix:
+        launch = ["-c", _LAUNCH_CODE]
+    else:
+        # Replaced whole, never rewritten in place: a kernel started a moment ago from the same spec
+        # directory may be reading it now.
+        launch_file = spec_dir / _LAUNCH_FILE
+        fresh = spec_dir / f".{_LAUNCH_FILE}.{secrets.token_hex(4)}"
+        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(_LAUNCH_CODE)
+        os.replace(fresh, launch_file)
+        launch = [str(launch_file)]
     spec = {
         "argv": [
             *argv_prefix,
@@ -208,8 +229,7 @@ def _write_spec(
             # launch code below could drop them. (bubblewrap drops them itself; harmless there.)
             *group_watch.exec_argv(embedded=bool(argv_prefix)),  # a sandbox may not show this file
             str(python),
-            "-c",
-            _LAUNCH_CODE,
+            *launch,
             "-f",
             "{connection_file}",
             # No sqlite history file per kernel: faster start, nothing left behind.

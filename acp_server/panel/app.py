@@ -141,12 +141,18 @@ async def overview(request: web.Request) -> web.Response:
     feed = request.app[FEED_KEY]
     sessions = await asyncio.to_thread(data.sessions)
     quiet = await asyncio.to_thread(feed.quiescence)
+    welcome = await asyncio.to_thread(data.welcome)
     for session in sessions:
         # From memory for the sessions this server has open (`/harness ui`), else from the
         # quiescence.json each server keeps for its open sessions.
         session["quiescence"] = quiet.get(session["session_id"])
     return web.json_response(
-        {"home": str(data.home), "sessions": sessions, "in_server": feed.link is not None}
+        {
+            "home": str(data.home),
+            "sessions": sessions,
+            "in_server": feed.link is not None,
+            "welcome": welcome,
+        }
     )
 
 

@@ -193,6 +193,22 @@ def _summary(view: StoreView, record: Any) -> dict[str, Any]:
     }
 
 
+def welcome_text(home: Path) -> str:
+    """What the panel shows instead of an empty table while the harness under `home` holds nothing:
+    what the panel is, how an entry gets into it, and why the demo left nothing here."""
+    return (
+        "This panel shows the continual harness: what the agent keeps between sessions (prompt "
+        "notes, memories, skills and subagents), in a global store and one store per session, under "
+        f"{home}.\n\n"
+        "Nothing is in it yet. An entry gets here from a session in your editor: after a turn (or "
+        "when you type /refine) the agent proposes a refinement; local ones apply as candidates, "
+        "global ones wait under Review until you approve them, here or in the editor. Each one then "
+        "shows under Entries and in the Timeline, where it can be rolled back.\n\n"
+        "`continual-acp demo` keeps its session in a throwaway data directory, so nothing from it "
+        "appears here."
+    )
+
+
 class PanelData:
     """Queries over every store under one data home (thread-safe; call from worker threads)."""
 
@@ -203,6 +219,12 @@ class PanelData:
         self._views: dict[str, StoreView] = {}
         self._timeline: list[tuple[StoreView, Any]] | None = None
         self._timeline_key: tuple[Any, ...] | None = None
+
+    def welcome(self) -> str | None:
+        """`welcome_text` while no store holds an entry, a refinement or a pending review, else None."""
+        if self.entries(limit=1)["total"] or self.timeline(limit=1)["total"] or self.pending():
+            return None
+        return welcome_text(self.home)
 
     # ------------------------------------------------------------ stores
 

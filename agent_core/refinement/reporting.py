@@ -76,15 +76,18 @@ def report_failure(job_id: str, scope: str, message: str) -> RefinementReported:
     )
 
 
-def _proposed_entry(edit: Edit, current: HarnessEntry | None, scope: str) -> HarnessEntry | None:
-    """What the entry would look like if the edit applied (for a review diff); None for a delete."""
+def _proposed_entry(
+    edit: Edit, entry_id: str, current: HarnessEntry | None, scope: str
+) -> HarnessEntry | None:
+    """What the entry would look like if the edit applied (for a review diff); None for a delete.
+    `entry_id` is the id it will get (`resolve_id`: a create without one gets its title's slug)."""
     if edit.action == "delete":
         return None
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     base: dict[str, Any] = (
         current.model_dump()
         if current is not None
-        else {"id": edit.id or "", "kind": edit.kind, "scope": scope, "created_at": now, "version": 0}
+        else {"id": entry_id, "kind": edit.kind, "scope": scope, "created_at": now, "version": 0}
     )
     for name in ("title", "content", "path", "reference", "arguments", "metadata", "evidence"):
         value = getattr(edit, name)
@@ -107,7 +110,7 @@ def preview_edits(
     for edit in pending.proposal.edits:
         entry_id = resolve_id(edit)
         current = state.get(edit.kind, entry_id) if entry_id else None
-        proposed = _proposed_entry(edit, current, pending.scope) if entry_id else None
+        proposed = _proposed_entry(edit, entry_id, current, pending.scope) if entry_id else None
         body: dict[str, Any] = {
             "action": edit.action,
             "kind": edit.kind,

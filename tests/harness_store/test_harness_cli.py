@@ -224,3 +224,36 @@ def test_curate_is_a_dry_run_until_apply_and_reads_the_entries_standing_from_the
     )
     assert store.state.get("memory", "idle").trust == "rejected"  # type: ignore[union-attr]
     assert store.state.get("memory", "used").trust == "candidate"  # type: ignore[union-attr]
+
+
+def test_a_rollback_prints_what_changed_as_a_diff(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In-process (the console script is covered above): a change of a field the title and content do
+    # not show, which the old "before: title — content / after: title — content" lines hid.
+    from harness_store.cli import main
+
+    seed(home)
+    store = HarnessStore(global_root(home))
+    moved = store.apply(
+        {
+            "edits": [
+                {
+                    "action": "update",
+                    "kind": "memory",
+                    "id": "use_uv",
+                    "title": "Use uv",
+                    "content": "Prefer uv",
+                    "path": "tools/python",
+                }
+            ]
+        },
+        scope="global",
+        trigger="cli",
+    )
+    monkeypatch.setenv("CONTINUAL_ACP_HOME", str(home))
+    assert main(["rollback", moved.id]) == 0
+    printed = capsys.readouterr().out
+    assert "    v2 -> v3:" in printed
+    assert "      -- path: tools/python" in printed and "      +- path: general" in printed
+    assert "before v2" not in printed and "after  v3" not in printed

@@ -6,6 +6,7 @@ parent and waits (pidfds, bounded) for every member of the group to be gone.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -20,7 +21,7 @@ import pytest
 from system_deps import missing
 
 from kernel_bridge import group_watch
-from kernel_bridge.launcher import _LAUNCH_CODE
+from kernel_bridge.launcher import _LAUNCH_CODE, _SPEC_NAME, _write_spec
 
 WAIT = 20.0
 
@@ -232,6 +233,22 @@ def test_the_script_reports_a_command_it_cannot_start_with_exit_code_127() -> No
 def test_the_kernel_launch_code_runs_the_shared_watch() -> None:
     assert _LAUNCH_CODE.startswith(group_watch.embeddable_source())
     assert "self.poller = ParentWatch(parent)" in _LAUNCH_CODE
+
+
+def test_a_local_kernel_command_line_names_its_launch_file_instead_of_its_source(tmp_path: Path) -> None:
+    spec = json.loads((_write_spec(tmp_path, Path(sys.executable)) / _SPEC_NAME / "kernel.json").read_text())
+    argv: list[str] = spec["argv"]
+    assert [a for a in argv if "\n" in a] == [] and len(" ".join(argv)) < 1000  # one line in `ps`
+    launch = Path(argv[argv.index("-f") - 1])
+    assert launch.read_text() == _LAUNCH_CODE and launch.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_sandboxed_kernel_keeps_its_launch_code_in_the_command(tmp_path: Path) -> None:
+    # Its spec directory is one the sandboxed kernel may write: a file there is not trusted.
+    root = _write_spec(tmp_path, Path(sys.executable), "boxed", ("bwrap", "--"))
+    argv: list[str] = json.loads((root / "boxed" / "kernel.json").read_text())["argv"]
+    assert argv[argv.index("-f") - 2 : argv.index("-f")] == ["-c", _LAUNCH_CODE]
+    assert not list((root / "boxed").glob("*.py"))
 
 
 def _status_lines(argv: list[str]) -> list[str]:

@@ -99,7 +99,9 @@ def test_sigkill_of_the_server_ends_every_kernel_and_their_children(
     assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
     cleanup.extend([*kernels, child_pid])
     for kernel in kernels:  # each runs kernel_bridge's group watch, embedded in its launch code
-        assert group_watch.embeddable_source() in Path(f"/proc/{kernel}/cmdline").read_bytes().decode()
+        argv = Path(f"/proc/{kernel}/cmdline").read_bytes().decode().split("\0")
+        launch = next(a for a in argv if a.endswith("continual_acp_ipykernel.py"))
+        assert Path(launch).read_text().startswith(group_watch.embeddable_source())
     host.kill()
     host.wait(timeout=30)
     cleanup_dirs.append(Path(runtime_dir))  # nothing in the server runs after SIGKILL

@@ -274,9 +274,19 @@ def test_an_empty_data_home_shows_an_empty_panel_and_stays_empty(tmp_path: Path)
     try:
         assert running.get("/api/timeline") == {"refinements": [], "next_cursor": None, "total": 0}
         assert running.get("/api/entries")["total"] == 0
+        welcome = running.get("/api/overview")["welcome"]
     finally:
         running.stop()
     assert not home.exists()
+    # The empty panel (a first run, or right after the demo) says what it is and how an entry gets here.
+    assert welcome is not None
+    for needed in ("continual harness", str(home), "/refine", "under Review", "continual-acp demo"):
+        assert needed in welcome, needed
+
+
+def test_a_harness_with_entries_shows_no_welcome(panel: RunningPanel, populated: Populated) -> None:
+    assert panel.get("/api/entries")["total"] > 0
+    assert panel.get("/api/overview")["welcome"] is None
 
 
 # ---------------------------------------------------------------- actions

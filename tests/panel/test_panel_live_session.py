@@ -60,7 +60,9 @@ async def test_a_refinement_by_a_running_session_appears_on_the_open_page(page: 
         panel = start_panel(home)
         try:
             await open_panel(page, panel)
-            await page.wait_for("document.querySelector('#view .empty')")  # no refinement yet
+            # No refinement yet, the harness empty: the page says what it is and how entries get here.
+            welcome = await page.wait_for("document.querySelector('#view .empty')?.textContent")
+            assert "This panel shows the continual harness" in welcome and "/refine" in welcome
             await page.evaluate("window.__sameDocument = true")
             model.push(text(_plan()))
             await asyncio.to_thread(prompt, client, sid, "/refine")

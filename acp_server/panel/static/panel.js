@@ -189,7 +189,7 @@ async function showTimeline(append = false) {
       select("Kind", t.filters.kind, [["", "all kinds"], ...KINDS.map((k) => [k, k])], filter("kind")),
       select("Trigger", t.filters.trigger, [["", "all triggers"], ...TRIGGERS.map((k) => [k, k])], filter("trigger"))),
     t.items.length ? h("ol", { class: "timeline", id: "timeline" }, t.items.map(timelineRow))
-      : h("p", { class: "empty", text: "No refinements match." }),
+      : emptyNote("No refinements match."),
     t.next ? h("button", { type: "button", id: "older", onclick: () => showTimeline(true), text: "Load older refinements" }) : null,
   );
 }
@@ -271,7 +271,7 @@ function promoteButton(e, target) {
 
 function entriesTable(rows, withActions = true) {
   const groups = KINDS.map((k) => [k, rows.filter((r) => r.kind === k)]).filter(([, list]) => list.length);
-  if (!groups.length) return h("p", { class: "empty", text: "No entries match." });
+  if (!groups.length) return emptyNote("No entries match.");
   return groups.map(([kind, list]) => h("section", { class: "kind-group" },
     h("h3", { text: `${kind} (${list.length})` }),
     h("table", { class: "entries" },
@@ -346,7 +346,7 @@ async function showPending() {
         h("button", { type: "button", class: "primary", onclick: () => runAction("review", { proposal_id: p.proposal_id, decision: "apply", store: p.store }, "Apply this proposal?", `Apply ${p.proposal_id} to the ${p.scope} harness (its entries become verified)?`), text: "Approve" }),
         h("button", { type: "button", onclick: () => runAction("review", { proposal_id: p.proposal_id, decision: "reject", store: p.store }, "Reject this proposal?", `Reject ${p.proposal_id}? Its content is tombstoned: the same content is refused later.`), text: "Reject" }),
         h("button", { type: "button", class: "danger", onclick: () => runAction("review", { proposal_id: p.proposal_id, decision: "reject_forever", store: p.store }, "Reject forever?", `Reject ${p.proposal_id} forever? The same content and these entry ids are refused later.`), text: "Reject forever" }))))
-      : h("p", { class: "empty", text: "Nothing is waiting for review." }),
+      : emptyNote("Nothing is waiting for review."),
   );
 }
 
@@ -427,6 +427,13 @@ function fill(el, ...children) {
   el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
 }
 
+// While the harness holds nothing at all (a first run, or after the demo, which keeps its session in
+// a throwaway data dir) an empty view says what the panel is and how an entry gets here.
+function emptyNote(text) {
+  if (!state.welcome) return h("p", { class: "empty", text });
+  return h("div", { class: "empty welcome" }, state.welcome.split("\n\n").map((para) => h("p", { text: para })));
+}
+
 function render(...children) {
   fill(document.getElementById("view"), ...children);
 }
@@ -479,6 +486,7 @@ async function loadOverview() {
   const o = await api("/api/overview");
   state.sessions = o.sessions;
   state.inServer = o.in_server;
+  state.welcome = o.welcome;
   document.getElementById("home").textContent = o.home;
   const open = o.sessions.filter((s) => s.open).length;
   document.getElementById("count-sessions").textContent = open ? `${open} open` : o.sessions.length || "";
