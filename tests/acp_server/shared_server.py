@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from acp_client import AcpClient, Frame, close_and_check, select, server_env
-from acp_helpers import initialize, new_session
+from acp_helpers import initialize
 
 from agent_core.testing.scripted_model import ScriptedModelServer
 
@@ -101,11 +101,18 @@ class SharedServers:
 
     @contextmanager
     def test(self, cwd: Path) -> Iterator[Callable[..., Here]]:
-        """`open(config="", **get_kwargs)`: a new session in `cwd` on that server; every session
-        opened is closed at the end, and each server used is left as the next test expects."""
+        """`open(config="", *, session_cwd=None, mcp_servers=None, **get_kwargs)`: a new session
+        (in `session_cwd`, by default `cwd`) on that server; every session opened is closed at the
+        end, and each server used is left as the next test expects."""
         opened: list[Here] = []
 
-        def open_(config: str = "", *, session_cwd: Path | None = None, **kwargs: str) -> Here:
+        def open_(
+            config: str = "",
+            *,
+            session_cwd: Path | None = None,
+            mcp_servers: list[dict[str, Any]] | None = None,
+            **kwargs: str,
+        ) -> Here:
             served = self.get(config, **kwargs)
             model, client = served.model, served.client
             marks = (
@@ -115,7 +122,8 @@ class SharedServers:
                 model.disconnects,
                 len(client.stderr()),
             )
-            sid, _ = new_session(client, str(session_cwd or cwd))
+            new = {"cwd": str(session_cwd or cwd), "mcpServers": mcp_servers or []}
+            sid = str(client.request("session/new", new)["sessionId"])
             here = Here(model, client, sid, *marks)
             opened.append(here)
             return here
