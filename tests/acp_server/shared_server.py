@@ -38,6 +38,7 @@ class Here:
     asked_at: int
     disconnects_at: int
     stderr_at: int
+    home: Path  # the server's CONTINUAL_ACP_HOME (shared by every test on it)
 
     def requests(self) -> list[dict[str, Any]]:
         """The chat requests of this test (the endpoint's log holds the earlier tests' too)."""
@@ -73,6 +74,7 @@ class Here:
 class _Served:
     model: ScriptedModelServer
     client: AcpClient
+    home: Path
 
 
 class SharedServers:
@@ -96,7 +98,7 @@ class SharedServers:
                 extra["CONTINUAL_ACP_CONFIG"] = str(path)
             client = AcpClient(server_env(home, model.base_url, **extra), cwd=str(home))
             initialize(client)
-            self._served[config] = _Served(model, client)
+            self._served[config] = _Served(model, client, home)
         return self._served[config]
 
     @contextmanager
@@ -124,7 +126,7 @@ class SharedServers:
             )
             new = {"cwd": str(session_cwd or cwd), "mcpServers": mcp_servers or []}
             sid = str(client.request("session/new", new)["sessionId"])
-            here = Here(model, client, sid, *marks)
+            here = Here(model, client, sid, *marks, served.home)
             opened.append(here)
             return here
 
