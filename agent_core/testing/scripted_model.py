@@ -181,6 +181,14 @@ class ScriptedModelServer:
             self._routes.setdefault(marker, []).extend(dict(r) for r in responses)
             self._route_requests.setdefault(marker, [])
 
+    def clear_script(self) -> None:
+        """Drop what is left of the script and of every route, and the routes' logs: an endpoint that
+        several tests share starts each test with nothing scripted (`requests` keeps every body)."""
+        with self._lock:
+            self._script.clear()
+            self._routes.clear()
+            self._route_requests.clear()
+
     def requests_for(self, marker: str) -> list[dict[str, Any]]:
         """The request bodies the route `marker` answered, in arrival order."""
         with self._lock:

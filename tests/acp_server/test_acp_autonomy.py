@@ -4,6 +4,9 @@ in a real git repository.
 The scripted model fixes a failing test through kernel cells that write the file; the loop ends when
 `pytest` (a real process) passes. Other tests pin the spin guard, limits, cancel during a gate,
 budgets that exclude cache reads, goal persistence across a restart, and gate confirmation.
+
+The tests that need only a fresh session share one server (`served`, a session in each test's own
+project); those that restart or kill the server or change its config start their own (`spawn`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +22,24 @@ import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
 from git_project import failing_calc_project
+from shared_server import Here, SharedServers, shared_servers
 
 from agent_core.testing.scripted_model import ScriptedModelServer, stall, text, tool_call, usage
+
+Serve = Callable[..., Here]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    with shared_servers(tmp_path_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def served(servers: SharedServers, tmp_path: Path) -> Iterator[Serve]:
+    """A session on the module's server (default configuration) for a test that needs nothing else."""
+    with servers.test(tmp_path) as open_session:
+        yield open_session
 
 
 @pytest.fixture
@@ -52,8 +72,11 @@ def _agent_text(client: AcpClient, sid: str) -> str:
 
 
 def test_the_loop_fixes_a_failing_test_over_two_continuations_and_ends_when_pytest_passes(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path
+    served: Serve, project: Path
 ) -> None:
+    here = served(session_cwd=project)
+    client, sid = here.client, here.sid
+    model = here.model
     model.push(
         text("Done, it should pass now."),  # a claim with no change: the gate fails
         tool_call(_write(project / "calc.py", "def add(a, b):\n    return a * b\n"), title="try *"),
@@ -61,9 +84,6 @@ def test_the_loop_fixes_a_failing_test_over_two_continuations_and_ends_when_pyte
         tool_call(_write(project / "calc.py", "def add(a, b):\n    return a + b\n"), title="use +"),
         text("Fixed for real."),
     )
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(project))
     _autonomous(client, sid)
     stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
     assert stop == "end_turn"
@@ -78,17 +98,17 @@ def test_the_loop_fixes_a_failing_test_over_two_continuations_and_ends_when_pyte
     assert "Continuing 1/20: gate" in said and "Continuing 2/20: gate" in said
     assert "All gates passed" in said
     # The continuation prompt told the model what failed and that the verifier decides.
-    continuation = model.requests[1]["messages"][-1]["content"]
+    continuation = here.requests()[1]["messages"][-1]["content"]
     assert "Missing terminal evidence" in str(continuation) and "assert" in str(continuation)
 
 
 def test_a_model_that_changes_nothing_is_not_regated_and_the_loop_ends_after_two_spins(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path
+    served: Serve, project: Path
 ) -> None:
+    here = served(session_cwd=project)
+    client, sid = here.client, here.sid
+    model = here.model
     model.push(text("Done."), text("Done, really."), text("Still done."))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(project))
     _autonomous(client, sid)
     stop, _ = prompt(client, sid, "make the tests pass", timeout=120)
     assert stop == "end_turn"
@@ -96,7 +116,7 @@ def test_a_model_that_changes_nothing_is_not_regated_and_the_loop_ends_after_two
     assert [f["rawOutput"]["notRerun"] for f in finals] == [False, True, True]
     assert "not rerun: workspace unchanged" in str(finals[1]["content"])
     assert "did not change across 2 attempts" in _agent_text(client, sid)
-    assert "not rerun: workspace unchanged" in str(model.requests[2]["messages"][-1]["content"])
+    assert "not rerun: workspace unchanged" in str(here.requests()[2]["messages"][-1]["content"])
     assert model.remaining == 0
 
 
@@ -121,19 +141,19 @@ def test_the_continuation_limit_ends_with_max_turn_requests_naming_it(
 
 
 def test_cancel_during_a_gate_stops_the_loop_and_kills_the_gate_within_a_second(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path
+    served: Serve, project: Path
 ) -> None:
     gate = "echo GATE-RUNNING && sleep 60"
     (project / ".continual-acp" / "gates.toml").write_text(f"gates = [{gate!r}]\n")
+    here = served(session_cwd=project)
+    client, sid = here.client, here.sid
+    model = here.model
     model.push(text("Done."))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(project))
     _autonomous(client, sid)
     rid = client.start_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
     )
-    client.wait_for(
+    here.wait_for(
         lambda m: (
             m.get("method") == "session/update"
             and m["params"]["update"].get("toolCallId", "").startswith("gate_")
@@ -158,20 +178,20 @@ def _cwd_of(pid: str) -> str | None:
 
 
 def test_goal_budget_counts_input_output_and_cache_writes_but_not_cache_reads(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     # prompt 1000 of which 800 read from cache and 50 written to it; 100 out: billable 200 + 100 + 50.
+    here = served(session_cwd=tmp_path)
+    client, sid = here.client, here.sid
+    model = here.model
     model.push(text("ok", usage=usage(1000, 100, cached_tokens=800, cache_write_tokens=50)))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert "budget of 10,000 tokens" in run_command(client, sid, "/goal ship the release --budget 10k")
     assert prompt(client, sid, "work on it")[0] == "end_turn"
     status = run_command(client, sid, "/goal status")
     assert "350 of 10,000 tokens used (9,650 left)" in status
     assert "cache reads: 800 tokens" in status
     # The model saw the goal block with the turn.
-    assert "Objective: ship the release" in str(model.requests[0]["messages"][-1]["content"])
+    assert "Objective: ship the release" in str(here.requests()[0]["messages"][-1]["content"])
 
 
 def test_a_goal_survives_a_server_restart_and_session_load(
@@ -198,32 +218,28 @@ def test_a_goal_survives_a_server_restart_and_session_load(
 
 
 def test_autonomous_on_without_gates_proposes_detected_ones_and_asks_to_confirm(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     repo = tmp_path / "pyproj"
     repo.mkdir()
     (repo / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(repo))
+    here = served(session_cwd=repo)
+    client, sid = here.client, here.sid
     client.permission_policy = select("allow_once")
     reply = run_command(client, sid, "/autonomous on")
-    asks = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    asks = [r for r in here.agent_requests() if r["method"] == "session/request_permission"]
     assert len(asks) == 1
     assert "python3 -m pytest -q" in str(asks[0]["params"]["toolCall"]["content"])
     assert "Autonomous mode is on" in reply and "`python3 -m pytest -q` (session" in reply
     assert any(u.get("currentModeId") == "autonomous" for u in client.updates(sid))
 
 
-def test_declining_the_proposed_gates_keeps_autonomous_mode_off(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_declining_the_proposed_gates_keeps_autonomous_mode_off(served: Serve, tmp_path: Path) -> None:
     repo = tmp_path / "pyproj"
     repo.mkdir()
     (repo / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(repo))
+    here = served(session_cwd=repo)
+    client, sid = here.client, here.sid
     client.permission_policy = select("reject")
     reply = run_command(client, sid, "/autonomous on")
     assert "stays off" in reply
@@ -231,22 +247,18 @@ def test_declining_the_proposed_gates_keeps_autonomous_mode_off(
 
 
 def test_autonomous_on_with_nothing_detected_explains_how_to_add_a_gate(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+    here = served(session_cwd=tmp_path)
+    client, sid = here.client, here.sid
     reply = run_command(client, sid, "/autonomous on")
     assert "/autonomous gate add <command>" in reply
-    assert not [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    assert not [r for r in here.agent_requests() if r["method"] == "session/request_permission"]
 
 
-def test_gate_add_list_and_remove_over_slash_commands(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_gate_add_list_and_remove_over_slash_commands(served: Serve, tmp_path: Path) -> None:
+    here = served(session_cwd=tmp_path)
+    client, sid = here.client, here.sid
     assert "Added gate `make check`" in run_command(client, sid, "/autonomous gate add make check")
     assert "- `make check` (session, timeout 600 s)" in run_command(client, sid, "/autonomous gate list")
     assert "Removed gate `make check`" in run_command(client, sid, "/autonomous gate remove make check")
@@ -254,18 +266,18 @@ def test_gate_add_list_and_remove_over_slash_commands(
 
 
 def test_a_cell_sets_and_completes_the_goal_through_the_kernel_goal_skill(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
+    here = served(session_cwd=tmp_path)
+    client, sid = here.client, here.sid
+    model = here.model
     model.push(
         tool_call("print(goal.set('green build', token_budget=900)['objective'])", title="set goal"),
         tool_call("print(goal.complete('all green')['state'])", title="complete"),
         text("done"),
     )
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert prompt(client, sid, "set a goal")[0] == "end_turn"
-    tool_results = [m["content"] for m in model.requests[-1]["messages"] if m["role"] == "tool"]
+    tool_results = [m["content"] for m in here.requests()[-1]["messages"] if m["role"] == "tool"]
     assert "green build" in tool_results[0] and "complete" in tool_results[1]
     assert "Goal (complete): green build" in run_command(client, sid, "/goal status")
     plans = [u for u in client.updates(sid) if u["sessionUpdate"] == "plan"]
@@ -329,17 +341,17 @@ def test_a_server_killed_mid_loop_leaves_the_session_loadable_with_the_goal_and_
 
 
 def test_cancel_during_a_model_turn_stops_the_loop_within_a_second_and_runs_no_gate(
-    spawn: ClientFactory, model: ScriptedModelServer, project: Path
+    served: Serve, project: Path
 ) -> None:
+    here = served(session_cwd=project)
+    client, sid = here.client, here.sid
+    model = here.model
     model.push(stall(60, before="Working on it"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(project))
     _autonomous(client, sid)
     rid = client.start_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
     )
-    client.wait_for(
+    here.wait_for(
         lambda m: (
             m.get("method") == "session/update"
             and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
@@ -353,4 +365,4 @@ def test_cancel_during_a_model_turn_stops_the_loop_within_a_second_and_runs_no_g
     assert time.monotonic() - started < 1.0
     assert frame.message["result"]["stopReason"] == "cancelled"
     assert _gate_cards(client, sid) == {}
-    assert model.wait_for_disconnects(1, timeout=10)
+    assert here.wait_for_disconnects(1, timeout=10)

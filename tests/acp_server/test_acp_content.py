@@ -1,12 +1,19 @@
-"""Rich content: images from cells, file edits through the client's fs, prompt resources."""
+"""Rich content: images from cells, file edits through the client's fs, prompt resources.
+
+The tests share one server (`served`: each its own folder and session, closed at its end, and reads
+only what arrived since it began); the client-fs test, whose client advertises fs at initialize,
+starts its own (`spawn`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from acp_client import RpcError
 from acp_helpers import ClientFactory, final_card, initialize, new_session, prompt
+from shared_server import Here, SharedServers, shared_servers
 
 from agent_core.testing.scripted_model import (
     ScriptedModelServer,
@@ -19,21 +26,34 @@ from agent_core.testing.scripted_model import (
     usage,
 )
 
+Serve = Callable[..., Here]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    with shared_servers(tmp_path_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def served(servers: SharedServers, tmp_path: Path) -> Iterator[Serve]:
+    """A session on the module's server, in the test's own folder."""
+    with servers.test(tmp_path) as open_session:
+        yield open_session
+
+
 # A 1x1 PNG.
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
 
-def test_an_image_displayed_by_a_cell_becomes_an_image_block(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_an_image_displayed_by_a_cell_becomes_an_image_block(served: Serve, tmp_path: Path) -> None:
     code = (
         "import base64\nfrom IPython.display import Image, display\n"
         f"display(Image(data=base64.b64decode('{PNG_B64}')))"
     )
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(tool_call(code, title="Show a dot"), text("there it is"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert prompt(client, sid, "draw")[0] == "end_turn"
     _, updates = final_card(client, sid)
     images = [
@@ -65,27 +85,23 @@ def test_editor_write_goes_through_client_fs_with_a_diff_and_location(
 
 
 def test_without_client_fs_the_edit_lands_on_disk_and_still_shows_a_diff(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     target = tmp_path / "disk.txt"
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(tool_call(f"editor.write({str(target)!r}, 'on disk\\n')"), text("written"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert prompt(client, sid, "edit")[0] == "end_turn"
     assert target.read_text() == "on disk\n"
-    assert not [r for r in client.agent_requests if r["method"].startswith("fs/")]
+    assert not [r for r in here.agent_requests() if r["method"].startswith("fs/")]
     _, updates = final_card(client, sid)
     assert any(b.get("type") == "diff" and b["newText"] == "on disk\n" for b in updates[-1]["content"])
 
 
-def test_prompt_accepts_embedded_resources_links_and_images(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_prompt_accepts_embedded_resources_links_and_images(served: Serve, tmp_path: Path) -> None:
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(text("read them"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     blocks = [
         {"type": "text", "text": "look at these"},
         {
@@ -101,20 +117,17 @@ def test_prompt_accepts_embedded_resources_links_and_images(
     ]
     result = client.request("session/prompt", {"sessionId": sid, "prompt": blocks})
     assert result["stopReason"] == "end_turn"
-    assert "EMBEDDED_MARKER" in str(model.requests[-1]["messages"])
+    assert "EMBEDDED_MARKER" in str(here.requests()[-1]["messages"])
 
 
-def test_large_output_is_coalesced_and_the_card_stays_bounded(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_large_output_is_coalesced_and_the_card_stays_bounded(served: Serve, tmp_path: Path) -> None:
     # ~2 MB in 1,000 separate flushed writes: the card must get neither 1,000 updates nor 2 MB.
     # (Kept under ipykernel's 1,000-message iopub high-water mark: a bigger flood can drop the
     # kernel's idle message and stall the cell -- a kernel_bridge issue, reported, not tested here.)
     code = "for i in range(1000):\n    print(f'line {i:05d} ' + 'x' * 2000, flush=True)\nprint('THE END')"
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(tool_call(code, title="Print a lot"), text("printed"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert prompt(client, sid, "print a lot", timeout=120)[0] == "end_turn"
     _, updates = final_card(client, sid)
     assert len(updates) < 500, f"{len(updates)} updates: output was not coalesced"
@@ -124,13 +137,10 @@ def test_large_output_is_coalesced_and_the_card_stays_bounded(
     assert "line 00000" in shown and "THE END" in shown
 
 
-def test_reasoning_usage_and_title_become_their_updates(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_reasoning_usage_and_title_become_their_updates(served: Serve, tmp_path: Path) -> None:
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(reasoning("let me think", then="Forty-two.", usage=usage(120, 8)))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert prompt(client, sid, "meaning of life?")[0] == "end_turn"
     kinds = {u["sessionUpdate"]: u for u in client.updates(sid)}
     assert kinds["agent_thought_chunk"]["content"]["text"] == "let me think"
@@ -140,12 +150,11 @@ def test_reasoning_usage_and_title_become_their_updates(
 
 
 def test_a_failing_model_endpoint_answers_the_prompt_with_an_actionable_error(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(error(400, "no such model"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     with pytest.raises(RpcError) as info:
         prompt(client, sid, "hello")
     assert info.value.code == -32603
@@ -157,16 +166,14 @@ def test_a_failing_model_endpoint_answers_the_prompt_with_an_actionable_error(
     [(length_cut("cut sh", tool_code="print('never run')"), "max_tokens"), (refusal("no"), "refusal")],
 )
 def test_truncation_and_refusal_answer_their_stop_reasons(
-    spawn: ClientFactory,
-    model: ScriptedModelServer,
+    served: Serve,
     tmp_path: Path,
     reply: dict[str, object],
     stop_reason: str,
 ) -> None:
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     model.push(reply)
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     assert prompt(client, sid, "go")[0] == stop_reason
     assert not [u for u in client.updates(sid) if u["sessionUpdate"] == "tool_call"], (
         "a cut tool call must not run"

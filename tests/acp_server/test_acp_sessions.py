@@ -1,23 +1,46 @@
-"""Every session method over real stdio against the real agent, kernel and scripted model endpoint."""
+"""Every session method over real stdio against the real agent, kernel and scripted model endpoint.
+
+The tests share one server (`served`: each its own folder and session, closed at its end, and reads
+only what arrived since it began); the terminal test, whose client advertises terminal output,
+starts its own (`spawn`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from acp_client import RpcError, select
 from acp_helpers import ClientFactory, final_card, initialize, new_session, prompt, texts
+from shared_server import Here, SharedServers, shared_servers
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 
 COMMANDS = {"history", "harness", "rollback", "undo", "kernel", "compact", "refine", "review", "autonomous"}
 
+Serve = Callable[..., Here]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    with shared_servers(tmp_path_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def served(servers: SharedServers, tmp_path: Path) -> Iterator[Serve]:
+    """A session on the module's server, in the test's own folder."""
+    with servers.test(tmp_path) as open_session:
+        yield open_session
+
 
 def test_new_session_answers_modes_and_config_options_then_advertises_commands(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+    served: Serve, tmp_path: Any
 ) -> None:
-    client = spawn(model.base_url)
-    initialize(client)
+    here = served()
+    client = here.client
     rid = client.start_request("session/new", {"cwd": str(tmp_path), "mcpServers": []})
     response = client.response_frame(rid)
     result = response.message["result"]
@@ -28,24 +51,23 @@ def test_new_session_answers_modes_and_config_options_then_advertises_commands(
     assert options["mode"]["category"] == "mode" and options["mode"]["currentValue"] == "auto"
     assert options["model"]["category"] == "model"
     assert options["refine_review"]["currentValue"] == "global_only"
-    advert = client.wait_for(
+    advert = client.wait_for_after(
+        here.frames_at,
         lambda m: (
             m.get("method") == "session/update"
+            and m["params"]["sessionId"] == result["sessionId"]
             and m["params"]["update"]["sessionUpdate"] == "available_commands_update"
-        )
+        ),
     )
     assert advert.seq > response.seq, "commands must be advertised after the session/new response"
     names = {c["name"] for c in advert.message["params"]["update"]["availableCommands"]}
     assert COMMANDS <= names
 
 
-def test_prompt_with_a_cell_streams_a_titled_tool_card_and_answers_after_every_update(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("# compute the answer\nprint(6 * 7)"), text("The answer is 42."))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_prompt_with_a_cell_streams_a_titled_tool_card_and_answers_after_every_update(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("# compute the answer\nprint(6 * 7)"), text("The answer is 42."))
     stop, response_seq = prompt(client, sid, "what is six times seven?")
     assert stop == "end_turn"
     start, updates = final_card(client, sid)
@@ -61,19 +83,18 @@ def test_prompt_with_a_cell_streams_a_titled_tool_card_and_answers_after_every_u
     turn_frames = [
         f
         for f in client.update_frames()
-        if f.message["params"]["update"]["sessionUpdate"] != "available_commands_update"
+        if f.seq > here.frames_at
+        and here.mine(f.message)
+        and f.message["params"]["update"]["sessionUpdate"] != "available_commands_update"
     ]
     assert all(f.seq < response_seq for f in turn_frames), "an update arrived after the prompt response"
     assert any(u["sessionUpdate"] == "session_info_update" and u.get("title") for u in client.updates(sid))
 
 
-def test_failed_cell_is_marked_failed_and_shows_the_exception(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("1 / 0", title="Divide by zero"), text("That failed."))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_failed_cell_is_marked_failed_and_shows_the_exception(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("1 / 0", title="Divide by zero"), text("That failed."))
     assert prompt(client, sid, "divide")[0] == "end_turn"
     start, updates = final_card(client, sid)
     assert start["title"] == "Divide by zero"
@@ -96,33 +117,29 @@ def test_terminal_trio_is_sent_when_the_client_advertises_terminal_output(
     assert updates[-1]["_meta"]["terminal_exit"]["exit_code"] == 0
 
 
-def test_stdout_stays_clean_when_the_kernel_writes_to_its_fd_1(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("import os\nos.write(1, b'raw kernel fd1 write\\n')\nprint('ok')"), text("done"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_stdout_stays_clean_when_the_kernel_writes_to_its_fd_1(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(
+        tool_call("import os\nos.write(1, b'raw kernel fd1 write\\n')\nprint('ok')"), text("done")
+    )
     assert prompt(client, sid, "write to fd 1")[0] == "end_turn"
     assert client.garbage == []
 
 
-def test_ask_mode_requests_permission_before_the_cell_runs(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("print('allowed cell ran')"), text("done"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_ask_mode_requests_permission_before_the_cell_runs(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("print('allowed cell ran')"), text("done"))
     result = client.request(
         "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"}
     )
     assert {o["id"]: o["currentValue"] for o in result["configOptions"]}["mode"] == "ask"
-    client.wait_for(
+    here.wait_for(
         lambda m: m.get("method") == "session/update" and m["params"]["update"].get("currentModeId") == "ask"
     )
     assert prompt(client, sid, "run it")[0] == "end_turn"
-    asks = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    asks = [r for r in here.agent_requests() if r["method"] == "session/request_permission"]
     assert len(asks) == 1
     assert {o["kind"] for o in asks[0]["params"]["options"]} == {"allow_once", "allow_always", "reject_once"}
     start, updates = final_card(client, sid)
@@ -130,25 +147,21 @@ def test_ask_mode_requests_permission_before_the_cell_runs(
     assert updates[-1]["status"] == "completed"
 
 
-def test_allow_always_is_remembered_for_the_session(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("print(1)"), tool_call("print(2)"), text("done"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_allow_always_is_remembered_for_the_session(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("print(1)"), tool_call("print(2)"), text("done"))
     client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
     client.permission_policy = select("allow_always")
     assert prompt(client, sid, "two cells")[0] == "end_turn"
-    asks = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    asks = [r for r in here.agent_requests() if r["method"] == "session/request_permission"]
     assert len(asks) == 1
 
 
-def test_rejected_cell_does_not_run(spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any) -> None:
-    model.push(tool_call("print('must not run')"), text("ok, I will not"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_rejected_cell_does_not_run(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("print('must not run')"), text("ok, I will not"))
     client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
     client.permission_policy = select("reject")
     assert prompt(client, sid, "try")[0] == "end_turn"
@@ -156,34 +169,28 @@ def test_rejected_cell_does_not_run(spawn: ClientFactory, model: ScriptedModelSe
     assert "must not run\\n" not in everything and "in_progress" not in everything
 
 
-def test_cancel_while_permission_is_pending_answers_cancelled(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("print('never')"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_cancel_while_permission_is_pending_answers_cancelled(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("print('never')"))
     client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
     client.hold_permissions = True
     rid = client.start_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
     )
-    client.wait_for(lambda m: m.get("method") == "session/request_permission")
+    here.wait_for(lambda m: m.get("method") == "session/request_permission")
     client.notify("session/cancel", {"sessionId": sid})
     assert client.result(rid, timeout=10)["stopReason"] == "cancelled"
 
 
-def test_cancel_mid_cell_interrupts_it_and_answers_cancelled(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(tool_call("import time\nprint('started', flush=True)\ntime.sleep(120)"))
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_cancel_mid_cell_interrupts_it_and_answers_cancelled(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(tool_call("import time\nprint('started', flush=True)\ntime.sleep(120)"))
     rid = client.start_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "sleep"}]}
     )
-    client.wait_for(
+    here.wait_for(
         lambda m: (
             m.get("method") == "session/update" and "started" in str(m["params"]["update"].get("content", ""))
         )
@@ -194,9 +201,9 @@ def test_cancel_mid_cell_interrupts_it_and_answers_cancelled(
     assert updates[-1]["status"] == "failed"
 
 
-def test_unknown_session_answers_resource_not_found(spawn: ClientFactory, model: ScriptedModelServer) -> None:
-    client = spawn(model.base_url)
-    initialize(client)
+def test_unknown_session_answers_resource_not_found(served: Serve) -> None:
+    here = served()
+    client = here.client
     for method, params in (
         ("session/prompt", {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}),
         ("session/set_mode", {"sessionId": "nope", "modeId": "ask"}),
@@ -210,12 +217,9 @@ def test_unknown_session_answers_resource_not_found(spawn: ClientFactory, model:
         assert info.value.code == -32002, method
 
 
-def test_bad_mode_and_config_values_answer_invalid_params(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
+def test_bad_mode_and_config_values_answer_invalid_params(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
     with pytest.raises(RpcError) as info:
         client.request("session/set_mode", {"sessionId": sid, "modeId": "reckless"})
     assert info.value.code == -32602
@@ -236,19 +240,16 @@ def test_bad_mode_and_config_values_answer_invalid_params(
     assert result["configOptions"][2]["currentValue"] == "never"
 
 
-def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
-) -> None:
-    model.push(
+def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(served: Serve) -> None:
+    here = served()
+    client, sid = here.client, here.sid
+    here.model.push(
         tool_call("import time\nprint('started', flush=True)\ntime.sleep(120)"), text("must not be used")
     )
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, str(tmp_path))
     first = client.start_request(
         "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "one"}]}
     )
-    client.wait_for(
+    here.wait_for(
         lambda m: (
             m.get("method") == "session/update" and "started" in str(m["params"]["update"].get("content", ""))
         )
@@ -259,14 +260,14 @@ def test_cancel_also_cancels_a_prompt_queued_behind_the_running_one(
     client.notify("session/cancel", {"sessionId": sid})
     assert client.result(first, timeout=10)["stopReason"] == "cancelled"
     assert client.result(second, timeout=10)["stopReason"] == "cancelled"
-    assert len(model.requests) == 1
+    assert len(here.requests()) == 1
 
 
 def test_session_new_with_a_relative_or_missing_cwd_answers_invalid_params(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Any
+    served: Serve, tmp_path: Any
 ) -> None:
-    client = spawn(model.base_url)
-    initialize(client)
+    here = served()
+    client = here.client
     for cwd in ("relative/dir", str(tmp_path / "does-not-exist")):
         with pytest.raises(RpcError) as info:
             client.request("session/new", {"cwd": cwd, "mcpServers": []})

@@ -1,18 +1,27 @@
 """Subagents over real stdio: a real server, real kernels, one scripted endpoint routing parent and
-children by a marker in each child's task (its first user message)."""
+children by a marker in each child's task (its first user message).
+
+One server and one scripted endpoint serve most tests (`served`): each test scripts its parent and
+routes, opens its own session in its own folder, reads only the requests and frames that arrived
+since it began, and closes its session at its end (which cancels a child still running, so the
+server-wide running limit starts free for the next test). A test that restarts the server, needs its
+own home or advertises other client capabilities starts its own (`spawn`).
+"""
 
 from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_client import AcpClient
+from acp_client import AcpClient, Frame, close_and_check, server_env
 from acp_helpers import ClientFactory, initialize, new_session, prompt
 
-from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
+from agent_core.testing.scripted_model import Response, ScriptedModelServer, text, tool_call
 
 WAIT = 120.0
 
@@ -38,9 +47,9 @@ def tool_results(body: dict[str, Any]) -> list[str]:
     return [str(m.get("content")) for m in body["messages"] if m.get("role") == "tool"]
 
 
-def last_tool_result(model: ScriptedModelServer, index: int = -1) -> str:
+def last_tool_result(requests: list[dict[str, Any]], index: int = -1) -> str:
     # Chat requests only: under load the endpoint's log once held a body without messages.
-    parent_requests = [r for r in model.requests if "messages" in r and "[[" not in _first_user(r)]
+    parent_requests = [r for r in requests if "messages" in r and "[[" not in _first_user(r)]
     return tool_results(parent_requests[index])[-1]
 
 
@@ -57,8 +66,88 @@ def start(spawn: ClientFactory, model: ScriptedModelServer, cwd: Path) -> tuple[
     return client, sid
 
 
+# ---------------------------------------------------------------- one server for the module
+
+
+@dataclass
+class Shared:
+    model: ScriptedModelServer
+    client: AcpClient
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
+    home = tmp_path_factory.mktemp("subagents-home")
+    with ScriptedModelServer() as model:
+        client = AcpClient(server_env(home, model.base_url), cwd=str(home))
+        initialize(client)
+        try:
+            yield Shared(model, client)
+        finally:
+            problems = close_and_check(client)
+        assert not problems, "\n".join(problems)
+
+
+@dataclass
+class Here:
+    """One test on the shared server: its session, and where the shared logs stood when it began."""
+
+    model: ScriptedModelServer
+    client: AcpClient
+    sid: str
+    requests_at: int
+    frames_at: int
+    asked_at: int
+
+    def requests(self) -> list[dict[str, Any]]:
+        """The chat requests of this test (the endpoint's log holds the earlier tests' too)."""
+        return self.model.requests[self.requests_at :]
+
+    def agent_requests(self) -> list[dict[str, Any]]:
+        return self.client.agent_requests[self.asked_at :]
+
+    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30.0) -> Frame:
+        """The first matching message about this test's session since it began (a late one of an
+        earlier test's session must not match)."""
+
+        def mine(message: dict[str, Any]) -> bool:
+            return message.get("params", {}).get("sessionId") == self.sid and predicate(message)
+
+        return self.client.wait_for_after(self.frames_at, mine, timeout)
+
+
+Serve = Callable[[Sequence[Response], Mapping[str, Sequence[Response]]], Here]
+
+
+@pytest.fixture
+def served(shared: Shared, tmp_path: Path) -> Iterator[Serve]:
+    """Script the shared endpoint (parent, routes) and open this test's session in `tmp_path`; at the
+    test's end close it and drop what is left of the script."""
+    opened: list[str] = []
+
+    def serve(parent: Sequence[Response], routes: Mapping[str, Sequence[Response]]) -> Here:
+        model, client = shared.model, shared.client
+        at = (len(model.requests), len(client.frames), len(client.agent_requests))
+        model.push(*parent)
+        for marker, script in routes.items():
+            model.push_route(marker, *script)
+        sid, _ = new_session(client, str(tmp_path))
+        opened.append(sid)
+        return Here(model, client, sid, *at)
+
+    try:
+        yield serve
+    finally:
+        for sid in opened:
+            try:
+                shared.client.request("session/close", {"sessionId": sid}, timeout=WAIT)
+            except Exception:  # closed by the test itself, or broken: must not hide the test's failure
+                pass
+        shared.model.clear_script()
+
+
 def test_parent_collects_the_final_answers_of_two_children_that_run_real_cells(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     routes = {
         "[[child-a]]": [cell("print(6 * 7)"), text("answer-a: 42")],
@@ -75,21 +164,21 @@ def test_parent_collects_the_final_answers_of_two_children_that_run_real_cells(
         cell(collect(2)),
         text("both children answered"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        stop, _ = prompt(client, sid, "delegate two computations", timeout=WAIT)
-        assert stop == "end_turn"
-        answers = json.loads(last_tool_result(model))
-        assert answers == {
-            "a": ["finished", "answer-a: 42", False],
-            "b": ["finished", "answer-b: 1024", False],
-        }
-        child_a = model.requests_for("[[child-a]]")
-        assert "42" in tool_results(child_a[-1])[-1]  # the child's cell really ran in its kernel
+    here = served(parent, routes)
+    client, sid, model = here.client, here.sid, here.model
+    stop, _ = prompt(client, sid, "delegate two computations", timeout=WAIT)
+    assert stop == "end_turn"
+    answers = json.loads(last_tool_result(here.requests()))
+    assert answers == {
+        "a": ["finished", "answer-a: 42", False],
+        "b": ["finished", "answer-b: 1024", False],
+    }
+    child_a = model.requests_for("[[child-a]]")
+    assert "42" in tool_results(child_a[-1])[-1]  # the child's cell really ran in its kernel
 
 
 def test_a_child_that_sends_a_message_is_still_delivered_with_its_final_answer_marked_as_having_sent(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     routes = {
         "[[talker]]": [cell('await agents.send("halfway there", to="parent")'), text("talker done")],
@@ -107,13 +196,13 @@ def test_a_child_that_sends_a_message_is_still_delivered_with_its_final_answer_m
         ),
         text("ok"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "delegate", timeout=WAIT)[0] == "end_turn"
-        assert json.loads(last_tool_result(model)) == [
-            ["talker", "message", "halfway there", None],
-            ["talker", "final", "talker done", True],
-        ]
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "delegate", timeout=WAIT)[0] == "end_turn"
+    assert json.loads(last_tool_result(here.requests())) == [
+        ["talker", "message", "halfway there", None],
+        ["talker", "final", "talker done", True],
+    ]
 
 
 def wait_for_file(path: str) -> str:
@@ -121,7 +210,7 @@ def wait_for_file(path: str) -> str:
 
 
 def test_a_fourth_child_is_queued_while_three_run_and_runs_when_a_slot_frees(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     release = str(tmp_path / "release")
     routes = {f"[[q{i}]]": [tool_call(wait_for_file(release)), text(f"q{i} done")] for i in range(1, 5)}
@@ -137,18 +226,16 @@ def test_a_fourth_child_is_queued_while_three_run_and_runs_when_a_slot_frees(
         cell(collect(4)),
         text("all four done"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "four children", timeout=WAIT * 2)[0] == "end_turn"
-        parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
-        assert json.loads(tool_results(parent_requests[1])[-1]) == ["running", "running", "running", "queued"]
-        finals = json.loads(last_tool_result(model))
-        assert {name: value[0] for name, value in finals.items()} == {
-            f"q{i}": "finished" for i in range(1, 5)
-        }
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "four children", timeout=WAIT * 2)[0] == "end_turn"
+    parent_requests = [r for r in here.requests() if "[[" not in _first_user(r)]
+    assert json.loads(tool_results(parent_requests[1])[-1]) == ["running", "running", "running", "queued"]
+    finals = json.loads(last_tool_result(here.requests()))
+    assert {name: value[0] for name, value in finals.items()} == {f"q{i}": "finished" for i in range(1, 5)}
 
 
-def test_a_grandchild_cannot_spawn_beyond_the_depth_limit(spawn: ClientFactory, tmp_path: Path) -> None:
+def test_a_grandchild_cannot_spawn_beyond_the_depth_limit(served: Serve, tmp_path: Path) -> None:
     routes = {
         "[[depth-1]]": [
             cell(
@@ -180,13 +267,13 @@ def test_a_grandchild_cannot_spawn_beyond_the_depth_limit(spawn: ClientFactory, 
         cell(collect(1)),
         text("done"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "nest", timeout=WAIT * 2)[0] == "end_turn"
-        grandchild = model.requests_for("[[depth-2]]")
-        assert "depth limit" in tool_results(grandchild[-1])[-1]
-        assert model.requests_for("[[depth-3]]") == []
-        assert "grandchild saw the limit" in tool_results(model.requests_for("[[depth-1]]")[-1])[-1]
+    here = served(parent, routes)
+    client, sid, model = here.client, here.sid, here.model
+    assert prompt(client, sid, "nest", timeout=WAIT * 2)[0] == "end_turn"
+    grandchild = model.requests_for("[[depth-2]]")
+    assert "depth limit" in tool_results(grandchild[-1])[-1]
+    assert model.requests_for("[[depth-3]]") == []
+    assert "grandchild saw the limit" in tool_results(model.requests_for("[[depth-1]]")[-1])[-1]
 
 
 @pytest.mark.xfail(
@@ -198,7 +285,7 @@ def test_a_grandchild_cannot_spawn_beyond_the_depth_limit(spawn: ClientFactory, 
     ),
 )
 def test_cancelling_one_child_delivers_its_cancellation_and_leaves_its_sibling_finishing(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     never = str(tmp_path / "never")
     routes = {
@@ -216,17 +303,17 @@ def test_cancelling_one_child_delivers_its_cancellation_and_leaves_its_sibling_f
         cell(collect(2)),
         text("done"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "cancel one", timeout=WAIT)[0] == "end_turn"
-        finals = json.loads(last_tool_result(model))
-        assert finals["slow"][0] == "cancelled"
-        assert "cancelled by its parent" in finals["slow"][1]
-        assert finals["quick"] == ["finished", "quick answer", False]
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "cancel one", timeout=WAIT)[0] == "end_turn"
+    finals = json.loads(last_tool_result(here.requests()))
+    assert finals["slow"][0] == "cancelled"
+    assert "cancelled by its parent" in finals["slow"][1]
+    assert finals["quick"] == ["finished", "quick answer", False]
 
 
 def test_a_child_whose_kernel_dies_fails_with_the_reason_and_the_parent_keeps_working(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     import os
     import signal
@@ -252,35 +339,33 @@ def test_a_child_whose_kernel_dies_fails_with_the_reason_and_the_parent_keeps_wo
         cell('print("parent alive", 1 + 1)'),
         text("done"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        rid = client.start_request(
-            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "kill test"}]}
-        )
-        frame = client.wait_for(lambda m: "PID " in json.dumps(m.get("params", {}).get("update", {})), WAIT)
-        pid = int(json.dumps(frame.message["params"]["update"]).split("PID ")[1].split("\\")[0].split('"')[0])
-        os.kill(pid, signal.SIGKILL)
-        assert client.result(rid, WAIT)["stopReason"] == "end_turn"
-        parent_requests = [r for r in model.requests if "[[" not in _first_user(r)]
-        finals = json.loads(tool_results(parent_requests[1])[-1].strip().splitlines()[-1])
-        assert finals["victim"][0] == "failed"
-        assert "kernel died" in finals["victim"][1]
-        assert "parent alive 2" in last_tool_result(model)
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "kill test"}]}
+    )
+    frame = here.wait_for(lambda m: "PID " in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+    pid = int(json.dumps(frame.message["params"]["update"]).split("PID ")[1].split("\\")[0].split('"')[0])
+    os.kill(pid, signal.SIGKILL)
+    assert client.result(rid, WAIT)["stopReason"] == "end_turn"
+    parent_requests = [r for r in here.requests() if "[[" not in _first_user(r)]
+    finals = json.loads(tool_results(parent_requests[1])[-1].strip().splitlines()[-1])
+    assert finals["victim"][0] == "failed"
+    assert "kernel died" in finals["victim"][1]
+    assert "parent alive 2" in last_tool_result(here.requests())
 
 
-def test_a_child_whose_model_fails_is_failed_with_the_model_error(
-    spawn: ClientFactory, tmp_path: Path
-) -> None:
+def test_a_child_whose_model_fails_is_failed_with_the_model_error(served: Serve, tmp_path: Path) -> None:
     from agent_core.testing.scripted_model import error
 
     routes = {"[[broken]]": [error(400, "the scripted model refuses this child")]}
     parent = [cell('await agents.spawn("[[broken]] try", name="broken")\n' + collect(1)), text("done")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "model failure", timeout=WAIT)[0] == "end_turn"
-        finals = json.loads(last_tool_result(model))
-        assert finals["broken"][0] == "failed"
-        assert "refuses this child" in finals["broken"][1]
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "model failure", timeout=WAIT)[0] == "end_turn"
+    finals = json.loads(last_tool_result(here.requests()))
+    assert finals["broken"][0] == "failed"
+    assert "refuses this child" in finals["broken"][1]
 
 
 def subagent_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
@@ -288,34 +373,34 @@ def subagent_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
 
 
 def test_the_spawn_card_follows_the_child_after_the_parent_turn_ended_and_ends_with_its_answer(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     release = str(tmp_path / "release")
     routes = {"[[late]]": [tool_call(wait_for_file(release)), text("late answer: 7")]}
     parent = [cell('await agents.spawn("[[late]] finish after the parent", name="late")'), text("spawned")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        stop, answered_at = prompt(client, sid, "spawn and end", timeout=WAIT)
-        assert stop == "end_turn"
-        Path(release).touch()
-        done = client.wait_for(
-            lambda m: (
-                m.get("method") == "session/update"
-                and m["params"]["update"].get("toolCallId", "").startswith("subagent-")
-                and m["params"]["update"].get("status") == "completed"
-            ),
-            WAIT,
-        )
-        assert done.seq > answered_at
-        card = subagent_updates(client, sid)
-        assert card[0]["sessionUpdate"] == "tool_call"
-        meta = card[0]["_meta"]["continual-acp"]["subagent"]
-        assert (meta["name"], meta["parentSessionId"], meta["state"]) == ("late", sid, "running")
-        final = done.message["params"]["update"]
-        assert final["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
-        assert "late answer: 7" in json.dumps(final["content"])
-        unstable = [u for u in client.updates(sid) if u["sessionUpdate"] == "subagent_update"]
-        assert unstable == [], "a client that did not advertise `subagents` got subagent_update"
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    stop, answered_at = prompt(client, sid, "spawn and end", timeout=WAIT)
+    assert stop == "end_turn"
+    Path(release).touch()
+    done = here.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("toolCallId", "").startswith("subagent-")
+            and m["params"]["update"].get("status") == "completed"
+        ),
+        WAIT,
+    )
+    assert done.seq > answered_at
+    card = subagent_updates(client, sid)
+    assert card[0]["sessionUpdate"] == "tool_call"
+    meta = card[0]["_meta"]["continual-acp"]["subagent"]
+    assert (meta["name"], meta["parentSessionId"], meta["state"]) == ("late", sid, "running")
+    final = done.message["params"]["update"]
+    assert final["_meta"]["continual-acp"]["subagent"]["state"] == "finished"
+    assert "late answer: 7" in json.dumps(final["content"])
+    unstable = [u for u in client.updates(sid) if u["sessionUpdate"] == "subagent_update"]
+    assert unstable == [], "a client that did not advertise `subagents` got subagent_update"
 
 
 def test_a_client_that_advertises_subagents_hears_the_child_life_as_subagent_update_and_no_card(
@@ -345,25 +430,23 @@ def test_a_client_that_advertises_subagents_hears_the_child_life_as_subagent_upd
         assert client.violations == [], client.violations  # each checked against the unstable schema
 
 
-def test_agents_command_lists_children_and_cancels_one_by_name(spawn: ClientFactory, tmp_path: Path) -> None:
+def test_agents_command_lists_children_and_cancels_one_by_name(served: Serve, tmp_path: Path) -> None:
     from acp_helpers import run_command
 
     never = str(tmp_path / "never")
     routes = {"[[sleeper]]": [tool_call(wait_for_file(never)), text("never")]}
     parent = [cell('await agents.spawn("[[sleeper]] wait", name="sleeper")'), text("spawned")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        listing = run_command(client, sid, "/agents")
-        assert "`sleeper` **running**" in listing
-        reply = run_command(client, sid, "/agents cancel sleeper")
-        assert "Cancelled subagent `sleeper` (now cancelled)" in reply
-        assert "`sleeper` **cancelled**" in run_command(client, sid, "/agents")
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    listing = run_command(client, sid, "/agents")
+    assert "`sleeper` **running**" in listing
+    reply = run_command(client, sid, "/agents cancel sleeper")
+    assert "Cancelled subagent `sleeper` (now cancelled)" in reply
+    assert "`sleeper` **cancelled**" in run_command(client, sid, "/agents")
 
 
-def test_cancelling_the_parent_prompt_leaves_its_children_running(
-    spawn: ClientFactory, tmp_path: Path
-) -> None:
+def test_cancelling_the_parent_prompt_leaves_its_children_running(served: Serve, tmp_path: Path) -> None:
     from acp_helpers import run_command
 
     never = str(tmp_path / "never")
@@ -374,15 +457,15 @@ def test_cancelling_the_parent_prompt_leaves_its_children_running(
             + wait_for_file(never)
         )
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        rid = client.start_request(
-            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn then hang"}]}
-        )
-        client.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
-        client.notify("session/cancel", {"sessionId": sid})
-        assert client.result(rid, WAIT)["stopReason"] == "cancelled"
-        assert "`stays` **running**" in run_command(client, sid, "/agents")
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn then hang"}]}
+    )
+    here.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+    client.notify("session/cancel", {"sessionId": sid})
+    assert client.result(rid, WAIT)["stopReason"] == "cancelled"
+    assert "`stays` **running**" in run_command(client, sid, "/agents")
 
 
 def list_entries(client: AcpClient, cwd: Path) -> dict[str, dict[str, Any]]:
@@ -390,33 +473,31 @@ def list_entries(client: AcpClient, cwd: Path) -> dict[str, dict[str, Any]]:
     return {s["sessionId"]: s for s in result["sessions"]}
 
 
-def test_session_list_shows_each_child_with_its_parent_in_meta(spawn: ClientFactory, tmp_path: Path) -> None:
+def test_session_list_shows_each_child_with_its_parent_in_meta(served: Serve, tmp_path: Path) -> None:
     routes = {"[[listed]]": [text("listed answer")]}
     parent = [cell('await agents.spawn("[[listed]] answer", name="listed")\n' + collect(1)), text("done")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        entries = list_entries(client, tmp_path)
-        children = [e for e in entries.values() if "_meta" in e]
-        assert [c["_meta"]["continual-acp"] for c in children] == [
-            {"parentSessionId": sid, "subagent": {"name": "listed", "state": "finished"}}
-        ]
-        assert children[0]["title"] == "Subagent listed: [[listed]] answer"
-        assert "_meta" not in entries[sid]
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    entries = list_entries(client, tmp_path)
+    children = [e for e in entries.values() if "_meta" in e]
+    assert [c["_meta"]["continual-acp"] for c in children] == [
+        {"parentSessionId": sid, "subagent": {"name": "listed", "state": "finished"}}
+    ]
+    assert children[0]["title"] == "Subagent listed: [[listed]] answer"
+    assert "_meta" not in entries[sid]
 
 
-def test_closing_the_parent_session_cancels_its_running_children(
-    spawn: ClientFactory, tmp_path: Path
-) -> None:
+def test_closing_the_parent_session_cancels_its_running_children(served: Serve, tmp_path: Path) -> None:
     never = str(tmp_path / "never")
     routes = {"[[orphan]]": [tool_call(wait_for_file(never)), text("never")]}
     parent = [cell('await agents.spawn("[[orphan]] wait", name="orphan")'), text("spawned")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        client.request("session/close", {"sessionId": sid}, timeout=WAIT)
-        children = [e for e in list_entries(client, tmp_path).values() if "_meta" in e]
-        assert [c["_meta"]["continual-acp"]["subagent"]["state"] for c in children] == ["cancelled"]
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    client.request("session/close", {"sessionId": sid}, timeout=WAIT)
+    children = [e for e in list_entries(client, tmp_path).values() if "_meta" in e]
+    assert [c["_meta"]["continual-acp"]["subagent"]["state"] for c in children] == ["cancelled"]
 
 
 def test_links_survive_a_restart_and_a_running_child_is_interrupted_by_restart(
@@ -490,73 +571,69 @@ def test_a_harness_spec_gives_the_child_its_instructions_and_preferred_model(
         (request,) = model.requests_for("[[review]]")
         assert request["model"] == "reviewer-model"
         assert "Review with care; answer in one line." in _first_user(request)
-        assert json.loads(last_tool_result(model))["rev"][0] == "finished"
+        assert json.loads(last_tool_result(model.requests))["rev"][0] == "finished"
 
 
 def test_a_childs_permission_request_reaches_the_parents_editor_with_the_child_named(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     routes = {"[[asker]]": [cell("print('child ran ' + str(3 * 3))"), text("asker done")]}
     parent = [cell('await agents.spawn("[[asker]] run a cell", name="asker")\n' + collect(1)), text("done")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
-        assert prompt(client, sid, "ask mode", timeout=WAIT)[0] == "end_turn"
-        asked = [r["params"] for r in client.agent_requests if r["method"] == "session/request_permission"]
-        assert [p["sessionId"] for p in asked] == [sid, sid]  # the parent's cell, then the child's
-        child_card = asked[1]["toolCall"]
-        assert child_card["title"] == "[subagent asker] print('child ran ' + str(3 * 3))"
-        updates = [u for u in client.updates(sid) if u.get("toolCallId") == child_card["toolCallId"]]
-        assert updates[-1]["status"] == "completed"
-        assert json.loads(last_tool_result(model))["asker"][0] == "finished"
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    client.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"})
+    assert prompt(client, sid, "ask mode", timeout=WAIT)[0] == "end_turn"
+    asked = [r["params"] for r in here.agent_requests() if r["method"] == "session/request_permission"]
+    assert [p["sessionId"] for p in asked] == [sid, sid]  # the parent's cell, then the child's
+    child_card = asked[1]["toolCall"]
+    assert child_card["title"] == "[subagent asker] print('child ran ' + str(3 * 3))"
+    updates = [u for u in client.updates(sid) if u.get("toolCallId") == child_card["toolCallId"]]
+    assert updates[-1]["status"] == "completed"
+    assert json.loads(last_tool_result(here.requests()))["asker"][0] == "finished"
 
 
 def test_a_child_session_can_be_loaded_in_the_editor_and_replays_its_task_and_answer(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     routes = {"[[loadable]]": [text("loadable answer")]}
     parent = [cell('await agents.spawn("[[loadable]] answer", name="loadable")\n' + collect(1)), text("done")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        (child_id,) = [k for k, e in list_entries(client, tmp_path).items() if "_meta" in e]
-        client.request(
-            "session/load", {"sessionId": child_id, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
-        )
-        replayed = json.dumps(client.updates(child_id))
-        assert "[[loadable]] answer" in replayed  # the task, as the child's first prompt
-        assert "loadable answer" in replayed
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    (child_id,) = [k for k, e in list_entries(client, tmp_path).items() if "_meta" in e]
+    client.request(
+        "session/load", {"sessionId": child_id, "cwd": str(tmp_path), "mcpServers": []}, timeout=WAIT
+    )
+    replayed = json.dumps(client.updates(child_id))
+    assert "[[loadable]] answer" in replayed  # the task, as the child's first prompt
+    assert "loadable answer" in replayed
 
 
-def test_harness_status_counts_the_running_subagents_until_they_end(
-    spawn: ClientFactory, tmp_path: Path
-) -> None:
+def test_harness_status_counts_the_running_subagents_until_they_end(served: Serve, tmp_path: Path) -> None:
     release = str(tmp_path / "release")
     routes = {"[[counted]]": [tool_call(wait_for_file(release)), text("counted done")]}
     parent = [cell('await agents.spawn("[[counted]] wait", name="counted")'), text("spawned")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 1
-        Path(release).touch()
-        client.wait_for(
-            lambda m: (
-                m.get("method") == "session/update"
-                and m["params"]["update"]
-                .get("_meta", {})
-                .get("continual-acp", {})
-                .get("subagent", {})
-                .get("state")
-                == "finished"
-            ),
-            WAIT,
-        )
-        assert "runningSubagents" not in client.request("_harness/status", {"sessionId": sid})
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 1
+    Path(release).touch()
+    here.wait_for(
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"]
+            .get("_meta", {})
+            .get("continual-acp", {})
+            .get("subagent", {})
+            .get("state")
+            == "finished"
+        ),
+        WAIT,
+    )
+    assert "runningSubagents" not in client.request("_harness/status", {"sessionId": sid})
 
 
-def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
-    spawn: ClientFactory, tmp_path: Path
-) -> None:
+def test_observe_gives_a_bounded_summary_with_only_the_last_cells(served: Serve, tmp_path: Path) -> None:
     routes = {
         "[[busy]]": [tool_call(f"print('step {i}')", title=f"step {i}") for i in range(1, 8)]
         + [text("busy done")]
@@ -574,12 +651,12 @@ def test_observe_gives_a_bounded_summary_with_only_the_last_cells(
         ),
         text("observed"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "observe", timeout=WAIT * 2)[0] == "end_turn"
-        state, cells_run, titles, last = json.loads(last_tool_result(model))
-        assert (state, cells_run, last) == ("finished", 7, "busy done")
-        assert titles == [f"step {i}" for i in range(3, 8)]
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "observe", timeout=WAIT * 2)[0] == "end_turn"
+    state, cells_run, titles, last = json.loads(last_tool_result(here.requests()))
+    assert (state, cells_run, last) == ("finished", 7, "busy done")
+    assert titles == [f"step {i}" for i in range(3, 8)]
 
 
 def quiescence_mirror(update: dict[str, Any]) -> dict[str, Any] | None:
@@ -594,28 +671,24 @@ def background_work(update: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def test_the_background_work_mirror_lists_running_children_until_they_settle(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     release = str(tmp_path / "release")
     routes = {"[[bg]]": [tool_call(wait_for_file(release)), text("bg done")]}
     parent = [cell('await agents.spawn("[[bg]] wait", name="bg")'), text("spawned")]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        mirrors = [w for u in client.updates(sid) if (w := background_work(u)) is not None]
-        assert [(s["name"], s["state"], s["parentSessionId"]) for s in mirrors[-1]] == [
-            ("bg", "running", sid)
-        ]
-        Path(release).touch()
-        client.wait_for(
-            lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
-            WAIT,
-        )
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    mirrors = [w for u in client.updates(sid) if (w := background_work(u)) is not None]
+    assert [(s["name"], s["state"], s["parentSessionId"]) for s in mirrors[-1]] == [("bg", "running", sid)]
+    Path(release).touch()
+    here.wait_for(
+        lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
+        WAIT,
+    )
 
 
-def test_agents_command_answers_while_the_parent_turn_is_still_waiting(
-    spawn: ClientFactory, tmp_path: Path
-) -> None:
+def test_agents_command_answers_while_the_parent_turn_is_still_waiting(served: Serve, tmp_path: Path) -> None:
     from acp_helpers import run_command
 
     release = str(tmp_path / "release")
@@ -627,15 +700,15 @@ def test_agents_command_answers_while_the_parent_turn_is_still_waiting(
         ),
         text("done"),
     ]
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        rid = client.start_request(
-            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn and wait"}]}
-        )
-        client.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
-        assert "`held` **running**" in run_command(client, sid, "/agents")
-        Path(release).touch()
-        assert client.result(rid, WAIT)["stopReason"] == "end_turn"
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "spawn and wait"}]}
+    )
+    here.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
+    assert "`held` **running**" in run_command(client, sid, "/agents")
+    Path(release).touch()
+    assert client.result(rid, WAIT)["stopReason"] == "end_turn"
 
 
 def _held_child(tmp_path: Path) -> tuple[str, list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
@@ -646,53 +719,51 @@ def _held_child(tmp_path: Path) -> tuple[str, list[dict[str, Any]], dict[str, li
     return release, parent, routes
 
 
-def test_harness_status_is_not_quiescent_while_a_child_runs(spawn: ClientFactory, tmp_path: Path) -> None:
+def test_harness_status_is_not_quiescent_while_a_child_runs(served: Serve, tmp_path: Path) -> None:
     release, parent, routes = _held_child(tmp_path)
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is False
-        Path(release).touch()
-        assert client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000})[
-            "quiescent"
-        ]
-        assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is True
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is False
+    Path(release).touch()
+    assert client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000})[
+        "quiescent"
+    ]
+    assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is True
 
 
-def test_await_quiescence_waits_for_a_running_child(spawn: ClientFactory, tmp_path: Path) -> None:
+def test_await_quiescence_waits_for_a_running_child(served: Serve, tmp_path: Path) -> None:
     release, parent, routes = _held_child(tmp_path)
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        held = client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": 300})
-        assert held["quiescent"] is False  # the child still runs: not settled
-        waiting = client.start_request(
-            "_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000}
-        )
-        Path(release).touch()
-        assert client.result(waiting, timeout=WAIT)["quiescent"] is True
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    held = client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": 300})
+    assert held["quiescent"] is False  # the child still runs: not settled
+    waiting = client.start_request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000})
+    Path(release).touch()
+    assert client.result(waiting, timeout=WAIT)["quiescent"] is True
 
 
 def test_the_quiescence_mirror_is_not_quiescent_while_a_child_runs_and_settles_with_it(
-    spawn: ClientFactory, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     release, parent, routes = _held_child(tmp_path)
-    with ScriptedModelServer(parent, routes=routes) as model:
-        client, sid = start(spawn, model, tmp_path)
-        assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
-        mirrors = [m for u in client.updates(sid) if (m := quiescence_mirror(u)) is not None]
-        assert mirrors[-1]["quiescent"] is False
-        assert [b["type"] for b in mirrors[-1]["background"]] == ["session"]
-        Path(release).touch()
-        settled = client.wait_for(
-            lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
-            WAIT,
-        )
-        assert quiescence_mirror(settled.message["params"]["update"]) == {
-            "quiescent": True,
-            "pending": 0,
-            "background": [],
-        }
+    here = served(parent, routes)
+    client, sid = here.client, here.sid
+    assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
+    mirrors = [m for u in client.updates(sid) if (m := quiescence_mirror(u)) is not None]
+    assert mirrors[-1]["quiescent"] is False
+    assert [b["type"] for b in mirrors[-1]["background"]] == ["session"]
+    Path(release).touch()
+    settled = here.wait_for(
+        lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
+        WAIT,
+    )
+    assert quiescence_mirror(settled.message["params"]["update"]) == {
+        "quiescent": True,
+        "pending": 0,
+        "background": [],
+    }
 
 
 def test_loading_the_parent_after_a_restart_replays_the_child_card_with_its_final_state_or_its_subagent_updates(

@@ -1,4 +1,10 @@
-"""Trust over real stdio: `/why`, `/promote`, the project scope, neutralized flags, `/harness ui`."""
+"""Trust over real stdio: `/why`, `/promote`, the project scope, neutralized flags, `/harness ui`.
+
+The tests that neither write the global harness nor start the review panel share one server
+(`served`: each its own folder or repository and session, closed at its end, reading only what
+arrived since it began). The global harness and its history are shared by every session of a
+server, and the panel is one per server process: those tests keep their own (`spawn`, `session`).
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,33 @@ import re
 import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp_client import AcpClient, select
 from acp_helpers import ClientFactory, initialize, new_session, prompt, run_command
+from shared_server import Here, SharedServers, shared_servers
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 from harness_store import HarnessStore
 from harness_store.project import ProjectStore
+
+Serve = Callable[..., Here]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    with shared_servers(tmp_path_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def served(servers: SharedServers, tmp_path: Path) -> Iterator[Serve]:
+    """A session on the module's server, in the test's own folder (or the repository given)."""
+    with servers.test(tmp_path) as open_session:
+        yield open_session
 
 
 def _agent_message_id(client: AcpClient, sid: str, words: str) -> str:
@@ -139,9 +162,10 @@ def test_undo_after_promote_brings_the_entry_back_to_the_session_only(
 
 
 def test_promote_of_an_unknown_entry_says_so_and_changes_nothing(
-    session: tuple[AcpClient, str],
+    served: Serve,
 ) -> None:
-    client, sid = session
+    here = served()
+    client, sid = here.client, here.sid
     reply = run_command(client, sid, "/promote nothing_here global")
     assert reply == "Not promoted: no local entry 'nothing_here' in this session; /harness lists them."
     assert client.request("_harness/history", {"sessionId": sid})["refinements"] == []
@@ -154,12 +178,11 @@ def _git_repo(path: Path) -> Path:
 
 
 def test_a_project_entry_waits_for_review_then_lands_in_the_repository_and_history(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     repo = _git_repo(tmp_path / "repo")
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, repo)
+    here = served(session_cwd=repo)
+    client, sid, model = here.client, here.sid, here.model
     cell = (
         "r = harness.create('memory', 'Lint command', 'Run make lint.', scope='project')\n"
         "print('proposal', r['id'], r['status'])"
@@ -182,13 +205,12 @@ def test_a_project_entry_waits_for_review_then_lands_in_the_repository_and_histo
 
 
 def test_promote_to_project_asks_the_review_and_approval_moves_the_entry_into_the_repository(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     repo = _git_repo(tmp_path / "repo")
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, repo)
-    HarnessStore(tmp_path / "home0" / "sessions" / sid / "harness").apply(
+    here = served(session_cwd=repo)
+    client, sid = here.client, here.sid
+    HarnessStore(here.home / "sessions" / sid / "harness").apply(
         {
             "edits": [
                 {"action": "create", "kind": "memory", "title": "Build command", "content": "make build"}
@@ -200,7 +222,7 @@ def test_promote_to_project_asks_the_review_and_approval_moves_the_entry_into_th
     )
     client.permission_policy = select("apply")
     reply = run_command(client, sid, "/promote build_command project")
-    asked = [r for r in client.agent_requests if r["method"] == "session/request_permission"]
+    asked = [r for r in here.agent_requests() if r["method"] == "session/request_permission"]
     assert [r["params"]["toolCall"]["toolCallId"].startswith("review-p-") for r in asked] == [True]
     assert "Promoted memory `build_command` to the project harness (r-" in reply, reply
     assert (repo / ".continual-acp" / "harness" / "entries" / "memory" / "build_command.md").is_file()
@@ -209,9 +231,10 @@ def test_promote_to_project_asks_the_review_and_approval_moves_the_entry_into_th
 
 
 def test_a_project_scope_write_outside_a_git_repository_is_refused_with_the_reason(
-    session: tuple[AcpClient, str], model: ScriptedModelServer
+    served: Serve,
 ) -> None:
-    client, sid = session
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     cell = "harness.create('memory', 'Lint command', 'Run make lint.', scope='project')"
     model.push(tool_call(cell, title="Remember the lint command"), text("tried"))
     prompt(client, sid, "remember the lint command")
@@ -232,9 +255,10 @@ def _hostile_and_plain_memories(client: AcpClient, model: ScriptedModelServer, s
 
 
 def test_harness_flags_the_hostile_entry_as_neutralized_and_not_the_plain_one(
-    session: tuple[AcpClient, str], model: ScriptedModelServer
+    served: Serve,
 ) -> None:
-    client, sid = session
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     _hostile_and_plain_memories(client, model, sid)
     reply = run_command(client, sid, "/harness")
     flagged = reply.split("### Neutralized in the prompt", 1)[1]
@@ -246,9 +270,10 @@ def test_harness_flags_the_hostile_entry_as_neutralized_and_not_the_plain_one(
 
 
 def test_kernel_entry_json_carries_the_neutralized_reasons(
-    session: tuple[AcpClient, str], model: ScriptedModelServer
+    served: Serve,
 ) -> None:
-    client, sid = session
+    here = served()
+    client, sid, model = here.client, here.sid, here.model
     _hostile_and_plain_memories(client, model, sid)
     expected = (
         "flags [('build_command', []), ('helpful_tip', ['imitates a message role or prompt header', "
@@ -317,26 +342,20 @@ def _merged_with_a_conflict(tmp_path: Path) -> Path:
     return repo
 
 
-def test_review_lists_a_project_merge_conflict_with_both_sides(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_review_lists_a_project_merge_conflict_with_both_sides(served: Serve, tmp_path: Path) -> None:
     repo = _merged_with_a_conflict(tmp_path)
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, repo)
+    here = served(session_cwd=repo)
+    client, sid = here.client, here.sid
     reply = run_command(client, sid, "/review")
     assert "Project harness merge conflicts" in reply and "- memory `shared`:" in reply, reply
     sides = sorted(line.strip() for line in reply.splitlines() if line.strip()[:3] in ("1. ", "2. "))
     assert [s[3:] for s in sides] == ["Shared: alice's version", "Shared: bob's version"], reply
 
 
-def test_review_resolve_keeps_the_chosen_side_of_a_project_conflict(
-    spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_review_resolve_keeps_the_chosen_side_of_a_project_conflict(served: Serve, tmp_path: Path) -> None:
     repo = _merged_with_a_conflict(tmp_path)
-    client = spawn(model.base_url)
-    initialize(client)
-    sid, _ = new_session(client, repo)
+    here = served(session_cwd=repo)
+    client, sid = here.client, here.sid
     listed = run_command(client, sid, "/review")
     side = next(line.strip()[0] for line in listed.splitlines() if line.strip().endswith("bob's version"))
     reply = run_command(client, sid, f"/review resolve memory/shared {side}")

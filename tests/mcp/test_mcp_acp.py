@@ -2,14 +2,18 @@
 `/mcp`, and no orphaned MCP server after SIGKILL of continual-acp.
 
 The official Node SDK client drives a session with a stdio and an HTTP MCP server, every frame
-schema-validated, in tests/conformance/test_conformance.py."""
+schema-validated, in tests/conformance/test_conformance.py.
+
+The tests that need only a fresh session share one server (`served`: each its own folder and
+session, closed at its end, which stops the session's MCP servers); those that restart or kill the
+server start their own (`spawn`)."""
 
 from __future__ import annotations
 
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "acp_server"))
 from acp_client import AcpClient, RpcError, select, server_env
 from acp_helpers import final_card, initialize, prompt, run_command, texts
 from mcp_helpers import SERVER_SCRIPT, group_leader_argv, pid_alive, wait_until
+from shared_server import Here, SharedServers, shared_servers
 
 from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_call
 from kernel_bridge import group_watch
@@ -29,6 +34,22 @@ from kernel_bridge import group_watch
 def model() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer() as server:
         yield server
+
+
+Serve = Callable[..., Here]
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    with shared_servers(tmp_path_factory) as made:
+        yield made
+
+
+@pytest.fixture
+def served(servers: SharedServers, tmp_path: Path) -> Iterator[Serve]:
+    """A session (with the MCP servers given) on the module's server, in the test's own folder."""
+    with servers.test(tmp_path) as open_session:
+        yield open_session
 
 
 @pytest.fixture
@@ -80,12 +101,12 @@ def test_initialize_advertises_the_http_and_sse_mcp_transports(
 
 
 def test_a_cell_calls_a_tool_of_a_server_given_in_session_new_and_its_image_reaches_the_card(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
     code = "print(await mcp.call('tools', 'describe', name='zed'))\nawait mcp.tools_2.picture()"
-    model.push(tool_call(code, title="Use the MCP tools"), text("done"))
-    client = spawn(clients, home, model, tmp_path)
-    sid = new_session(client, tmp_path, [stdio_entry()])
+    here = served(mcp_servers=[stdio_entry()])
+    client, sid = here.client, here.sid
+    here.model.push(tool_call(code, title="Use the MCP tools"), text("done"))
     assert prompt(client, sid, "describe zed", timeout=120)[0] == "end_turn"
     _start, updates = final_card(client, sid)
     assert updates[-1]["status"] == "completed"
@@ -100,14 +121,14 @@ def test_a_cell_calls_a_tool_of_a_server_given_in_session_new_and_its_image_reac
 
 
 def test_a_destructive_tool_asks_the_editor_and_a_rejection_raises_in_the_cell(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
-    model.push(tool_call("await mcp.call('tools', 'delete-file', path='/tmp/doomed')"), text("ok"))
-    client = spawn(clients, home, model, tmp_path)
+    here = served(mcp_servers=[stdio_entry()])  # auto mode: cells themselves are not asked
+    client, sid = here.client, here.sid
     client.permission_policy = select("reject")
-    sid = new_session(client, tmp_path, [stdio_entry()])  # auto mode: cells themselves are not asked
+    here.model.push(tool_call("await mcp.call('tools', 'delete-file', path='/tmp/doomed')"), text("ok"))
     assert prompt(client, sid, "delete it", timeout=120)[0] == "end_turn"
-    asks = [r["params"] for r in client.agent_requests if r["method"] == "session/request_permission"]
+    asks = [r["params"] for r in here.agent_requests() if r["method"] == "session/request_permission"]
     assert len(asks) == 1
     assert (
         asks[0]["toolCall"]["rawInput"]["code"]
@@ -121,19 +142,15 @@ def test_a_destructive_tool_asks_the_editor_and_a_rejection_raises_in_the_cell(
     assert "McpPermissionDenied" in texts(final["content"])
 
 
-def test_mcp_command_shows_the_servers_state(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
-) -> None:
-    client = spawn(clients, home, model, tmp_path)
-    sid = new_session(client, tmp_path, [stdio_entry()])
+def test_mcp_command_shows_the_servers_state(served: Serve, tmp_path: Path) -> None:
+    here = served(mcp_servers=[stdio_entry()])
+    client, sid = here.client, here.sid
     wait_until(lambda: "ready, 11 tools" in run_command(client, sid, "/mcp"), 90, "the server to be ready")
     assert run_command(client, sid, "/mcp restart tools") == "Restarted `tools`: ready, 11 tools."
 
 
-def test_a_malformed_mcp_servers_entry_is_invalid_params(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
-) -> None:
-    client = spawn(clients, home, model, tmp_path)
+def test_a_malformed_mcp_servers_entry_is_invalid_params(served: Serve, tmp_path: Path) -> None:
+    client = served().client
     with pytest.raises(RpcError) as caught:
         client.request("session/new", {"cwd": str(tmp_path), "mcpServers": [{"name": "x", "args": []}]})
     assert caught.value.code == -32602
@@ -179,24 +196,22 @@ def test_sigkill_of_continual_acp_leaves_no_mcp_server_running(
 
 
 def test_the_system_prompt_lists_the_sessions_servers_and_how_to_look_tools_up(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
+    served: Serve, tmp_path: Path
 ) -> None:
-    model.push(text("hello"))
-    client = spawn(clients, home, model, tmp_path)
-    sid = new_session(client, tmp_path, [stdio_entry()])
+    here = served(mcp_servers=[stdio_entry()])
+    client, sid = here.client, here.sid
+    here.model.push(text("hello"))
     assert prompt(client, sid, "hi", timeout=120)[0] == "end_turn"
-    system = model.requests[0]["messages"][0]["content"]
+    system = here.requests()[0]["messages"][0]["content"]
     assert "# MCP servers" in system
     assert "- `mcp.tools_2` (tools): " in system
     assert "await mcp.tools(server=None, query=None, schemas=False)" in system
 
 
-def test_session_close_stops_the_sessions_mcp_servers(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
-) -> None:
+def test_session_close_stops_the_sessions_mcp_servers(served: Serve, tmp_path: Path) -> None:
     pid_file = tmp_path / "mcp.pid"
-    client = spawn(clients, home, model, tmp_path)
-    sid = new_session(client, tmp_path, [stdio_entry(MCP_TEST_PID_FILE=str(pid_file))])
+    here = served(mcp_servers=[stdio_entry(MCP_TEST_PID_FILE=str(pid_file))])
+    client, sid = here.client, here.sid
     wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", 90, "the MCP server to start")
     pid = int(pid_file.read_text())
     client.request("session/close", {"sessionId": sid})
@@ -221,13 +236,11 @@ def test_session_resume_reconnects_the_servers_it_is_given(
     assert texts(updates[-1]["content"]).endswith("```\n42\n```")
 
 
-def test_a_server_that_fails_to_start_is_told_in_the_thread(
-    clients: list[AcpClient], home: Path, model: ScriptedModelServer, tmp_path: Path
-) -> None:
-    client = spawn(clients, home, model, tmp_path)
+def test_a_server_that_fails_to_start_is_told_in_the_thread(served: Serve, tmp_path: Path) -> None:
     broken = {"name": "broken", "command": str(tmp_path / "no-such-mcp-server"), "args": [], "env": []}
-    sid = new_session(client, tmp_path, [broken])
-    frame = client.wait_for(
+    here = served(mcp_servers=[broken])
+    client, sid = here.client, here.sid
+    frame = here.wait_for(
         lambda m: (
             m.get("method") == "session/update"
             and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
