@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `figures`, as every benchmark imports it
+
+from figures import emit, single, summary  # noqa: E402
 
 
 def _innermost(stack: str | None, frames: int = 3) -> str:
@@ -88,8 +91,19 @@ def main(argv: list[str]) -> int:
     print(f"| servers over the 10 s threshold | {sum(1 for w in worst if w >= 10.0)} |")
     print()
     print("The five worst, with the innermost frames the watchdog saw during each:")
-    for report in sorted(found, key=lambda r: -r["worst_stall_seconds"])[:5]:
+    worst_five = sorted(found, key=lambda r: -r["worst_stall_seconds"])[:5]
+    for report in worst_five:
         print(f"* {report['worst_stall_seconds']:.3f} s: {_innermost(report.get('stack'))}")
+    emit(
+        {
+            "worst stall per server": summary(worst, "s"),
+            "maximum": single(worst[0], "s"),
+            "servers over 1 s": single(sum(1 for w in worst if w > 1.0), "servers"),
+            "servers over 10 s": single(sum(1 for w in worst if w >= 10.0), "servers"),
+        },
+        servers=len(found),
+        worst=[f"{r['worst_stall_seconds']:.3f} s: {_innermost(r.get('stack'))}" for r in worst_five],
+    )
     return 0
 
 

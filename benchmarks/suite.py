@@ -229,8 +229,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "every server the test suite starts writes its worst event-loop stall at exit "
         "(CONTINUAL_ACP_STALL_REPORT); the median, 99th percentile and maximum over all of them, and "
         "the five worst with the server's own frame that blocked the loop.",
-        "the 10 s stall threshold; a stall includes what the suite's load does to a server.",
-        reports=False,
+        "the 10 s stall threshold; a stall includes what the suite's load does to a server. "
+        "Recorded from a CI run made with the variable set: `bench_suite_stalls.py --reports DIR`.",
         in_suite=False,
     ),
     Benchmark(
