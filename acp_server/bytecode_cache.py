@@ -7,7 +7,9 @@ install), every launch compiles every module it imports from source: measured fr
 wheel here, spawn -> `session/new` took about twice as long as with bytecode
 (benchmarks/bench_startup.py, "no bytecode" beside "bytecode").
 
-Only in that case the process keeps its bytecode in a private directory of its own data home
+Only in that case (the environment's other packages uncompiled too, as such an install leaves them:
+a prefix applies to every module, so it would hide the bytecode they have) and only for `serve`, the
+editor's launch, the process keeps its bytecode in a private directory of its own data home
 (`<data home>/bytecode/<implementation tag>/`, 0700, the same trust as the harness stored beside it),
 through Python's own `sys.pycache_prefix`: the first launch writes it, later ones read it, and the
 install's directories are never written. An install with bytecode, or a process allowed to write
@@ -22,6 +24,7 @@ be a real directory owned by this user and writable by nobody else, or it is not
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 import sys
@@ -45,19 +48,34 @@ def bytecode_dir(env: Mapping[str, str]) -> str:
     return os.path.join(home, "bytecode", sys.implementation.cache_tag or "python")
 
 
+def _dependency_module() -> str | None:
+    """A source file of an installed dependency (anyio's), found without importing it."""
+    spec = importlib.util.find_spec("anyio")
+    return spec.origin if spec is not None else None
+
+
 def use_private_bytecode_cache(
-    env: Mapping[str, str] | None = None, *, installed_module: str = __file__
+    env: Mapping[str, str] | None = None,
+    *,
+    installed_module: str = __file__,
+    dependency_module: str | None = None,
 ) -> str | None:
     """Point this process's bytecode at `bytecode_dir(env)` when the install has none and Python may
     not write it beside the sources; returns that directory, or None when nothing changed.
 
     `installed_module`: a source file of this install whose bytecode tells whether the install was
-    compiled (this module's own file).
+    compiled (this module's own file); `dependency_module`: the same for the environment's packages
+    (default: anyio's), whose bytecode the prefix would otherwise hide.
     """
     if not sys.dont_write_bytecode or sys.pycache_prefix is not None:
         return None  # Python writes bytecode beside the sources (or the user chose where)
     if os.path.exists(cache_from_source(installed_module)):
         return None  # the install was compiled
+    # Its dependencies were (an editable or source checkout beside a pip-installed environment): a
+    # prefix would hide their bytecode and compile every one of them again, per data home.
+    dependency = dependency_module if dependency_module is not None else _dependency_module()
+    if dependency is not None and os.path.exists(cache_from_source(dependency)):
+        return None
     cache = bytecode_dir(os.environ if env is None else env)
     try:
         os.makedirs(cache, mode=0o700, exist_ok=True)

@@ -204,13 +204,14 @@ EXTENSIONS = (
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
-    from acp_server.bytecode_cache import use_private_bytecode_cache
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    if argv_list[:1] in ([], ["serve"]):  # the editor's launch: what it starts for every connection
+        from acp_server.bytecode_cache import use_private_bytecode_cache
 
-    use_private_bytecode_cache()  # first: everything imported after it is read from (or written to) there
+        use_private_bytecode_cache()  # first: everything imported after it is read from (or written to) there
     from acp_server.import_costs import skip_unused_heavy_imports
 
     skip_unused_heavy_imports()  # before any subcommand imports jsonschema (via jsonrpcserver, mcp)
-    argv_list = list(sys.argv[1:] if argv is None else argv)
     # `harness` owns its whole argv (`continual-acp harness --json list` must work), so route it
     # before the top-level parser can reject options it does not know.
     if argv_list[:2] == ["harness", "ui"]:  # the review panel (acp_server/panel; imports aiohttp)

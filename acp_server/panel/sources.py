@@ -303,7 +303,7 @@ class PanelData:
         rows: list[dict[str, Any]] = []
         counts = {k: 0 for k in KIND_ORDER}
         usage = home_usage(self.home)
-        counters = home_counters(self.home)
+        counters = home_counters(self.home, persist=False)
         for view in self.views(scope, session):
             state = view.store.load()
             for entry_kind in KIND_ORDER:
@@ -342,7 +342,9 @@ class PanelData:
             for r in reversed(view.records)
             if any(e.applied and e.kind == kind and e.id == entry_id for e in r.applied_edits)
         ]
-        row = _entry_row(view, current, entry_id, home_usage(self.home), home_counters(self.home))
+        row = _entry_row(
+            view, current, entry_id, home_usage(self.home), home_counters(self.home, persist=False)
+        )
         row.update(
             content=current.content,
             reference=current.reference,

@@ -304,10 +304,11 @@ def _current(sources: Mapping[str, int]) -> bool:
     return all(sizes[p] == n for p, n in sources.items())
 
 
-def home_counters(home: Path) -> dict[str, EntryCounters]:
+def home_counters(home: Path, *, persist: bool = True) -> dict[str, EntryCounters]:
     """Every entry key's counters: from memory or the counters file while their sources are
     unchanged; the turns appended since folded in when only the ledger grew; else rebuilt from the
-    ledger and histories (and the file rewritten)."""
+    ledger and histories (and the file rewritten, unless `persist` is False: a reader such as the
+    review panel writes nothing to the data home)."""
     memo_key = str(home)
     with _MEMO_LOCK:
         hit = _MEMO.get(memo_key)
@@ -320,10 +321,11 @@ def home_counters(home: Path) -> dict[str, EntryCounters]:
     else:
         grown = _grown(home, stored) if stored is not None and stored[0] else None
         sources, counters = grown if grown is not None else rebuild(home)
-        try:
-            store.write(sources, counters)
-        except OSError as exc:
-            log.warning("could not save entry counters %s: %s", store.path, exc)
+        if persist:
+            try:
+                store.write(sources, counters)
+            except OSError as exc:
+                log.warning("could not save entry counters %s: %s", store.path, exc)
     with _MEMO_LOCK:
         _MEMO[memo_key] = (sources, counters)
     return counters

@@ -14,7 +14,7 @@ CHILD = """
 import sys
 from acp_server.bytecode_cache import use_private_bytecode_cache
 sys.path.insert(0, sys.argv[1])
-print(use_private_bytecode_cache(installed_module=sys.argv[1] + "/probe_module.py"))
+print(use_private_bytecode_cache(installed_module=sys.argv[1] + "/probe_module.py", dependency_module=sys.argv[1] + "/probe_dependency.py"))
 import probe_module
 """
 
@@ -23,6 +23,8 @@ def _run(tmp_path: Path, **env: str) -> tuple[str, Path]:
     source = tmp_path / "install"
     source.mkdir(exist_ok=True)
     (source / "probe_module.py").write_text("VALUE = 1\n")
+    if not (source / "probe_dependency.py").exists():
+        (source / "probe_dependency.py").write_text("VALUE = 2\n")
     home = tmp_path / "data"
     run_env = {**os.environ, "CONTINUAL_ACP_HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1", **env}
     run_env.pop("PYTHONPYCACHEPREFIX", None)
@@ -59,3 +61,17 @@ def test_a_cache_directory_others_can_write_is_not_used(tmp_path: Path) -> None:
     said, _home = _run(tmp_path)
     assert said == "None"
     assert not list(cache.rglob("*.pyc"))
+
+
+def test_an_environment_whose_packages_have_bytecode_is_left_alone(tmp_path: Path) -> None:
+    # An editable checkout beside a pip-installed environment: the prefix would hide the packages'
+    # bytecode and compile every one of them again for each data home.
+    source = tmp_path / "install"
+    source.mkdir()
+    (source / "probe_dependency.py").write_text("VALUE = 2\n")
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(source / "probe_dependency.py")], check=True
+    )
+    said, home = _run(tmp_path)
+    assert said == "None"
+    assert not (home / "bytecode").exists()
