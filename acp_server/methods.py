@@ -35,6 +35,7 @@ from acp_server.params import (
     read_new_session,
 )
 from acp_server.presenter import TurnPresenter
+from acp_server.quiescence_file import write_ended
 from acp_server.registry import MethodRegistry, RequestContext
 from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
@@ -208,11 +209,10 @@ class AcpServer:
         # The sessions still bound close with the process: their unbind work runs (e.g. the
         # quiescence file each keeps for other processes says the session ended).
         for opened in list(self.sessions.values()):
-            if opened.unsubscribe is not None:
-                try:
-                    opened.unsubscribe()
-                except Exception:
-                    log.exception("unbinding %s at shutdown failed", opened.session.id)
+            try:
+                _unbind(opened)
+            except Exception:
+                log.exception("unbinding %s at shutdown failed", opened.session.id)
 
     # ------------------------------------------------------------ plumbing
 
@@ -684,8 +684,7 @@ class AcpServer:
         if opened is not None:
             opened.cancel_generation += 1
             opened.editor.cancel_pending_permissions()
-            if opened.unsubscribe is not None:
-                opened.unsubscribe()
+            _unbind(opened)
             await opened.session.cancel()
         return opened
 
@@ -939,6 +938,21 @@ def _prepare_harness(session: Session) -> None:
     ):
         importlib.import_module(module)
     _ = session.project_store
+
+
+def _unbind(opened: OpenSession) -> None:
+    """Run the unbind work of a session leaving this connection (session/close, delete, load over
+    it, shutdown). One closed before its deferred setup ran has no quiescence publisher yet: its
+    file still says it ended, as every closed session's does."""
+    if opened.unsubscribe is not None:
+        opened.unsubscribe()
+    if not opened.is_set_up:
+        directory = opened.session.session_dir
+        if directory.is_dir():  # the data dir's, never the workspace's
+            try:
+                write_ended(directory, opened.session.id)
+            except OSError as exc:
+                log.warning("cannot write the quiescence file of %s: %s", opened.session.id, exc)
 
 
 def _absolute_cwd(cwd: str) -> str:

@@ -60,6 +60,11 @@ class OpenSession:
         assert self._harness is not None
         return self._harness
 
+    @property
+    def is_set_up(self) -> bool:
+        """Whether `set_up()` has run (session/new defers it until after its answer)."""
+        return self._harness is not None
+
     def set_up(self) -> None:
         """Finish the session's setup and subscribe its harness events; idempotent, synchronous (no
         request can see the session half set up)."""

@@ -86,6 +86,9 @@ def pid_alive(pid: int) -> bool:
 # ------------------------------------------------------------------ the writer
 
 
+_IDLE: Mapping[str, Any] = {"quiescent": True, "pending": 0, "in_flight": 0, "background": []}
+
+
 def write_quiescence(
     session_dir: Path, session_id: str, state: Mapping[str, Any], *, ended: bool = False
 ) -> None:
@@ -201,6 +204,11 @@ def _load(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError("it is not a JSON object")
     return data
+
+
+def write_ended(session_dir: Path, session_id: str) -> None:
+    """Say the session was closed by this process (settled, nothing in flight). Raises OSError."""
+    write_quiescence(session_dir, session_id, _IDLE, ended=True)
 
 
 def read_quiescence(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acp_server.open_session import SessionBound
-from acp_server.quiescence_file import write_quiescence
+from acp_server.quiescence_file import write_ended, write_quiescence
 
 if TYPE_CHECKING:
     from acp_server.methods import AcpServer
@@ -58,9 +58,12 @@ class QuiescencePublisher:
         self._ended = False
         self._refresher: asyncio.Task[None] | None = None
 
-    def _write(self, state: Mapping[str, Any], *, ended: bool) -> None:
+    def _write(self, state: Mapping[str, Any] | None, *, ended: bool) -> None:
         try:
-            write_quiescence(self.directory, self.session_id, state, ended=ended)
+            if state is None:
+                write_ended(self.directory, self.session_id)
+            else:
+                write_quiescence(self.directory, self.session_id, state, ended=ended)
         except OSError as exc:  # a deleted session directory, a full disk: readers say unknown
             log.warning("cannot write the quiescence file of %s: %s", self.session_id, exc)
 
@@ -103,7 +106,7 @@ class QuiescencePublisher:
         if self._refresher is not None:
             self._refresher.cancel()
         if self.directory.is_dir():
-            self._write({"quiescent": True, "pending": 0, "in_flight": 0, "background": []}, ended=True)
+            self._write(None, ended=True)
 
 
 def watch(opened: OpenSession) -> QuiescencePublisher:
