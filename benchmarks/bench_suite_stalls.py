@@ -73,7 +73,8 @@ def main(argv: list[str]) -> int:
         workers = (os.cpu_count() or 1) + 1
         pytest_args = argv or ["-q", "-n", str(workers), "--dist", "loadgroup", "-p", "no:cacheprovider"]
         with tempfile.TemporaryDirectory(prefix="bench-stalls-") as reports:
-            env = {**os.environ, "CONTINUAL_ACP_STALL_REPORT": reports}
+            # Exec every server: a forked one (tests/acp_server/server_zygote.py) has no import stalls.
+            env = {**os.environ, "CONTINUAL_ACP_STALL_REPORT": reports, "CONTINUAL_ACP_TEST_LAUNCH": "exec"}
             done = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=ROOT, env=env)
             found, ran = _read(Path(reports)), f"pytest exit code {done.returncode}"
     if not found:

@@ -29,9 +29,32 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# The tests whose servers are started with exec, never forked from the suite's pre-imported zygote
+# (tests/acp_server/server_zygote.py): the referee's and the hostile repository's (they read the
+# server's /proc entries and environment block and count on its parent), and the tests of the launch
+# itself (imports, start-up, the watchdog, exits, stdin kinds, the bytecode cache, the installed wheel).
+EXEC_LAUNCH = (
+    "tests/referee/",
+    "tests/edges/",
+    "tests/packaging/",
+    "tests/newuser/",
+    "tests/acp_server/test_acp_early_initialize.py",
+    "tests/acp_server/test_acp_shutdown.py",
+    "tests/acp_server/test_acp_startup_imports.py",
+    "tests/acp_server/test_acp_unpollable_stdin.py",
+    "tests/acp_server/test_bytecode_cache.py",
+    "tests/acp_server/test_watchdog.py",
+    "tests/acp_server/test_import_costs.py",
+)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     system_deps.check_marks(item)
+    import server_zygote
+
+    # Before the test's fixtures: a module-scoped server is started by the first test that needs it.
+    server_zygote.forking_allowed = not _file_key(item.path).startswith(EXEC_LAUNCH)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import acp.schema as schema
+import server_zygote
 
 SERVER_ARGV = [sys.executable, "-m", "acp_server"]
 
@@ -223,14 +224,18 @@ class AcpClient:
         self.v2 = v2  # frames are checked against the ACP v2 draft schema instead of v1
         self._stderr = tempfile.TemporaryFile()
         full_env = {**os.environ, **env}
-        self.proc = subprocess.Popen(
-            argv or SERVER_ARGV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=full_env,
-            cwd=cwd,
-        )
+        self.proc: Any
+        if server_zygote.uses_zygote(argv):  # forked with the imports done (server_zygote.py says when)
+            self.proc = server_zygote.launch(argv or SERVER_ARGV, env=full_env, cwd=cwd, stderr=self._stderr)
+        else:
+            self.proc = subprocess.Popen(
+                argv or SERVER_ARGV,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                env=full_env,
+                cwd=cwd,
+            )
         self.frames: list[Frame] = []
         self.garbage: list[bytes] = []
         self.violations: list[str] = []

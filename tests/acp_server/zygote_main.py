@@ -1,0 +1,148 @@
+"""The suite's server zygote: imports what every server imports, then forks servers on request.
+
+Test infrastructure only (tests/acp_server/server_zygote.py starts one per pytest worker). A server
+costs ~2-3 s of CPU before it does anything a test looks at, almost all of it imports (`acp.schema`,
+`openai`, agent_core, jupyter_client); the suite starts hundreds of servers on 2 cores. A server
+forked from this process starts with those modules loaded and then runs exactly what `python -m
+acp_server` runs (`runpy`, `__main__`), with the test's argv, environment, working directory and
+standard streams, and exits through the interpreter's own shutdown.
+
+What a forked server does not reproduce, so the tests of it launch with exec (server_zygote.py):
+its own import cost and import stalls, `/proc/<pid>/environ` and `/proc/<pid>/cmdline` (the
+zygote's), and a parent that is the test process.
+
+Protocol, one Unix stream connection per server: the client sends one JSON line `{argv, env, cwd}`
+with the server's stdin, stdout and stderr as SCM_RIGHTS; the zygote answers `pid <n>\\n` once the
+child exists and `exit <returncode>\\n` (Popen's convention: -N for signal N) when it has reaped it.
+The zygote exits when its own stdin (a pipe from the pytest worker) closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import socket
+import sys
+from typing import Any
+
+_MAX_REQUEST = 1 << 20
+
+
+def _preload() -> None:
+    # In the order the server itself imports them (acp_server/cli.py main, server.py, wire.py).
+    from acp_server.import_costs import skip_unused_heavy_imports
+
+    skip_unused_heavy_imports()
+    import acp_server.cli
+    import acp_server.harness.methods
+    import acp_server.methods
+    import acp_server.server
+    import acp_server.session_methods
+    import acp_server.wire as wire
+
+    wire._import_now()  # the dispatcher (jsonrpcserver) and acp.schema, as its import thread does
+    import jupyter_client
+    import openai
+
+    import agent_core.agent
+    import agent_core.autonomy.controller
+    import agent_core.refinement.attach
+    import agent_core.subagents
+    import kernel_bridge.pool
+    import skills.loader
+
+    del acp_server, agent_core, jupyter_client, kernel_bridge, openai, skills
+
+
+def _read_request(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _flags, _addr = socket.recv_fds(conn, _MAX_REQUEST, 3)
+    while not data.endswith(b"\n"):
+        more = conn.recv(_MAX_REQUEST)
+        if not more:
+            raise EOFError("the request ended before its newline")
+        data += more
+    return json.loads(data), list(fds)
+
+
+def _returncode(status: int) -> int:
+    return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
+    """Fork servers until stdin closes (returns None), or return the request in a forked child."""
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, ("listen", None))
+    selector.register(sys.stdin.fileno(), selectors.EVENT_READ, ("stdin", None))
+    while True:
+        for key, _ in selector.select():
+            kind, payload = key.data
+            if kind == "stdin":
+                if not os.read(sys.stdin.fileno(), 4096):
+                    return None
+            elif kind == "listen":
+                conn, _ = listener.accept()
+                try:
+                    request, fds = _read_request(conn)
+                except (OSError, ValueError, EOFError) as exc:
+                    conn.sendall(f"error {type(exc).__name__}: {exc}\n".encode())
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    selector.close()
+                    return request, fds
+                for fd in fds:
+                    os.close(fd)
+                pidfd = os.pidfd_open(pid)
+                selector.register(pidfd, selectors.EVENT_READ, ("child", (pid, conn)))
+                conn.sendall(f"pid {pid}\n".encode())
+            else:  # a child exited
+                pid, conn = payload
+                selector.unregister(key.fd)
+                os.close(key.fd)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    conn.sendall(f"exit {_returncode(status)}\n".encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+def _become_server(request: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child: take the test's streams, environment and cwd, then run the server."""
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)  # inheritable: a server's child gets 0-2 as from exec
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # close_range(2): the zygote's sockets, the rest
+    # sys.stdin/stdout/stderr stay the interpreter's own objects: they wrap fds 0-2, which are now
+    # the test's pipes (the zygote never read or buffered through them).
+    os.environ.clear()
+    os.environ.update(request["env"])
+    if request.get("cwd"):
+        os.chdir(request["cwd"])
+    sys.path[0] = os.getcwd()  # `python -m` puts the working directory first
+    argv = list(request["argv"])
+    if argv[1:3] != ["-m", "acp_server"]:
+        raise SystemExit(f"the zygote runs `python -m acp_server ...` only, not {argv!r}")
+    sys.argv = ["-m", *argv[3:]]
+    import runpy
+
+    runpy.run_module("acp_server", run_name="__main__", alter_sys=True)
+
+
+def main() -> None:
+    path = sys.argv[1]
+    _preload()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    print("ready", flush=True)
+    forked = _serve(listener)
+    if forked is None:
+        return
+    listener.close()
+    _become_server(*forked)
+
+
+if __name__ == "__main__":
+    main()
