@@ -151,8 +151,6 @@ class ZygoteProcess:
         return f"<ZygoteProcess pid={self.pid} returncode={self.returncode}>"
 
 
-def launch(
-    argv: list[str], *, env: dict[str, str], cwd: str | None, stderr: IO[bytes] | int | None
-) -> Any:
+def launch(argv: list[str], *, env: dict[str, str], cwd: str | None, stderr: IO[bytes] | int | None) -> Any:
     """A forked server for `argv` (`python -m acp_server ...`)."""
     return ZygoteProcess(argv, env=env, cwd=cwd, stderr=stderr)
