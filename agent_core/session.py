@@ -39,6 +39,7 @@ from agent_core.mcp.prompt_section import prompt_section as mcp_prompt_section
 from agent_core.model import ModelClient, Usage
 from agent_core.ports import EditorPort, SkillsPort
 from agent_core.safetext import one_line
+from agent_core.trust.correction import reads_as_correction
 from agent_core.trust.entry_usage import TurnUsage, UsageLedger
 from agent_core.turn.content import plain_text, title_from
 from agent_core.turn.hooks import RefinementHook
@@ -120,6 +121,8 @@ class Session:
         self._refinement: RefinementHook | None = None
         self._refinement_failed: Callable[[TurnFailed], None] | None = None
         self._turn_usage: TurnUsage | None = None  # the running turn's entries and outcome
+        # the `started` stamp of the last turn in the usage ledger: the next prompt may correct it
+        self._last_recorded_turn: str | None = None
         # The features' slots: each is set by the feature when it attaches (None until then, or
         # when this agent has no such feature) and read by acp_server and the other features.
         self.autonomy: SessionAutonomy | None = None  # goals + autonomous mode (agent_core.autonomy)
@@ -405,6 +408,8 @@ class Session:
             self.kernel_handle.before_cell = checkpoints.before_cell
 
             usage = self._turn_usage = TurnUsage()
+            if self._last_recorded_turn is not None and reads_as_correction(plain_text(parts)):
+                usage.corrects = self._last_recorded_turn  # its followed entries: `corrected`
 
             def emit(event: ev.TurnEvent) -> None:
                 recorder.record(event)
@@ -550,8 +555,10 @@ class Session:
 
     def _record_usage(self, usage: TurnUsage, stop_reason: str) -> None:
         """One line in the entry-usage ledger; a failure to write it never fails the turn."""
+        record = usage.record(self.id, stop_reason)
+        self._last_recorded_turn = str(record["started"]) if record["entries"] else None
         try:
-            UsageLedger(self.agent_config.home).append(usage.record(self.id, stop_reason))
+            UsageLedger(self.agent_config.home).append(record)
         except OSError as exc:
             log.warning("could not record harness entry usage for session %s: %s", self.id, exc)
 

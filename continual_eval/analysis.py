@@ -55,6 +55,8 @@ def arm_figures(rows: Sequence[SessionResult]) -> dict[str, Any]:
     noise_shown = sum(len(r.entries_shown) for r in last)
     return {
         "sessions": len(rows),
+        # entries the curator's passes between sessions took out of the prompt (`learning+curate`)
+        "curated": sum(r.curated for r in rows),
         "completion": {
             "passed": sum(r.passed for r in learnable),
             "of": len(learnable),

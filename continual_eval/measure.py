@@ -56,6 +56,8 @@ class SessionResult:
     variant: str | None = None
     control: str | None = None
     cheated: bool = False
+    # `learning+curate`: entries the curator's pass before this session took out of the prompt
+    curated: int = 0
 
     @property
     def tokens(self) -> int:
@@ -194,4 +196,5 @@ def measure_session(folder: Path, *, task: str, arm: str, session: int) -> Sessi
         variant=meta.get("variant"),
         control=meta.get("control"),
         cheated=bool(checker.get("cheated")),
+        curated=int((meta.get("curation") or {}).get("out_of_prompt") or 0),
     )

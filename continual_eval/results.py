@@ -88,6 +88,10 @@ def _notes(analysis: Mapping[str, Any]) -> list[str]:
         noise = figures["noise"]
         if noise["entries"]:
             notes.append(f"{arm}: {noise['noise']} of {noise['entries']} harness entries are noise")
+        if figures.get("curated"):
+            notes.append(
+                f"{arm}: the curator took {figures['curated']} entries out of the prompt between sessions"
+            )
         impossible = figures["controls"]["impossible"]
         if impossible["sessions"]:
             notes.append(f"{arm}: impossible tasks passed (cheat rate) {impossible['cheat_rate']:.0%}")

@@ -21,6 +21,10 @@ Arms:
 * `frozen`: the baseline: the harness is emptied before every session, nothing triggers refinement.
 * `seeded`: the task's `seed.json` (a hand-written harness) is imported before every session,
   nothing refines it: the expert reference.
+* `learning+curate`: `learning` with the curator's deterministic pass (`continual-acp harness curate
+  --scope global --apply`) between sessions, before every session but the unit's first; the pass's
+  report is kept as `curate.json` beside the session's traces, and how many entries it took out of
+  the prompt is the row's `curated`.
 * `misleading`: the task's `misleading.json` (a plausible wrong lesson) is imported before the
   task's first session, then the arm learns as `learning` does: does the harness recover from it?
   A task without one is skipped in this arm.
@@ -54,7 +58,7 @@ from continual_eval.repo_guard import RepoSnapshot
 from continual_eval.scripted import TaskModel
 from continual_eval.task import Task, TaskError
 
-ARMS = ("learning", "frozen", "seeded", "misleading")
+ARMS = ("learning", "frozen", "seeded", "misleading", "learning+curate")
 MODES = ("task", "stream")
 DEFAULT_REFINE = (
     "Keep what this session learned about this project that a later session will need: commands, "
@@ -82,6 +86,7 @@ class ArmPlan:
     harness: str  # "carry" | "empty" | "seed" | "copy" | "misleading"
     copy_from: Path | None = None
     rollback: str | None = None
+    curate: bool = False  # the curator's pass between sessions
 
 
 def plan_arm(name: str) -> ArmPlan:
@@ -93,6 +98,8 @@ def plan_arm(name: str) -> ArmPlan:
         return ArmPlan(name, refine=False, harness="seed")
     if name == "misleading":
         return ArmPlan(name, refine=True, harness="misleading")
+    if name == "learning+curate":
+        return ArmPlan(name, refine=True, harness="carry", curate=True)
     raise TaskError(f"unknown arm {name!r}; arms: {', '.join(ARMS)}")
 
 
@@ -361,6 +368,24 @@ def _import(proposal: Path, env: dict[str, str], server_argv: Sequence[str]) -> 
         )
 
 
+def _curate(env: dict[str, str], server_argv: Sequence[str], folder: Path) -> dict[str, Any]:
+    """The curator's deterministic pass over the global harness, applied; its report is kept in
+    `curate.json`. Returns what the session's `session.json` records of it."""
+    done = _cli(["harness", "curate", "--scope", "global", "--apply", "--json"], env, server_argv)
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        report = None
+    if done.returncode != 0 or not isinstance(report, dict):
+        raise TaskError(f"the curator's pass failed: {done.stderr.strip() or done.stdout.strip()}")
+    (folder / "curate.json").write_text(json.dumps(report, indent=2, default=str), encoding="utf-8")
+    actions = [a for a in report.get("actions") or [] if isinstance(a, dict)]
+    return {
+        "actions": len(actions),
+        "out_of_prompt": sum(a.get("action") in ("archive", "merge") for a in actions),
+    }
+
+
 def _snapshot(arm_dir: Path, dest: Path) -> None:
     harness = arm_dir / "home" / "harness"
     if harness.is_dir():
@@ -478,6 +503,9 @@ async def _run_step(
         wrong = misleading_of(task)
         assert wrong is not None
         _import(wrong, env, options.server_argv)
+    curation = None
+    if plan.curate and step is not unit.steps[0]:
+        curation = _curate(env, options.server_argv, folder)  # between the last session and this one
     repo = arm_dir / "repos" / task.name
     if unit.stream is not None or step.session == 1 or task.reset == "session":
         task.build(repo)
@@ -497,6 +525,7 @@ async def _run_step(
         "control": _control(task),
         "prompt": prompt,
         "limits": {"max_turn_requests": task.max_turn_requests, "prompt_timeout": task.prompt_timeout},
+        **({"curation": curation} if curation is not None else {}),
     }
     with (
         (folder / "frames.jsonl").open("w", encoding="utf-8") as frames,

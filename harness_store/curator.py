@@ -20,6 +20,11 @@ history record (so one rollback undoes the pass), re-checking each action under 
 (`curation_edits`). Archiving never deletes: the entry stays, `trust` "rejected" (never in the
 prompt) with `metadata.archived` = {by, reason, trust, at, merged_into?}: a tombstone that a
 `restore` action (or the pass's rollback) turns back into the entry it was.
+
+`with_merges(state, plan, proposed)` adds merges someone else proposed (agent_core's optional model
+pass) under the same rules: the source live and not a person's, untouched by the plan; the target
+an existing, verified, live entry of the same kind the plan leaves alone; no chains. A refused one
+becomes a note in the report (`notes`), never an action.
 """
 
 from __future__ import annotations
@@ -94,6 +99,7 @@ class CurationPlan:
     actions: tuple[CurationAction, ...] = ()
     held: tuple[str, ...] = ()
     entries: int = 0  # how many entries the pass looked at
+    notes: tuple[str, ...] = ()  # what the report says besides the actions (a refused proposal)
 
     @property
     def rename_map(self) -> dict[str, str]:
@@ -123,6 +129,7 @@ class CurationPlan:
             "rename_map": self.rename_map,
             "tokens_saved": self.tokens_saved,
             "entries": self.entries,
+            "notes": list(self.notes),
         }
 
     def report(self) -> str:
@@ -138,6 +145,8 @@ class CurationPlan:
                 lines.append(f"- {a.action} {where} {json.dumps(a.title, ensure_ascii=False)} ({a.reason})")
         for note in self.held:
             lines.append(f"- held: {note}")
+        for note in self.notes:
+            lines.append(f"- note: {note}")
         if self.rename_map:
             lines.append("Rename map: " + ", ".join(f"{s} -> {t}" for s, t in self.rename_map.items()))
         lines.append(f"Prompt tokens saved: ~{self.tokens_saved}")
@@ -275,6 +284,78 @@ def plan_curation(state: HarnessState, *, standing: StandingOf | None = None) ->
         actions += found
         held += notes
     return CurationPlan(tuple(actions), tuple(held), state.count())
+
+
+@dataclass(frozen=True)
+class ProposedMerge:
+    """A merge proposed outside the deterministic rules: archive `kind/id` into `kind/target`."""
+
+    kind: str
+    id: str
+    target: str
+    reason: str
+
+
+def _merge_refusal(
+    state: HarnessState, merge: ProposedMerge, busy: set[tuple[str, str]], targets: set[tuple[str, str]]
+) -> str | None:
+    """Why a proposed merge may not join the plan (`busy`: entries the plan already acts on or a
+    merge already archives; `targets`: the plan's merge targets), or None."""
+    if merge.kind not in KINDS:
+        return f"unknown kind {merge.kind!r}"
+    source = state.get(merge.kind, merge.id)
+    if source is None or source.id != merge.id:
+        return "the entry does not exist"
+    if merge.target == merge.id:
+        return "an entry cannot be merged into itself"
+    if is_protected(source):
+        return "written or pinned by a person: the curator leaves it alone"
+    if source.trust == "rejected" or is_archived(source):
+        return "the entry is already out of the prompt"
+    if (merge.kind, merge.id) in busy:
+        return "the pass already changes the entry"
+    if (merge.kind, merge.id) in targets:
+        return "the entry is a merge target of this pass"
+    target = state.get(merge.kind, merge.target)
+    if target is None or target.id != merge.target:
+        return "the merge target does not exist; nothing archived"
+    if target.trust != "verified" or is_archived(target):
+        return "the merge target is not verified; nothing archived"
+    if (merge.kind, merge.target) in busy:
+        return "the pass already changes the merge target"
+    return None
+
+
+def with_merges(state: HarnessState, plan: CurationPlan, proposed: Iterable[ProposedMerge]) -> CurationPlan:
+    """`plan` with the `proposed` merges that pass the deterministic pass's rules added (reason
+    prefixed `model: `), each refused one a note; `state` is the store the plan was made from."""
+    actions = list(plan.actions)
+    notes = list(plan.notes)
+    busy = {(a.kind, a.id) for a in actions}
+    targets = {(a.kind, a.target) for a in actions if a.target is not None}
+    for merge in proposed:
+        where = f"`{merge.kind}/{merge.id}` into `{merge.kind}/{merge.target}`"
+        refusal = _merge_refusal(state, merge, busy, targets)
+        if refusal is not None:
+            notes.append(f"model merge {where} refused: {refusal}")
+            continue
+        source = state.get(merge.kind, merge.id)
+        assert source is not None  # checked by _merge_refusal
+        reason = "model: " + (merge.reason.strip() or "the same lesson")[:200]
+        actions.append(
+            CurationAction(
+                "merge", merge.kind, merge.id, reason, source.version, merge.target, source.title,
+                _tokens(source.id, source),
+            )
+        )  # fmt: skip
+        busy.add((merge.kind, merge.id))
+        targets.add((merge.kind, merge.target))
+    return CurationPlan(tuple(actions), plan.held, plan.entries, tuple(notes))
+
+
+def noted(plan: CurationPlan, note: str) -> CurationPlan:
+    """`plan` with one more note in its report."""
+    return CurationPlan(plan.actions, plan.held, plan.entries, (*plan.notes, note))
 
 
 def restore_plan(state: HarnessState, kind: str, entry_id: str) -> CurationPlan:

@@ -390,6 +390,12 @@ OPTIONS: tuple[Option, ...] = (
         at_least=0,
     ),
     Option(
+        "curate_model_pass",
+        "bool",
+        "after the curator's deterministic pass, one model request proposes merges (same rules)",
+        default=False,
+    ),
+    Option(
         "verify_skills",
         "custom",
         "check skills in a scratch kernel before they apply",

@@ -37,6 +37,7 @@ from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_eve
 if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.held import HeldChange
+    from agent_core.refinement.curation_model import CuratorModel
     from agent_core.session import Session
     from agent_core.turn.hooks import RefinementHook
     from kernel_bridge import KernelSession
@@ -44,6 +45,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _Number = TypeVar("_Number", int, float)
+
+
+def curator_model(config: AgentConfig, planner: RefinementPlanner) -> CuratorModel | None:
+    """The curator's model pass over the planner's client and budget, when `curate_model_pass` is on."""
+    if not config.option("curate_model_pass"):
+        return None
+    from agent_core.refinement.curation_model import CuratorModel
+
+    return CuratorModel(planner.client, planner.budgets.planner_max_tokens)
 
 
 def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:
@@ -116,6 +126,7 @@ class SessionRefinement:
             return (await coordinator.hold_change(held)).proposal_id
 
         session.control_plane_hold = hold_change  # a cell's change to .continual-acp/ waits for review
+        refinement.surface.curator_model = curator_model(config, planner)
         idle_seconds = _setting(config, "curate_when_idle_seconds", 0.0, float)
         if idle_seconds > 0:
 

@@ -9,6 +9,9 @@ running pass), reported as a refinement card, and only through the review policy
   decision (the review), like `/promote`;
 * the idle run (`curate_when_idle_seconds`, off by default) applies only where the review policy
   lets a refinement of that scope apply without review, and otherwise leaves its dry-run report.
+
+With `curate_model_pass` on, a `CuratorModel` (curation_model.py) adds the model's merges after the
+deterministic pass, under the same rules, in the same report and the same history record.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from harness_store import HarnessEntry, RefinementResult
+from harness_store import HarnessEntry, HarnessState, RefinementResult
 from harness_store.curator import CurationPlan, plan_curation, restore_plan
 
 if TYPE_CHECKING:
+    from agent_core.refinement.curation_model import CuratorModel
     from agent_core.refinement.records import Scope, Trigger
     from agent_core.refinement.service import HarnessService
 
@@ -64,16 +68,21 @@ async def curate(
     home: Path,
     apply: bool,
     trigger: Trigger = "user",
+    model: CuratorModel | None = None,
 ) -> Curation:
-    """Plan the pass over `scope`'s store; with `apply`, write it (one history record) and report it."""
+    """Plan the pass over `scope`'s store (with `model`, its merges added after the deterministic
+    pass); with `apply`, write it (one history record) and report it."""
     store = service.scopes.store(scope)
 
-    def plan() -> CurationPlan:
+    def plan() -> tuple[HarnessState, CurationPlan]:
         standing = _standing_of(standing_from(home))
-        return plan_curation(store.load(), standing=standing)
+        state = store.load()
+        return state, plan_curation(state, standing=standing)
 
     async with service.jobs.busy():  # the editor's quiescence covers the whole pass
-        planned = await anyio.to_thread.run_sync(plan)
+        state, planned = await anyio.to_thread.run_sync(plan)
+        if model is not None:
+            planned = await model.extend(scope, state, planned, apply=apply)
         if not apply or not planned.actions:
             return Curation(scope, planned)
         result = await anyio.to_thread.run_sync(

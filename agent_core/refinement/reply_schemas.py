@@ -98,3 +98,33 @@ def plan_schema(entry_ids: Mapping[str, Collection[str]] | None = None) -> dict[
         "required": ["summary", "edits"],
         "additionalProperties": False,
     }
+
+
+# The curator's model pass (curation_model.py): merges and generalizations into existing entries.
+CURATOR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "merges": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"kind": _KIND, "id": _TEXT, "into": _TEXT, "reason": _TEXT},
+                "required": ["kind", "id", "into"],
+                "additionalProperties": False,
+            },
+            "maxItems": 20,
+        },
+        "generalizations": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"kind": _KIND, "ids": _LIST, "into": _TEXT, "reason": _TEXT},
+                "required": ["kind", "ids", "into"],
+                "additionalProperties": False,
+            },
+            "maxItems": 20,
+        },
+    },
+    "required": ["merges", "generalizations"],
+    "additionalProperties": False,
+}

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
     from agent_core.refinement.coordinator import RefinementCoordinator
     from agent_core.refinement.curation import Curation
+    from agent_core.refinement.curation_model import CuratorModel
     from agent_core.refinement.service import HarnessService, Quiescence
     from harness_store import Store
     from harness_store.project import ProjectConflict
@@ -129,6 +130,8 @@ class HarnessSurface:
     def __init__(self, coordinator: RefinementCoordinator, *, record: Record | None = None) -> None:
         self.coordinator = coordinator
         self._record = record
+        # the curator's model pass (curate_model_pass; curation_model.py); None: deterministic only
+        self.curator_model: CuratorModel | None = None
         self._bus = EventBus(f"the harness of session {coordinator.session_id}")
         coordinator.add_listener(self._deliver)
 
@@ -335,7 +338,9 @@ class HarnessSurface:
         applied pass's card is delivered before this returns."""
         from agent_core.refinement.curation import curate
 
-        done = await curate(self.service, scope, home=home, apply=apply, trigger=trigger)
+        done = await curate(
+            self.service, scope, home=home, apply=apply, trigger=trigger, model=self.curator_model
+        )
         if done.result is not None:
             await self.flushed()
         return done

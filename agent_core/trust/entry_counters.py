@@ -3,8 +3,10 @@
 An entry is *shown* in a turn whose prompt rendered it, and *followed* in a turn where a cell ran
 one of its anchors after the prompt showed it: a command or call it quotes in backticks, a file path
 it names, or a skill's callable (read from the rendered overview line, so only what the model saw
-counts). A followed turn *passed* when no gate failed, no cell failed, it was not cancelled and its
-refinement was not rolled back later; otherwise it *failed* (each cause counted too).
+counts). A followed turn *passed* when no gate failed, no cell failed, it was not cancelled, its
+refinement was not rolled back later and the user's next prompt in the session did not correct it
+(correction.py: the next turn's ledger line names it in `corrects`); otherwise it *failed* (each
+cause counted too; a correction as `corrected`).
 
 The counters are a fold of the usage ledger (`entry-usage.jsonl`, one line per turn) and the
 refinement histories (rollbacks): the ledger is their history. They are kept beside it in
@@ -51,6 +53,7 @@ class EntryCounters:
     failed_cells: int = 0
     cancelled: int = 0
     rolled_back: int = 0
+    corrected: int = 0  # followed turns the user's next prompt corrected
     last_shown: str | None = None
     # the entry's prediction (metadata.prediction): later turns that ran its command and passed
     # (hits) or failed (misses)
@@ -74,7 +77,7 @@ class EntryCounters:
         """Fold `other` (the same entry's later turns) into these counters."""
         for name in ("shown", "followed", "passed", "failed", "failed_gates", "failed_cells"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in ("cancelled", "rolled_back", "hits", "misses"):
+        for name in ("cancelled", "rolled_back", "corrected", "hits", "misses"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         if other.last_shown and (self.last_shown is None or other.last_shown > self.last_shown):
             self.last_shown = other.last_shown
@@ -102,6 +105,7 @@ class EntryCounters:
                     (self.failed_cells, "with failed cells"),
                     (self.cancelled, "cancelled"),
                     (self.rolled_back, "rolled back"),
+                    (self.corrected, "corrected by the user"),
                 )
                 if n
             ]
@@ -120,12 +124,14 @@ def fold(
     """The counters of every entry key in the ledger `records` (indexes in `rolled_back`: turns
     whose refinement was rolled back later, entry_usage.rolled_back_turns)."""
     out: dict[str, EntryCounters] = {}
+    corrected_turns = corrected(records)
     for index, record in enumerate(records):
         gates = int(record.get("gates_failed") or 0) > 0
         cells = int(record.get("cells_failed") or 0) > 0
         cancelled = record.get("stop_reason") == "cancelled"
         undone = rolled_back is not None and index in rolled_back
-        bad = gates or cells or cancelled or undone
+        fixed = index in corrected_turns
+        bad = gates or cells or cancelled or undone or fixed
         follow = {str(k) for k in record.get("followed") or [] if isinstance(k, str)}
         at = str(record.get("at") or "") or None
         for raw in record.get("predicted") or []:
@@ -148,6 +154,21 @@ def fold(
             counters.failed_cells += cells
             counters.cancelled += cancelled
             counters.rolled_back += undone
+            counters.corrected += fixed
+    return out
+
+
+def corrected(records: Sequence[Mapping[str, Any]]) -> set[int]:
+    """Indexes of the ledger `records` a later line of the same session names in `corrects` (the
+    user's next prompt read as a correction of that turn)."""
+    turns = {(str(r.get("session")), str(r.get("started"))): i for i, r in enumerate(records)}
+    out: set[int] = set()
+    for record in records:
+        target = record.get("corrects")
+        if isinstance(target, str):
+            index = turns.get((str(record.get("session")), target))
+            if index is not None:
+                out.add(index)
     return out
 
 
@@ -284,6 +305,8 @@ def _grown(
     if _sizes([Path(ledger)])[ledger] < offset:
         return None  # replaced or cut: refold from the start
     records, end = _ledger_records(Path(ledger), offset)
+    if any(record.get("corrects") for record in records):
+        return None  # a correction changes how an earlier turn went: refold (corrections are rare)
     for root in history_roots(home, records):
         path = str(root / "refinements.jsonl")
         if path not in histories:

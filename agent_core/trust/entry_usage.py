@@ -2,8 +2,9 @@
 
 Every turn appends one line to `<home>/harness/entry-usage.jsonl` (0600): the session, the time, the
 keys of the harness entries its system prompt showed (read from the rendered harness section, so
-it is exactly what the model saw), the cells run and failed, the gates passed and failed, and how the
-turn stopped. `usage_by_entry` folds the lines into one `EntryUsage` per entry key: turns in the
+it is exactly what the model saw), the cells run and failed, the gates passed and failed, how the
+turn stopped, and (`corrects`) the start of the session's previous turn when this turn's prompt
+read as a correction of it (correction.py). `usage_by_entry` folds the lines into one `EntryUsage` per entry key: turns in the
 prompt, last used, and the turns that went badly. An entry unused for `STALE_DAYS` or tied to
 failures is *marked for review* (`review_reason`); nothing here deletes an entry.
 """
@@ -53,6 +54,9 @@ class TurnUsage:
     # the keys whose predicted command a cell of the turn ran
     predictions: dict[str, str] | None = None
     predicted: list[str] = field(default_factory=list)
+    # the `started` stamp of the session's previous turn when this turn's prompt corrects it
+    # (correction.py): that turn's followed entries get a `corrected` outcome (entry_counters.py)
+    corrects: str | None = None
     cells: int = 0
     cells_failed: int = 0
     gates_passed: int = 0
@@ -98,6 +102,7 @@ class TurnUsage:
             "entries": list(self.entries),
             "followed": list(self.followed),
             **({"predicted": list(self.predicted)} if self.predicted else {}),
+            **({"corrects": self.corrects} if self.corrects else {}),
             "cells": self.cells,
             "cells_failed": self.cells_failed,
             "gates_passed": self.gates_passed,
@@ -114,8 +119,8 @@ class UsageLedger:
         self.path = home / "harness" / LEDGER_NAME
 
     def append(self, record: Mapping[str, Any]) -> None:
-        if not record.get("entries"):
-            return  # a turn with an empty harness says nothing about any entry
+        if not record.get("entries") and not record.get("corrects"):
+            return  # a turn with an empty harness says nothing about any entry (unless it corrects one)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)

@@ -160,6 +160,13 @@ def test_history_lists_a_refinement_made_in_a_cell_and_undo_rolls_it_back(
     assert "Counters (local `test_command`): shown 1, followed 1 (1 passed, 0 failed) — helpful" in why
     state = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
     assert state["entries"][0]["counters"]["followed"] == 1
+    # the next prompt reads as a correction: the turn that followed the entry counts against it
+    model.push(text("sorry"))
+    run_command(client, sid, "No, that's not what I asked.")
+    why = run_command(client, sid, "/why test_command")
+    assert "shown 2, followed 1 (0 passed, 1 failed: 1 corrected by the user) — neutral" in why
+    state = client.request("_harness/state", {"sessionId": sid, "scope": "local"})
+    assert state["entries"][0]["counters"]["corrected"] == 1
     assert f"Rolled back {refinement_id}" in run_command(client, sid, "/undo")
     assert "Test command" not in run_command(client, sid, "/harness memory")
     assert "Nothing to undo" in run_command(client, sid, "/undo")

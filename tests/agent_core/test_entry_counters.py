@@ -201,3 +201,29 @@ def test_a_history_that_changed_makes_the_counters_refold_with_its_rollbacks(tmp
     assert home_counters(tmp_path)["a"].passed == 1
     store.rollback(made.id)
     assert home_counters(tmp_path)["a"].rolled_back == 1  # the turn's refinement was undone
+
+
+def test_a_turn_the_next_prompt_corrected_counts_as_failed_for_the_entries_it_followed() -> None:
+    first = _turn("2026-11-01T10:00:00+00:00", ["a", "b"], ["a"], started="2026-11-01T09:59:00+00:00")
+    other = {**first, "session": "t"}  # another session's turn with the same stamp: not corrected
+    fix = _turn("2026-11-01T10:05:00+00:00", [], [], corrects="2026-11-01T09:59:00+00:00")
+    counted = fold([first, other, fix])
+    a = counted["a"]
+    assert (a.shown, a.followed, a.passed, a.failed, a.corrected) == (2, 2, 1, 1, 1)
+    assert "1 corrected by the user" in a.describe()
+    assert counted["b"].corrected == 0  # shown, not followed: the correction says nothing about it
+    second = _turn("2026-11-02T10:00:00+00:00", ["a"], ["a"], started="2026-11-02T09:59:00+00:00")
+    again = _turn("2026-11-02T10:05:00+00:00", ["a"], [], corrects="2026-11-02T09:59:00+00:00")
+    assert fold([first, fix, second, again])["a"].standing == "harmful"
+
+
+def test_a_correction_appended_later_refolds_the_turn_it_corrects(tmp_path: Path) -> None:
+    ledger = UsageLedger(tmp_path)
+    ledger.append(_turn("2026-11-01T10:00:00+00:00", ["a"], ["a"], started="2026-11-01T09:59:00+00:00"))
+    entry_counters._MEMO.clear()
+    assert home_counters(tmp_path)["a"].passed == 1
+    # a correcting turn with no entry shown is still written: it is about the previous turn
+    usage = TurnUsage(corrects="2026-11-01T09:59:00+00:00")
+    ledger.append(usage.record("s", "end_turn"))
+    grown = home_counters(tmp_path)["a"]
+    assert (grown.passed, grown.failed, grown.corrected) == (0, 1, 1)

@@ -180,3 +180,33 @@ def test_an_archived_entry_is_restored_with_its_trust(store: HarnessStore) -> No
     assert restored.applied
     entry: HarnessEntry | None = store.state.get("memory", idle)
     assert entry is not None and entry.trust == "verified" and ARCHIVED not in entry.metadata
+
+
+def test_merges_proposed_elsewhere_follow_the_passs_rules_and_never_chain(store: HarnessStore) -> None:
+    from harness_store.curator import ProposedMerge, with_merges
+
+    keep = _model(store, "Tests", "Run `make check` before committing.", verified=True)
+    also = _model(store, "Lint", "Run `ruff check` before committing.", verified=True)
+    loose = _model(store, "Style", "Keep lines short.")
+    state = store.load()
+    plan = with_merges(
+        state,
+        plan_curation(state),
+        [
+            ProposedMerge("memory", also, keep, "covered"),  # admitted
+            ProposedMerge("memory", loose, also, "chain"),  # `also` is archived by this pass
+            ProposedMerge("memory", keep, loose, "into a candidate"),
+            ProposedMerge("memory", loose, loose, "itself"),
+        ],
+    )
+    assert [(a.id, a.target, a.reason) for a in plan.actions] == [(also, keep, "model: covered")]
+    assert [n.split(" refused: ")[1] for n in plan.notes] == [
+        "the pass already changes the merge target",
+        "the entry is a merge target of this pass",
+        "an entry cannot be merged into itself",
+    ]
+    alone = with_merges(state, plan_curation(state), [ProposedMerge("memory", keep, loose, "")])
+    assert alone.notes == (
+        f"model merge `memory/{keep}` into `memory/{loose}` refused: "
+        "the merge target is not verified; nothing archived",
+    )

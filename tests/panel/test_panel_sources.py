@@ -76,7 +76,8 @@ def test_entries_carry_their_use_in_prompts_and_a_review_mark(tmp_path: Path) ->
     assert [row["id"] for row in marked["entries"]] == ["fact_0"] and marked["counts"]["memory"] == 1
     never = {
         "shown": 0, "followed": 0, "passed": 0, "failed": 0, "failed_gates": 0, "failed_cells": 0,
-        "cancelled": 0, "rolled_back": 0, "last_shown": None, "hits": 0, "misses": 0, "standing": "neutral",
+        "cancelled": 0, "rolled_back": 0, "corrected": 0, "last_shown": None, "hits": 0, "misses": 0,
+        "standing": "neutral",
     }  # fmt: skip
     assert rows["fact_1"]["usage"] == {
         "turns": 0, "last_used": None, "bad_turns": 0, "review": None, "text": "never in a prompt yet",
