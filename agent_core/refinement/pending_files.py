@@ -25,6 +25,7 @@ from pathlib import Path
 
 from agent_core.control_plane.held import HeldChange
 from agent_core.refinement.records import PendingReview
+from agent_core.refinement.replay import ReplayReport
 from harness_store import HarnessState, ProjectStore, Proposal, Store
 from harness_store.private_files import private_dir
 from harness_store.statefile import write_atomic
@@ -130,6 +131,8 @@ class PendingFiles:
             body["promotion_of"] = list(pending.promotion_of)
         if pending.held is not None:
             body["held"] = pending.held.to_json()
+        if pending.replay is not None:
+            body["replay"] = pending.replay.to_json()
         try:
             _private_dir(path.parent)
             write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
@@ -172,6 +175,7 @@ class PendingFiles:
             raw = json.loads(path.read_text(encoding="utf-8"))
             promotion = raw.get("promotion_of")
             held = HeldChange.from_json(raw["held"]) if raw.get("held") is not None else None
+            replay = ReplayReport.from_json(raw["replay"]) if isinstance(raw.get("replay"), dict) else None
             return PendingReview(
                 proposal_id=str(raw["proposal_id"]),
                 proposal=Proposal.model_validate(raw["proposal"]),
@@ -185,6 +189,7 @@ class PendingFiles:
                 if isinstance(promotion, list) and len(promotion) == 2
                 else None,
                 held=held,
+                replay=replay,
             )
         except FileNotFoundError:
             return None  # decided meanwhile

@@ -1,0 +1,124 @@
+"""`Replayer`: replays a failed step with and without a proposal's edit and reads the verdict.
+
+For each of the two runs: a scratch checkout of the repository at HEAD (scratch_worktree.py), a
+child turn given the user's task (replay_child.py; its harness holds the edit or not), then every
+gate of the session, run through the same launch seam as the referee's gates
+(`agent_core.autonomy.runner.run_gate`) in the checkout. The runs go one after the other (the
+second never races the first for a kernel or the model), entirely off the event loop's blocking
+path: git in worker threads, the child and the gates as async processes. The verdict is
+`replay.decide`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+
+from agent_core.refinement.replay import (
+    GATE_TAIL_CHARS,
+    ReplayReport,
+    ReplayRun,
+    decide,
+    failed_step,
+    not_run,
+    task_of,
+)
+from agent_core.refinement.replay_child import ChildCost, ReplayChildError
+from agent_core.refinement.scratch_worktree import WorktreeError, repository_root, scratch_checkout
+from agent_core.refinement.trajectory import TrajectoryItem
+from harness_store import Proposal
+
+if TYPE_CHECKING:
+    from agent_core.autonomy.gates import Gate
+
+ChildTurn = Callable[[str, str, Proposal | None], Awaitable[ChildCost]]
+GateEnv = Callable[["Gate"], Mapping[str, str]]
+
+
+class Replayer:
+    """Replays for one session: its `cwd`, its gates now (`gates`), the environment each gate runs
+    with (`gate_env`), the child turn (`child_turn`, None: the session's agent cannot make one)."""
+
+    def __init__(
+        self,
+        cwd: str,
+        *,
+        gates: Callable[[], Sequence[Gate]],
+        child_turn: Callable[[], ChildTurn | None],
+        gate_env: GateEnv | None = None,
+    ) -> None:
+        self.cwd = cwd
+        self._gates = gates
+        self._child_turn = child_turn
+        self._gate_env = gate_env
+
+    async def replay(
+        self, proposal: Proposal, *, fixes: str, items: Sequence[TrajectoryItem]
+    ) -> ReplayReport | None:
+        """Both replays of `proposal` and the verdict; None when `fixes` names no failed step of
+        `items` (the proposal claims to fix nothing, so there is nothing to replay)."""
+        step = failed_step(items, fixes)
+        if step is None:
+            return None
+        task = task_of(items, step)
+        if task is None:
+            return not_run(fixes, "no user prompt precedes the failed step: there is no task to replay")
+        gates = tuple(self._gates())
+        if not gates:
+            return not_run(fixes, "the session has no gates: nothing can judge a replay")
+        child_turn = self._child_turn()
+        if child_turn is None:
+            return not_run(fixes, "this server cannot start a replay session")
+        repo = await anyio.to_thread.run_sync(repository_root, self.cwd)
+        if repo is None:
+            return not_run(fixes, "the session's directory is not in a git repository")
+        relative = os.path.relpath(os.path.realpath(self.cwd), os.path.realpath(repo))
+        with_edit = await self._run(repo, relative, task, gates, child_turn, proposal)
+        without_edit = await self._run(repo, relative, task, gates, child_turn, None)
+        return decide(fixes, with_edit, without_edit)
+
+    async def _run(
+        self,
+        repo: Path,
+        relative: str,
+        task: str,
+        gates: Sequence[Gate],
+        child_turn: ChildTurn,
+        edits: Proposal | None,
+    ) -> ReplayRun:
+        from agent_core.autonomy.runner import run_gate
+
+        with_edit = edits is not None
+        started = time.monotonic()
+        cost = ChildCost(0, 0)
+        try:
+            async with scratch_checkout(repo) as checkout:
+                cwd = os.path.normpath(checkout / relative)
+                cost = await child_turn(cwd, task, edits)
+                results = []
+                for gate in gates:
+                    env = dict(self._gate_env(gate)) if self._gate_env is not None else None
+                    results.append(await run_gate(gate, cwd, env=env))
+        except (WorktreeError, ReplayChildError, OSError) as exc:
+            return ReplayRun(
+                with_edit,
+                False,
+                requests=cost.requests,
+                tokens=cost.tokens,
+                seconds=time.monotonic() - started,
+                error=str(exc),
+            )
+        output = "\n".join(f"$ {r.command}\n{r.output.rstrip()}\n[{r.summary()}]" for r in results)
+        return ReplayRun(
+            with_edit,
+            all(r.passed for r in results),
+            gate_tail=output[-GATE_TAIL_CHARS:],
+            requests=cost.requests,
+            tokens=cost.tokens,
+            seconds=time.monotonic() - started,
+        )
