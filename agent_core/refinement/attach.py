@@ -36,6 +36,7 @@ from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_eve
 
 if TYPE_CHECKING:
     from agent_core.autonomy.gates import Gate
+    from agent_core.autonomy.tamper import TamperWatch
     from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.held import HeldChange
     from agent_core.refinement.replay_run import Replayer
@@ -59,7 +60,7 @@ def _replayer(session: Session) -> Replayer:
     the referee gives it), children made by the session's agent (reached through the subagent hub,
     the one part of a session that knows its agent; none without a hub)."""
     from agent_core.refinement.replay_child import ChildTurns
-    from agent_core.refinement.replay_run import ChildTurn, Replayer
+    from agent_core.refinement.replay_run import ChildTurn, Replayer, referee_watch
 
     def gates() -> tuple[Gate, ...]:
         autonomy = session.autonomy
@@ -78,7 +79,12 @@ def _replayer(session: Session) -> Replayer:
         turns: ChildTurn = ChildTurns(agent, session.agent_config.home)
         return turns
 
-    return Replayer(session.cwd, gates=gates, child_turn=child_turn, gate_env=gate_env)
+    def watch(cwd: str, gates: Sequence[Gate]) -> TamperWatch:
+        autonomy = session.autonomy
+        assert autonomy is not None  # gates() gave gates: the session has autonomous mode
+        return referee_watch(autonomy.settings.referee)(cwd, gates)
+
+    return Replayer(session.cwd, gates=gates, child_turn=child_turn, gate_env=gate_env, watch=watch)
 
 
 def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:

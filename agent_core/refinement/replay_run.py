@@ -35,14 +35,38 @@ from harness_store import Proposal
 
 if TYPE_CHECKING:
     from agent_core.autonomy.gates import Gate
+    from agent_core.autonomy.tamper import TamperWatch
+    from agent_core.control_plane.settings import RefereeSettings
 
 ChildTurn = Callable[[str, str, Proposal | None], Awaitable[ChildCost]]
 GateEnv = Callable[["Gate"], Mapping[str, str]]
 
 
+def referee_watch(referee: RefereeSettings) -> Callable[[str, Sequence[Gate]], TamperWatch]:
+    """The referee's tamper watch for a checkout: the tests, protected paths, runner files and the
+    files a gate names, as an autonomous loop watches them (agent_core/autonomy/tamper.py)."""
+    from agent_core.autonomy.pinning import gate_modules
+    from agent_core.autonomy.tamper import TamperWatch, runner_patterns
+
+    def start(cwd: str, gates: Sequence[Gate]) -> TamperWatch:
+        modules = [m for g in gates for m in gate_modules(g.command)] if referee.protect_runner_files else []
+        return TamperWatch.start(
+            cwd,
+            patterns=referee.test_patterns,
+            gates=gates,
+            protected=referee.protected_paths,
+            shadowing=runner_patterns(referee.runner_files, modules),
+        )
+
+    return start
+
+
 class Replayer:
     """Replays for one session: its `cwd`, its gates now (`gates`), the environment each gate runs
-    with (`gate_env`), the child turn (`child_turn`, None: the session's agent cannot make one)."""
+    with (`gate_env`), the child turn (`child_turn`, None: the session's agent cannot make one),
+    and the referee's tamper watch (`watch`: a child turn that changes what the gates judge by --
+    a test, a protected path, a runner file -- makes its run prove nothing, as a loop's pass would
+    not count)."""
 
     def __init__(
         self,
@@ -51,11 +75,13 @@ class Replayer:
         gates: Callable[[], Sequence[Gate]],
         child_turn: Callable[[], ChildTurn | None],
         gate_env: GateEnv | None = None,
+        watch: Callable[[str, Sequence[Gate]], TamperWatch] | None = None,
     ) -> None:
         self.cwd = cwd
         self._gates = gates
         self._child_turn = child_turn
         self._gate_env = gate_env
+        self._watch = watch
 
     async def replay(
         self, proposal: Proposal, *, fixes: str, items: Sequence[TrajectoryItem]
@@ -99,7 +125,9 @@ class Replayer:
         try:
             async with scratch_checkout(repo) as checkout:
                 cwd = os.path.normpath(checkout / relative)
+                watch = await anyio.to_thread.run_sync(self._watch, cwd, gates) if self._watch else None
                 cost = await child_turn(cwd, task, edits)
+                tampered = await anyio.to_thread.run_sync(watch.changes) if watch is not None else None
                 results = []
                 for gate in gates:
                     env = dict(self._gate_env(gate)) if self._gate_env is not None else None
@@ -114,6 +142,7 @@ class Replayer:
                 error=str(exc),
             )
         output = "\n".join(f"$ {r.command}\n{r.output.rstrip()}\n[{r.summary()}]" for r in results)
+        changed = ", ".join(c.path for c in tampered.changed) if tampered is not None else ""
         return ReplayRun(
             with_edit,
             all(r.passed for r in results),
@@ -121,4 +150,5 @@ class Replayer:
             requests=cost.requests,
             tokens=cost.tokens,
             seconds=time.monotonic() - started,
+            error=f"the replay's turn changed what the gates judge by ({changed})" if changed else None,
         )

@@ -136,6 +136,34 @@ def test_replayer_runs_the_task_with_and_without_the_edit_then_the_gates_in_chec
     assert _status(repo) == ""  # the task's repository is as it was
 
 
+def test_a_replay_that_weakens_the_tests_proves_nothing(tmp_path: Path) -> None:
+    """The referee's tamper watch: a child turn that rewrites a test so the gate passes is no proof."""
+    import sys
+
+    from agent_core.control_plane.settings import RefereeSettings
+    from agent_core.refinement.replay_run import referee_watch
+
+    repo = failing_calc_project(tmp_path)
+
+    async def cheat(cwd: str, task: str, edits: Proposal | None) -> ChildCost:
+        if edits is not None:
+            Path(cwd, "test_calc.py").write_text("def test_add():\n    pass\n")
+        return ChildCost(1, 1)
+
+    gate = Gate(f'{sys.executable} -c "import test_calc; test_calc.test_add()"', 30)
+    items = [
+        TrajectoryItem("m-1", "user", "make the tests pass"),
+        TrajectoryItem("cell-1", "tool_result", "AssertionError", status="failed"),
+    ]
+    replayer = Replayer(
+        str(repo), gates=lambda: (gate,), child_turn=lambda: cheat, watch=referee_watch(RefereeSettings())
+    )
+    report = anyio.run(lambda: replayer.replay(_memory("m"), fixes="cell-1", items=items))
+    assert report is not None and report.verdict == "not_run", report
+    assert report.with_edit is not None and report.with_edit.passed  # the gate itself was fooled
+    assert "changed what the gates judge by (test_calc.py)" in report.reason
+
+
 def test_a_claim_that_names_no_failed_cell_is_not_replayed(tmp_path: Path) -> None:
     async def never(cwd: str, task: str, edits: Proposal | None) -> ChildCost:
         raise AssertionError("no replay for a claim that points at nothing")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,12 @@ from .acp_support import new_session, prompt, refinement_cards, servers
 MARK = "calc.add must return a + b"
 FIX_CELL = "open('calc.py', 'w').write('def add(a, b):\\n    return a + b\\n')"
 # Judges the same fix as the project's pytest gate, without a pytest start per replay.
-GATE = "grep -q 'a + b' calc.py && echo fixed || { echo still broken; exit 1; }"
+# (Gates run with PYTHONSAFEPATH=1: the checkout's folder is put on the path by hand.)
+CHECK = (
+    "import sys; sys.path.insert(0, ''); import calc; ok = calc.add(2, 3) == 5; "
+    "print('fixed' if ok else 'still broken'); sys.exit(not ok)"
+)
+GATE = f'{sys.executable} -c "{CHECK}"'
 
 
 def _replay_child(body: dict[str, Any]) -> Response:
@@ -32,7 +38,9 @@ def _replay_child(body: dict[str, Any]) -> Response:
 
 def test_a_proposed_fix_applies_when_its_replay_passes_the_gates_only_with_the_edit(tmp_path: Path) -> None:
     repo = failing_calc_project(tmp_path)
-    (repo / ".continual-acp" / "gates.toml").write_text(f"[[gate]]\ncommand = {GATE!r}\ntimeout = 60\n")
+    (repo / ".continual-acp" / "gates.toml").write_text(
+        f"[[gate]]\ncommand = {json.dumps(GATE)}\ntimeout = 60\n"
+    )
     git(repo, "commit", "-q", "-am", "a quick gate")
     config = 'auto_refine_every = 0\nrefine_verify = "replay"\n'
     with (
@@ -62,7 +70,7 @@ def test_a_proposed_fix_applies_when_its_replay_passes_the_gates_only_with_the_e
 
         [card] = refinement_cards(client, sid)
         shown = "\n".join(str(c.get("content", {}).get("text", "")) for c in card.get("content", []))
-        assert card["rawOutput"]["applied"] is True, card
+        assert card["rawOutput"]["applied"] is True, shown
         assert "**Replay verdict:** helps" in shown
         assert "**Replay with the edit:** gates passed" in shown and "fixed" in shown
         assert "**Replay without the edit:** gates failed" in shown and "still broken" in shown
