@@ -49,7 +49,7 @@ class Plan:
 
     proposal: Proposal
     project: Proposal | None = None
-    # The message id of the failed cell the planner says its edits would have prevented (`fixes`
+    # The message id of the failed cell or gate the planner says its edits would have prevented (`fixes`
     # in its reply); None when it claims none. Checked against the transcript where it is used.
     fixes: str | None = None
 

@@ -1,6 +1,7 @@
 """Replay verdicts: did an edit that claims to fix a failure actually help? (`refine_verify = "replay"`)
 
-A proposal may name, in `fixes`, the failed cell of the transcript its edits would have prevented.
+A proposal may name, in `fixes`, the failed cell (or autonomous-mode gate) of the transcript its
+edits would have prevented.
 With replay on, that step is re-run twice in scratch checkouts of the repository (replay_run.py):
 once by a child turn whose harness holds the edit, once by one whose harness does not, each followed
 by the session's gates. This module is the pure part: the records of the two runs and the one rule
@@ -157,12 +158,12 @@ def not_run(fixes: str, reason: str) -> ReplayReport:
 
 
 def failed_step(items: Sequence[TrajectoryItem], fixes: str | None) -> TrajectoryItem | None:
-    """The failed cell `fixes` names (its result in the transcript, status `failed`), or None when
-    the id names no such step: a claim that points at nothing is no claim."""
+    """The failed cell or gate `fixes` names (its result in the transcript, status `failed`), or
+    None when the id names no such step: a claim that points at nothing is no claim."""
     if not fixes:
         return None
     for item in items:
-        if item.message_id == fixes and item.role == "tool_result" and item.status == "failed":
+        if item.message_id == fixes and item.role in ("tool_result", "gate") and item.status == "failed":
             return item
     return None
 

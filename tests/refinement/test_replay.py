@@ -274,3 +274,24 @@ def test_review_card_shows_both_replays_their_gate_tails_and_the_cost() -> None:
     )
     assert lines[3] == "**Replay cost:** 5 model requests, 220 tokens, 3.5 s"
     assert replay_blocks(None) == []
+
+
+def test_a_failed_autonomous_gate_is_a_step_a_proposal_may_claim_to_fix() -> None:
+    from agent_core.events import GateFinished, GateStarted, TextPart, UserMessage
+    from agent_core.refinement.replay import failed_step, task_of
+    from agent_core.refinement.trajectory import render_trajectory, trajectory_from_events
+
+    items = trajectory_from_events(
+        [
+            UserMessage((TextPart("fix add"),), "u-1"),
+            GateStarted("gate-1", "pytest -q"),
+            GateFinished("gate-1", "pytest -q", "failed", "failed (exit code 1)", 1, "1 failed"),
+            GateFinished("gate-2", "ruff check", "completed", "passed", 0),
+        ]
+    )
+    step = failed_step(items, "gate-1")
+    assert step is not None and task_of(items, step) == "fix add"
+    assert failed_step(items, "gate-2") is None  # it passed: nothing to fix
+    assert "[gate-1] gate `pytest -q` (failed):\nfailed (exit code 1)\n1 failed" in render_trajectory(
+        items, max_chars=10_000
+    )
