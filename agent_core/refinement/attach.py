@@ -76,7 +76,7 @@ def _replayer(session: Session) -> Replayer:
         agent = getattr(hub, "agent", None)
         if agent is None:
             return None
-        turns: ChildTurn = ChildTurns(agent, session.agent_config.home)
+        turns: ChildTurn = ChildTurns(agent, session.agent_config.home, session.model_name)
         return turns
 
     def watch(cwd: str, gates: Sequence[Gate]) -> TamperWatch:

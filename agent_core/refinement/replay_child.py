@@ -52,7 +52,12 @@ class ReplaySession(Protocol):
     @property
     def local_store(self) -> HarnessStore: ...
 
+    @property
+    def model_name(self) -> str | None: ...
+
     def set_mode(self, mode: str) -> None: ...
+
+    def set_config(self, key: str, value: Any) -> None: ...
 
     def run_turn(self, parts: Sequence[ev.PromptPart]) -> AsyncIterator[ev.TurnEvent]: ...
 
@@ -114,11 +119,13 @@ def _write_entries(store: HarnessStore, entries: Proposal, session_id: str) -> N
 
 
 class ChildTurns:
-    """Runs replay turns as one-shot children of `agent` (`home`: the data dir, for the cleanup)."""
+    """Runs replay turns as one-shot children of `agent` (`home`: the data dir, for the cleanup;
+    `model`: the model the session uses now, which the child uses too)."""
 
-    def __init__(self, agent: ReplayAgent, home: Path) -> None:
+    def __init__(self, agent: ReplayAgent, home: Path, model: str | None = None) -> None:
         self.agent = agent
         self.home = home
+        self.model = model
 
     async def __call__(self, cwd: str, task: str, edits: Proposal | None) -> ChildCost:
         try:
@@ -127,6 +134,8 @@ class ChildTurns:
             raise ReplayChildError(f"the replay's session could not start: {exc}") from None
         try:
             child.set_mode("auto")
+            if self.model and self.model != child.model_name:
+                child.set_config("model", self.model)
             if edits is not None:
                 entries = as_local_entries(edits)
                 if not entries.edits:
