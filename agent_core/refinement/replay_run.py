@@ -94,7 +94,8 @@ class Replayer:
         task = task_of(items, step)
         if task is None:
             return not_run(fixes, "no user prompt precedes the failed step: there is no task to replay")
-        gates = tuple(self._gates())
+        # The gates file is the repository's: read off the event loop.
+        gates = tuple(await anyio.to_thread.run_sync(self._gates))
         if not gates:
             return not_run(fixes, "the session has no gates: nothing can judge a replay")
         child_turn = self._child_turn()
@@ -107,6 +108,9 @@ class Replayer:
         with_edit = await self._run(repo, relative, task, gates, child_turn, proposal)
         without_edit = await self._run(repo, relative, task, gates, child_turn, None)
         return decide(fixes, with_edit, without_edit)
+
+    def _env(self, gate: Gate) -> dict[str, str] | None:
+        return dict(self._gate_env(gate)) if self._gate_env is not None else None
 
     async def _run(
         self,
@@ -130,7 +134,7 @@ class Replayer:
                 tampered = await anyio.to_thread.run_sync(watch.changes) if watch is not None else None
                 results = []
                 for gate in gates:
-                    env = dict(self._gate_env(gate)) if self._gate_env is not None else None
+                    env = await anyio.to_thread.run_sync(self._env, gate)  # looks at the workspace
                     results.append(await run_gate(gate, cwd, env=env))
         except (WorktreeError, ReplayChildError, OSError) as exc:
             return ReplayRun(

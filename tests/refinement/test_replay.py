@@ -275,6 +275,16 @@ def test_review_card_shows_both_replays_their_gate_tails_and_the_cost() -> None:
     assert lines[3] == "**Replay cost:** 5 model requests, 220 tokens, 3.5 s"
     assert replay_blocks(None) == []
 
+    from acp_server.harness.cards import review_card
+    from agent_core.refinement.records import PendingReview
+    from harness_store import HarnessState
+
+    pending = PendingReview("p-1", _memory("one"), "local", "user", HarnessState(), replay=report)
+    card = review_card(pending, [])
+    shown = [c["content"]["text"] for c in card["content"]]  # type: ignore[attr-defined]
+    assert shown == lines
+    assert card["rawInput"]["replay"]["verdict"] == "helps"  # type: ignore[index]
+
 
 def test_a_failed_autonomous_gate_is_a_step_a_proposal_may_claim_to_fix() -> None:
     from agent_core.events import GateFinished, GateStarted, TextPart, UserMessage
