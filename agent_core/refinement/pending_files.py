@@ -25,7 +25,6 @@ from pathlib import Path
 
 from agent_core.control_plane.held import HeldChange
 from agent_core.refinement.records import PendingReview
-from agent_core.refinement.replay import ReplayReport
 from harness_store import HarnessState, ProjectStore, Proposal, Store
 from harness_store.private_files import private_dir
 from harness_store.statefile import write_atomic
@@ -175,7 +174,11 @@ class PendingFiles:
             raw = json.loads(path.read_text(encoding="utf-8"))
             promotion = raw.get("promotion_of")
             held = HeldChange.from_json(raw["held"]) if raw.get("held") is not None else None
-            replay = ReplayReport.from_json(raw["replay"]) if isinstance(raw.get("replay"), dict) else None
+            replay = None
+            if isinstance(raw.get("replay"), dict):
+                from agent_core.refinement.replay import ReplayReport  # only a replayed proposal's file
+
+                replay = ReplayReport.from_json(raw["replay"])
             return PendingReview(
                 proposal_id=str(raw["proposal_id"]),
                 proposal=Proposal.model_validate(raw["proposal"]),

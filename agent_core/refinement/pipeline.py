@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -18,12 +19,14 @@ from agent_core.refinement.extract import ReplyParseError
 from agent_core.refinement.jobs import Job
 from agent_core.refinement.planner import Plan, RefinementPlanner
 from agent_core.refinement.records import RefinementOutcome
-from agent_core.refinement.replay import ReplayReport
-from agent_core.refinement.replay_run import Replayer
 from agent_core.refinement.reporting import report_failure
 from agent_core.refinement.service import HarnessService
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
 from harness_store import HarnessState, Proposal, render_overview
+
+if TYPE_CHECKING:
+    from agent_core.refinement.replay import ReplayReport
+    from agent_core.refinement.replay_run import Replayer
 
 log = logging.getLogger("agent_core.refinement.coordinator")
 
