@@ -20,6 +20,7 @@ from acp_server import client_quirks, frames
 from acp_server.cell_cards import CellCard
 from acp_server.frames import Frame
 from acp_server.gate_cards import GateCard, goal_meta
+from acp_server.harness.cards import replay_blocks
 from acp_server.subagent_cards import updates_for
 from agent_core.events import (
     CellClear,
@@ -369,6 +370,7 @@ class TurnPresenter:
                 content.append(frames.tool_text(f"**Skill check ({edit.get('id')}):** {check}"))
         if event.error:
             content.append(frames.tool_text(f"Error: {event.error}"))  # plain: shown literally by some
+        content += replay_blocks(event.replay)  # the replays that decided it, when there were any
         title = None
         if self._path_titles:
             # A client that titles edit cards by the diff's path (client_quirks.py): keep the words.

@@ -229,6 +229,9 @@ class RefinementReported:
     # The job itself failed (the planner's reply could not be used, the endpoint failed): `error`
     # says why, and the message says it once (not as a refused apply of "Refinement failed").
     failed: bool = False
+    # The replays that decided it (`refine_verify = "replay"`, agent_core/refinement/replay.py's
+    # `ReplayReport.to_json()`): both runs, the verdict, the cost; None when it was not replayed.
+    replay: Mapping[str, Any] | None = None
 
 
 @_record

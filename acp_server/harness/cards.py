@@ -23,6 +23,7 @@ REVIEW_OPTIONS: list[JsonObject] = frames.permission_options(frames.REVIEW_OPTIO
 __all__ = [
     "QUIESCENCE",
     "REVIEW_OPTIONS",
+    "replay_blocks",
     "review_card",
     "review_settled",
     "review_waiting_message",
@@ -31,6 +32,41 @@ __all__ = [
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
+
+
+def _replay_run_line(label: str, run: Mapping[str, object]) -> str:
+    error = run.get("error")
+    outcome = "could not run" if error else "gates passed" if run.get("passed") else "gates failed"
+    line = (
+        f"**Replay {label}:** {outcome} ({run.get('requests', 0)} model requests, "
+        f"{run.get('tokens', 0)} tokens, {run.get('seconds', 0)} s)"
+    )
+    if error:
+        line += f": {error}"
+    tail = str(run.get("gateTail") or "").strip()
+    if tail:
+        line += f"\n```\n{tail}\n```"
+    return line
+
+
+def replay_blocks(replay: Mapping[str, object] | None) -> list[JsonObject]:
+    """A proposal's replays (`refine_verify = "replay"`; agent_core/refinement/replay.py's
+    `ReplayReport.to_json()`) as card text: the verdict and why, each run (gates passed or failed,
+    the gates' output tail, its cost), and the total cost. None: no blocks."""
+    if not replay:
+        return []
+    lines = [f"**Replay verdict:** {replay.get('verdict', 'not_run')} — {replay.get('reason', '')}"]
+    for key, label in (("withEdit", "with the edit"), ("withoutEdit", "without the edit")):
+        run = replay.get(key)
+        if isinstance(run, Mapping):
+            lines.append(_replay_run_line(label, run))
+    cost = replay.get("cost")
+    if isinstance(cost, Mapping):
+        lines.append(
+            f"**Replay cost:** {cost.get('requests', 0)} model requests, {cost.get('tokens', 0)} tokens, "
+            f"{cost.get('seconds', 0)} s"
+        )
+    return [frames.tool_text(line) for line in lines]
 
 
 def review_card(
@@ -51,6 +87,8 @@ def review_card(
             content.append(
                 frames.tool_text(" ".join(str(edit.get(k)) for k in ("action", "kind", "id") if edit.get(k)))
             )
+    replay = getattr(pending, "replay", None)
+    content += replay_blocks(replay.to_json() if replay is not None else None)
     # A cell's change to .continual-acp/ is not a refinement: its card says what it is.
     held_title = pending.proposal.summary if getattr(pending, "held", None) is not None else None
     card = frames.review_card(

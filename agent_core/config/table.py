@@ -396,6 +396,13 @@ OPTIONS: tuple[Option, ...] = (
         default=False,
     ),
     Option(
+        "refine_verify",
+        "choice",
+        "replay a proposed fix (with and without the edit, then the gates) before it applies",
+        default="off",
+        choices=("off", "replay"),
+    ),
+    Option(
         "verify_skills",
         "custom",
         "check skills in a scratch kernel before they apply",

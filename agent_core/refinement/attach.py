@@ -35,9 +35,12 @@ from agent_core.refinement.surface import HarnessSurface
 from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
 
 if TYPE_CHECKING:
+    from agent_core.autonomy.gates import Gate
+    from agent_core.autonomy.tamper import TamperWatch
     from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.held import HeldChange
     from agent_core.refinement.curation_model import CuratorModel
+    from agent_core.refinement.replay_run import Replayer
     from agent_core.session import Session
     from agent_core.turn.hooks import RefinementHook
     from kernel_bridge import KernelSession
@@ -54,6 +57,38 @@ def curator_model(config: AgentConfig, planner: RefinementPlanner) -> CuratorMod
     from agent_core.refinement.curation_model import CuratorModel
 
     return CuratorModel(planner.client, planner.budgets.planner_max_tokens)
+
+
+def _replayer(session: Session) -> Replayer:
+    """The session's replays: its gates as autonomous mode has them now (each with the environment
+    the referee gives it), children made by the session's agent (reached through the subagent hub,
+    the one part of a session that knows its agent; none without a hub)."""
+    from agent_core.refinement.replay_child import ChildTurns
+    from agent_core.refinement.replay_run import ChildTurn, Replayer, referee_watch
+
+    def gates() -> tuple[Gate, ...]:
+        autonomy = session.autonomy
+        return autonomy.gates() if autonomy is not None else ()
+
+    def gate_env(gate: Gate) -> dict[str, str]:
+        autonomy = session.autonomy
+        assert autonomy is not None  # gates() gave this gate: the session has autonomous mode
+        return autonomy.gate_environment(gate)
+
+    def child_turn() -> ChildTurn | None:
+        hub = session.subagents
+        agent = getattr(hub, "agent", None)
+        if agent is None:
+            return None
+        turns: ChildTurn = ChildTurns(agent, session.agent_config.home, session.model_name)
+        return turns
+
+    def watch(cwd: str, gates: Sequence[Gate]) -> TamperWatch:
+        autonomy = session.autonomy
+        assert autonomy is not None  # gates() gave gates: the session has autonomous mode
+        return referee_watch(autonomy.settings.referee)(cwd, gates)
+
+    return Replayer(session.cwd, gates=gates, child_turn=child_turn, gate_env=gate_env, watch=watch)
 
 
 def _setting(config: AgentConfig, name: str, default: _Number, kind: type[_Number]) -> _Number:
@@ -94,9 +129,13 @@ class SessionRefinement:
             # The transcript on disk is the record of the session (ids included, compaction or not).
             return trajectory_from_events(session.store.load(session.id).events)
 
+        refine_verify = str(config.option("refine_verify"))
+
         def policy() -> Policy:
             return Policy(
-                mode=session.mode, refine_review=str(session.config.get("refine_review", "global_only"))
+                mode=session.mode,
+                refine_review=str(session.config.get("refine_review", "global_only")),
+                refine_verify=refine_verify,
             )
 
         coordinator = RefinementCoordinator(
@@ -114,6 +153,8 @@ class SessionRefinement:
 
         coordinator.skill_verifier = session_verifiers(session)
         coordinator.service.children = partial(_running_children, session)
+        if refine_verify == "replay":
+            coordinator.pipeline.replayer = _replayer(session)
         refinement = cls(session, coordinator)
         hook: RefinementHook = refinement  # checked by mypy: the session's hook Protocol
         session.refinement = hook  # how acp_server finds it: `harness_of(session)`

@@ -130,6 +130,8 @@ class PendingFiles:
             body["promotion_of"] = list(pending.promotion_of)
         if pending.held is not None:
             body["held"] = pending.held.to_json()
+        if pending.replay is not None:
+            body["replay"] = pending.replay.to_json()
         try:
             _private_dir(path.parent)
             write_atomic(path, json.dumps(body, ensure_ascii=False).encode("utf-8"))
@@ -172,6 +174,11 @@ class PendingFiles:
             raw = json.loads(path.read_text(encoding="utf-8"))
             promotion = raw.get("promotion_of")
             held = HeldChange.from_json(raw["held"]) if raw.get("held") is not None else None
+            replay = None
+            if isinstance(raw.get("replay"), dict):
+                from agent_core.refinement.replay import ReplayReport  # only a replayed proposal's file
+
+                replay = ReplayReport.from_json(raw["replay"])
             return PendingReview(
                 proposal_id=str(raw["proposal_id"]),
                 proposal=Proposal.model_validate(raw["proposal"]),
@@ -185,6 +192,7 @@ class PendingFiles:
                 if isinstance(promotion, list) and len(promotion) == 2
                 else None,
                 held=held,
+                replay=replay,
             )
         except FileNotFoundError:
             return None  # decided meanwhile

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -23,6 +24,10 @@ from agent_core.refinement.service import HarnessService
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
 from harness_store import HarnessState, Proposal, render_overview
 
+if TYPE_CHECKING:
+    from agent_core.refinement.replay import ReplayReport
+    from agent_core.refinement.replay_run import Replayer
+
 log = logging.getLogger("agent_core.refinement.coordinator")
 
 HISTORY_LINES = 10
@@ -35,6 +40,9 @@ class PlanPipeline:
         self.service = service
         self.planner = planner
         self.last: RefinementOutcome | None = None
+        # Replays a proposal that claims to fix a failed step (`refine_verify = "replay"`); set by
+        # attach (None: this session cannot replay, and a claim is decided without one).
+        self.replayer: Replayer | None = None
 
     async def run(self, job: Job) -> RefinementOutcome:
         try:
@@ -102,6 +110,9 @@ class PlanPipeline:
                 return project_outcome
             summary = proposal.summary or "nothing worth keeping in the harness"
             return RefinementOutcome(job.job_id, job.trigger, scope, "empty", summary=summary)
+        replay: ReplayReport | None = None
+        if plan.fixes is not None and self.replayer is not None and service.replays():
+            replay = await self.replayer.replay(proposal, fixes=plan.fixes, items=items)
         return await service.submit(
             proposal,
             scope=scope,
@@ -109,6 +120,7 @@ class PlanPipeline:
             baseline=baseline,
             items=items,
             interactive=job.interactive,
+            replay=replay,
         )
 
     async def _submit_project(

@@ -49,6 +49,16 @@ class Plan:
 
     proposal: Proposal
     project: Proposal | None = None
+    # The message id of the failed cell or gate the planner says its edits would have prevented (`fixes`
+    # in its reply); None when it claims none. Checked against the transcript where it is used.
+    fixes: str | None = None
+
+
+def _fixes(data: dict[str, Any]) -> str | None:
+    value = data.get("fixes")
+    if isinstance(value, str) and value.strip() and len(value) <= 200:
+        return value.strip()
+    return None
 
 
 def _project_edit(raw: dict[str, Any]) -> dict[str, Any]:
@@ -66,12 +76,15 @@ def split_plan(data: dict[str, Any], scope: Scope) -> Plan:
     any other scope value (or none) stays in the refinement's scope."""
     raw_edits = data.get("edits")
     edits = [e for e in raw_edits if isinstance(e, dict)] if isinstance(raw_edits, list) else []
+    fixes = _fixes(data)
     if scope == "project":
-        return Plan(Proposal.model_validate({**data, "edits": [_project_edit(e) for e in edits]}))
+        return Plan(
+            Proposal.model_validate({**data, "edits": [_project_edit(e) for e in edits]}), fixes=fixes
+        )
     own = [e for e in edits if e.get("scope") != "project"]
     marked = [_project_edit(e) for e in edits if e.get("scope") == "project"]
     project = Proposal.model_validate({**data, "edits": marked}) if marked else None
-    return Plan(Proposal.model_validate({**data, "edits": own}), project)
+    return Plan(Proposal.model_validate({**data, "edits": own}), project, fixes)
 
 
 def _truthy(value: object) -> bool:

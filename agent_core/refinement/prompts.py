@@ -43,10 +43,13 @@ Rules:
 - An empty "edits" list is a valid answer when nothing is worth keeping.
 - Optionally state a prediction: the command a later cell will run when the situation recurs and what
   you expect then ("prediction": {"command": "make check", "expect": "the tests pass"}); it is checked.
+- If the edits would have prevented a cell or gate that failed, name its id in "fixes" (for example
+  "cell-3"); the claim may be checked by replaying the task with and without the edits.
 
 Answer with one JSON object and nothing else:
 {"summary": "<a short line>", "rationale": "<why>", "expected_outcome": "<what gets better>",
  "prediction": {"command": "<what a later cell runs>", "expect": "<what then>"},
+ "fixes": "<id of the failed cell or gate the edits would have prevented, optional>",
  "edits": [{"action": "create"|"update"|"delete", "kind": "prompt"|"memory"|"skill"|"subagent",
             "id": "<existing id, for update/delete>", "title": "...", "content": "...", "path": "<group, optional>",
             "reference": {...}, "arguments": {...}, "reason": "...", "evidence": ["<message id>", ...]}]}

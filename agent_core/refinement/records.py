@@ -11,6 +11,7 @@ from harness_store import RefinementNotFound
 
 if TYPE_CHECKING:
     from agent_core.control_plane.held import HeldChange
+    from agent_core.refinement.replay import ReplayReport
     from harness_store import HarnessState, Proposal, RefinementResult
 
 Scope = Literal["local", "global", "project"]  # project: the repository's scope
@@ -60,6 +61,9 @@ class PendingReview:
     # A change a cell made to `.continual-acp/` (agent_core.control_plane), already restored: the
     # proposal has no edits; approving writes the held files back, rejecting discards them.
     held: HeldChange | None = None
+    # The replays of a proposal that claims to fix a failed step (`refine_verify = "replay"`): both
+    # runs and the verdict, shown on the card; None when it was not replayed.
+    replay: ReplayReport | None = None
 
     @property
     def kinds(self) -> set[str]:
@@ -88,6 +92,7 @@ class PendingReview:
                 if self.held is not None
                 else {}
             ),
+            **({"replay": self.replay.to_json()} if self.replay is not None else {}),
         }
 
 
@@ -133,6 +138,7 @@ class RefinementOutcome:
     errors: tuple[str, ...] = ()
     tombstones: tuple[str, ...] = ()
     refinement_ids: tuple[str, ...] = ()
+    replay: ReplayReport | None = None  # the replays that decided it (`refine_verify = "replay"`)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -148,6 +154,8 @@ class RefinementOutcome:
             body["proposalId"] = self.proposal_id
         if self.error:
             body["error"] = self.error
+        if self.replay is not None:
+            body["replay"] = self.replay.to_json()
         return body
 
 

@@ -86,6 +86,8 @@ def plan_schema(entry_ids: Mapping[str, Collection[str]] | None = None) -> dict[
             "summary": _TEXT,
             "rationale": _TEXT,
             "expected_outcome": _TEXT,
+            # the id of the failed cell or gate the edits would have prevented (replayed to check it)
+            "fixes": _TEXT,
             # checked when a later turn's cells run `command`: hit if that turn passes, miss if not
             "prediction": {
                 "type": "object",

@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_core.events import RefinementReported
 from agent_core.refinement.records import PendingReview
+from agent_core.refinement.replay import ReplayReport
 from harness_store import Edit, HarnessEntry, HarnessState, Proposal, RefinementResult, render_view
 
 ViewPath = Callable[[str, str, str], str | None]  # (scope, kind, id) -> path of the entry's view file
@@ -52,7 +53,9 @@ def edit_summary(edit: Any, *, scope: str, view_path: ViewPath | None = None) ->
     return body
 
 
-def report_result(result: RefinementResult, *, view_path: ViewPath | None = None) -> RefinementReported:
+def report_result(
+    result: RefinementResult, *, view_path: ViewPath | None = None, replay: ReplayReport | None = None
+) -> RefinementReported:
     errors = result.errors
     return RefinementReported(
         refinement_id=result.id,
@@ -61,6 +64,33 @@ def report_result(result: RefinementResult, *, view_path: ViewPath | None = None
         edits=tuple(edit_summary(e, scope=result.scope, view_path=view_path) for e in result.applied_edits),
         applied=result.applied,
         error="; ".join(errors) if errors else None,
+        replay=replay.to_json() if replay is not None else None,
+    )
+
+
+def report_unproven(
+    proposal_id: str, proposal: Proposal, scope: str, replay: ReplayReport
+) -> RefinementReported:
+    """A proposal refused because its replay did not show it helps (nothing was written)."""
+    message = f"not applied: the replay did not show the edit helps ({replay.reason})"
+    return RefinementReported(
+        refinement_id=proposal_id,
+        summary=proposal.summary or "Refinement",
+        scope="global" if scope == "global" else "project" if scope == "project" else "local",
+        edits=tuple(
+            {
+                "action": e.action,
+                "kind": e.kind,
+                "id": e.id,
+                "scope": scope,
+                "applied": False,
+                "error": message,
+            }
+            for e in proposal.edits
+        ),
+        applied=False,
+        error=message,
+        replay=replay.to_json(),
     )
 
 

@@ -41,7 +41,7 @@ from agent_core.refinement.records import (
     UnknownRefinement,
     new_job_id,
 )
-from agent_core.refinement.reporting import report_rejection, report_result
+from agent_core.refinement.reporting import report_rejection, report_result, report_unproven
 from agent_core.refinement.trajectory import TrajectoryItem, message_ids
 from agent_core.trust.promotion import TARGETS as PROMOTION_TARGETS
 from agent_core.trust.promotion import (
@@ -61,6 +61,7 @@ from harness_store.verify import PreApplyVerifier
 
 if TYPE_CHECKING:
     from agent_core.control_plane.held import HeldChange
+    from agent_core.refinement.replay import ReplayReport
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ class Policy:
 
     mode: str = "auto"
     refine_review: str = "global_only"
+    # "replay": a proposal that claims to fix a failed step applies only when replaying the step
+    # shows it helps (replay.py); "off": no replay.
+    refine_verify: str = "off"
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,10 @@ class HarnessService:
     def outbox(self) -> Outbox:
         return self.jobs.outbox
 
+    def replays(self) -> bool:
+        """Whether a proposal that claims to fix a failed step is replayed first (`refine_verify`)."""
+        return self._policy().refine_verify == "replay"
+
     def emit(self, event: CoordinatorEvent) -> None:
         """Send an event to the listeners, in order with every report."""
         self.outbox.emit(event)
@@ -236,10 +244,13 @@ class HarnessService:
             kwargs["global_state"] = await anyio.to_thread.run_sync(self.scopes.global_.load)
         return await anyio.to_thread.run_sync(partial(store.apply, proposal, **kwargs))
 
-    def report(self, result: RefinementResult, trigger: Trigger) -> RefinementOutcome:
-        """Report a written refinement (its card) and say how it ended."""
+    def report(
+        self, result: RefinementResult, trigger: Trigger, *, replay: ReplayReport | None = None
+    ) -> RefinementOutcome:
+        """Report a written refinement (its card, with the replays that decided it) and say how it
+        ended."""
         self.jobs.last_refinement_id = result.id
-        self.emit(report_result(result, view_path=self.view_path))
+        self.emit(report_result(result, view_path=self.view_path, replay=replay))
         status: OutcomeStatus = "applied" if result.applied else "refused"
         errors = "; ".join(result.errors) or None
         return RefinementOutcome(
@@ -252,6 +263,7 @@ class HarnessService:
             error=errors,
             errors=tuple(result.errors),
             refinement_ids=(result.id,),
+            replay=replay,
         )
 
     async def submit(
@@ -265,11 +277,15 @@ class HarnessService:
         mode_override: str | None = None,
         source: str = "refine",
         interactive: bool = False,
+        replay: ReplayReport | None = None,
     ) -> RefinementOutcome:
         """Apply now or hold for review, per the policy. Also the path of direct kernel writes.
 
         `source` is who wrote the content: `refine` (the planner, even when the user asked for the
         refinement) or `agent` (a cell). Neither bypasses tombstones; only user-written content does.
+        `replay`: the proposal's replays (`refine_verify = "replay"`). Unless they show the edit
+        helps, it never applies unseen: held for review when the policy reviews it anyway (the
+        card shows the replays), refused with the reason when the policy would apply it at once.
         """
         refused, rest = await self._refuse_empty_lessons(
             proposal, scope=scope, trigger=trigger, source=source
@@ -285,6 +301,7 @@ class HarnessService:
             mode_override=mode_override,
             source=source,
             interactive=interactive,
+            replay=replay,
         )
         if refused is None:
             return outcome
@@ -306,13 +323,30 @@ class HarnessService:
         mode_override: str | None,
         source: str,
         interactive: bool,
+        replay: ReplayReport | None = None,
     ) -> RefinementOutcome:
         policy = self._policy()
         kinds = {edit.kind for edit in proposal.edits}
         mode = mode_override or policy.mode
-        if needs_review(
+        review = needs_review(
             scope=scope, mode=mode, refine_review=policy.refine_review, kinds=kinds, trusted=self.trusted
-        ):
+        )
+        if replay is not None and not replay.helps and not review:
+            # Nobody would see it before it applies, and the replay did not prove it: refused.
+            refused_id = new_job_id("p")
+            event = report_unproven(refused_id, proposal, scope, replay)
+            self.emit(event)
+            return RefinementOutcome(
+                refused_id,
+                trigger,
+                scope,
+                "rejected",
+                proposal_id=refused_id,
+                summary=proposal.summary,
+                error=event.error,
+                replay=replay,
+            )
+        if review:
             pending = PendingReview(
                 proposal_id=new_job_id("p"),
                 proposal=proposal,
@@ -321,6 +355,7 @@ class HarnessService:
                 baseline=baseline if baseline is not None else self.scopes.store(scope).load(),
                 source=source,
                 interactive=interactive,
+                replay=replay,
             )
             await self._hold(pending)
             return RefinementOutcome(
@@ -330,12 +365,13 @@ class HarnessService:
                 "pending_review",
                 proposal_id=pending.proposal_id,
                 summary=proposal.summary,
+                replay=replay,
             )
         known = message_ids(items if items is not None else await self.items())
         result = await self.apply(
             proposal, scope=scope, trigger=trigger, baseline=baseline, known=known, source=source
         )
-        return self.report(result, trigger)
+        return self.report(result, trigger, replay=replay)
 
     async def _refuse_empty_lessons(
         self, proposal: Proposal, *, scope: Scope, trigger: Trigger, source: str
@@ -598,7 +634,7 @@ class HarnessService:
         if result.applied and pending.trigger != "user":
             # Approved by a human: promote what was written from candidate to verified.
             await anyio.to_thread.run_sync(partial(store.record_review, result.id, "apply"))
-        outcome = self.report(result, pending.trigger)
+        outcome = self.report(result, pending.trigger, replay=pending.replay)
         if result.applied and pending.promotion_of is not None:
             removed = await self._remove_promoted(pending, result.id)
             if removed is not None:

@@ -14,6 +14,7 @@ from typing import Literal
 from agent_core.events import (
     CellFinished,
     CellStarted,
+    GateFinished,
     ImagePart,
     MessageChunk,
     ResourceLinkPart,
@@ -27,7 +28,7 @@ REVIEW_WINDOW_CHARS = 40_000
 PLANNER_WINDOW_CHARS = 80_000
 TOOL_RESULT_CHARS = 2_000
 
-Role = Literal["user", "assistant", "tool_call", "tool_result"]
+Role = Literal["user", "assistant", "tool_call", "tool_result", "gate"]  # gate: an autonomous loop's verdict
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,12 @@ def trajectory_from_events(events: Iterable[TurnEvent]) -> list[TrajectoryItem]:
             if event.error:
                 body = f"{body}\n{event.error}" if body else event.error
             items.append(TrajectoryItem(event.cell_id, "tool_result", body, status=event.status))
+        elif isinstance(event, GateFinished):
+            # A gate's verdict is a step too: a failed one is a failure a proposal may claim to fix.
+            body = f"{event.summary}\n{event.output}" if event.output else event.summary
+            items.append(
+                TrajectoryItem(event.gate_id, "gate", body, title=event.command, status=event.status)
+            )
     return items
 
 
@@ -106,6 +113,8 @@ def render_item(item: TrajectoryItem, *, tool_result_chars: int = TOOL_RESULT_CH
         title = f" ({item.title})" if item.title else ""
         return f"[{item.message_id}] assistant ran a python cell{title}:\n{item.text}"
     status = item.status or "finished"
+    if item.role == "gate":
+        return f"[{item.message_id}] gate `{item.title}` ({status}):\n{_cut_middle(item.text, tool_result_chars)}"
     return f"[{item.message_id}] cell result ({status}):\n{_cut_middle(item.text, tool_result_chars)}"
 
 
