@@ -25,6 +25,9 @@ Arms:
   --scope global --apply`) between sessions, before every session but the unit's first; the pass's
   report is kept as `curate.json` beside the session's traces, and how many entries it took out of
   the prompt is the row's `curated`.
+* `learning+replay`: `learning` with `refine_verify = "replay"`: a proposed edit that claims to fix
+  a failed step applies only when its replay (the step re-run with and without the edit in scratch
+  checkouts, then the gates) shows it helps. It needs a model that can redo the task's steps.
 * `misleading`: the task's `misleading.json` (a plausible wrong lesson) is imported before the
   task's first session, then the arm learns as `learning` does: does the harness recover from it?
   A task without one is skipped in this arm.
@@ -58,7 +61,7 @@ from continual_eval.repo_guard import RepoSnapshot
 from continual_eval.scripted import TaskModel
 from continual_eval.task import Task, TaskError
 
-ARMS = ("learning", "frozen", "seeded", "misleading", "learning+curate")
+ARMS = ("learning", "frozen", "seeded", "misleading", "learning+curate", "learning+replay")
 MODES = ("task", "stream")
 DEFAULT_REFINE = (
     "Keep what this session learned about this project that a later session will need: commands, "
@@ -87,6 +90,7 @@ class ArmPlan:
     copy_from: Path | None = None
     rollback: str | None = None
     curate: bool = False  # the curator's pass between sessions
+    replay: bool = False  # `refine_verify = "replay"`: a proposed fix applies only if its replay helps
 
 
 def plan_arm(name: str) -> ArmPlan:
@@ -100,6 +104,8 @@ def plan_arm(name: str) -> ArmPlan:
         return ArmPlan(name, refine=True, harness="misleading")
     if name == "learning+curate":
         return ArmPlan(name, refine=True, harness="carry", curate=True)
+    if name == "learning+replay":
+        return ArmPlan(name, refine=True, harness="carry", replay=True)
     raise TaskError(f"unknown arm {name!r}; arms: {', '.join(ARMS)}")
 
 
@@ -174,6 +180,8 @@ def _write_config(arm_dir: Path, task: Task, plan: ArmPlan) -> None:
     lines = ['mode = "auto"', 'refine_review = "never"']
     if not plan.refine:
         lines.append("auto_refine_every = 0")
+    if plan.replay:
+        lines.append('refine_verify = "replay"')
     if task.max_turn_requests:
         lines.append(f"max_turn_requests = {task.max_turn_requests}")
     (folder / "config.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -51,3 +51,15 @@ def test_a_stream_unit_runs_every_task_in_its_order_then_again(tmp_path: Path) -
     assert [s.task.name for s in second.steps] == ["b", "a", "b", "a"]  # the second order is another
     assert first.steps[2].folder == tmp_path / "out" / "traces" / "stream-1" / "learning" / "03-a"
     assert first.steps[2].task.prompt_for(first.steps[2].round) == "second"  # round 2: the variant prompt
+
+
+def test_the_learning_replay_arm_runs_its_servers_with_replay_verification(tmp_path: Path) -> None:
+    from continual_eval.runner import _write_config
+
+    task = _task(tmp_path, "a")
+    for arm, expected in (("learning+replay", True), ("learning", False)):
+        arm_dir = tmp_path / arm
+        arm_dir.mkdir()
+        _write_config(arm_dir, task, plan_arm(arm))
+        config = (arm_dir / "config" / "continual-acp" / "config.toml").read_text(encoding="utf-8")
+        assert ('refine_verify = "replay"' in config) is expected, config
