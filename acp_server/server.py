@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_server.stdio_guard import ReservedStdio, reserve_stdio
@@ -107,6 +107,10 @@ def serve_stdio(
             # No request came at all (stdin at /dev/null, as launch checks start agents): nothing to
             # answer or close, so exit now rather than start the loop and the agent to shut them down.
             return 0
+        if early.params is not None:
+            from acp_server.early_session import answer_first_session_new
+
+            early = answer_first_session_new(reserved.read_fd, reserved.write_fd, early)
     if harden is not None:
         harden()
     _configure_logging()
@@ -163,11 +167,25 @@ async def _serve(
         tg.start_soon(server.warm_up_soon)
         tg.start_soon(server.start_agent)
         tg.start_soon(_stop_on_sigterm, tg.cancel_scope, server)
+        if early is not None and early.session is not None:
+            # Created before another request is read: none may name the answered id before it exists.
+            tg.start_soon(_run_steps, await server.adopt_early_session(early.session))
         await connection.serve(on_eof=server.stop_turns)
         watchdog.input_ended("stdin closed")  # read here: an input the watchdog cannot poll ends too
         await server.shutdown()
         tg.cancel_scope.cancel()
     await writer.aclose()
+
+
+async def _run_steps(steps: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """An early-answered session's after-response steps, as the transport runs a handler's."""
+    import logging
+
+    for step in steps:
+        try:
+            await step()
+        except Exception:
+            logging.getLogger(__name__).exception("after-response step of session/new failed")
 
 
 async def _stop_on_sigterm(scope: object, server: object) -> None:

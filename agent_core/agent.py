@@ -309,18 +309,25 @@ class Agent:
         mcp_servers: Sequence[ServerConfig] = (),
         *,
         defer_setup: bool = False,
+        session_id: str | None = None,
     ) -> Session:
         """A fresh session; its kernel starts (or comes from the pool) in the background.
 
         `defer_setup`: `on_session` waits for `finish_setup(session)` (acp_server calls it right after
         the session/new answer is written: the refinement imports would otherwise delay the answer).
-        Call it before the session is used; its kernel start calls it too."""
+        Call it before the session is used; its kernel start calls it too.
+
+        `session_id`: the id `fresh_session.reserve` chose (and answered) before this Agent existed;
+        its directory may already exist, empty. Default: a new one."""
         cwd = resolve_cwd(cwd)
         if not Path(cwd).is_dir():
             # Caught here, not at the first cell: the kernel would run nowhere.
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
-        session_id = f"sess_{uuid.uuid4().hex}"
+        if session_id is None:
+            session_id = f"sess_{uuid.uuid4().hex}"
+        elif session_id in self._sessions or self.store.exists(session_id):
+            raise ValueError(f"session id {session_id!r} is already in use")
         from agent_core.history.transcript import now_iso
 
         return self._make(

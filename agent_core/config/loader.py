@@ -98,6 +98,18 @@ class AgentConfig:
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
 
+    def session_models(self) -> list[str]:
+        """The configured models (main, extra choices, refine model), for a session's model picker."""
+        models: list[str] = []
+        for name in (self.model, *self.models, self.refine_model):
+            if name and name not in models:
+                models.append(name)
+        return models
+
+    def session_defaults(self) -> dict[str, Any]:
+        """A fresh session's settings before any change (the session/new answer shows them)."""
+        return {"mode": self.mode, "model": self.model, "refine_review": self.refine_review}
+
     @property
     def model_configured(self) -> bool:
         return bool(self.model)
