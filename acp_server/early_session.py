@@ -16,7 +16,6 @@ Only a v1 connection: a v2 one (acp_server/v2) has its answers translated by the
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from acp_server import frames
@@ -33,14 +32,19 @@ WAIT_SECONDS = 0.1
 PLAIN_PARAMS = frozenset({"cwd", "mcpServers"})
 
 
-@dataclass(frozen=True)
 class EarlySession:
-    """A `session/new` answered early: its request, the reserved session and the result sent."""
+    """A `session/new` answered early: its request, the reserved session and the result sent. (A
+    plain class: a dataclass compiles its methods at import, on the path this module is on.)"""
 
-    request_id: int | str
-    params: dict[str, object]
-    fresh: FreshSession
-    result: dict[str, object]
+    __slots__ = ("fresh", "params", "request_id", "result")
+
+    def __init__(
+        self, request_id: int | str, params: dict[str, object], fresh: FreshSession, result: dict[str, object]
+    ) -> None:
+        self.request_id = request_id
+        self.params = params
+        self.fresh = fresh
+        self.result = result
 
 
 def _plain_new_session(line: bytes) -> tuple[int | str, dict[str, object], str] | None:

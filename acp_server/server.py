@@ -8,7 +8,6 @@ process and import the rest; the agent's slow imports then run in a background t
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -190,6 +189,8 @@ async def _run_steps(steps: Sequence[Callable[[], Awaitable[None]]]) -> None:
 
 async def _stop_on_sigterm(scope: object, server: object) -> None:
     """SIGTERM (an editor closing the agent) gets the same orderly shutdown as EOF, then exit 0."""
+    import signal  # here, not at the top: the early answers go out before it loads
+
     import anyio
 
     from acp_server.methods import AcpServer

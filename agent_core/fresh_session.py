@@ -12,16 +12,14 @@ checks for it), the cwd is an existing directory, and the session's directory co
 unwritable data dir is still the full path's clear error, never a late surprise.
 
 Light on purpose (it runs before asyncio or the Agent's modules load): no `uuid` (it imports
-`platform`), no session store.
+`platform`), no `logging`, no session store.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +30,20 @@ from kernel_bridge.output import private_dir
 __all__ = ["FreshSession", "new_session_id", "reserve"]
 
 
-@dataclass(frozen=True)
 class FreshSession:
     """A reserved session: what its `session/new` answer says (`mode`, `config` and
-    `available_models` as `Session` has them when new) and where it will live."""
+    `available_models` as `Session` has them when new) and where it will live. (A plain class: a
+    dataclass compiles its methods at import, on the path this module is on.)"""
 
-    session_id: str
-    directory: Path
-    agent_config: AgentConfig
-    guarantees: KernelGuarantees
+    __slots__ = ("agent_config", "directory", "guarantees", "session_id")
+
+    def __init__(
+        self, session_id: str, directory: Path, agent_config: AgentConfig, guarantees: KernelGuarantees
+    ) -> None:
+        self.session_id = session_id
+        self.directory = directory
+        self.agent_config = agent_config
+        self.guarantees = guarantees
 
     @property
     def mode(self) -> str:
@@ -72,15 +75,10 @@ def new_session_id() -> str:
 def _load_quietly(env: Mapping[str, str]) -> AgentConfig | None:
     """The configuration, or None when it is refused or warns: the full path loads it again and
     reports either (once, through the server's logging, not twice)."""
-    loader_log = logging.getLogger("agent_core.config.loader")
-    was_disabled = loader_log.disabled
-    loader_log.disabled = True
     try:
-        config = load_config(env)
+        config = load_config(env, log_warnings=False)
     except (ValueError, OSError):
         return None
-    finally:
-        loader_log.disabled = was_disabled
     return None if config.warnings else config
 
 
