@@ -1,8 +1,11 @@
 """`continual-acp serve`: ACP over the process's stdin/stdout.
 
 Order matters at startup: reserve fd 1 first (nothing may print into the protocol stream), then
-answer the first `initialize` from the light modules only (early_initialize.py), then harden the
-process and import the rest; the agent's slow imports then run in a background thread.
+answer the first `initialize` from the light modules only (early_initialize.py) and, when the next
+line is a plain `session/new`, that too (early_session.py: the session reserved from the config
+alone), then harden the process and import the rest; the agent's slow imports then run in a
+background thread, and a session answered early is created under its id before any other request
+is read.
 """
 
 from __future__ import annotations
