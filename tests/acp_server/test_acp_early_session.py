@@ -77,6 +77,16 @@ def test_a_plain_session_new_is_answered_with_a_reserved_session_directory(
     assert reply["result"]["modes"]["currentModeId"] == "auto"
 
 
+def test_a_session_new_read_together_with_the_initialize_is_answered_too(
+    pipes: tuple[int, int, int, int], configured: Path, tmp_path: Path
+) -> None:
+    _client_out, server_in, server_out, client_in = pipes
+    pipelined = EarlyStart(INITIALIZE_PARAMS, session_new(str(tmp_path)) + b"\n")  # one read held both
+    started = answer_first_session_new(server_in, server_out, pipelined, wait=10.0)
+    assert started.session is not None and started.unread == b""
+    assert json.loads(os.read(client_in, 1 << 16))["result"]["sessionId"] == started.session.fresh.session_id
+
+
 @pytest.mark.parametrize(
     ("line", "env"),
     [
