@@ -5,10 +5,11 @@ reaches it, then waits; the full server would make it wait for the Agent's impor
 reads the next line too (waiting at most `WAIT_SECONDS`): when it is a plain `session/new` (a cwd,
 no MCP servers, nothing else) and `agent_core.fresh_session.reserve` can reserve the session (see
 its docstring: anything unusual leaves the answer to the full path, errors included), the answer
-is written here. The server then creates the session under the answered id
-(`AcpServer.adopt_early_session`) before it reads another request, so nothing can use the id
-before the session exists; should creating it fail after all, every use of the id answers that
-failure. Anything else is handed to the transport unread (`EarlyStart.unread`), as before.
+is written here, once the session is on disk (its transcript header, `meta.json` and owner lock,
+as the store writes a new one). The server's Agent then takes it over
+(`AcpServer.adopt_early_session`) before another request is read, so none finds it half open;
+should that fail after all, every use of the id here answers that failure. Anything else is handed
+to the transport unread (`EarlyStart.unread`), as before.
 
 Only a v1 connection: a v2 one (acp_server/v2) has its answers translated by the transport.
 """

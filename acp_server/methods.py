@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from agent_core.agent import Agent
     from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
+    from agent_core.fresh_session import FreshSession
     from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
@@ -460,9 +461,9 @@ class AcpServer:
         return methods, list(self.extension_notifications)
 
     async def new_session(
-        self, ctx: RequestContext, req: NewSessionParams, *, session_id: str | None = None
+        self, ctx: RequestContext, req: NewSessionParams, *, reserved: FreshSession | None = None
     ) -> JsonObject:
-        """`session/new`; `session_id`: the one an early answer gave (adopt_early_session)."""
+        """`session/new`; `reserved`: the session an early answer gave (adopt_early_session)."""
         from agent_core import KernelBackendUnavailable
 
         cwd = _absolute_cwd(req.cwd)
@@ -473,7 +474,7 @@ class AcpServer:
         editor = self._new_editor()
         started = time.monotonic()
         try:
-            session = await agent.new_session(cwd, editor, servers, defer_setup=True, session_id=session_id)
+            session = await agent.new_session(cwd, editor, servers, defer_setup=True, reserved=reserved)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
                 f"session/new: {exc}", [frames.param_error(["cwd"], str(exc), "value_error")]
@@ -504,17 +505,18 @@ class AcpServer:
         )
 
     async def adopt_early_session(self, early: EarlySession) -> list[Callable[[], Awaitable[None]]]:
-        """Create the session an early `session/new` answer gave (acp_server/early_session.py), through
-        the same handler, under the answered id; returns its after-response steps for the caller to
-        run. Awaited before any other request is read, so none can name the id before it exists. A
-        failure is kept: every later use of the id answers it (`open_session`)."""
+        """Open the session an early `session/new` answer gave (acp_server/early_session.py; its files
+        and lock already on disk) through the same handler; returns its after-response steps for the
+        caller to run. Awaited before any other request is read, so none finds it half open. A
+        failure is kept: every later use of the id here answers it (`open_session`), and the lock is
+        let go (the session stays on disk, loadable once the cause is fixed)."""
         from acp_server.params import read_new_session
 
         ctx = RequestContext(self._conn(), "session/new", early.request_id, False)
         ctx.extras["params"] = early.params
         try:
             req = await read_new_session(early.params, "session/new")
-            result = await self.new_session(ctx, req, session_id=early.fresh.session_id)
+            result = await self.new_session(ctx, req, reserved=early.fresh)
         except Exception as exc:
             early.fresh.release()
             message = exc.message if isinstance(exc, AcpError) else f"{type(exc).__name__}: {exc}"

@@ -3,9 +3,9 @@
 Order matters at startup: reserve fd 1 first (nothing may print into the protocol stream), then
 answer the first `initialize` from the light modules only (early_initialize.py) and, when the next
 line is a plain `session/new`, that too (early_session.py: the session reserved from the config
-alone), then harden the process and import the rest; the agent's slow imports then run in a
-background thread, and a session answered early is created under its id before any other request
-is read.
+alone, written to disk before the answer), then harden the process and import the rest; the
+agent's slow imports then run in a background thread, and the Agent takes over a session answered
+early before any other request is read.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ async def _serve(
         tg.start_soon(server.start_agent)
         tg.start_soon(_stop_on_sigterm, tg.cancel_scope, server)
         if early is not None and early.session is not None:
-            # Created before another request is read: none may name the answered id before it exists.
+            # Taken over before another request is read: none finds the answered session half open.
             tg.start_soon(_run_steps, await server.adopt_early_session(early.session))
         await connection.serve(on_eof=server.stop_turns)
         watchdog.input_ended("stdin closed")  # read here: an input the watchdog cannot poll ends too

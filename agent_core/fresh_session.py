@@ -7,9 +7,12 @@ request. Only the plain case is reserved, the one a freshly launched server meet
 case `reserve` returns None and the full path answers (its errors included): the configuration
 loads without a warning (`load_config`, what the Agent reads too), a model is set up, the kernel
 backend is `local` on this interpreter with ipykernel importable (all `Agent.check_kernel_backend`
-checks for it), the cwd is an existing directory, and the session's directory could be created
-(0700, as the store makes it). So the answer given is the one the Agent would give, and an
-unwritable data dir is still the full path's clear error, never a late surprise.
+checks for it), the cwd is an existing directory, and the session could be written: its directory
+(0700), its owner lock, its transcript header and `meta.json`, as `SessionStore.create` writes them.
+So the answer given is the one the Agent would give, the session it names exists on disk (another
+process may load it at once; one killed before the Agent took over leaves a loadable session, as a
+crash after a session/new always did), and an unwritable data dir is still the full path's clear
+error, never a late surprise.
 
 Light on purpose (it runs before asyncio or the Agent's modules load): no `uuid` (it imports
 `platform`), no `logging`, no session store.
@@ -18,30 +21,45 @@ Light on purpose (it runs before asyncio or the Agent's modules load): no `uuid`
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agent_core.config.loader import AgentConfig, load_config
+from agent_core.errors import SessionInUse
+from agent_core.history.ownership import LOCK_FILE, SessionOwnerLock
+from agent_core.history.session_files import META, TRANSCRIPT, header_record, meta_record, now_iso
 from kernel_bridge.guarantees import LOCAL, KernelGuarantees
-from kernel_bridge.output import private_dir
+from kernel_bridge.output import private_dir, write_private
 
 __all__ = ["FreshSession", "new_session_id", "reserve"]
 
 
 class FreshSession:
     """A reserved session: what its `session/new` answer says (`mode`, `config` and
-    `available_models` as `Session` has them when new) and where it will live. (A plain class: a
-    dataclass compiles its methods at import, on the path this module is on.)"""
+    `available_models` as `Session` has them when new), its files and its owner lock, which the
+    Agent takes over (`Agent.new_session(reserved=...)`). (A plain class: a dataclass compiles its
+    methods at import, on the path this module is on.)"""
 
-    __slots__ = ("agent_config", "directory", "guarantees", "session_id")
+    __slots__ = ("agent_config", "created_at", "cwd", "directory", "guarantees", "owner", "session_id")
 
     def __init__(
-        self, session_id: str, directory: Path, agent_config: AgentConfig, guarantees: KernelGuarantees
+        self,
+        session_id: str,
+        directory: Path,
+        cwd: str,
+        created_at: str,
+        owner: SessionOwnerLock,
+        agent_config: AgentConfig,
+        guarantees: KernelGuarantees,
     ) -> None:
         self.session_id = session_id
         self.directory = directory
+        self.cwd = cwd
+        self.created_at = created_at
+        self.owner = owner
         self.agent_config = agent_config
         self.guarantees = guarantees
 
@@ -57,11 +75,9 @@ class FreshSession:
         return self.agent_config.session_models()
 
     def release(self) -> None:
-        """Remove the reserved directory while it is still empty (the session was not created)."""
-        try:
-            os.rmdir(self.directory)
-        except OSError:
-            pass  # already gone, or the session was written into it after all
+        """The Agent could not take the session over: let go of its lock. Its files stay (the
+        answer said it exists; another process, or a later server, may load it)."""
+        self.owner.release()
 
 
 def new_session_id() -> str:
@@ -99,8 +115,46 @@ def reserve(cwd: str, env: Mapping[str, str] | None = None) -> FreshSession | No
         return None
     directory = config.sessions_dir / new_session_id()
     try:
+        private_dir(config.home)  # as `SessionStore.create`: the data home, then its sessions dir
         private_dir(config.sessions_dir)
         directory.mkdir(mode=0o700)
     except OSError:
         return None
-    return FreshSession(directory.name, directory, config, LOCAL)
+    try:
+        resolved = str(Path(cwd).resolve())
+        resolved.encode("utf-8")  # a lone surrogate: the store's writer scrubs it, so leave it to the store
+        created = now_iso()
+        owner = SessionOwnerLock.acquire(directory, directory.name)
+    except (OSError, ValueError, SessionInUse):
+        _remove(directory)
+        return None
+    try:
+        _write_files(directory, directory.name, resolved, created)
+    except (OSError, ValueError):
+        owner.release()
+        _remove(directory)
+        return None
+    return FreshSession(directory.name, directory, resolved, created, owner, config, LOCAL)
+
+
+def _write_files(directory: Path, session_id: str, cwd: str, created: str) -> None:
+    """What `SessionStore.create` writes: the transcript's header line, then `meta.json`."""
+    header = json.dumps(header_record(session_id, cwd, created), ensure_ascii=False, separators=(",", ":"))
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(directory / TRANSCRIPT, flags, 0o600), "w", encoding="utf-8") as transcript:
+        transcript.write(header + "\n")
+    meta = meta_record(session_id, cwd=cwd, title=None, created_at=created, updated_at=created)
+    write_private(directory / META, json.dumps(meta), sync=False)
+
+
+def _remove(directory: Path) -> None:
+    """Undo a reservation that did not complete (nothing answered it)."""
+    for name in (TRANSCRIPT, META, LOCK_FILE):
+        try:
+            (directory / name).unlink()
+        except OSError:
+            pass
+    try:
+        directory.rmdir()
+    except OSError:
+        pass

@@ -22,6 +22,9 @@ from acp_server.early_session import answer_first_session_new
 from acp_server.errors import AcpError
 from acp_server.methods import AcpServer
 from acp_server.registry import MethodRegistry
+from agent_core.errors import SessionInUse
+from agent_core.history.ownership import SessionOwnerLock
+from agent_core.history.transcript import SessionStore
 from agent_core.testing.scripted_model import ScriptedModelServer, text
 
 INITIALIZE_PARAMS: dict[str, object] = {"protocolVersion": 1, "clientCapabilities": {}}
@@ -72,9 +75,26 @@ def test_a_plain_session_new_is_answered_with_a_reserved_session_directory(
     session_id = reply["result"]["sessionId"]
     assert started.session is not None and started.session.fresh.session_id == session_id
     assert started.unread == after
-    assert (configured / session_id).is_dir()
     assert (configured / session_id).stat().st_mode & 0o777 == 0o700
     assert reply["result"]["modes"]["currentModeId"] == "auto"
+    # On disk as the store writes a new session, when the answer is out: loadable by anyone at once.
+    store = SessionStore(configured.parent)
+    assert store.exists(session_id)
+    made = store.create("sess_made_by_the_store", str(tmp_path))
+    made.close()
+
+    def written(sid: str) -> tuple[object, object]:
+        header = json.loads((configured / sid / "transcript.jsonl").read_text().splitlines()[0])
+        meta = json.loads((configured / sid / "meta.json").read_text())
+        for record in (header, meta):
+            record.update(session_id="", created_at="")
+        meta["updated_at"] = ""
+        return header, meta
+
+    assert written(session_id) == written("sess_made_by_the_store")
+    with pytest.raises(SessionInUse):  # and owned by this process until the Agent takes it over
+        SessionOwnerLock.acquire(configured / session_id, session_id)
+    started.session.fresh.release()
 
 
 def test_a_session_new_read_together_with_the_initialize_is_answered_too(
@@ -248,4 +268,6 @@ async def test_a_session_answered_early_whose_creation_fails_answers_that_failur
             assert f"session {session_id} could not be set up" in failed.value.message
             assert "no agent today" in failed.value.message
         tg.cancel_scope.cancel()
-    assert not (configured / session_id).exists()  # the reserved directory is given back
+    # The session stays on disk as answered, its lock let go: a server that can start may load it.
+    assert SessionStore(configured.parent).exists(session_id)
+    SessionOwnerLock.acquire(configured / session_id, session_id).release()
