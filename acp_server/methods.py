@@ -518,7 +518,8 @@ class AcpServer:
             req = await read_new_session(early.params, "session/new")
             result = await self.new_session(ctx, req, reserved=early.fresh)
         except Exception as exc:
-            early.fresh.release()
+            if self._agent is None or self._agent.get_session(early.fresh.session_id) is None:
+                early.fresh.release()  # not taken over (once it is, the session's close releases it)
             message = exc.message if isinstance(exc, AcpError) else f"{type(exc).__name__}: {exc}"
             data = exc.data if isinstance(exc, AcpError) else None
             self._failed_sessions[early.fresh.session_id] = AcpError(
