@@ -28,6 +28,25 @@ class ConfigurableSession(Protocol):
     def available_models(self) -> list[str]: ...
 
 
+class KernelGuarantees(Protocol):
+    """kernel_bridge's `KernelGuarantees`, as agent_core hands it over (acp_server may not import it)."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def where(self) -> str: ...
+    @property
+    def confined(self) -> bool: ...
+    @property
+    def tier(self) -> str | None: ...
+    @property
+    def network(self) -> bool: ...
+    @property
+    def approval_required(self) -> bool: ...
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+
 def _triples(choices: tuple[Choice, ...]) -> list[tuple[str, str, str]]:
     return [(choice.value, choice.name, choice.description) for choice in choices]
 
@@ -68,3 +87,18 @@ def session_setup(session: ConfigurableSession, kernel: Mapping[str, object] | N
     """The `modes` + `configOptions` pair every new/load/resume response carries (and, with
     `kernel`, the backend's guarantees under `_meta`)."""
     return frames.session_setup_response(modes_state(session), config_options(session), kernel)
+
+
+def kernel_meta(found: KernelGuarantees | None) -> JsonObject | None:
+    """The backend's guarantees for a session result's `_meta`, or None when not known yet."""
+    if found is None:
+        return None
+    return frames.kernel_guarantees(
+        found.backend,
+        found.where,
+        confined=found.confined,
+        tier=found.tier,
+        network=found.network,
+        approval_required=found.approval_required,
+        notes=found.notes,
+    )

@@ -16,10 +16,14 @@ import os
 import select
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.errors import AcpError
 from acp_server.initialize import check_initialize_params, initialize_answer
+
+if TYPE_CHECKING:
+    from acp_server.early_session import EarlySession
 
 WAIT_SECONDS = 0.25
 MAX_FIRST_LINE = 1 << 20
@@ -30,21 +34,23 @@ class EarlyStart:
     """What the early read did: the answered `initialize`'s params (None when it answered nothing)
     and the bytes it read that the transport must see before anything else from the fd."""
 
-    __slots__ = ("ended", "params", "unread")
+    __slots__ = ("ended", "params", "session", "unread")
 
     def __init__(self, params: dict[str, object] | None, unread: bytes, ended: bool = False) -> None:
         self.params = params
         self.unread = unread
         # The input ended before a single byte came (stdin at /dev/null, an empty file, a closed pipe).
         self.ended = ended
+        # The `session/new` answered right after it (early_session.py), which the server must create.
+        self.session: EarlySession | None = None
 
 
-def _read_first_line(fd: int, wait: float) -> tuple[bytes, bool]:
-    """Bytes from `fd` up to and past the first newline, or whatever came within `wait` seconds
-    (stops early at end of input, at `MAX_FIRST_LINE` bytes, or when the fd cannot be polled), and
-    whether the input ended."""
+def read_first_line(fd: int, wait: float, already: bytes = b"") -> tuple[bytes, bool]:
+    """`already` and the bytes from `fd` up to and past the first newline, or whatever came within
+    `wait` seconds (stops early at end of input, at `MAX_FIRST_LINE` bytes, or when the fd cannot be
+    polled), and whether the input ended."""
     deadline = time.monotonic() + wait
-    buf = bytearray()
+    buf = bytearray(already)
     while b"\n" not in buf and len(buf) < MAX_FIRST_LINE:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -81,7 +87,7 @@ def _initialize_request(line: bytes) -> tuple[int | str, dict[str, object]] | No
     return ident, params
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -96,7 +102,7 @@ def answer_first_initialize(
     wait: float = WAIT_SECONDS,
 ) -> EarlyStart:
     """Answer the first input line if it is an `initialize` request (see the module docstring)."""
-    data, ended = _read_first_line(read_fd, wait)
+    data, ended = read_first_line(read_fd, wait)
     newline = data.find(b"\n")
     request = _initialize_request(data[:newline]) if newline >= 0 else None
     if request is None:
@@ -113,7 +119,7 @@ def answer_first_initialize(
     )
     line = json.dumps(answer, separators=(",", ":")) + "\n"  # ASCII: an id may hold lone surrogates
     try:
-        _write_all(write_fd, line.encode("ascii"))
+        write_all(write_fd, line.encode("ascii"))
     except OSError:
         pass  # the client is gone: the transport sees the end of input and shuts down as usual
     return EarlyStart(params, data[newline + 1 :])

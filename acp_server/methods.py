@@ -20,7 +20,7 @@ import anyio
 from acp_server import frames, session_events, slash_commands, subagent_cards, wire
 from acp_server.capabilities import ClientCapabilities
 from acp_server.client_quirks import titles_edit_cards_by_path
-from acp_server.config_options import config_options, modes_state, session_setup
+from acp_server.config_options import config_options, kernel_meta, modes_state, session_setup
 from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
@@ -56,10 +56,12 @@ if TYPE_CHECKING:
         SetSessionModeRequest,
     )
 
+    from acp_server.early_session import EarlySession
     from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
     from agent_core.config.loader import AgentConfig
     from agent_core.errors import KernelBackendUnavailable, SessionInUse
+    from agent_core.fresh_session import FreshSession
     from agent_core.history.transcript import SessionPage
     from agent_core.mcp import ServerConfig
     from agent_core.refinement.surface import HarnessSurface
@@ -102,6 +104,8 @@ class AcpServer:
         self._background = anyio.Event()
         self._background_started = False
         self.extension_notifications: list[str] = []
+        # Sessions an early session/new answered whose creation then failed: their error, for each use.
+        self._failed_sessions: dict[str, AcpError] = {}
         # The seam for extensions that keep per-session state (agent_core.bus): `SessionBound` for
         # every session bound to this connection (new/load/resume) once its setup is done
         # (`OpenSession.set_up`; the harness events are subscribed there too), `SessionReplayed`
@@ -302,6 +306,9 @@ class AcpServer:
         if opened is not None:
             opened.set_up()  # a session/new whose deferred setup has not run yet: now, before its use
             return opened
+        failed = self._failed_sessions.get(session_id)
+        if failed is not None:  # answered early (adopt_early_session), then its creation failed
+            raise AcpError(failed.code, failed.message, failed.data)
         agent = await self.agent()
         check_session_id(agent, session_id)
         if not agent.session_exists(session_id):
@@ -453,7 +460,10 @@ class AcpServer:
         methods = [name for name in self.registry.names() if name.startswith(EXTENSION_PREFIXES)]
         return methods, list(self.extension_notifications)
 
-    async def new_session(self, ctx: RequestContext, req: NewSessionParams) -> JsonObject:
+    async def new_session(
+        self, ctx: RequestContext, req: NewSessionParams, *, reserved: FreshSession | None = None
+    ) -> JsonObject:
+        """`session/new`; `reserved`: the session an early answer gave (adopt_early_session)."""
         from agent_core import KernelBackendUnavailable
 
         cwd = _absolute_cwd(req.cwd)
@@ -464,7 +474,7 @@ class AcpServer:
         editor = self._new_editor()
         started = time.monotonic()
         try:
-            session = await agent.new_session(cwd, editor, servers, defer_setup=True)
+            session = await agent.new_session(cwd, editor, servers, defer_setup=True, reserved=reserved)
         except ValueError as exc:  # e.g. a cwd that is not a directory
             raise AcpError.invalid_params(
                 f"session/new: {exc}", [frames.param_error(["cwd"], str(exc), "value_error")]
@@ -493,6 +503,35 @@ class AcpServer:
         return frames.new_session_response(
             session.id, modes_state(opened.session), config_options(opened.session), _kernel_meta(agent)
         )
+
+    async def adopt_early_session(self, early: EarlySession) -> list[Callable[[], Awaitable[None]]]:
+        """Open the session an early `session/new` answer gave (acp_server/early_session.py; its files
+        and lock already on disk) through the same handler; returns its after-response steps for the
+        caller to run. Awaited before any other request is read, so none finds it half open. A
+        failure is kept: every later use of the id here answers it (`open_session`), and the lock is
+        let go (the session stays on disk, loadable once the cause is fixed)."""
+        from acp_server.params import read_new_session
+
+        ctx = RequestContext(self._conn(), "session/new", early.request_id, False)
+        ctx.extras["params"] = early.params
+        try:
+            req = await read_new_session(early.params, "session/new")
+            result = await self.new_session(ctx, req, reserved=early.fresh)
+        except Exception as exc:
+            if self._agent is None or self._agent.get_session(early.fresh.session_id) is None:
+                early.fresh.release()  # not taken over (once it is, the session's close releases it)
+            message = exc.message if isinstance(exc, AcpError) else f"{type(exc).__name__}: {exc}"
+            data = exc.data if isinstance(exc, AcpError) else None
+            self._failed_sessions[early.fresh.session_id] = AcpError(
+                exc.code if isinstance(exc, AcpError) else INTERNAL_ERROR,
+                f"session {early.fresh.session_id} could not be set up: {message}",
+                data,
+            )
+            log.error("the session answered early could not be set up: %s", message)
+            return []
+        if result != early.result:
+            log.error("the early session/new answered %r, the server built %r", early.result, result)
+        return ctx.after_response
 
     async def load_session(self, ctx: RequestContext, req: LoadSessionRequest) -> JsonObject:
         from agent_core import KernelBackendUnavailable, SessionInUse, SessionNotFound
@@ -780,18 +819,7 @@ def _backend_error(exc: KernelBackendUnavailable) -> AcpError:
 
 def _kernel_meta(agent: Agent) -> JsonObject | None:
     """The backend's guarantees for the result's `_meta`, or None before the kernel pool exists."""
-    found = agent.kernel_guarantees()
-    if found is None:
-        return None
-    return frames.kernel_guarantees(
-        found.backend,
-        found.where,
-        confined=found.confined,
-        tier=found.tier,
-        network=found.network,
-        approval_required=found.approval_required,
-        notes=found.notes,
-    )
+    return kernel_meta(agent.kernel_guarantees())
 
 
 def _in_use_error(exc: SessionInUse) -> AcpError:

@@ -1,16 +1,18 @@
 """`continual-acp serve`: ACP over the process's stdin/stdout.
 
 Order matters at startup: reserve fd 1 first (nothing may print into the protocol stream), then
-answer the first `initialize` from the light modules only (early_initialize.py), then harden the
-process and import the rest; the agent's slow imports then run in a background thread.
+answer the first `initialize` from the light modules only (early_initialize.py) and, when the next
+line is a plain `session/new`, that too (early_session.py: the session reserved from the config
+alone, written to disk before the answer), then harden the process and import the rest; the
+agent's slow imports then run in a background thread, and the Agent takes over a session answered
+early before any other request is read.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_server.stdio_guard import ReservedStdio, reserve_stdio
@@ -107,6 +109,10 @@ def serve_stdio(
             # No request came at all (stdin at /dev/null, as launch checks start agents): nothing to
             # answer or close, so exit now rather than start the loop and the agent to shut them down.
             return 0
+        if early.params is not None:
+            from acp_server.early_session import answer_first_session_new
+
+            early = answer_first_session_new(reserved.read_fd, reserved.write_fd, early)
     if harden is not None:
         harden()
     _configure_logging()
@@ -163,6 +169,9 @@ async def _serve(
         tg.start_soon(server.warm_up_soon)
         tg.start_soon(server.start_agent)
         tg.start_soon(_stop_on_sigterm, tg.cancel_scope, server)
+        if early is not None and early.session is not None:
+            # Taken over before another request is read: none finds the answered session half open.
+            tg.start_soon(_run_steps, await server.adopt_early_session(early.session))
         await connection.serve(on_eof=server.stop_turns)
         watchdog.input_ended("stdin closed")  # read here: an input the watchdog cannot poll ends too
         await server.shutdown()
@@ -170,8 +179,21 @@ async def _serve(
     await writer.aclose()
 
 
+async def _run_steps(steps: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """An early-answered session's after-response steps, as the transport runs a handler's."""
+    import logging
+
+    for step in steps:
+        try:
+            await step()
+        except Exception:
+            logging.getLogger(__name__).exception("after-response step of session/new failed")
+
+
 async def _stop_on_sigterm(scope: object, server: object) -> None:
     """SIGTERM (an editor closing the agent) gets the same orderly shutdown as EOF, then exit 0."""
+    import signal  # here, not at the top: the early answers go out before it loads
+
     import anyio
 
     from acp_server.methods import AcpServer

@@ -22,6 +22,7 @@ from agent_core.ports import EditorPort, NoSkills, SkillsPort
 from agent_core.session import Session
 
 if TYPE_CHECKING:
+    from agent_core.fresh_session import FreshSession
     from agent_core.history.fork import SavedSession
     from agent_core.subagents.hub import SubagentHub
     from agent_core.trust.promotion import DeletionNotice
@@ -248,11 +249,16 @@ class Agent:
         restore: bool,
         mcp_servers: Sequence[ServerConfig] = (),
         setup: bool = True,
+        reserved: FreshSession | None = None,
         **state: object,
     ) -> Session:
         from agent_core.history.ownership import SessionOwnerLock
 
-        if restore:
+        if reserved is not None:
+            # Written and locked by fresh_session.reserve: its header is there, its lock already ours.
+            owner = reserved.owner
+            writer = self.store.open(session_id)
+        elif restore:
             # Locked before the transcript is opened: another process may be appending to it.
             owner = SessionOwnerLock.acquire(self.store.session_dir(session_id), session_id)
             try:
@@ -309,20 +315,29 @@ class Agent:
         mcp_servers: Sequence[ServerConfig] = (),
         *,
         defer_setup: bool = False,
+        reserved: FreshSession | None = None,
     ) -> Session:
         """A fresh session; its kernel starts (or comes from the pool) in the background.
 
         `defer_setup`: `on_session` waits for `finish_setup(session)` (acp_server calls it right after
         the session/new answer is written: the refinement imports would otherwise delay the answer).
-        Call it before the session is used; its kernel start calls it too."""
+        Call it before the session is used; its kernel start calls it too.
+
+        `reserved`: a session `fresh_session.reserve` wrote (and acp_server answered) before this
+        Agent existed: it is taken over, its files and owner lock as they are."""
         cwd = resolve_cwd(cwd)
         if not Path(cwd).is_dir():
             # Caught here, not at the first cell: the kernel would run nowhere.
             raise ValueError(f"session cwd {cwd!r} is not an existing directory")
         await self.check_kernel_backend()
-        session_id = f"sess_{uuid.uuid4().hex}"
         from agent_core.history.transcript import now_iso
 
+        if reserved is not None:
+            if reserved.session_id in self._sessions:
+                raise ValueError(f"session id {reserved.session_id!r} is already open")
+            session_id, created_at = reserved.session_id, reserved.created_at
+        else:
+            session_id, created_at = f"sess_{uuid.uuid4().hex}", now_iso()
         return self._make(
             session_id,
             cwd,
@@ -330,7 +345,8 @@ class Agent:
             restore=False,
             mcp_servers=mcp_servers,
             setup=not defer_setup,
-            created_at=now_iso(),
+            reserved=reserved,
+            created_at=created_at,
         )
 
     async def _open_saved(

@@ -105,11 +105,7 @@ class Session:
         )
         self.title = title
         self._meta_title = title  # the title meta.json holds
-        self.config: dict[str, Any] = {
-            "mode": agent_config.mode,
-            "model": agent_config.model,
-            "refine_review": agent_config.refine_review,
-        }
+        self.config: dict[str, Any] = agent_config.session_defaults()
         self.config.update(config or {})
         self.always_allowed = False  # "Allow always (this session)" was chosen; `ask` again revokes it
         self.stream_fallback_told = False  # the user knows answers come unstreamed (turn/loop.py)
@@ -187,11 +183,7 @@ class Session:
 
     def available_models(self) -> list[str]:
         """The configured models (main, extra choices, refine model), for the model picker."""
-        models: list[str] = []
-        for name in (self.agent_config.model, *self.agent_config.models, self.agent_config.refine_model):
-            if name and name not in models:
-                models.append(name)
-        return models
+        return self.agent_config.session_models()
 
     def set_config(self, key: str, value: Any) -> None:
         """Change one setting (agent_core.config.session_settings); raises ValueError with a readable message on a bad key or value."""

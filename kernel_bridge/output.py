@@ -9,14 +9,11 @@ with a marker saying how much was left out, so one cell printing 100 MB cannot f
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections import deque
 from pathlib import Path
 from typing import BinaryIO
-
-log = logging.getLogger(__name__)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
@@ -120,7 +117,9 @@ class OutputCollector:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 self._file = os.fdopen(fd, "wb")
             except OSError as exc:
-                log.warning(
+                import logging  # here: private_dir is on the early session/new path, which logs nothing
+
+                logging.getLogger(__name__).warning(
                     "cannot write the cell output file %s (%s); keeping head and tail only", self.path, exc
                 )
                 self._file_failed = True

@@ -7,7 +7,6 @@ the `AgentConfig`.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Mapping
@@ -18,8 +17,6 @@ from typing import Any
 from agent_core.config import table as config_table
 from agent_core.config.table import ConfigError
 from agent_core.kernel.backend import KernelBackend, parse_backend
-
-log = logging.getLogger(__name__)
 
 MODES = config_table.BY_KEY["mode"].choices
 REFINE_REVIEW = config_table.BY_KEY["refine_review"].choices
@@ -97,6 +94,18 @@ class AgentConfig:
     @property
     def sessions_dir(self) -> Path:
         return self.home / "sessions"
+
+    def session_models(self) -> list[str]:
+        """The configured models (main, extra choices, refine model), for a session's model picker."""
+        models: list[str] = []
+        for name in (self.model, *self.models, self.refine_model):
+            if name and name not in models:
+                models.append(name)
+        return models
+
+    def session_defaults(self) -> dict[str, Any]:
+        """A fresh session's settings before any change (the session/new answer shows them)."""
+        return {"mode": self.mode, "model": self.model, "refine_review": self.refine_review}
 
     @property
     def model_configured(self) -> bool:
@@ -207,13 +216,15 @@ def validate_setting(key: str, value: Any, source: str) -> Any:
     return config_table.validate(key, value, source)
 
 
-def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
+def load_config(env: Mapping[str, str] | None = None, *, log_warnings: bool = True) -> AgentConfig:
     """Build the config from `env` (default: `os.environ`) and the optional TOML file.
 
     Every setting is validated once, here, against `config_table.OPTIONS`: a wrong type or range
     raises `ConfigError` (a `ValueError`) naming the setting, where it came from, the value and
     what is allowed; an unreadable or unparsable file raises `ConfigFileError` naming the file and
-    the line. Unknown keys are logged (the key and the closest valid one) and kept in `warnings`.
+    the line. Unknown keys are logged (the key and the closest valid one; not with `log_warnings`
+    False) and kept in `warnings`. `logging` is imported only to log one: the early session/new
+    answer (agent_core/fresh_session.py) reads the config before the server loads it.
     """
     env = os.environ if env is None else env
     config_table.check_environment(env)
@@ -225,7 +236,10 @@ def load_config(env: Mapping[str, str] | None = None) -> AgentConfig:
         warning = config_table.unknown_key_warning(key)
         if warning is not None:
             warnings.append(f"{path}: {warning}")
-            log.warning("%s", warnings[-1])
+            if log_warnings:
+                import logging
+
+                logging.getLogger(__name__).warning("%s", warnings[-1])
     for name, option in config_table.BY_ENV.items():
         raw = env.get(name)
         if not option.key or raw is None or raw == "":

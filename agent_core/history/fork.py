@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from agent_core.history.prompt_checkpoints import INDEX, CheckpointIndex
 from agent_core.history.rewind import plan_rewind
-from agent_core.history.transcript import FORMAT_VERSION, now_iso
+from agent_core.history.session_files import FORMAT_VERSION, now_iso
 
 if TYPE_CHECKING:
     from agent_core.history.transcript import SessionStore

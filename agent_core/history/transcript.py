@@ -28,22 +28,20 @@ from typing import IO, Any
 
 from agent_core import events as ev
 from agent_core.history.codec import event_from_json, event_to_json
+from agent_core.history.session_files import (
+    META,
+    TRANSCRIPT,
+    header_record,
+    iso,
+    meta_record,
+)
+from agent_core.history.session_files import now_iso as now_iso  # re-exported: callers import it here
 from agent_core.safetext import scrub
 from kernel_bridge.output import private_dir, write_private
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1
-TRANSCRIPT = "transcript.jsonl"
-META = "meta.json"
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def now_iso() -> str:
-    return _iso(datetime.now(UTC))
+_iso = iso
 
 
 def _iso_from_timestamp(timestamp: float) -> str:
@@ -260,15 +258,7 @@ class SessionStore:
         cwd = resolve_cwd(cwd)
         created = now_iso()
         writer = TranscriptWriter(directory / TRANSCRIPT)
-        writer.append(
-            {
-                "type": "header",
-                "version": FORMAT_VERSION,
-                "session_id": session_id,
-                "cwd": cwd,
-                "created_at": created,
-            }
-        )
+        writer.append(header_record(session_id, cwd, created))
         self.write_meta(session_id, cwd=cwd, title=None, created_at=created, updated_at=created)
         return writer
 
@@ -281,13 +271,7 @@ class SessionStore:
     def write_meta(
         self, session_id: str, *, cwd: str, title: str | None, created_at: str, updated_at: str
     ) -> None:
-        meta = {
-            "session_id": session_id,
-            "cwd": cwd,
-            "title": title,
-            "created_at": created_at,
-            "updated_at": updated_at,
-        }
+        meta = meta_record(session_id, cwd=cwd, title=title, created_at=created_at, updated_at=updated_at)
         _write_private(self.session_dir(session_id) / META, json.dumps(meta))
 
     def read_meta(self, session_id: str) -> dict[str, Any] | None:

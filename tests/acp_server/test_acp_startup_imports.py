@@ -99,8 +99,8 @@ SESSION_SPY = """
 import json, os, sys
 import acp_server.methods as methods
 new_session = methods.AcpServer.new_session
-async def spy(self, ctx, req):
-    answer = await new_session(self, ctx, req)
+async def spy(self, ctx, req, **kwargs):
+    answer = await new_session(self, ctx, req, **kwargs)
     os.write(2, ("MODULES " + json.dumps(["sessionId" in answer, sorted(sys.modules)]) + "\\n").encode())
     os._exit(0)
 methods.AcpServer.new_session = spy
@@ -112,13 +112,15 @@ main([])
 def test_refinement_harness_store_and_pydantic_are_not_imported_before_the_session_new_answer(
     tmp_path: Path,
 ) -> None:
+    # Not a plain session/new (its `_meta`): the full path answers it, not early_session.py, whose
+    # own imports test_acp_early_session.py pins.
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
         {
             "jsonrpc": "2.0",
             "id": 2,
             "method": "session/new",
-            "params": {"cwd": str(tmp_path), "mcpServers": []},
+            "params": {"cwd": str(tmp_path), "mcpServers": [], "_meta": {}},
         },
     ]
     env = server_env(tmp_path / "home")
