@@ -118,6 +118,8 @@ class ScriptedModelServer:
         self.refuse_response_format = tuple(refuse_response_format)
         self.refusal_status = refusal_status
         self.requests: list[dict[str, Any]] = []
+        # Chat requests refused for having no messages (their headers), which OpenAI answers with 400.
+        self.rejected: list[dict[str, Any]] = []
         self.request_times: list[float] = []  # seconds spent serving each chat request
         self.disconnects = 0  # stalled streams whose client hung up (see `wait_for_disconnects`)
         self._port = port
@@ -318,6 +320,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(
                 400, {"error": {"message": f"invalid JSON body: {exc}", "type": "invalid_request"}}
             )
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            # As OpenAI answers a chat request without messages: a 400, and no script item used up
+            # (the script belongs to the chat requests). The headers are kept to say who sent it.
+            with self.owner._lock:
+                self.owner.rejected.append({"headers": dict(self.headers.items()), "length": length})
+            message = "'messages' is a required property"
+            self._send_json(400, {"error": {"message": message, "type": "invalid_request_error"}})
             return
         started = time.perf_counter()
         asked = body.get("response_format")

@@ -249,3 +249,19 @@ async def test_a_held_reply_is_finished_once_the_test_releases_it() -> None:
             assert await anyio.to_thread.run_sync(server.wait_for_requests, 1)
             server.release("gate")
     assert (_content(chunks), _finish(chunks)) == ("before after", "stop")
+
+
+def test_a_chat_request_without_messages_is_refused_and_uses_up_no_script_item() -> None:
+    import urllib.error
+    import urllib.request
+
+    with ScriptedModelServer([text("kept for the real request")]) as server:
+        request = urllib.request.Request(f"{server.base_url}/chat/completions", data=b"", method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400
+        assert "'messages' is a required property" in refused.value.read().decode()
+        assert server.requests == [] and len(server.rejected) == 1
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        answer = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert answer.choices[0].message.content == "kept for the real request"
