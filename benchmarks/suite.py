@@ -243,6 +243,18 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         reports=False,
         in_suite=False,
     ),
+    Benchmark(
+        "eval_local",
+        "The eval's lessons suite on a local model",
+        ("bench_eval_local.py",),
+        "`continual-acp eval lessons` (two tasks: a lesson task and a nothing-to-learn control; arms "
+        "learning and frozen; two sessions) against llama.cpp on one thread with Gemma 3 270M from its "
+        "packages (SmolLM2-135M, the smaller packaged model, showed the floor): tokens per second, tasks "
+        "passed, cells, entries shown and followed.",
+        "nothing: a pipeline run. These models do not solve the tasks, so no lesson can raise a pass; "
+        "run the same suite on your own hosted model to measure the harness.",
+        in_suite=False,
+    ),
 )
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
