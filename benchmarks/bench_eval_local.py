@@ -58,9 +58,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def chat_format(model: Path) -> str:
+    """The model's chat template by name: these GGUFs carry none llama-cpp-python uses, and its
+    fallback (llama-2's `<<SYS>>` format) makes a small model echo the system prompt back
+    (`gemma-system`: llama_server.py)."""
+    return "gemma-system" if "gemma" in model.name.lower() else "chatml"
+
+
 def start_llama(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     argv = [
         sys.executable, str(HERE / "llama_server.py"), "--model", str(model), "--model_alias", "local",
+        "--chat_format", chat_format(model),
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
         "--n_threads", "1", "--n_threads_batch", "1",
     ]  # fmt: skip

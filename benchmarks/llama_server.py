@@ -28,6 +28,37 @@ def _without_extra_buffers() -> None:
     native.llama_model_default_params = params
 
 
+def _register_gemma_with_system() -> None:
+    """`--chat_format gemma-system`: Gemma's own turn format with the system message folded into the
+    first user turn, as Gemma's published chat template does. llama-cpp-python's `gemma` format drops
+    system messages (the agent's instructions and the harness's lessons would never reach the model),
+    the packaged GGUF carries no template, and the llama-2 fallback makes the model echo its prompt."""
+    from llama_cpp import llama_chat_format as chat
+
+    def text_of(content: Any) -> str:
+        if isinstance(content, list):
+            return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        return str(content or "")
+
+    @chat.register_chat_format("gemma-system")  # type: ignore[misc]
+    def format_gemma_system(messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        system = "\n\n".join(text_of(m.get("content")) for m in messages if m["role"] == "system")
+        prompt, pending_system = "", system
+        for message in messages:
+            role, content = message["role"], text_of(message.get("content"))
+            if role == "system":
+                continue
+            if role == "tool":  # Gemma's template knows two roles: a result is the user's turn
+                role, content = "user", f"Output of the cell:\n{content}"
+            if role == "user" and pending_system:
+                content, pending_system = f"{pending_system}\n\n{content}", ""
+            turn = "model" if role == "assistant" else "user"
+            prompt += f"<start_of_turn>{turn}\n{content}<end_of_turn>\n"
+        prompt += "<start_of_turn>model\n"
+        return chat.ChatFormatterResponse(prompt=prompt, stop="<end_of_turn>")
+
+
 if __name__ == "__main__":
     _without_extra_buffers()
+    _register_gemma_with_system()
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
