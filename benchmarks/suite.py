@@ -219,7 +219,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the dry-run plan of `/curate` on a 10,000-entry harness (proposals to archive, join duplicates, demote, and "
         "the prompt tokens saved), and applying it as one history record.",
         "the target of 1 s for the plan.",
-        reports=False,
         in_suite=False,
     ),
     Benchmark(
