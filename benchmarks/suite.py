@@ -121,7 +121,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_harness.py",),
         "apply, lookup, rollback and the prompt overview at 1,000-100,000 entries and records.",
         "the same apply with 1,000 history records (interleaved) for the history-length ratio.",
-        reports=False,
     ),
     Benchmark(
         "refinement",
