@@ -199,7 +199,7 @@ def main() -> None:
         # Cold: a fresh store object per lookup (a CLI process, a new session): binary search.
         cold_ms = median_ms(lambda i: HarnessStore(store.root).get_refinement(rng.choice(ids)), 50, "cold")
         start = time.perf_counter()
-        len(store._history)  # the full id -> offset index, built once per process when needed
+        store.backend.history_count()  # the full id -> offset index, built once per process when needed
         build = (time.perf_counter() - start) * 1000
         get_ms = median_ms(lambda i: store.get_refinement(rng.choice(ids)), 200, "get")
         print(f"get_refinement, {big:,} records, warm: {get_ms:8.3f} ms   (target <= 50)")
