@@ -171,7 +171,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_trust.py", "--runs", "9"),
         "a skill check in a scratch kernel; an apply to a project store of 1,000 entry files.",
         "the same apply to the global store (target ratio <= 2x).",
-        reports=False,
     ),
     Benchmark(
         "autonomy",
