@@ -105,7 +105,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "warm acquire, `execute` round trip, stdout latency, interrupt, snapshot and restore of "
         "50 MB, host bridge call.",
         "a bare `AsyncKernelClient` on the same kernel command and transport; a cold start.",
-        reports=False,
     ),
     Benchmark(
         "agent",
