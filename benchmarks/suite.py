@@ -178,7 +178,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the workspace fingerprint at 10,000 files, the loop's own overhead per continuation, the "
         "tamper watch and the gate pin.",
         "the gate run bare through `run_gate` in the same run.",
-        reports=False,
     ),
     Benchmark(
         "scale",
