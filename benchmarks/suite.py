@@ -154,7 +154,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "with 3 MCP servers.",
         "the bare MCP SDK client's `call_tool` to the same server (target +3 ms); `session/new` "
         "with none (target <= 1.1x).",
-        reports=False,
     ),
     Benchmark(
         "subagents",
