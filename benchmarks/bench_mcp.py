@@ -102,7 +102,10 @@ def server_env(home: Path) -> dict[str, str]:
         "CONTINUAL_ACP_HOME": str(home),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "xdg"),
-        "CONTINUAL_ACP_MODEL": "none",
+        # A model configured (session/new refuses without one) that no measurement here calls.
+        "CONTINUAL_ACP_MODEL": "scripted-model",
+        "OPENAI_API_KEY": "bench",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
     }
 
 
