@@ -396,6 +396,8 @@ def render_section(bench: Benchmark, runs: list[dict[str, Any]]) -> str:
         else f"commit {latest.get('commit', '?')}"
     )
     lines.append(f"Latest run: {latest.get('date', '?')}, {source}; {_machine_line(latest)}.")
+    if latest.get("command") and latest["command"] != bench.command:  # a quicker run, say so
+        lines.append(f"Run as `{latest['command']}`.")
     lines.append(f"Runs recorded: {len(runs)} (`results/{bench.name}.json`).")
     lines.append("")
     if bench.chart:
