@@ -144,7 +144,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_backends.py", "--interleaved-only", "--trips", "200", "--backends", "local,sandbox,landlock"),
         "`x=1+1` round trip of the bubblewrap and Landlock sandboxes, all open at once, trips alternated.",
         "the local (unsandboxed) kernel in the same rounds (target <= 1.1x).",
-        reports=False,
     ),
     Benchmark(
         "mcp",
