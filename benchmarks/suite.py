@@ -135,7 +135,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "panel start over 10,000 records, first paint and first rows of the timeline and entries "
         "pages in headless chromium, an apply in another process -> shown on the open page.",
         "the 1 s targets.",
-        reports=False,
         in_suite=False,
     ),
     Benchmark(
