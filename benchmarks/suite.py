@@ -183,7 +183,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "total RSS by open sessions with and without hibernation, revive latency, `session/list` and "
         "`session/load` by size, the harness prompt section and apply by size.",
         "a live kernel (revive), an empty harness through the same server (interleaved).",
-        reports=False,
         in_suite=False,
         chart="scale.svg",
     ),
