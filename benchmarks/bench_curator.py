@@ -115,8 +115,9 @@ def main() -> None:
             f"{elapsed * 1000:.0f} ms ({done} applied, {len(result.errors)} refused)"
         )
     figures = {f"plan_curation, {args.entries:,} entries": summary([t * 1000 for t in times], "ms")}
+    labels = {"merge": "join duplicates"}  # the plan's action names, as the product's docs say them
     for action, count in sorted(plan.counts().items()):
-        figures[f"plan proposes: {action}"] = single(count, "proposals")
+        figures[f"plan proposes: {labels.get(action, action)}"] = single(count, "proposals")
     figures["plan holds"] = single(len(plan.held), "proposals")
     figures["prompt tokens saved"] = single(plan.tokens_saved, "tokens")
     figures[f"Store.curate, {args.entries:,} entries (one history record)"] = single(elapsed * 1000, "ms")

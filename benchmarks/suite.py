@@ -199,7 +199,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "A real llama.cpp server",
         ("bench_llama_cpp.py",),
         "five turns per action format against llama-cpp-python's server with SmolLM2-135M: every "
-        "turn must end with a valid stop reason and show something (a check, not a timing).",
+        "turn must end with a valid stop reason and show something (a check, not a timing). Not run "
+        "by the suite: it needs llama-cpp-python's server and the model's package installed, a turn "
+        "may take minutes on a shared machine, and its result is a pass or fail per turn.",
         "nothing: pass or fail per turn.",
         reports=False,
         in_suite=False,
@@ -229,7 +231,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "Harness learning (`continual-acp eval`)",
         ("continual-acp", "eval", "--scripted", "--arms", "learning,frozen,seeded"),
         "tasks passed per session over 3 sessions of 8 bundled tasks; a pipeline test with a "
-        "scripted model (it runs the informed cells when the lesson is in the prompt).",
+        "scripted model (it runs the informed cells when the lesson is in the prompt). Not run by "
+        "the suite: a run takes minutes (8 tasks x 3 arms x 3 sessions) and its results are pass "
+        "counts per session, which `continual-acp eval` reports itself.",
         "the frozen arm (no refinement) and the seeded arm (the lesson given up front).",
         reports=False,
         in_suite=False,
