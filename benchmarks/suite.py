@@ -182,7 +182,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_scale.py",),
         "total RSS by open sessions with and without hibernation, revive latency, `session/list` and "
         "`session/load` by size, the harness prompt section and apply by size.",
-        "a live kernel (revive), an empty harness through the same server (interleaved).",
+        "a live kernel (revive), an empty harness through the same server (interleaved). The chart "
+        "is redrawn only by `--write-results`, so it can be of an earlier run than the table.",
         in_suite=False,
         chart="scale.svg",
     ),
