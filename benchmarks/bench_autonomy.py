@@ -10,6 +10,8 @@
   loop's start and again before every gate run
 * the tamper watch of a git repository with 10,000 files, with and without the runner files
   (`protect_runner_files`: a walk that also finds git-ignored ones)
+
+Ends with the figures line the suite reads (`python -m benchmarks autonomy`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from figures import emit, single, summary
 
 from agent_core import events as ev
 from agent_core.autonomy import (
@@ -58,12 +62,16 @@ def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
 
 
-def median_ms(fn: object, runs: int) -> float:
+SAMPLES: dict[str, list[float]] = {}  # every sample (ms) by figure name, for the figures line
+
+
+def median_ms(fn: object, runs: int, figure: str) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         fn()  # type: ignore[operator]
         times.append((time.perf_counter() - start) * 1000)
+    SAMPLES[figure] = times
     return statistics.median(times)
 
 
@@ -108,7 +116,7 @@ class NoopHost:
         return None
 
 
-async def loop_overhead(root: Path, continuations: int) -> tuple[float, float]:
+async def loop_overhead(root: Path, continuations: int) -> tuple[float, list[float]]:
     host = NoopHost(root, continuations)
     start = time.perf_counter()
     await run_autonomous(
@@ -120,7 +128,7 @@ async def loop_overhead(root: Path, continuations: int) -> tuple[float, float]:
         t = time.perf_counter()
         await run_gate(Gate("exit 1"), str(root), env={"PATH": os.environ["PATH"]})
         bare.append((time.perf_counter() - t) * 1000)
-    return per_continuation, statistics.median(bare)
+    return per_continuation, bare
 
 
 def main() -> None:
@@ -138,31 +146,43 @@ def main() -> None:
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "x")
         workspace_fingerprint(repo)  # warm the OS cache and git's index stat data
-        clean = median_ms(lambda: workspace_fingerprint(repo), runs)
+        clean = median_ms(
+            lambda: workspace_fingerprint(repo), runs, f"fingerprint, git, {files:,} files, clean"
+        )
         for i in range(20):
             (repo / f"pkg{i:03d}" / f"mod{i:05d}.py").write_text("changed\n")
             (repo / f"untracked{i}.txt").write_text("u" * 2000)
-        dirty = median_ms(lambda: workspace_fingerprint(repo), runs)
+        dirty = median_ms(
+            lambda: workspace_fingerprint(repo), runs, f"fingerprint, git, {files:,} files, 20 edits + 20 new"
+        )
 
         def watch(shadowing: Sequence[str]) -> None:
             TamperWatch.start(
                 repo, patterns=DEFAULT_TEST_PATTERNS, gates=(), protected=(), shadowing=shadowing
             ).changes()
 
-        watch_plain = median_ms(lambda: watch(()), runs)
-        watch_runner = median_ms(lambda: watch(runner_patterns(DEFAULT_RUNNER_FILES, ["pytest"])), runs)
+        watch_plain = median_ms(lambda: watch(()), runs, f"tamper watch start + compare, {files:,} files")
+        watch_runner = median_ms(
+            lambda: watch(runner_patterns(DEFAULT_RUNNER_FILES, ["pytest"])),
+            runs,
+            "the same with runner files protected",
+        )
         command = f"{sys.executable} -m pytest -q"
         env = gate_environment(os.environ, repo, command)
-        pin = median_ms(lambda: pin_gate(command, repo, env), runs)
+        pin = median_ms(lambda: pin_gate(command, repo, env), runs, "pin a python -m pytest gate")
         plain = Path(tmp) / "plain"
         plain.mkdir()
         make_tree(plain, files)
         workspace_fingerprint(plain)
-        walk = median_ms(lambda: workspace_fingerprint(plain), runs)
+        walk = median_ms(
+            lambda: workspace_fingerprint(plain), runs, f"fingerprint, no git, {files:,} files (walk)"
+        )
         loop_root = Path(tmp) / "loop"
         loop_root.mkdir()
         git(loop_root, "init", "-q")
-        per, bare = asyncio.run(loop_overhead(loop_root, 10 if args.quick else 20))
+        continuations = 10 if args.quick else 20
+        per, bare_samples = asyncio.run(loop_overhead(loop_root, continuations))
+        bare = statistics.median(bare_samples)
     print(f"fingerprint, git, {files} files, clean            median {clean:8.1f} ms  (target <= 150)")
     print(f"fingerprint, git, {files} files, 20 edits + 20 new median {dirty:8.1f} ms  (target <= 150)")
     print(f"fingerprint, no git, {files} files (walk)          median {walk:8.1f} ms  (target <= 150)")
@@ -176,6 +196,12 @@ def main() -> None:
         f"loop overhead per continuation excluding model and gate time: {per - bare:8.1f} ms  (target <= 20; this"
     )
     print("  includes the fingerprint of a small git repo, a few git processes)")
+    figures = {name: summary(times, "ms") for name, times in SAMPLES.items()}
+    # The loop is timed as a whole: its figure is the mean over its continuations, not a median.
+    figures["loop per continuation (fingerprint + gate + bookkeeping), mean"] = single(per, "ms")
+    figures["bare gate process (baseline)"] = summary(bare_samples, "ms")
+    figures["loop overhead per continuation excluding model and gate time"] = single(per - bare, "ms")
+    emit(figures, settings={"runs": runs, "files": files, "continuations": continuations})
 
 
 if __name__ == "__main__":

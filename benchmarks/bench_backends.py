@@ -13,6 +13,7 @@ round): the round-trip ratio of each sandbox tier vs the unsandboxed kernel unde
 
 Run: .venv/bin/python benchmarks/bench_backends.py [--rounds N] [--trips N] [--backends local,landlock]
      [--interleaved-only]
+Ends with the figures line the suite reads (`python -m benchmarks backends`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kernel_bridge"))
 
+from figures import emit, median_only, single, summary
 from gateway_support import start_gateway, stop_gateway
 
 from kernel_bridge import KernelPool, KernelSession
@@ -108,6 +110,10 @@ async def bench(
     }
 
 
+# The interleaved trips (seconds) by backend, for the figures line.
+INTERLEAVED: dict[str, list[float]] = {}
+
+
 async def interleaved(
     launchers: dict[str, Callable[[], Any] | None], trips: int, work: Path
 ) -> dict[str, Any]:
@@ -134,6 +140,7 @@ async def interleaved(
     finally:
         for pool in pools.values():
             await pool.aclose()
+    INTERLEAVED.update(times)
     local = statistics.median(times["local"])
     return {
         "trips_each": trips,
@@ -198,6 +205,7 @@ async def main(rounds: int, trips: int, backends: list[str], interleaved_only: b
     if interleaved_only:
         mixed = await interleaved(tiers, trips, work)
         print(json.dumps({"meta": _meta(rounds, trips, load_before), "interleaved": mixed}, indent=1))
+        emit_figures(mixed, [], trips)
         return
     results = [await bench("local", None, rounds, trips, work)]
     if "sandbox" in backends:
@@ -230,6 +238,32 @@ async def main(rounds: int, trips: int, backends: list[str], interleaved_only: b
     paired = await interleaved(tiers, trips, work) if len(tiers) > 1 else None
     output = {"meta": _meta(rounds, trips, load_before), "results": results, "interleaved": paired}
     print(json.dumps(output, indent=1))
+    emit_figures(paired, results, trips)
+
+
+def emit_figures(mixed: dict[str, Any] | None, results: list[dict[str, Any]], trips: int) -> None:
+    """The interleaved trips with their spread, their ratios to local; each backend's own medians."""
+    figures: dict[str, dict[str, Any]] = {}
+    for name, values in INTERLEAVED.items():
+        figures[f"x=1+1 round trip: {name}"] = summary([v * 1000 for v in values], "ms")
+    if mixed is not None:
+        for name, ratio in mixed["round_trip_ratio_vs_local"].items():
+            if name != "local":
+                tier = name.removeprefix("sandbox (").removesuffix(")")
+                figures[f"{tier} / local"] = single(ratio, "x")
+                figures[f"{tier} / local, paired trips"] = single(
+                    mixed["paired_trip_ratio_median"][name], "x"
+                )
+    labels = {
+        "cold_start_to_first_result_ms": "cold start -> first result",
+        "warm_acquire_to_first_result_ms": "warm acquire -> first result",
+        "x_1_plus_1_round_trip_ms": "x=1+1 round trip, alone",
+        "interrupt_latency_ms": "interrupt latency",
+    }
+    for row in results:  # measured one backend after another: medians only
+        for key, label in labels.items():
+            figures[f"{row['backend']}: {label}"] = median_only(row[key], "ms", None)
+    emit(figures, settings={"trips": trips})
 
 
 if __name__ == "__main__":

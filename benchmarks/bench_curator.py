@@ -7,7 +7,7 @@ exact duplicates of another, 5% near duplicates (the same words reordered), 1% c
 standing function marks about 2% harmful and 5% unfollowed (as the counters would). The plan's
 sizes are printed beside the times so a faster run that proposes less is visible. Also timed: the
 pass applied through `Store.curate` (one history record) on a fresh store of the same entries.
-Prints the median with p10/p90 and min/max of `--runs` runs.
+Prints the median with p10/p90 and min/max of `--runs` runs, then the figures line the suite reads.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ sys.path.insert(0, str(HERE.parent))
 from harness_store import HarnessState, HarnessStore  # noqa: E402
 from harness_store.curator import plan_curation  # noqa: E402
 from harness_store.models import HarnessEntry  # noqa: E402
+
+sys.path.insert(0, str(HERE))
+from figures import emit, single, summary  # noqa: E402
 
 WORDS = (
     "make check pytest ruff mypy build cache lock docker compose config install module package "
@@ -111,6 +114,14 @@ def main() -> None:
             f"Store.curate (one history record) of {len(applied_plan.actions)} actions on a fresh store: "
             f"{elapsed * 1000:.0f} ms ({done} applied, {len(result.errors)} refused)"
         )
+    figures = {f"plan_curation, {args.entries:,} entries": summary([t * 1000 for t in times], "ms")}
+    labels = {"merge": "join duplicates"}  # the plan's action names, as the product's docs say them
+    for action, count in sorted(plan.counts().items()):
+        figures[f"plan proposes: {labels.get(action, action)}"] = single(count, "proposals")
+    figures["plan holds"] = single(len(plan.held), "proposals")
+    figures["prompt tokens saved"] = single(plan.tokens_saved, "tokens")
+    figures[f"Store.curate, {args.entries:,} entries (one history record)"] = single(elapsed * 1000, "ms")
+    emit(figures, settings={"entries": args.entries, "runs": args.runs})
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@
 * the same apply with 1k vs 100k history records (history-length independence)
 * get_refinement with 100k history records, warm (index) and cold (fresh store: binary search); rollback
 * render_overview with 10k entries (with and without a query)
+
+Ends with the figures line the suite reads (`python -m benchmarks harness`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from figures import emit, single, summary
 
 from harness_store import HarnessEntry, HarnessState, HarnessStore, RefinementResult, render_overview
 from harness_store.models import AppliedEdit
@@ -114,6 +118,7 @@ def five_edits(n: int) -> dict[str, object]:
 
 
 CPU: dict[str, float] = {}
+WALL: dict[str, list[float]] = {}  # every wall-clock sample by label, for the figures line
 
 
 def median_ms(fn: Callable[[int], object], runs: int, label: str = "") -> float:
@@ -126,6 +131,7 @@ def median_ms(fn: Callable[[int], object], runs: int, label: str = "") -> float:
         times.append((time.perf_counter() - start) * 1000)
         cpu.append((time.process_time() - start_cpu) * 1000)
     CPU[label] = statistics.median(cpu)
+    WALL[label] = times
     return statistics.median(times)
 
 
@@ -156,6 +162,7 @@ def bench_apply_interleaved(
             cpu[which].append((time.process_time() - start_cpu) * 1000)
     for which, history in enumerate(histories):
         CPU[f"{entries}/{history}"] = statistics.median(cpu[which])
+        WALL[f"{entries}/{history}"] = wall[which]
     return statistics.median(wall[0]), statistics.median(wall[1])
 
 
@@ -192,7 +199,7 @@ def main() -> None:
         # Cold: a fresh store object per lookup (a CLI process, a new session): binary search.
         cold_ms = median_ms(lambda i: HarnessStore(store.root).get_refinement(rng.choice(ids)), 50, "cold")
         start = time.perf_counter()
-        len(store._history)  # the full id -> offset index, built once per process when needed
+        store.backend.history_count()  # the full id -> offset index, built once per process when needed
         build = (time.perf_counter() - start) * 1000
         get_ms = median_ms(lambda i: store.get_refinement(rng.choice(ids)), 200, "get")
         print(f"get_refinement, {big:,} records, warm: {get_ms:8.3f} ms   (target <= 50)")
@@ -211,6 +218,21 @@ def main() -> None:
         )
         print(f"render_overview, 10k entries:         {ov:8.2f} ms   {cpu_of('ov')}   (target <= 20)")
         print(f"render_overview, 10k entries + query: {ovq:8.2f} ms   {cpu_of('ovq')}   (target <= 20)")
+
+    figures = {
+        "apply, 5 edits, 1,000 entries (wall)": summary(WALL["1000/0"], "ms"),
+        "apply, 5 edits, 10,000 entries (wall)": summary(WALL["10000/0"], "ms"),
+        "apply, 1k entries, 1,000 history records": summary(WALL["1000/1000"], "ms"),
+        f"apply, 1k entries, {big:,} history records": summary(WALL[f"1000/{big}"], "ms"),
+        f"ratio {big:,} / 1,000 history records (interleaved)": single(round(h100k / h1k, 3), "x"),
+        f"get_refinement, {big:,} records, warm": summary(WALL["get"], "ms"),
+        f"get_refinement, {big:,} records, cold": summary(WALL["cold"], "ms"),
+        f"full index build, {big:,} records": single(round(build, 1), "ms"),
+        f"rollback, {big:,} records": summary(WALL["rollback"], "ms"),
+        "render_overview, 10,000 entries, no query": summary(WALL["ov"], "ms"),
+        "render_overview, 10,000 entries, with a query": summary(WALL["ovq"], "ms"),
+    }
+    emit(figures, settings={"runs": runs, "history_records": big})
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """kernel_bridge benchmarks: medians and ratios measured side by side in one run.
 
 Run: .venv/bin/python benchmarks/bench_kernel.py [--quick]
+
+Ends with the figures line the suite reads (`python -m benchmarks kernel`).
 """
 
 from __future__ import annotations
@@ -17,8 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from figures import emit, median_only, summary
+
 from kernel_bridge import Finished, KernelPool, Stream
 from kernel_bridge.launcher import LaunchSpec, start_local_kernel
+
+# Every sample (seconds) by measurement, for the figures line.
+SAMPLES: dict[str, list[float]] = {}
 
 
 def _cpu() -> str:
@@ -62,6 +69,7 @@ async def bench_acquire(rounds: int, work: Path) -> dict[str, float]:
     finally:
         await pool.aclose()
         await cold_pool.aclose()
+    SAMPLES.update(warm=warm, cold=cold)
     return {"warm": statistics.median(warm), "cold": statistics.median(cold)}
 
 
@@ -106,6 +114,7 @@ async def bench_round_trip(rounds: int, work: Path) -> dict[str, float]:
     finally:
         await bare.kill()
         await pool.aclose()
+    SAMPLES.update(bridge=bridge_times, bare=bare_times)
     bridge, bare = statistics.median(bridge_times), statistics.median(bare_times)
     return {"bridge": bridge, "bare": bare, "ratio": bridge / bare}
 
@@ -182,6 +191,9 @@ async def bench_streaming_and_interrupt(rounds: int, work: Path) -> dict[str, fl
     finally:
         await bare.kill()
         await pool.aclose()
+    SAMPLES.update(
+        chunk=latencies, bare_chunk=bare_latencies, interrupt=interrupts, bare_interrupt=bare_interrupts
+    )
     return {
         "chunk": statistics.median(latencies),
         "bare_chunk": statistics.median(bare_latencies),
@@ -212,6 +224,7 @@ async def bench_snapshot(rounds: int, work: Path) -> dict[str, float]:
             assert len(report.restored) >= 100 and not report.failed
     finally:
         await pool.aclose()
+    SAMPLES.update(snapshot=saves, restore=restores)
     return {"snapshot": statistics.median(saves), "restore": statistics.median(restores)}
 
 
@@ -278,6 +291,25 @@ async def _run(work: Path, scale: int) -> None:
     )
     host = await bench_host_call(work)
     print(f"host bridge call round trip (in-kernel median of 2000): {_ms(host['call'])}   (target <= 1 ms)")
+
+    def ms(key: str) -> dict[str, Any]:
+        return summary([t * 1000 for t in SAMPLES[key]], "ms")
+
+    figures = {
+        "acquire from a warm pool -> first cell result": ms("warm"),
+        "cold start -> first cell result (baseline)": ms("cold"),
+        'execute("x=1+1") round trip': ms("bridge"),
+        "the same on a bare AsyncKernelClient (baseline)": ms("bare"),
+        "stdout chunk latency (print -> event)": ms("chunk"),
+        "bare iopub receive (baseline)": ms("bare_chunk"),
+        "interrupt of time.sleep(60) -> Finished": ms("interrupt"),
+        "bare interrupt_kernel -> idle (baseline)": ms("bare_interrupt"),
+        "snapshot of 50 MB in 100 variables": ms("snapshot"),
+        "restore of the same": ms("restore"),
+        # measured inside the kernel, which hands back only its median
+        "host bridge call round trip (in-kernel)": median_only(host["call"] * 1000, "ms", 2000),
+    }
+    emit(figures, settings={"scale": scale})
 
 
 if __name__ == "__main__":

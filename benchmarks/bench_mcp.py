@@ -9,6 +9,7 @@
   that starts the servers only after the response), in process, none vs 3 servers.
 
 Run: .venv/bin/python benchmarks/bench_mcp.py [--calls 200] [--rounds 10] [--sessions 10] [--spawns 3]
+Ends with the figures line the suite reads (`python -m benchmarks mcp`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_server import INIT_PARAMS, Wire
+from figures import emit, single, summary
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = str(ROOT / "tests" / "mcp" / "servers" / "tools_server.py")
@@ -32,6 +34,10 @@ SERVER = str(ROOT / "tests" / "mcp" / "servers" / "tools_server.py")
 
 def ms(values: list[float]) -> float:
     return statistics.median(values) * 1000
+
+
+def in_ms(values: list[float]) -> dict[str, Any]:
+    return summary([v * 1000 for v in values], "ms")
 
 
 async def tool_calls(rounds: int, per_round: int, work: Path) -> dict[str, list[float]]:
@@ -96,7 +102,10 @@ def server_env(home: Path) -> dict[str, str]:
         "CONTINUAL_ACP_HOME": str(home),
         "HOME": str(home),
         "XDG_CONFIG_HOME": str(home / "xdg"),
-        "CONTINUAL_ACP_MODEL": "none",
+        # A model configured (session/new refuses without one) that no measurement here calls.
+        "CONTINUAL_ACP_MODEL": "scripted-model",
+        "OPENAI_API_KEY": "bench",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
     }
 
 
@@ -195,6 +204,22 @@ def main() -> int:
         f"{ms(setup_none) * 1000:.0f} us / {ms(setup_three) * 1000:.0f} us"
     )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
+    figures = {
+        "tool call, bare SDK client": in_ms(bare),
+        "tool call from a kernel cell": in_ms(inside),
+        "overhead of the cell path": single(round(ms(inside) - ms(bare), 4), "ms"),
+        "whole cell with one call": in_ms(whole),
+        "empty cell": in_ms(empty),
+        "session/new, no MCP server": in_ms(none),
+        "session/new, 3 MCP servers": in_ms(three),
+        "session/new, 3 servers / none": single(round(ms(three) / ms(none), 3), "x"),
+        "spawn -> session/new, none": in_ms(cold_none),
+        "spawn -> session/new, 3 servers": in_ms(cold_three),
+        "spawn -> session/new, 3 servers / none": single(round(ms(cold_three) / ms(cold_none), 3), "x"),
+        "session/new's own MCP work, none": summary([v * 1e6 for v in setup_none], "us"),
+        "session/new's own MCP work, 3 servers": summary([v * 1e6 for v in setup_three], "us"),
+    }
+    emit(figures, settings=vars(args))
     return 0
 
 

@@ -11,6 +11,8 @@ on 127.0.0.1, headless chromium (Debian's) over the DevTools protocol.
   the browser's first-contentful-paint and the `panel-ready` mark (first view rendered with data)
 * live update: wall clock from just before `HarnessStore.apply` in this process until the open
   page shows the new refinement at the top of its timeline (file watch 250 ms + SSE + refetch + render)
+
+Ends with the figures line the suite reads (`python -m benchmarks panel`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from figures import emit, summary  # noqa: E402
 
 from acp_server.panel.run import PanelServer  # noqa: E402
 from harness_store import HarnessEntry, HarnessState, HarnessStore, RefinementResult  # noqa: E402
@@ -184,6 +190,15 @@ async def main(runs: int, entries: int = 1_000) -> None:
     print(f"entries page, first contentful paint:    {_median(fcp_e)}")
     print(f"entries page, first 100 entries shown:   {_median(ready_e)}")
     print(f"apply -> new refinement on the open page: {_median(live)}")
+    figures = {
+        "panel start: read 10,000 records once": summary(starts, "ms"),
+        "timeline: first contentful paint": summary(fcp_t, "ms"),
+        "timeline: first 50 refinements rendered": summary(ready_t, "ms"),
+        "entries: first contentful paint": summary(fcp_e, "ms"),
+        f"entries: first 100 of {entries:,} rendered": summary(ready_e, "ms"),
+        "apply in another process -> shown on the open page": summary(live, "ms"),
+    }
+    emit(figures, settings={"runs": runs, "entries": entries, "records": 10_000})
 
 
 if __name__ == "__main__":

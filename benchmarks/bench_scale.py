@@ -20,6 +20,7 @@ Measured in one run, through the real server over stdio (the scripted model on l
   (in-process, harness_store).
 
 `--write-results` redraws the chart RESULTS.md shows (SVG, continual_eval.chart): benchmarks/scale.svg.
+Ends with the figures line the suite reads (`python -m benchmarks scale`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))  # continual_eval (the chart) from this checkout
 
 from bench_server import INIT_PARAMS, OUR_SERVER, Wire, compile_our_packages, rss_kib  # noqa: E402
+from figures import emit, single, summary  # noqa: E402
 
 if TYPE_CHECKING:
     from harness_store import HarnessState as HarnessStateT
@@ -697,6 +699,56 @@ def harness_rows(through: dict[str, Any]) -> list[str]:
     return rows
 
 
+THROUGH_NAMES = {
+    "state": "_harness/state first page",
+    "state_all": "_harness/state every page",
+    "command": "/harness",
+    "prompt": "text-only prompt round trip",
+    "section": "system prompt harness section, in the server",
+    "apply": "apply, 5 edits",
+    "prompt_after_apply": "text-only prompt round trip, the first after an apply",
+    "section_after_apply": "harness section of the first prompt after an apply",
+}
+
+
+def through_figures(through: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The through-the-server harness rows as figures: the large harness, and an empty one."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, label in THROUGH_NAMES.items():
+        if key not in through or not through[key]["big"]:
+            continue
+        out[f"{label}, {through['entries']:,} entries"] = summary(through[key]["big"], "ms")
+        out[f"{label}, empty harness"] = summary(through[key]["empty"], "ms")
+    return out
+
+
+def suite_figures(figures: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """What `table` shows, as figures (memory and counts measured once; timings with their spread)."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in figures["memory"]:
+        state = "on" if m["hibernation"] else "off"
+        out[f"total RSS, {m['sessions']} sessions, hibernation {state}"] = single(m["total_rss_mib"], "MiB")
+    revive = figures["revive"]
+    out["revive a hibernated kernel: prompt -> cell completed"] = summary(
+        [s * 1000 for s in revive["revived_s"]], "ms"
+    )
+    out["the same on a live kernel (baseline)"] = summary([s * 1000 for s in revive["live_s"]], "ms")
+    for count, values in figures["list_load"]["list_ms"].items():
+        out[f"session/list, {int(count):,} sessions"] = summary(values, "ms")
+    for length, values in figures["list_load"]["load_ms"].items():
+        out[f"session/load, {int(length):,} messages (replay + kernel restore)"] = summary(values, "ms")
+    for size, values in figures["harness"]["overview_ms"].items():
+        out[f"harness prompt section, {int(size):,} entries (in-process)"] = summary(values, "ms")
+    for size, values in figures["harness"]["apply_ms"].items():
+        out[f"harness apply (5 edits), {int(size):,} entries (in-process)"] = summary(values, "ms")
+    for rel in figures.get("relevance", []):
+        name = f"planted {rel['trust']} entry in the prompt, {rel['entries']:,} entries"
+        out[name] = single(round(100 * rel["hits"] / rel["queries"], 1), "% of queries")
+    if "harness_server" in figures:
+        out.update(through_figures(figures["harness_server"]))
+    return out
+
+
 def write_results(figures: dict[str, Any], svg: str) -> None:
     """The chart (`scale.svg`, which RESULTS.md shows in the scale section) and the table on stdout;
     RESULTS.md itself is generated from benchmarks/results/ (`python -m benchmarks`)."""
@@ -753,6 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps(through, indent=1))
         print("\n".join(harness_rows(through)))
+        emit(through_figures(through), settings={"runs": args.runs, "entries": args.harness_server})
         return 0
     if args.from_json:
         saved = json.loads(args.from_json.read_text())
@@ -820,6 +873,7 @@ def report(figures: dict[str, Any], write: bool) -> int:
     print(table(figures))
     if write:
         write_results(figures, svg)
+    emit(suite_figures(figures))
     return 0
 
 

@@ -7,6 +7,8 @@
   -- target <= 300 ms median
 * apply of a 1-edit proposal to a project store holding 1,000 entries vs the same apply to a global
   store holding the same 1,000 entries, in the same run -- target <= 2x
+
+Ends with the figures line the suite reads (`python -m benchmarks trust`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from figures import emit, single, summary
 
 from agent_core.trust.skill_check import SkillCheckService
 from harness_store import HarnessEntry, HarnessStore
@@ -105,6 +109,14 @@ def main() -> None:
         f"ratio {p / g:.2f}x (n={len(project)})"
     )
     print(f"load after: {os.getloadavg()[0]:.1f}")
+    n = f"{args.entries:,}"
+    figures = {
+        "skill check, warm pool of one": summary([t * 1000 for t in checks], "ms"),
+        f"apply, project store, {n} entries": summary([t * 1000 for t in project], "ms"),
+        f"apply, global store, {n} entries": summary([t * 1000 for t in glob], "ms"),
+        "ratio project / global": single(round(p / g, 3), "x"),
+    }
+    emit(figures, settings={"runs": args.runs, "entries": args.entries})
 
 
 if __name__ == "__main__":

@@ -37,8 +37,9 @@ def summary(values: Sequence[float], unit: str) -> dict[str, Any]:
 
 def single(value: float, unit: str) -> dict[str, Any]:
     """A figure measured once (a count, a size): n = 1, no spread."""
+    value = round(value, 4)
     return {
-        "median": round(value, 4),
+        "median": value,
         "p10": value,
         "p90": value,
         "min": value,

@@ -105,7 +105,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "warm acquire, `execute` round trip, stdout latency, interrupt, snapshot and restore of "
         "50 MB, host bridge call.",
         "a bare `AsyncKernelClient` on the same kernel command and transport; a cold start.",
-        reports=False,
     ),
     Benchmark(
         "agent",
@@ -121,7 +120,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_harness.py",),
         "apply, lookup, rollback and the prompt overview at 1,000-100,000 entries and records.",
         "the same apply with 1,000 history records (interleaved) for the history-length ratio.",
-        reports=False,
     ),
     Benchmark(
         "refinement",
@@ -137,7 +135,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "panel start over 10,000 records, first paint and first rows of the timeline and entries "
         "pages in headless chromium, an apply in another process -> shown on the open page.",
         "the 1 s targets.",
-        reports=False,
         in_suite=False,
     ),
     Benchmark(
@@ -146,7 +143,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_backends.py", "--interleaved-only", "--trips", "200", "--backends", "local,sandbox,landlock"),
         "`x=1+1` round trip of the bubblewrap and Landlock sandboxes, all open at once, trips alternated.",
         "the local (unsandboxed) kernel in the same rounds (target <= 1.1x).",
-        reports=False,
     ),
     Benchmark(
         "mcp",
@@ -156,7 +152,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "with 3 MCP servers.",
         "the bare MCP SDK client's `call_tool` to the same server (target +3 ms); `session/new` "
         "with none (target <= 1.1x).",
-        reports=False,
     ),
     Benchmark(
         "subagents",
@@ -172,7 +167,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_trust.py", "--runs", "9"),
         "a skill check in a scratch kernel; an apply to a project store of 1,000 entry files.",
         "the same apply to the global store (target ratio <= 2x).",
-        reports=False,
     ),
     Benchmark(
         "autonomy",
@@ -181,7 +175,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the workspace fingerprint at 10,000 files, the loop's own overhead per continuation, the "
         "tamper watch and the gate pin.",
         "the gate run bare through `run_gate` in the same run.",
-        reports=False,
     ),
     Benchmark(
         "scale",
@@ -189,8 +182,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         ("bench_scale.py",),
         "total RSS by open sessions with and without hibernation, revive latency, `session/list` and "
         "`session/load` by size, the harness prompt section and apply by size.",
-        "a live kernel (revive), an empty harness through the same server (interleaved).",
-        reports=False,
+        "a live kernel (revive), an empty harness through the same server (interleaved). The chart "
+        "is redrawn only by `--write-results`, so it can be of an earlier run than the table.",
         in_suite=False,
         chart="scale.svg",
     ),
@@ -207,7 +200,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "A real llama.cpp server",
         ("bench_llama_cpp.py",),
         "five turns per action format against llama-cpp-python's server with SmolLM2-135M: every "
-        "turn must end with a valid stop reason and show something (a check, not a timing).",
+        "turn must end with a valid stop reason and show something (a check, not a timing). Not run "
+        "by the suite: it needs llama-cpp-python's server and the model's package installed, a turn "
+        "may take minutes on a shared machine, and its result is a pass or fail per turn.",
         "nothing: pass or fail per turn.",
         reports=False,
         in_suite=False,
@@ -219,7 +214,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "the dry-run plan of `/curate` on a 10,000-entry harness (proposals to archive, join duplicates, demote, and "
         "the prompt tokens saved), and applying it as one history record.",
         "the target of 1 s for the plan.",
-        reports=False,
         in_suite=False,
     ),
     Benchmark(
@@ -238,7 +232,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "Harness learning (`continual-acp eval`)",
         ("continual-acp", "eval", "--scripted", "--arms", "learning,frozen,seeded"),
         "tasks passed per session over 3 sessions of 8 bundled tasks; a pipeline test with a "
-        "scripted model (it runs the informed cells when the lesson is in the prompt).",
+        "scripted model (it runs the informed cells when the lesson is in the prompt). Not run by "
+        "the suite: a run takes minutes (8 tasks x 3 arms x 3 sessions) and its results are pass "
+        "counts per session, which `continual-acp eval` reports itself.",
         "the frozen arm (no refinement) and the seeded arm (the lesson given up front).",
         reports=False,
         in_suite=False,
@@ -414,6 +410,8 @@ def render_section(bench: Benchmark, runs: list[dict[str, Any]]) -> str:
         else f"commit {latest.get('commit', '?')}"
     )
     lines.append(f"Latest run: {latest.get('date', '?')}, {source}; {_machine_line(latest)}.")
+    if latest.get("command") and latest["command"] != bench.command:  # a quicker run, say so
+        lines.append(f"Run as `{latest['command']}`.")
     lines.append(f"Runs recorded: {len(runs)} (`results/{bench.name}.json`).")
     lines.append("")
     if bench.chart:
