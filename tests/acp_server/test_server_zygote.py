@@ -14,6 +14,13 @@ from acp_client import AcpClient, server_env
 from acp_helpers import initialize, new_session
 
 
+@pytest.fixture(autouse=True)
+def _forking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are of the forked launch: on even where the run asks for exec everywhere."""
+    monkeypatch.delenv("CONTINUAL_ACP_TEST_LAUNCH", raising=False)
+    monkeypatch.setattr(server_zygote, "forking_allowed", True)
+
+
 def test_a_forked_server_answers_and_exits_with_zero_after_eof(tmp_path: Path) -> None:
     client = AcpClient(server_env(tmp_path / "home"), cwd=str(tmp_path))
     assert isinstance(client.proc, server_zygote.ZygoteProcess)
