@@ -9,13 +9,30 @@ process dies.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import shutil
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TextIO
 
+import anyio
+
 from agent_core.mcp.config import HttpServer, ServerConfig, StdioServer
 from kernel_bridge import workspace_launch
+
+# The SDK modules each transport needs. They are imported in a worker thread before first use: they
+# pull in httpx, cryptography and an SSL context, 2-5 s on the event loop of a loaded machine
+# (benchmarks/bench_suite_stalls.py found them as the suite's worst stalls).
+_SDK_MODULES = {
+    "stdio": ("mcp", "mcp.client.stdio"),
+    "sse": ("mcp", "mcp.client.sse"),
+    "http": ("mcp", "mcp.client.streamable_http", "mcp.shared._httpx_utils"),
+}
+
+
+def _import_sdk(kind: str) -> None:
+    for module in _SDK_MODULES[kind]:
+        importlib.import_module(module)
 
 
 class McpStartError(RuntimeError):
@@ -51,6 +68,8 @@ def stdio_parameters(server: StdioServer, cwd: str | None) -> Any:
 @contextlib.asynccontextmanager
 async def open_transport(config: ServerConfig, errlog: TextIO, cwd: str | None = None) -> AsyncIterator[Any]:
     """(read_stream, write_stream) for `config`."""
+    kind = "stdio" if isinstance(config, StdioServer) else "sse" if config.transport == "sse" else "http"
+    await anyio.to_thread.run_sync(_import_sdk, kind)
     if isinstance(config, StdioServer):
         from mcp.client.stdio import stdio_client
 
@@ -75,7 +94,9 @@ async def _streamable_http(url: str, headers: dict[str, str]) -> AsyncIterator[A
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with contextlib.AsyncExitStack() as stack:
-        client = await stack.enter_async_context(create_mcp_http_client(headers=headers or None))
+        # Built in a thread: the client's SSL context loads the CA store (seconds on a loaded machine).
+        made = await anyio.to_thread.run_sync(lambda: create_mcp_http_client(headers=headers or None))
+        client = await stack.enter_async_context(made)
         streams = await stack.enter_async_context(streamable_http_client(url, http_client=client))
         yield streams
 
