@@ -24,12 +24,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from figures import emit, single, summary
+from llama_launch import start_llama
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -65,25 +64,12 @@ def chat_format(model: Path) -> str:
     return "gemma-system" if "gemma" in model.name.lower() else "chatml"
 
 
-def start_llama(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        sys.executable, str(HERE / "llama_server.py"), "--model", str(model), "--model_alias", "local",
-        "--chat_format", chat_format(model),
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
-        "--n_threads", "1", "--n_threads_batch", "1",
+def start_llama_for(model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    args = [
+        "--model", str(model), "--model_alias", "local", "--chat_format", chat_format(model),
+        "--n_ctx", "8192", "--n_threads", "1", "--n_threads_batch", "1",
     ]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the llama.cpp server exited ({proc.returncode}); see {log}")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
-            return proc
-        except OSError:
-            time.sleep(0.2)  # polling a server that is starting: there is nothing to wait on
-    proc.kill()
-    raise SystemExit(f"the llama.cpp server did not answer within 180 s; see {log}")
+    return start_llama(args, port, log, within=180)
 
 
 def token_rates(log: str) -> dict[str, list[float]]:
@@ -143,7 +129,7 @@ def main() -> int:
         run = args.out or Path(tempfile.mkdtemp(prefix="bench-eval-local-")) / "run"
         log_path = run.parent / "llama-server.log"
         port = free_port()
-        server = start_llama(gguf_path(args.gguf), port, log_path)
+        server = start_llama_for(gguf_path(args.gguf), port, log_path)
         try:
             command = [
                 sys.executable, "-m", "acp_server", "eval", "lessons",

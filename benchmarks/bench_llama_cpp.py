@@ -28,9 +28,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
+
+from llama_launch import start_llama
 
 HERE = Path(__file__).resolve().parent
 TURNS = (
@@ -72,24 +73,12 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes], seconds: float = 60)
     raise SystemExit(f"nothing listens on port {port} (process exit status {proc.poll()})")
 
 
-def start_llama(port: int, n_ctx: int, log: Path) -> subprocess.Popen[bytes]:
-    argv = [
-        sys.executable, str(HERE / "llama_server.py"), "--model", str(model_path()),
-        "--chat_format", "chatml-function-calling", "--model_alias", "smollm2",
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+def start_smollm2(port: int, n_ctx: int, log: Path) -> subprocess.Popen[bytes]:
+    args = [
+        "--model", str(model_path()), "--chat_format", "chatml-function-calling",
+        "--model_alias", "smollm2", "--n_ctx", str(n_ctx),
     ]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the llama.cpp server exited ({proc.returncode}); see {log}")
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2).read()
-            return proc
-        except OSError:
-            time.sleep(0.2)  # polling a server that is starting: there is nothing to wait on
-    proc.kill()
-    raise SystemExit(f"the llama.cpp server did not answer within 120 s; see {log}")
+    return start_llama(args, port, log, within=120)
 
 
 class Stdio:
@@ -238,7 +227,7 @@ def main() -> int:
         base_url = args.base_url.rstrip("/")
     else:
         port = free_port()
-        server = start_llama(port, args.n_ctx, root / "llama-server.log")
+        server = start_smollm2(port, args.n_ctx, root / "llama-server.log")
         base_url = f"http://127.0.0.1:{port}/v1"
     proxy = None
     if args.capture:

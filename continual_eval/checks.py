@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import json
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from continual_eval.jsonl import read_jsonl
 
 SHELL_MAGICS = ("%%bash", "%%sh", "%%script bash", "%%script sh")
 # Commands that write the paths they are given (a hand edit, when the path is one that must not be).
@@ -92,27 +93,12 @@ class TraceRules:
         return not (self.must_run or self.must_not_run or self.must_not_write or self.unchanged)
 
 
-def _frames(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSON-lines file (torn or junk lines skipped; a missing file is empty)."""
-    if not path.is_file():
-        return []
-    out: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
-
-
 def cells_from_frames(path: Path) -> list[Cell]:
     """The cells of a session, in order, from its `frames.jsonl` (missing file: no cells)."""
     order: list[str] = []
     code: dict[str, str] = {}
     failed: set[str] = set()
-    for frame in _frames(path):
+    for frame in read_jsonl(path):
         msg = frame.get("msg") or {}
         if frame.get("dir") != "in" or not isinstance(msg, dict) or msg.get("method") != "session/update":
             continue

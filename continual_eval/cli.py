@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from continual_eval.measure import read_jsonl
+from continual_eval.jsonl import read_jsonl
 from continual_eval.proxy import CostMeter
 from continual_eval.report import compare_runs
 from continual_eval.results import write_run

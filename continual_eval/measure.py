@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from continual_eval.jsonl import read_jsonl
 from continual_eval.scripted import entries_in_prompt, request_kind
 from continual_eval.use import followed, noise, shown_entries
 
@@ -73,21 +74,6 @@ class SessionResult:
         data["tokens"] = self.tokens
         data["task_tokens"] = self.task_tokens
         return data
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The objects of a JSON-lines file (a torn or junk line is skipped; a missing file is empty)."""
-    if not path.is_file():
-        return []
-    out: list[dict[str, Any]] = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
 
 
 def _system_prompt(request: Any) -> str:
