@@ -34,6 +34,7 @@ from agent_core.refinement.host_ops import HostOpError, host_handlers, register_
 from agent_core.refinement.outbox import CoordinatorEvent, Outbox
 from agent_core.refinement.planner import RefinementPlanner, Windows
 from agent_core.refinement.policy import needs_review
+from agent_core.refinement.quiescence import Quiescence
 from agent_core.refinement.records import (
     PendingReview,
     QuiescenceChanged,
@@ -44,7 +45,7 @@ from agent_core.refinement.records import (
     ReviewVerdict,
     UnknownRefinement,
 )
-from agent_core.refinement.service import HarnessService, Quiescence
+from agent_core.refinement.service import HarnessService
 from agent_core.refinement.surface import (
     Found,
     HarnessEvent,

@@ -29,9 +29,9 @@ from agent_core.refinement.outbox import Listener, Outbox
 from agent_core.refinement.pending_reviews import PendingReviews
 from agent_core.refinement.pipeline import HISTORY_LINES, PlanPipeline
 from agent_core.refinement.planner import RefinementPlanner
-from agent_core.refinement.policy import TrustKey
+from agent_core.refinement.policy import Policy, TrustKey
 from agent_core.refinement.records import PendingReview, RefinementOutcome, ReviewChoice, Scope, Trigger
-from agent_core.refinement.service import HarnessService, Policy
+from agent_core.refinement.service import HarnessService
 from agent_core.refinement.trajectory import TrajectoryItem
 from harness_store import HarnessState, HarnessStore, ProjectStore, Proposal, RefinementResult, Scopes
 from harness_store.verify import PreApplyVerifier
@@ -257,7 +257,7 @@ class RefinementCoordinator:
 
     async def rollback(self, refinement_id: str, *, force: bool = False) -> RefinementResult:
         """Roll back one refinement of any scope and report it (`HarnessService.rollback_one`)."""
-        return await self.service.rollback_one(refinement_id, force=force)
+        return await self.service._rollback_one(refinement_id, force=force)
 
     async def apply_user(self, proposal: Proposal, *, scope: Scope) -> RefinementResult:
         """Apply a proposal a user asked for by command now, no review, and report it."""

@@ -61,7 +61,8 @@ if TYPE_CHECKING:
     from agent_core.refinement.coordinator import RefinementCoordinator
     from agent_core.refinement.curation import Curation
     from agent_core.refinement.curation_model import CuratorModel
-    from agent_core.refinement.service import HarnessService, Quiescence
+    from agent_core.refinement.quiescence import Quiescence
+    from agent_core.refinement.service import HarnessService
     from harness_store import Store
     from harness_store.project import ProjectConflict
 
