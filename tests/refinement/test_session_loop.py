@@ -213,3 +213,27 @@ async def test_a_turn_that_fails_after_a_cell_scheduled_refinement_still_settles
             )
         finally:
             await agent.aclose()
+
+
+async def test_an_autonomous_checkpoint_asks_an_attached_session_for_an_automatic_review(
+    tmp_path: Path,
+) -> None:
+    from agent_core.bus import AutonomousCheckpoint
+
+    with ScriptedModelServer() as server:
+        attached: dict[str, SessionRefinement] = {}
+        agent = Agent(
+            _config(tmp_path, server),
+            on_session=lambda s: attached.setdefault(s.id, SessionRefinement.attach(s)),
+        )
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            server.push(gate_reply(False))
+            await session.bus.publish(AutonomousCheckpoint("autonomous checkpoint after 2 continuations"))
+            surface = attached[session.id].surface
+            assert await surface.wait_quiescent(WAIT)
+            last = surface.status().last
+            assert last is not None and (last.trigger, last.status) == ("auto", "declined")
+        finally:
+            await agent.aclose()
