@@ -107,7 +107,7 @@ class SessionRefinement:
 
     def __init__(self, session: Session, coordinator: RefinementCoordinator) -> None:
         self.session = session
-        self.coordinator = coordinator
+        self._coordinator = coordinator
         # Refinement cards go into the transcript, so `session/load` replays them.
         self.surface = HarnessSurface.of(coordinator, record=session.record_event)
         self._task: asyncio.Task[None] | None = None
@@ -194,24 +194,24 @@ class SessionRefinement:
         """Run the coordinator's worker and outbox as a task on the running loop (`aclose` ends it)."""
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
-                self.coordinator.serve(), name=f"refinement-{self.session.id}"
+                self._coordinator.serve(), name=f"refinement-{self.session.id}"
             )
 
     async def after_turn(self, finished: TurnFinished) -> None:
         """Before `TurnEnded`: release cell-scheduled refinements and maybe queue an automatic review."""
-        self.coordinator.jobs.turn_ended()
+        self._coordinator.jobs.turn_ended()
         if self.idle is not None:
             self.idle.arm()
 
     def turn_failed(self) -> None:
         """The session calls this when a turn raised (a model failure): no `TurnFinished` was published."""
-        self.coordinator.jobs.turn_failed()
+        self._coordinator.jobs.turn_failed()
 
     def on_kernel(self, kernel: KernelSession) -> None:
         register_host_ops(kernel.host_bridge, self.surface)
 
     def compacted(self) -> None:
-        self.coordinator.compacted()
+        self._coordinator.compacted()
 
     async def aclose(self) -> None:
         if self.idle is not None:
