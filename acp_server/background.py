@@ -19,7 +19,7 @@ from acp_server import frames
 from acp_server.frames import Frame
 
 if TYPE_CHECKING:
-    from agent_core.refinement.service import Quiescence
+    from agent_core.refinement.quiescence import Quiescence
 
 
 def background_items(pending: int, in_flight: int) -> list[Frame]:

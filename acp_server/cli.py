@@ -120,16 +120,13 @@ def _preload() -> None:
 
 def _attach_refinement(session: Session) -> None:
     """The agent's `on_session` seam: the continual harness (host ops, after-turn review) and goals +
-    autonomous mode, per session. Autonomous checkpoints ask refinement for an automatic review."""
+    autonomous mode, per session. Refinement takes autonomous checkpoints as natural points for an
+    automatic review (attach.py)."""
     from agent_core.autonomy.controller import SessionAutonomy
-    from agent_core.bus import AutonomousCheckpoint
     from agent_core.refinement.attach import SessionRefinement
 
-    refinement = SessionRefinement.attach(session)
+    SessionRefinement.attach(session)
     SessionAutonomy.attach(session)
-    session.bus.subscribe(
-        AutonomousCheckpoint, lambda checkpoint: refinement.coordinator.checkpoint(checkpoint.reason)
-    )
 
 
 def _build_agent(config: Any) -> Any:

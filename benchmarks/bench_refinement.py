@@ -10,7 +10,7 @@ Measured in one run:
    together and apply one memory) and with it off. Between prompts the client waits for `_harness/await_quiescence`, so each prompt starts from
    a settled session. Target: on/off <= 1.05.
 2. **Settle -> notification**, two ways:
-   * in process: from the store's apply returning (the commit) to the coordinator's listener
+   * in process: from the store's apply returning (the commit) to a harness surface subscriber
      receiving the quiescent transition (what the server writes as `_harness/quiescence`);
    * over stdio (an upper bound): from the refinement record's `created_at` (stamped before the
      apply even writes) to the client reading the `_harness/quiescence` notification.
@@ -203,10 +203,11 @@ def run_prompts(base: Path, prompts: int, *, auto: bool) -> dict[str, Any]:
 
 
 async def settle_in_process(base: Path, runs: int) -> list[float]:
-    """Store commit -> listener receives the quiescent transition, with the real coordinator."""
+    """Store commit -> a subscriber of the harness surface receives the quiescent transition, with
+    the real coordinator serving."""
     import anyio
 
-    from agent_core.refinement import QuiescenceChanged, RefinementCoordinator
+    from agent_core.refinement import HarnessSurface, QuiescenceChanged, RefinementCoordinator
     from harness_store import HarnessStore, Proposal
 
     local = HarnessStore(base / "inproc" / "sessions" / "s" / "harness")
@@ -229,15 +230,16 @@ async def settle_in_process(base: Path, runs: int) -> list[float]:
         if isinstance(event, QuiescenceChanged) and event.quiescent:
             notified.append(time.perf_counter())
 
-    coordinator.add_listener(listener)
+    surface = HarnessSurface.of(coordinator)
+    surface.subscribe(listener)
     samples: list[float] = []
     async with anyio.create_task_group() as tg:
         await tg.start(coordinator.serve)
         for i in range(runs):
             proposal = Proposal.model_validate(json.loads(_plan(i)))
             async with coordinator.jobs.busy():  # what a worker job does around its apply
-                await coordinator.submit(proposal, scope="local", trigger="auto", baseline=None, items=[])
-            await coordinator.wait_quiescent(10)
+                await surface.write(proposal, scope="local")
+            await surface.wait_quiescent(10)
             samples.append(notified[-1] - committed[-1])
         tg.cancel_scope.cancel()
     return samples

@@ -8,14 +8,14 @@ coordinator, so they are shown as refinement cards and counted in quiescence.
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp_server.harness.review import ask_pending_reviews, ask_review
 
 if TYPE_CHECKING:
     from acp_server.server_port import CommandContext
     from agent_core.refinement.records import Scope
-    from agent_core.refinement.surface import HarnessEntry, HarnessState, RefinementResult
+    from agent_core.refinement.surface import HarnessEntry, HarnessState, ProjectConflict, RefinementResult
 
 # `/harness <kind>`: the store's kinds, their plurals and the words the overview headings use.
 HARNESS_KINDS = {
@@ -248,7 +248,7 @@ async def refine(ctx: CommandContext, argument: str) -> None:
     # say why; a reply would only repeat it.
 
 
-def describe_conflicts(conflicts: list[Any]) -> str:
+def describe_conflicts(conflicts: list[ProjectConflict]) -> str:
     """The `/review` list of the project store's git-merge conflicts, each side numbered."""
     lines = ["Project harness merge conflicts (the same entry changed on both sides of a git merge):"]
     for conflict in conflicts:

@@ -48,7 +48,7 @@ def subscribe(server: ServerPort, opened: OpenSession) -> None:
                 # The notification only to a client that opted in (`clientCapabilities._meta
                 # ["continual-acp"].quiescence`); every client gets the session_info_update mirror,
                 # which also lists the background work still running (children, refinement jobs).
-                from agent_core.refinement.service import Quiescence
+                from agent_core.refinement.quiescence import Quiescence
 
                 children = background_entries(opened.session)
                 now = Quiescence.at(event, children=len(children))

@@ -1,23 +1,23 @@
-"""What the panel does to the harness: routing its actions to the harness service.
+"""What the panel does to the harness: routing its actions to a `HarnessSurface`.
 
 The panel holds no review or rollback rule. Inside a running ACP server (`/harness ui`, a
 `ServerLink`), an action on a store an open session of that server uses goes through that
 session's `HarnessSurface` -- the very calls the slash commands make -- so the editor shows the
 same refinement card and the session's quiescence counts the work (link.py says which session acts
 for which store). Otherwise (the standalone `harness ui`, or a store no session here has open) the
-action runs on a `HarnessService` built over the stores it touches (`HarnessService.for_stores`:
-the proposing session's local store and the global one), so the history records it exactly as a
+action runs on a surface built over the stores it touches (`HarnessSurface.for_stores`: the
+proposing session's local store and the global one), so the history records it exactly as a
 session would; a session open in another server reads the change at its next read of the store,
 and the answer names those sessions (docs/harness.md, "The review panel"):
 
-* rollback -> `HarnessService.rollback` (`/rollback`)
-* review   -> `HarnessService.decide` (`/review`), with the proposing session's transcript as the
+* rollback -> `HarnessSurface.rollback` (`/rollback`)
+* review   -> `HarnessSurface.decide` (`/review`), with the proposing session's transcript as the
               evidence and the session's skill check
-* verify   -> `HarnessService.decide` on the refinement that last wrote the entry, for that entry
-* delete   -> `HarnessService.apply_user` with one delete edit
-* promote  -> `HarnessService.promote` (`/promote`)
+* verify   -> `HarnessSurface.decide` on the refinement that last wrote the entry, for that entry
+* delete   -> `HarnessSurface.apply_user` with one delete edit
+* promote  -> `HarnessSurface.promote` (`/promote`)
 
-This module only says which service acts; results.py turns the answer into what the page shows and
+This module only says which surface acts; results.py turns the answer into what the page shows and
 skill_checks.py sets up the skill check a direct write runs. The actions block (file locks, the hop to the server loop, a short event loop of their own): call them from a
 worker thread.
 """
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
@@ -39,8 +39,7 @@ from acp_server.panel.sources import GLOBAL, PanelData, PanelQueryError, StoreVi
 if TYPE_CHECKING:
     from acp_server.panel.link import ServerLink
     from agent_core.refinement.records import RefinementOutcome, RollbackOutcome, Scope
-    from agent_core.refinement.service import HarnessService
-    from agent_core.refinement.surface import HarnessSurface
+    from agent_core.refinement.surface import HarnessEntry, HarnessSurface
 
 T = TypeVar("T")
 
@@ -91,7 +90,9 @@ class PanelActions:
         """A result of a direct store write, with the sessions that will see it only on their next read."""
         return results.with_open_elsewhere(result, self._elsewhere(store_key)) if result.ok else result
 
-    def _routed(self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Any]) -> Any:
+    def _routed(
+        self, acting: tuple[str, HarnessSurface], call: Callable[[HarnessSurface], Awaitable[T]]
+    ) -> T:
         _sid, surface = acting
         assert self.link is not None
         return self.link.run(lambda: call(surface))
@@ -106,14 +107,14 @@ class PanelActions:
         self,
         local_key: str | None,
         session_id: str | None,
-        call: Callable[[HarnessService], Awaitable[T]],
+        call: Callable[[HarnessSurface], Awaitable[T]],
         *,
         check_as: str | None = None,
     ) -> T:
-        """Run `call` on a harness service over the stores of `local_key` (a session; the global
+        """Run `call` on a harness surface over the stores of `local_key` (a session; the global
         store stands in when None) and the global one, acting for `session_id`: its transcript is
         the evidence and, with `check_as`, its skill check runs in that session's cwd."""
-        from agent_core.refinement.service import HarnessService
+        from agent_core.refinement.surface import HarnessSurface
 
         glob = self.data.view(GLOBAL).store
         local = self.data.view(local_key).store if local_key is not None else glob
@@ -127,14 +128,14 @@ class PanelActions:
             return self._skill_checks.for_session(scope, check_as)
 
         async def run() -> T:
-            service = HarnessService.for_stores(
+            surface = HarnessSurface.for_stores(
                 local,
                 glob,
                 session_id=session_id,
                 evidence=known,
                 skill_verifier=verifier if check_as is not None else None,
             )
-            return await call(service)
+            return await call(surface)
 
         return anyio.run(run)
 
@@ -143,7 +144,7 @@ class PanelActions:
     def rollback(self, refinement_id: str, *, force: bool = False) -> ActionResult:
         """Roll back a refinement of any store (as `/rollback <id> [--force]`)."""
         view, record = self.data.find_refinement(refinement_id)
-        proposer = getattr(record, "session_id", None)
+        proposer = record.session_id
         # A global record made by a session (a promotion's create) is best undone by that session.
         acting = self._acting(view.key, proposer=proposer)
         if acting is not None:
@@ -197,7 +198,7 @@ class PanelActions:
 
     # ------------------------------------------------------------ entries
 
-    def _entry(self, store_key: str, kind: str, entry_id: str) -> tuple[StoreView, Any]:
+    def _entry(self, store_key: str, kind: str, entry_id: str) -> tuple[StoreView, HarnessEntry]:
         view = self.data.view(store_key)
         with self.data._lock:
             view.sync()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_core.refinement.records import RefinementOutcome, RollbackOutcome
+    from agent_core.refinement.surface import Promotion, RefinementResult
 
 
 @dataclass
@@ -55,7 +56,7 @@ def with_open_elsewhere(result: ActionResult, sessions: list[str]) -> ActionResu
     return result
 
 
-def decided_via_session(outcome: Any, done: str, session_id: str) -> ActionResult:
+def decided_via_session(outcome: RefinementOutcome, done: str, session_id: str) -> ActionResult:
     """A `RefinementOutcome` of a decision made through a session's surface, as the page shows it."""
     rid = outcome.refinement_id
     if outcome.status == "applied":
@@ -90,7 +91,7 @@ def rolled_back(
     return ActionResult(True, text, result.id, list(result.errors), refinement_ids=ids, via_session=via)
 
 
-def refused_rollback(refinement_id: str, result: Any, force: bool) -> ActionResult:
+def refused_rollback(refinement_id: str, result: RefinementResult, force: bool) -> ActionResult:
     errors = list(result.errors)
     conflict = any("entry changed since refinement" in e for e in errors)
     hint = " Confirm with force to override." if conflict and not force else ""
@@ -146,7 +147,7 @@ def verified(kind: str, entry_id: str, outcome: RefinementOutcome) -> ActionResu
     return ActionResult(True, f"Verified {kind} {entry_id}: refinement {rid}.", rid)
 
 
-def deleted(kind: str, entry_id: str, result: Any, *, via: str | None) -> ActionResult:
+def deleted(kind: str, entry_id: str, result: RefinementResult, *, via: str | None) -> ActionResult:
     """`result` is the `RefinementResult` of the one-edit delete."""
     if not result.applied:
         return ActionResult(
@@ -160,18 +161,27 @@ def deleted(kind: str, entry_id: str, result: Any, *, via: str | None) -> Action
     )
 
 
-def promoted(kind: str, entry_id: str, target: str, done: Any, *, via: str | None) -> ActionResult:
-    """`done` is the service's promotion answer: the target's create and the local delete."""
-    if not done.created.applied:
+def promoted(kind: str, entry_id: str, target: str, done: Promotion, *, via: str | None) -> ActionResult:
+    """`done` is the surface's promotion answer: the target's create and the local delete, or (a
+    project target) the proposal that waits for review."""
+    created = done.created
+    if created is None:  # held for review: approving it applies both halves
         return ActionResult(
-            False,
-            f"Could not promote {kind} {entry_id} to {target} (recorded as {done.created.id}); the local entry is unchanged.",
-            done.created.id,
-            list(done.created.errors),
+            True,
+            f"The promotion of {kind} {entry_id} to the {target} harness waits for review: "
+            f"proposal {done.proposal_id}.",
             via_session=via,
         )
-    ids = [done.created.id]
-    text = f"Promoted {kind} {entry_id} to the {target} harness: refinement {done.created.id}."
+    if not created.applied:
+        return ActionResult(
+            False,
+            f"Could not promote {kind} {entry_id} to {target} (recorded as {created.id}); the local entry is unchanged.",
+            created.id,
+            list(created.errors),
+            via_session=via,
+        )
+    ids = [created.id]
+    text = f"Promoted {kind} {entry_id} to the {target} harness: refinement {created.id}."
     errors: list[str] = []
     if done.removed is not None and done.removed.applied:
         ids.append(done.removed.id)
@@ -179,4 +189,4 @@ def promoted(kind: str, entry_id: str, target: str, done: Any, *, via: str | Non
     else:
         errors = list(done.removed.errors) if done.removed is not None else []
         text += " The local copy is still there."
-    return ActionResult(True, text, done.created.id, errors, refinement_ids=ids, via_session=via)
+    return ActionResult(True, text, created.id, errors, refinement_ids=ids, via_session=via)

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp_server.panel.diffs import line_diff
 from acp_server.panel.evidence import EvidenceReader
@@ -24,6 +24,10 @@ from agent_core.trust.entry_counters import EntryCounters, home_counters
 from agent_core.trust.entry_counters import lookup as lookup_counters
 from agent_core.trust.entry_usage import EntryUsage, home_usage
 from agent_core.trust.entry_usage import describe as describe_usage
+
+if TYPE_CHECKING:
+    from agent_core import HarnessStore
+    from agent_core.refinement.surface import HarnessEntry, RefinementResult
 
 GLOBAL = "global"
 KIND_ORDER = ("prompt", "memory", "skill", "subagent")
@@ -52,8 +56,8 @@ class StoreView:
     """One store (global, or a session's local one) and its history as the panel has read it."""
 
     key: str  # "global" or the session id
-    store: Any  # harness_store.HarnessStore (via agent_core: acp_server never imports harness_store)
-    records: list[Any] = field(default_factory=list)  # oldest first
+    store: HarnessStore  # named through agent_core: acp_server never imports harness_store
+    records: list[RefinementResult] = field(default_factory=list)  # oldest first
     positions: dict[str, int] = field(default_factory=dict)
     last_writer: dict[tuple[str, str], str] = field(default_factory=dict)
     undone: dict[str, str] = field(default_factory=dict)  # refinement id -> applied rollback of it
@@ -82,7 +86,7 @@ class StoreView:
         if newest[-1].id == known:
             self.history_key = key
             return False
-        fresh: list[Any] = []
+        fresh: list[RefinementResult] = []
         before: str | None = None
         # Usually a few records were appended: read a small page first, then larger ones.
         size = 8 if known is not None else SYNC_PAGE
@@ -102,11 +106,11 @@ class StoreView:
         self.history_key = key
         return True
 
-    def _reset(self, records: list[Any]) -> None:
+    def _reset(self, records: list[RefinementResult]) -> None:
         self.records, self.positions, self.last_writer, self.undone = [], {}, {}, {}
         self._extend(records)
 
-    def _extend(self, records: Iterable[Any]) -> None:
+    def _extend(self, records: Iterable[RefinementResult]) -> None:
         for record in records:
             self.positions[record.id] = len(self.records)
             self.records.append(record)
@@ -125,7 +129,7 @@ class StoreView:
 
 
 def _usage(
-    entry: Any, usage: dict[str, EntryUsage], counters: Mapping[str, EntryCounters] | None = None
+    entry: HarnessEntry, usage: dict[str, EntryUsage], counters: Mapping[str, EntryCounters] | None = None
 ) -> dict[str, Any]:
     """The entry's use in prompts (agent_core.trust.entry_usage), keyed as the prompt showed it."""
     found = usage.get(entry.id) or usage.get(f"{entry.scope}:{entry.id}")
@@ -142,7 +146,7 @@ def _usage(
 
 def _entry_row(
     view: StoreView,
-    entry: Any,
+    entry: HarnessEntry,
     key: str,
     usage: dict[str, EntryUsage] | None = None,
     counters: Mapping[str, EntryCounters] | None = None,
@@ -168,7 +172,7 @@ def _entry_row(
     }
 
 
-def _summary(view: StoreView, record: Any) -> dict[str, Any]:
+def _summary(view: StoreView, record: RefinementResult) -> dict[str, Any]:
     edits = record.applied_edits
     return {
         "id": record.id,
@@ -217,8 +221,8 @@ class PanelData:
         self.evidence = EvidenceReader(self.home)
         self._lock = threading.RLock()
         self._views: dict[str, StoreView] = {}
-        self._timeline: list[tuple[StoreView, Any]] | None = None
-        self._timeline_key: tuple[Any, ...] | None = None
+        self._timeline: list[tuple[StoreView, RefinementResult]] | None = None
+        self._timeline_key: tuple[tuple[str, int, str | None], ...] | None = None
 
     def welcome(self) -> str | None:
         """`welcome_text` while no store holds an entry, a refinement or a pending review, else None."""
@@ -271,7 +275,7 @@ class PanelData:
                 v.sync()
             return views
 
-    def find_refinement(self, refinement_id: str) -> tuple[StoreView, Any]:
+    def find_refinement(self, refinement_id: str) -> tuple[StoreView, RefinementResult]:
         """The store holding `refinement_id` and its record; 404 when no store has it."""
         for view in self.views():
             position = view.positions.get(refinement_id)
@@ -359,7 +363,7 @@ class PanelData:
 
     # ------------------------------------------------------------ timeline
 
-    def _merged(self) -> list[tuple[StoreView, Any]]:
+    def _merged(self) -> list[tuple[StoreView, RefinementResult]]:
         views = self.views()
         key = tuple((v.key, len(v.records), v.records[-1].id if v.records else None) for v in views)
         with self._lock:
@@ -418,6 +422,7 @@ class PanelData:
         edits = []
         for edit in record.applied_edits:
             shown = edit_summary(edit, scope=record.scope)
+            titled = edit.after or edit.before
             edits.append(
                 {
                     "action": edit.action,
@@ -431,7 +436,7 @@ class PanelData:
                     "after_version": edit.after.version if edit.after else None,
                     "before_trust": edit.before.trust if edit.before else None,
                     "after_trust": edit.after.trust if edit.after else None,
-                    "title": (edit.after or edit.before).title if (edit.after or edit.before) else edit.title,
+                    "title": titled.title if titled is not None else edit.title,
                     "diff": line_diff(shown.get("before"), shown.get("after")) if "after" in shown else [],
                     "proposed": None if "after" in shown else (edit.content or ""),
                     "evidence": self.evidence.quotes(record.session_id, list(edit.evidence or [])),

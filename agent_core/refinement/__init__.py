@@ -1,6 +1,7 @@
 """Refinement: the continual harness in motion (review gate, planner, coordinator, host ops).
 
-The coordinator is per session; the planner's model calls go through the agent's `ModelClient`.
+The coordinator wires one session's refinement; the planner's model calls go through the agent's
+`ModelClient`.
 Nothing here imports acp_server: everything a client is shown leaves through the session's
 `HarnessSurface` (`harness_of(session)`) as typed events (`RefinementReported`, `ReviewRequested`,
 `ReviewDecided`, `QuiescenceChanged`).
@@ -19,7 +20,6 @@ from agent_core.refinement.completion import (
 from agent_core.refinement.coordinator import (
     DEFAULT_AUTO_EVERY,
     DEFAULT_COOLDOWN_SECONDS,
-    Policy,
     RefinementCoordinator,
 )
 from agent_core.refinement.extract import (
@@ -33,7 +33,8 @@ from agent_core.refinement.extract import (
 from agent_core.refinement.host_ops import HostOpError, host_handlers, register_host_ops
 from agent_core.refinement.outbox import CoordinatorEvent, Outbox
 from agent_core.refinement.planner import RefinementPlanner, Windows
-from agent_core.refinement.policy import needs_review
+from agent_core.refinement.policy import Policy, needs_review
+from agent_core.refinement.quiescence import Quiescence
 from agent_core.refinement.records import (
     PendingReview,
     QuiescenceChanged,
@@ -44,7 +45,7 @@ from agent_core.refinement.records import (
     ReviewVerdict,
     UnknownRefinement,
 )
-from agent_core.refinement.service import HarnessService, Quiescence
+from agent_core.refinement.service import HarnessService
 from agent_core.refinement.surface import (
     Found,
     HarnessEvent,

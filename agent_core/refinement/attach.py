@@ -19,17 +19,17 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
-from agent_core.bus import Closing, Compacted, KernelReady, TurnFinished
+from agent_core.bus import AutonomousCheckpoint, Closing, Compacted, KernelReady, TurnFinished
 from agent_core.refinement.completion import ModelClientCompletion, RefineBudgets, refine_model
 from agent_core.refinement.coordinator import (
     DEFAULT_AUTO_EVERY,
     DEFAULT_COOLDOWN_SECONDS,
-    Policy,
     RefinementCoordinator,
 )
 from agent_core.refinement.host_ops import register_host_ops
 from agent_core.refinement.idle_curation import IdleCuration, applies_without_review
 from agent_core.refinement.planner import RefinementPlanner
+from agent_core.refinement.policy import Policy
 from agent_core.refinement.records import Scope
 from agent_core.refinement.surface import HarnessSurface
 from agent_core.refinement.trajectory import TrajectoryItem, trajectory_from_events
@@ -107,9 +107,9 @@ class SessionRefinement:
 
     def __init__(self, session: Session, coordinator: RefinementCoordinator) -> None:
         self.session = session
-        self.coordinator = coordinator
+        self._coordinator = coordinator
         # Refinement cards go into the transcript, so `session/load` replays them.
-        self.surface = HarnessSurface(coordinator, record=session.record_event)
+        self.surface = HarnessSurface.of(coordinator, record=session.record_event)
         self._task: asyncio.Task[None] | None = None
         self.idle: IdleCuration | None = None  # the curator's opt-in idle run (idle_curation.py)
 
@@ -151,7 +151,7 @@ class SessionRefinement:
         )
         from agent_core.trust.skill_check import session_verifiers
 
-        coordinator.skill_verifier = session_verifiers(session)
+        coordinator.service.skill_verifier = session_verifiers(session)
         coordinator.service.children = partial(_running_children, session)
         if refine_verify == "replay":
             coordinator.pipeline.replayer = _replayer(session)
@@ -161,10 +161,15 @@ class SessionRefinement:
         session.bus.subscribe(TurnFinished, refinement.after_turn)
         session.bus.subscribe(KernelReady, lambda ready: refinement.on_kernel(ready.kernel))
         session.bus.subscribe(Compacted, lambda _: refinement.compacted())
+        # An autonomous-mode checkpoint (published only where autonomous mode is attached) is a
+        # natural point for an automatic review.
+        session.bus.subscribe(
+            AutonomousCheckpoint, lambda checkpoint: coordinator.checkpoint(checkpoint.reason)
+        )
         session.bus.subscribe(Closing, lambda _: refinement.aclose())
 
         async def hold_change(held: HeldChange) -> str | None:
-            return (await coordinator.hold_change(held)).proposal_id
+            return (await coordinator.service.hold_change(held)).proposal_id
 
         session.control_plane_hold = hold_change  # a cell's change to .continual-acp/ waits for review
         refinement.surface.curator_model = curator_model(config, planner)
@@ -189,24 +194,24 @@ class SessionRefinement:
         """Run the coordinator's worker and outbox as a task on the running loop (`aclose` ends it)."""
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
-                self.coordinator.serve(), name=f"refinement-{self.session.id}"
+                self._coordinator.serve(), name=f"refinement-{self.session.id}"
             )
 
     async def after_turn(self, finished: TurnFinished) -> None:
         """Before `TurnEnded`: release cell-scheduled refinements and maybe queue an automatic review."""
-        self.coordinator.turn_ended()
+        self._coordinator.jobs.turn_ended()
         if self.idle is not None:
             self.idle.arm()
 
     def turn_failed(self) -> None:
         """The session calls this when a turn raised (a model failure): no `TurnFinished` was published."""
-        self.coordinator.turn_failed()
+        self._coordinator.jobs.turn_failed()
 
     def on_kernel(self, kernel: KernelSession) -> None:
         register_host_ops(kernel.host_bridge, self.surface)
 
     def compacted(self) -> None:
-        self.coordinator.compacted()
+        self._coordinator.compacted()
 
     async def aclose(self) -> None:
         if self.idle is not None:

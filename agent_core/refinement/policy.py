@@ -18,10 +18,22 @@ skips review for that scope and kind only; it never widens to the other scope.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from agent_core.refinement.records import Scope
 
 TrustKey = tuple[str, str]  # (scope, kind)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The session settings decisions read at decision time (they can change mid-session)."""
+
+    mode: str = "auto"
+    refine_review: str = "global_only"
+    # "replay": a proposal that claims to fix a failed step applies only when replaying the step
+    # shows it helps (replay.py); "off": no replay.
+    refine_verify: str = "off"
 
 
 def needs_review(

@@ -1,7 +1,8 @@
 """`HarnessSurface`: the one typed answer to every harness question a session is asked.
 
-The session's two stores (its own local harness and the shared global one) and its refinement
-coordinator seen as one thing. Slash commands, the `_harness/*` methods and the kernel's
+The session's stores (its own local harness, the shared global one and, in a repository, the
+project one), its `HarnessService` and its refinement jobs seen as one thing: the one public face of
+the harness. Slash commands, the `_harness/*` methods, the review panel, the CLI and the kernel's
 `refine.*`/`harness.*` host ops only call this and format what it returns, so each question has one
 answer: which store holds an id (`find`), history merged and ordered one way (`history`), the state
 of a scope (`state`), one search semantics (`search`), what `/undo` undoes (`latest_undoable`),
@@ -9,6 +10,11 @@ rollback (with "already rolled back by"), review decisions, and one ordered even
 (`subscribe`). Everything that changes the harness goes to the session's `HarnessService`
 (service.py), which holds the rules, shows each change as a card and counts it in quiescence; the
 surface awaits the cards' delivery. Errors are the store's typed errors, never `KeyError`.
+
+A session's surface is built over its coordinator (`HarnessSurface.of`, attach.py); a review panel
+beside no running server builds one over the stores it touches (`HarnessSurface.for_stores`): the
+same rules, but no session behind it -- nothing to refine, its cards go nowhere, so nothing waits
+for their delivery.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ from harness_store import (
 from harness_store.errors import ReviewAlreadyDecided, ReviewNotFound
 from harness_store.neutralize import flag as neutralized_flag
 from harness_store.neutralize import neutralized
+from harness_store.project import ProjectConflict
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,9 +68,10 @@ if TYPE_CHECKING:
     from agent_core.refinement.coordinator import RefinementCoordinator
     from agent_core.refinement.curation import Curation
     from agent_core.refinement.curation_model import CuratorModel
-    from agent_core.refinement.service import HarnessService, Quiescence
-    from harness_store import Store
-    from harness_store.project import ProjectConflict
+    from agent_core.refinement.quiescence import Quiescence
+    from agent_core.refinement.service import HarnessService
+    from harness_store import HarnessStore, Store
+    from harness_store.verify import PreApplyVerifier
 
 log = logging.getLogger(__name__)
 
@@ -125,35 +133,68 @@ def _history_key(record: RefinementResult) -> tuple[str, str]:
 
 
 class HarnessSurface:
-    """A session's harness: both stores, through its refinement coordinator."""
+    """A harness's one public face: its stores, through its `HarnessService` and, for a session,
+    its refinement jobs (`refinement`: the coordinator; None for a surface with no session)."""
 
-    def __init__(self, coordinator: RefinementCoordinator, *, record: Record | None = None) -> None:
-        self.coordinator = coordinator
+    def __init__(
+        self,
+        service: HarnessService,
+        *,
+        refinement: RefinementCoordinator | None = None,
+        record: Record | None = None,
+    ) -> None:
+        self._service = service
+        self._refinement = refinement
         self._record = record
         # the curator's model pass (curate_model_pass; curation_model.py); None: deterministic only
         self.curator_model: CuratorModel | None = None
-        self._bus = EventBus(f"the harness of session {coordinator.session_id}")
-        coordinator.add_listener(self._deliver)
+        self._bus = EventBus(f"the harness of session {service.session_id}")
+        service.outbox.add_listener(self._deliver)
+
+    @classmethod
+    def of(cls, coordinator: RefinementCoordinator, *, record: Record | None = None) -> HarnessSurface:
+        """A session's surface over its coordinator (its service and jobs)."""
+        return cls(coordinator.service, refinement=coordinator, record=record)
+
+    @classmethod
+    def for_stores(
+        cls,
+        local: HarnessStore,
+        global_: HarnessStore,
+        *,
+        session_id: str | None,
+        evidence: Callable[[], set[str] | None] | None = None,
+        skill_verifier: Callable[[str], PreApplyVerifier] | None = None,
+    ) -> HarnessSurface:
+        """A surface over two stores with no session behind it (a review panel beside no running
+        server): nothing is reviewed by policy (the caller is the reviewer), its cards go nowhere.
+        Build and use it inside one event loop (its outbox belongs to that loop)."""
+        from agent_core.refinement.service import HarnessService
+
+        service = HarnessService.for_stores(
+            local, global_, session_id=session_id, evidence=evidence, skill_verifier=skill_verifier
+        )
+        return cls(service)
 
     @property
-    def session_id(self) -> str:
-        return self.coordinator.session_id
+    def session_id(self) -> str | None:
+        return self._service.session_id
 
-    @property
-    def service(self) -> HarnessService:
-        """The decisions this surface routes to."""
-        return self.coordinator.service
+    def _session(self) -> RefinementCoordinator:
+        if self._refinement is None:
+            raise RuntimeError("this harness has no session behind it: there is nothing to refine")
+        return self._refinement
 
     def _store(self, scope: Scope) -> Store:
-        return self.coordinator.scopes.store(scope)
+        return self._service.scopes.store(scope)
 
     def _stores(self) -> tuple[tuple[Scope, Store], ...]:
-        return tuple(self.coordinator.scopes.each())
+        return tuple(self._service.scopes.each())
 
     @property
     def has_project(self) -> bool:
         """True when the session's cwd is in a git repository with a project harness."""
-        return self.coordinator.project_store is not None
+        return self._service.scopes.project is not None
 
     # ------------------------------------------------------------ the event stream
 
@@ -183,35 +224,38 @@ class HarnessSurface:
         await self._bus.publish(event)
 
     async def flushed(self, timeout: float = 30.0) -> bool:
-        """Wait until every event emitted so far reached the subscribers."""
-        return await self.coordinator.flushed(timeout)
+        """Wait until every event emitted so far reached the subscribers (False at once with no
+        session behind the surface: nobody delivers its events)."""
+        if self._refinement is None:
+            return False
+        return await self._service.outbox.flushed(timeout)
 
     def quiescence(self) -> Quiescence:
         """The one settled rule now: refinement idle and no child running (`HarnessService`)."""
-        return self.service.quiescence()
+        return self._service.quiescence()
 
     async def wait_quiescent(self, timeout: float | None = None) -> bool:
         """Wait until settled (and the settling transition was delivered); False on timeout."""
-        return await self.coordinator.wait_quiescent(timeout)
+        return await self._service.outbox.wait_quiescent(timeout)
 
     def status(self) -> HarnessStatus:
-        c = self.coordinator
+        jobs = self._service.jobs
         return HarnessStatus(
-            quiescent=c.quiescent,
-            pending=c.pending,
-            in_flight=c.in_flight,
-            awaiting_review=len(c.pending_reviews),
-            last_refinement_id=c.last_refinement_id,
-            last=c.last,
+            quiescent=jobs.outbox.quiescent,
+            pending=jobs.pending,
+            in_flight=jobs.in_flight,
+            awaiting_review=len(self._service.pending.refresh()),
+            last_refinement_id=jobs.last_refinement_id,
+            last=self._refinement.pipeline.last if self._refinement is not None else None,
         )
 
     # ------------------------------------------------------------ reading
 
     def _find_sync(self, refinement_id: str) -> Found:
-        found = self.coordinator.locate(refinement_id)
+        found = self._service.locate(refinement_id)
         if found is None:
             raise UnknownRefinement(refinement_id)
-        return Found(*found)
+        return found
 
     async def find(self, refinement_id: str) -> Found:
         """The refinement and its scope; `UnknownRefinement` when neither store has it."""
@@ -242,7 +286,7 @@ class HarnessSurface:
             state = self._store(found.scope).state_as_of(as_of)
             return HarnessState.build(state.entries, [], head=state.head)
         if scope == "merged":
-            return self.coordinator.scopes.merged()
+            return self._service.scopes.merged()
         return self._store(scope).load()
 
     async def state(self, scope: StateScope = "merged", *, as_of: str | None = None) -> HarnessState:
@@ -281,10 +325,10 @@ class HarnessSurface:
     def pending_reviews(self) -> list[PendingReview]:
         """Proposals waiting for a human decision, oldest first (this session's, every global one
         and this user's for the session's repository)."""
-        return list(self.service.pending.refresh().values())
+        return list(self._service.pending.refresh().values())
 
     def pending_review(self, proposal_id: str) -> PendingReview | None:
-        return self.service.pending.refresh().get(proposal_id)
+        return self._service.pending.refresh().get(proposal_id)
 
     def preview(self, pending: PendingReview) -> tuple[dict[str, Any], ...]:
         """The proposal's edits as diffs against its store as it is now (blocking: call in a thread)."""
@@ -299,28 +343,28 @@ class HarnessSurface:
                 for f in pending.held.files
             )
         state = self._store(pending.scope).load()
-        return preview_edits(pending, state, view_path=self.coordinator.view_path)
+        return preview_edits(pending, state, view_path=self._service.view_path)
 
-    # ------------------------------------------------------------ changing (all through the coordinator)
+    # ------------------------------------------------------------ changing (all through the service)
 
     def conflicts(self) -> list[ProjectConflict]:
         """The project store's git-merge conflicts (`ProjectConflict`s; none without a project).
         Blocking: call it in a worker thread."""
-        project = self.coordinator.project_store
+        project = self._service.scopes.project
         return list(project.conflicts()) if project is not None else []
 
     async def resolve_conflict(self, kind: str, entry_id: str, choice: int) -> RefinementResult:
         """End a project conflict with side `choice` (a reported refinement, trigger `user`).
 
         `KeyError` when the entry is not in conflict, `IndexError` for a side that does not exist."""
-        result = await self.service.resolve_conflict(kind, entry_id, choice)
+        result = await self._service.resolve_conflict(kind, entry_id, choice)
         await self.flushed()
         return result
 
     async def rollback(self, refinement_id: str, *, force: bool = False) -> RollbackOutcome:
         """Roll back a refinement of any store (`HarnessService.rollback`: a no-op when already
         undone, a promotion's partner with it); its card is delivered before this returns."""
-        outcome = await self.service.rollback(refinement_id, force=force)
+        outcome = await self._service.rollback(refinement_id, force=force)
         if outcome.result is not None:
             await self.flushed()
         return outcome
@@ -329,7 +373,7 @@ class HarnessSurface:
         """`/promote`: move a local entry to `target` (`HarnessService.promote`); its cards are
         delivered before this returns. To project the create waits as a pending review (the
         returned `proposal_id`; the caller asks it)."""
-        promotion = await self.service.promote(entry_id, target, kind=kind)
+        promotion = await self._service.promote(entry_id, target, kind=kind)
         await self.flushed()
         return promotion
 
@@ -339,7 +383,7 @@ class HarnessSurface:
         from agent_core.refinement.curation import curate
 
         done = await curate(
-            self.service, scope, home=home, apply=apply, trigger=trigger, model=self.curator_model
+            self._service, scope, home=home, apply=apply, trigger=trigger, model=self.curator_model
         )
         if done.result is not None:
             await self.flushed()
@@ -349,7 +393,7 @@ class HarnessSurface:
         """`/curate restore`: bring one archived entry back (None when it is not archived)."""
         from agent_core.refinement.curation import restore
 
-        result = await restore(self.service, scope, kind, entry_id)
+        result = await restore(self._service, scope, kind, entry_id)
         if result is not None:
             await self.flushed()
         return result
@@ -358,7 +402,7 @@ class HarnessSurface:
         """A write a person asked for outside a turn (a review panel's delete): applied at once
         (no review), reported as a card and counted in quiescence; its card is delivered before
         this returns. Validation and tombstones still apply (a refused write is a result)."""
-        result = await self.service.apply_user(proposal, scope=scope)
+        result = await self._service.apply_user(proposal, scope=scope)
         await self.flushed()
         return result
 
@@ -381,7 +425,7 @@ class HarnessSurface:
         `ReviewNotFound` when nothing waits under the id; `ReviewAlreadyDecided` when another
         session decided it meanwhile.
         """
-        outcome = await self.service.decide(
+        outcome = await self._service.decide(
             proposal_id, choice, edit_ids=edit_ids, edited=edited, reason=reason
         )
         await self.flushed()
@@ -391,13 +435,13 @@ class HarnessSurface:
         self, *, instructions: str | None = None, scope: Scope = "local"
     ) -> RefinementOutcome:
         """`/refine`: plan now (no review gate) and apply or hold for review; cards delivered first."""
-        outcome = await self.coordinator.refine_now(instructions=instructions, scope=scope)
+        outcome = await self._session().refine_now(instructions=instructions, scope=scope)
         await self.flushed()
         return outcome
 
     def schedule(self, instructions: str | None, scope: Scope) -> dict[str, Any]:
         """`refine.run()` from a cell: held until the turn ends."""
-        return self.coordinator.schedule_from_cell(instructions, scope)
+        return self._session().schedule_from_cell(instructions, scope)
 
     async def current_entry(self, scope: Scope, kind: str, entry_id: str) -> HarnessEntry | None:
         """One entry of one store as it is now (None if absent)."""
@@ -406,7 +450,7 @@ class HarnessSurface:
 
     async def write(self, proposal: Proposal, *, scope: Scope) -> RefinementOutcome:
         """A harness write from a cell: the review policy decides like for any refinement."""
-        return await self.service.submit(
+        return await self._service.submit(
             proposal, scope=scope, trigger="model", baseline=None, source="agent"
         )
 
@@ -424,6 +468,7 @@ __all__ = [
     "HarnessStoreError",
     "HarnessSurface",
     "HistoryPage",
+    "ProjectConflict",
     "Promotion",
     "PromotionError",
     "RefinementNotFound",

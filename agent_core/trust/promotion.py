@@ -3,11 +3,11 @@
 `promote` writes the entry into the target store first (a `create`, trigger `user`: a person asked
 for it, so it goes through validation, tombstones and the skill check like any write) and only
 when that applied removes the local copy (a `delete` whose reason names the target refinement).
-Both are history records, so both show as refinement cards; `undo_promotion` rolls both back (the
-target create first, then the local delete), and each can also be rolled back on its own.
+Both are history records, so both show as refinement cards; rolling either back
+(`HarnessSurface.rollback`, the one rollback) rolls back the other too (`local_removal_of` and
+`promoted_as` pair them).
 
-`promote` and `undo_promotion` work on stores directly, without review: they are the building
-blocks. The `/promote` command goes through `HarnessSurface.promote`, which reports both halves and
+`promote` works on stores directly, without review: it is a building block. The `/promote` command goes through `HarnessSurface.promote`, which reports both halves and
 holds a project promotion for review like every project edit. `deletion_notice` is what
 the reply to deleting a session says about the local entries that go with it (and it saves them as
 a proposal file that `continual-acp harness import` can bring back into another scope).
@@ -166,17 +166,6 @@ def local_removal_of(local_store: Store, target_refinement_id: str) -> str | Non
             if edit.applied and (edit.reason or "").endswith(f" as {target_refinement_id}"):
                 return str(record.id)
     return None
-
-
-def undo_promotion(
-    target_refinement_id: str, *, local_store: Store, target_store: Store
-) -> list[RefinementResult]:
-    """Roll a promotion back: the target create, then the local delete (so the entry is local again)."""
-    results: list[RefinementResult] = [target_store.rollback(target_refinement_id)]
-    local_id = local_removal_of(local_store, target_refinement_id)
-    if results[0].applied and local_id is not None:
-        results.append(local_store.rollback(local_id))
-    return results
 
 
 @dataclass(frozen=True)

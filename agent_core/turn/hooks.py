@@ -6,8 +6,8 @@ for the end of the turn is still released. The refinement attached to a session
 (`Session.refinement`) is a `RefinementHook`: setting it subscribes its `turn_failed` to `TurnFailed`,
 so the session calls no refinement by name.
 
-`RefinementHook` asks only for what both `SessionRefinement` (agent_core.refinement.attach) and
-`RefinementCoordinator` offer today, so either can be attached without a change.
+`RefinementHook` asks only for what `SessionRefinement` (agent_core.refinement.attach) offers, so a
+test can attach any object with a `turn_failed` instead.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from agent_core.config.loader import AgentConfig
 from agent_core.model import ModelClient
 from agent_core.refinement import (
     CoordinatorEvent,
+    HarnessSurface,
     ModelClientCompletion,
     Policy,
     QuiescenceChanged,
@@ -124,6 +125,11 @@ class Rig:
             policy=lambda: self.policy,
             **kwargs,
         )
+
+    def harness(self, **kwargs: Any) -> tuple[RefinementCoordinator, HarnessSurface]:
+        """A coordinator (the session's wiring: its worker, turn ends) and the one face over it."""
+        coordinator = self.coordinator(**kwargs)
+        return coordinator, HarnessSurface.of(coordinator)
 
 
 @pytest.fixture

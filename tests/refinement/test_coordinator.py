@@ -27,12 +27,12 @@ async def test_truncated_planner_reply_fails_with_the_truncation_message_and_app
     rig.server.push(
         length_cut('{"summary": "Remember", "edits": [{"action": "create", "kind": "memory", "ti')
     )
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
-        assert await coordinator.wait_quiescent(WAIT)
+        outcome = await harness.refine_now()
+        assert await harness.wait_quiescent(WAIT)
     assert outcome.status == "failed"
     assert outcome.error is not None and TRUNCATED_MESSAGE in outcome.error
     [report] = recorder.of(RefinementReported)
@@ -42,10 +42,10 @@ async def test_truncated_planner_reply_fails_with_the_truncation_message_and_app
 
 async def test_invalid_json_and_missing_json_fail_with_different_messages(rig: Rig) -> None:
     rig.server.push(text("{'summary': 'python dict, not JSON'}"), text("Nothing to change, I think."))
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     async with serving(coordinator, rig):
-        invalid = await coordinator.refine_now()
-        missing = await coordinator.refine_now()
+        invalid = await harness.refine_now()
+        missing = await harness.refine_now()
     assert invalid.status == missing.status == "failed"
     assert invalid.error is not None and "not valid JSON" in invalid.error
     assert missing.error is not None and "no JSON object" in missing.error
@@ -55,17 +55,17 @@ async def test_invalid_json_and_missing_json_fail_with_different_messages(rig: R
 
 async def test_user_refine_applies_a_local_proposal_with_its_evidence(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now(instructions="remember the test command")
-        assert await coordinator.wait_quiescent(WAIT)
+        outcome = await harness.refine_now(instructions="remember the test command")
+        assert await harness.wait_quiescent(WAIT)
     assert outcome.status == "applied"
     entry = rig.local.load().get("memory", "test_command")
     assert entry is not None and entry.evidence == ["u-1"] and entry.trust == "verified"
     [report] = recorder.of(RefinementReported)
-    assert report.refinement_id == outcome.refinement_id == coordinator.last_refinement_id
+    assert report.refinement_id == outcome.refinement_id == harness.status().last_refinement_id
     assert "Run `make check`, not bare pytest." in report.edits[0]["after"]
     assert report.edits[0]["after_entry"]["content"] == "Run `make check`, not bare pytest."
     assert report.edits[0]["path"].endswith("view/local/memory/test_command.md")
@@ -78,10 +78,10 @@ async def test_user_refine_applies_a_local_proposal_with_its_evidence(rig: Rig) 
 
 async def test_the_planners_schema_offers_updates_only_of_the_entries_the_store_has(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()), plan_reply())
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     async with serving(coordinator, rig):
-        assert (await coordinator.refine_now()).status == "applied"
-        await coordinator.refine_now()
+        assert (await harness.refine_now()).status == "applied"
+        await harness.refine_now()
     first, second = (
         [
             shape["properties"]["action"]["const"]
@@ -101,9 +101,9 @@ async def test_the_planners_schema_offers_updates_only_of_the_entries_the_store_
 
 async def test_evidence_citing_a_message_not_in_the_transcript_is_refused(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit(evidence=["m-invented"])))
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
+        outcome = await harness.refine_now()
     assert outcome.status == "refused"
     assert outcome.error is not None and "evidence cites unknown message m-invented" in outcome.error
     assert rig.local.load().get("memory", "test_command") is None
@@ -112,79 +112,79 @@ async def test_evidence_citing_a_message_not_in_the_transcript_is_refused(rig: R
 async def test_refine_model_is_used_for_planning_when_configured(rig: Rig) -> None:
     rig.config.refine_model = "cheap-model"
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     async with serving(coordinator, rig):
-        await coordinator.refine_now()
+        await harness.refine_now()
     assert rig.server.requests[0]["model"] == "cheap-model"
     assert rig.server.requests[0]["max_tokens"] <= rig.config.max_output_tokens
 
 
 async def test_auto_review_every_k_turns_applies_local_edits_as_candidates(rig: Rig) -> None:
     rig.server.push(gate_reply(True), plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=3, cooldown_seconds=0)
+    coordinator, harness = rig.harness(auto_every=3, cooldown_seconds=0)
     async with serving(coordinator, rig):
-        coordinator.turn_ended()
-        coordinator.turn_ended()
-        assert coordinator.status()["pending"] == 0
-        coordinator.turn_ended()
+        coordinator.jobs.turn_ended()
+        coordinator.jobs.turn_ended()
+        assert harness.status().pending == 0
+        coordinator.jobs.turn_ended()
         # Queued synchronously: a status read right after the prompt response already sees it.
-        assert coordinator.status()["pending"] == 1 and coordinator.quiescent is False
-        assert await coordinator.wait_quiescent(WAIT)
+        assert harness.status().pending == 1 and harness.status().quiescent is False
+        assert await harness.wait_quiescent(WAIT)
     assert system_prompts(rig.server) == [REVIEW_SYSTEM_PROMPT, PLANNER_SYSTEM_PROMPT]
     entry = rig.local.load().get("memory", "test_command")
     assert entry is not None and entry.trust == "candidate"
-    assert coordinator.last is not None and coordinator.last.status == "applied"
+    assert harness.status().last is not None and harness.status().last.status == "applied"
 
 
 async def test_review_gate_saying_no_plans_nothing(rig: Rig) -> None:
     rig.server.push(gate_reply(False))
-    coordinator = rig.coordinator(auto_every=1, cooldown_seconds=0)
+    coordinator, harness = rig.harness(auto_every=1, cooldown_seconds=0)
     async with serving(coordinator, rig):
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(WAIT)
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(WAIT)
     assert len(rig.server.requests) == 1
-    assert coordinator.last is not None and coordinator.last.status == "declined"
+    assert harness.status().last is not None and harness.status().last.status == "declined"
     assert rig.local.history() == []
 
 
 async def test_a_failed_review_still_stamps_the_cooldown(rig: Rig) -> None:
     now = [1000.0]
     rig.server.push(text("not json at all"))
-    coordinator = rig.coordinator(auto_every=1, cooldown_seconds=60, clock=lambda: now[0])
+    coordinator, harness = rig.harness(auto_every=1, cooldown_seconds=60, clock=lambda: now[0])
     async with serving(coordinator, rig):
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(WAIT)
-        assert coordinator.last is not None and coordinator.last.status == "failed"
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(WAIT)
+        assert harness.status().last is not None and harness.status().last.status == "failed"
         now[0] += 30
-        coordinator.turn_ended()
+        coordinator.jobs.turn_ended()
         coordinator.compacted()
-        assert coordinator.status()["pending"] == 0, "inside the cooldown nothing is queued"
+        assert harness.status().pending == 0, "inside the cooldown nothing is queued"
         now[0] += 31
         rig.server.push(gate_reply(False))
         coordinator.compacted()
-        assert coordinator.status()["pending"] == 1
-        assert await coordinator.wait_quiescent(WAIT)
+        assert harness.status().pending == 1
+        assert await harness.wait_quiescent(WAIT)
     assert len(rig.server.requests) == 2
     assert "compacted" in rig.server.requests[1]["messages"][1]["content"]
 
 
 async def test_refinement_scheduled_from_a_cell_waits_for_the_end_of_the_turn(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     async with serving(coordinator, rig):
-        answer = coordinator.schedule_from_cell("remember the test command", "local")
+        answer = harness.schedule("remember the test command", "local")
         assert answer["scheduled"] is True
-        assert coordinator.status()["pending"] == 1 and not coordinator.quiescent
+        assert harness.status().pending == 1 and not harness.status().quiescent
         assert rig.server.requests == [], "nothing runs while the turn is still going"
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(WAIT)
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(WAIT)
     assert rig.local.load().get("memory", "test_command") is not None
-    assert coordinator.last is not None and coordinator.last.trigger == "model"
+    assert harness.status().last is not None and harness.status().last.trigger == "model"
 
 
 async def test_quiescence_is_announced_before_waiters_wake(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     order: list[str] = []
 
     async def listener(event: object) -> None:
@@ -195,18 +195,18 @@ async def test_quiescence_is_announced_before_waiters_wake(rig: Rig) -> None:
         elif isinstance(event, RefinementReported):
             order.append("reported")
 
-    coordinator.add_listener(listener)
+    harness.subscribe(listener)
 
     async def waiter() -> None:
-        assert await coordinator.wait_quiescent(WAIT)
+        assert await harness.wait_quiescent(WAIT)
         order.append("waiter woke")
 
     async with serving(coordinator, rig):
-        coordinator.schedule_from_cell(None, "local")
-        coordinator.turn_ended()
+        harness.schedule(None, "local")
+        coordinator.jobs.turn_ended()
         async with anyio.create_task_group() as tg:
             tg.start_soon(waiter)
-    rid = coordinator.last_refinement_id
+    rid = harness.status().last_refinement_id
     assert rid is not None
     assert order == [
         "notified quiescent=False last=None",
@@ -217,41 +217,41 @@ async def test_quiescence_is_announced_before_waiters_wake(rig: Rig) -> None:
 
 
 async def test_wait_quiescent_times_out_while_work_is_pending(rig: Rig) -> None:
-    coordinator = rig.coordinator(auto_every=0)
-    coordinator.schedule_from_cell(None, "local")  # held: the turn never ends in this test
-    assert await coordinator.wait_quiescent(0.2) is False
+    _coordinator, harness = rig.harness(auto_every=0)
+    harness.schedule(None, "local")  # held: the turn never ends in this test
+    assert await harness.wait_quiescent(0.2) is False
 
 
 async def test_global_proposal_waits_for_review_then_applies_as_verified(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        coordinator.schedule_from_cell(None, "global")
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(WAIT)
-        assert coordinator.last is not None and coordinator.last.status == "pending_review"
+        harness.schedule(None, "global")
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(WAIT)
+        assert harness.status().last is not None and harness.status().last.status == "pending_review"
         [requested] = recorder.of(ReviewRequested)
-        assert requested.pending.proposal_id in coordinator.pending_reviews
+        assert harness.pending_review(requested.pending.proposal_id) is not None
         assert rig.glob.history() == [], "nothing touches the store before the review"
-        outcome = await coordinator.decide(requested.pending.proposal_id, "apply")
+        outcome = await harness.decide(requested.pending.proposal_id, "apply")
     assert outcome.status == "applied"
     entry = rig.glob.load().get("memory", "test_command")
     assert entry is not None and entry.scope == "global" and entry.trust == "verified"
-    assert coordinator.pending_reviews == {}
+    assert harness.pending_reviews() == []
 
 
 async def test_apply_and_trust_skips_review_for_that_kind_for_the_rest_of_the_session(rig: Rig) -> None:
     rig.policy = Policy(mode="auto", refine_review="always")
     second = memory_edit("Prefer ruff over flake8.") | {"id": "linter", "title": "Linter"}
     rig.server.push(plan_reply(memory_edit()), plan_reply(second, summary="Remember the linter"))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     async with serving(coordinator, rig):
-        first = await coordinator.refine_now()
+        first = await harness.refine_now()
         assert first.status == "pending_review" and first.proposal_id is not None
-        await coordinator.decide(first.proposal_id, "apply_always")
-        later = await coordinator.refine_now()
+        await harness.decide(first.proposal_id, "apply_always")
+        later = await harness.refine_now()
     assert later.status == "applied"
     assert rig.local.load().get("memory", "linter") is not None
 
@@ -259,18 +259,18 @@ async def test_apply_and_trust_skips_review_for_that_kind_for_the_rest_of_the_se
 async def test_reject_forever_tombstones_and_the_same_proposal_is_refused_later(rig: Rig) -> None:
     rig.policy = Policy(mode="ask", refine_review="global_only")
     rig.server.push(plan_reply(memory_edit()), plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        first = await coordinator.refine_now()
+        first = await harness.refine_now()
         assert first.proposal_id is not None
-        rejected = await coordinator.decide(first.proposal_id, "reject_forever")
+        rejected = await harness.decide(first.proposal_id, "reject_forever")
         assert rejected.status == "rejected"
-        again = await coordinator.refine_now()
+        again = await harness.refine_now()
         assert again.proposal_id is not None
-        refused = await coordinator.decide(again.proposal_id, "apply")
-        assert await coordinator.wait_quiescent(WAIT)
+        refused = await harness.decide(again.proposal_id, "apply")
+        assert await harness.wait_quiescent(WAIT)
     assert refused.status == "refused"
     assert refused.error is not None and "content was rejected before (tombstone t-" in refused.error
     assert rig.local.load().get("memory", "test_command") is None
@@ -282,52 +282,54 @@ async def test_reject_forever_tombstones_and_the_same_proposal_is_refused_later(
 
 
 async def test_deciding_an_unknown_proposal_names_what_is_pending(rig: Rig) -> None:
-    coordinator = rig.coordinator(auto_every=0)
+    _coordinator, harness = rig.harness(auto_every=0)
     with pytest.raises(ReviewNotFound, match="no pending review or refinement 'p-nope'"):
-        await coordinator.decide("p-nope", "apply")
-    assert coordinator.quiescent
+        await harness.decide("p-nope", "apply")
+    assert harness.status().quiescent
 
 
 async def test_reviewing_applied_candidates_by_refinement_id_rejects_them_from_the_prompt(rig: Rig) -> None:
     rig.server.push(gate_reply(True), plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=1, cooldown_seconds=0)
+    coordinator, harness = rig.harness(auto_every=1, cooldown_seconds=0)
     async with serving(coordinator, rig):
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(WAIT)
-        rid = coordinator.last_refinement_id
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(WAIT)
+        rid = harness.status().last_refinement_id
         assert rid is not None
-        outcome = await coordinator.decide(rid, "reject")
+        outcome = await harness.decide(rid, "reject")
     assert outcome.status in {"applied", "refused"}
     entry = rig.local.load().get("memory", "test_command")
     assert entry is not None and entry.trust == "rejected"
     from harness_store import render_overview
 
     assert "make check" not in render_overview(rig.local.load())
-    assert json.dumps(coordinator.status())  # JSON-able for the status op
+    from agent_core.refinement.host_ops import refine_status
+
+    assert json.dumps(await refine_status(harness, {}))  # JSON-able for the status op
 
 
-async def test_rollback_through_the_coordinator_is_reported_and_restores_the_store(rig: Rig) -> None:
+async def test_rollback_is_reported_and_restores_the_store(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        applied = await coordinator.refine_now()
+        applied = await harness.refine_now()
         assert applied.refinement_id is not None
-        undo = await coordinator.rollback(applied.refinement_id)
-        assert await coordinator.flushed()
+        undo = (await harness.rollback(applied.refinement_id)).result
+        assert await harness.flushed()
         with pytest.raises(RefinementNotFound, match="no refinement 'r-missing'"):
-            await coordinator.rollback("r-missing")
-    assert undo.rollback_of == applied.refinement_id and undo.applied
+            await harness.rollback("r-missing")
+    assert undo is not None and undo.rollback_of == applied.refinement_id and undo.applied
     assert rig.local.load().get("memory", "test_command") is None
     reports = recorder.of(RefinementReported)
     assert [r.refinement_id for r in reports] == [applied.refinement_id, undo.id]
-    assert coordinator.last_refinement_id == undo.id
+    assert harness.status().last_refinement_id == undo.id
 
 
 async def test_flushed_returns_once_earlier_reports_reached_the_listeners(rig: Rig) -> None:
     rig.server.push(text("no json here"))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     seen: list[str] = []
 
     async def slow(event: object) -> None:
@@ -335,10 +337,10 @@ async def test_flushed_returns_once_earlier_reports_reached_the_listeners(rig: R
             await anyio.sleep(0.05)
             seen.append(event.summary)
 
-    coordinator.add_listener(slow)
+    harness.subscribe(slow)
     async with serving(coordinator, rig):
-        await coordinator.refine_now()
-        assert await coordinator.flushed()
+        await harness.refine_now()
+        assert await harness.flushed()
         assert seen == ["Refinement failed"]
 
 
@@ -355,11 +357,11 @@ async def test_pending_review_preview_diffs_against_the_current_entry(rig: Rig) 
     rig.local.apply({"summary": "seed", "edits": [seed]}, scope="local", trigger="user")
     rig.policy = Policy(mode="auto", refine_review="always")
     rig.server.push(plan_reply(memory_edit() | {"action": "update"}))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
+        outcome = await harness.refine_now()
     assert outcome.proposal_id is not None
-    pending = coordinator.pending_reviews[outcome.proposal_id]
+    pending = harness.pending_review(outcome.proposal_id)
     [edit] = preview_edits(pending, rig.local.load(), view_path=lambda s, k, i: f"/v/{s}/{k}/{i}.md")
     assert edit["path"] == "/v/local/memory/test_command.md"
     assert "pytest" in edit["before"] and "Run `make check`, not bare pytest." in edit["after"]
@@ -368,12 +370,12 @@ async def test_pending_review_preview_diffs_against_the_current_entry(rig: Rig) 
 
 async def test_a_failed_turn_still_releases_what_its_cells_scheduled(rig: Rig) -> None:
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     async with serving(coordinator, rig):
-        coordinator.schedule_from_cell(None, "local")
-        coordinator.turn_failed()
-        assert await coordinator.wait_quiescent(WAIT)
-    assert coordinator.last is not None and coordinator.last.status == "applied"
+        harness.schedule(None, "local")
+        coordinator.jobs.turn_failed()
+        assert await harness.wait_quiescent(WAIT)
+    assert harness.status().last is not None and harness.status().last.status == "applied"
 
 
 async def test_a_local_review_decided_in_another_process_no_longer_waits(rig: Rig) -> None:
@@ -381,10 +383,10 @@ async def test_a_local_review_decided_in_another_process_no_longer_waits(rig: Ri
 
     rig.policy = Policy(mode="auto", refine_review="always")
     rig.server.push(plan_reply(memory_edit()))
-    coordinator = rig.coordinator(auto_every=0)
+    coordinator, harness = rig.harness(auto_every=0)
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
-        assert outcome.status == "pending_review" and outcome.proposal_id in coordinator.pending_reviews
+        outcome = await harness.refine_now()
+        assert outcome.status == "pending_review" and harness.pending_review(outcome.proposal_id) is not None
         # A review panel's claim: it removes the file (and decides through the store itself).
         assert PendingFiles(pending_dir(rig.local)).remove(outcome.proposal_id)
-        assert outcome.proposal_id not in coordinator.pending_reviews
+        assert harness.pending_review(outcome.proposal_id) is None

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from agent_core.refinement import ModelClientCompletion
+from agent_core.refinement import ModelClientCompletion, RefinementCoordinator
 from agent_core.refinement.curation_model import CURATOR_SYSTEM_PROMPT, CuratorModel
 from agent_core.refinement.surface import HarnessSurface
 from agent_core.testing.scripted_model import Response, text
@@ -56,10 +56,10 @@ def _reply(merges: list[dict[str, str]], generalizations: Sequence[dict[str, obj
     return text(json.dumps({"merges": merges, "generalizations": list(generalizations)}))
 
 
-def _surface(rig: Rig) -> HarnessSurface:
-    surface = HarnessSurface(rig.coordinator())
+def _surface(rig: Rig) -> tuple[RefinementCoordinator, HarnessSurface]:
+    coordinator, surface = rig.harness()
     surface.curator_model = CuratorModel(ModelClientCompletion(rig.model_client()), 4096)
-    return surface
+    return coordinator, surface
 
 
 def _trust(store: HarnessStore, entry_id: str) -> str:
@@ -74,8 +74,8 @@ async def test_a_model_merge_is_in_the_dry_run_and_applies_in_the_passs_one_hist
     rig.server.push(
         _reply([{"kind": "memory", "id": "checks", "into": "tests", "reason": "the same lesson"}])
     )
-    surface = _surface(rig)
-    async with serving(surface.coordinator, rig):
+    coordinator, surface = _surface(rig)
+    async with serving(coordinator, rig):
         dry = await surface.curate("global", home=rig.home, apply=False)
         done = await surface.curate("global", home=rig.home, apply=True)
     report = dry.plan.report()
@@ -100,8 +100,8 @@ async def test_a_model_merge_into_a_missing_target_or_of_a_persons_entry_is_refu
             [{"kind": "memory", "ids": ["mine"], "into": "tests", "reason": "y"}],
         )
     )
-    surface = _surface(rig)
-    async with serving(surface.coordinator, rig):
+    coordinator, surface = _surface(rig)
+    async with serving(coordinator, rig):
         done = await surface.curate("global", home=rig.home, apply=True)
     report = done.plan.report()
     assert (
@@ -120,8 +120,8 @@ async def test_a_model_merge_into_a_missing_target_or_of_a_persons_entry_is_refu
 async def test_a_garbage_reply_leaves_the_deterministic_pass_with_a_note(rig: Rig) -> None:
     _store(rig.glob)
     rig.server.push(text("Everything looks tidy to me!"), _reply([{"kind": "memory", "id": "checks"}]))
-    surface = _surface(rig)
-    async with serving(surface.coordinator, rig):
+    coordinator, surface = _surface(rig)
+    async with serving(coordinator, rig):
         prose = await surface.curate("global", home=rig.home, apply=False)
         shape = await surface.curate("global", home=rig.home, apply=False)
     for done in (prose, shape):

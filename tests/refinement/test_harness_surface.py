@@ -33,7 +33,7 @@ def write(store: HarnessStore, scope: str, *edits: dict[str, Any]) -> str:
 
 
 async def test_find_names_the_store_whose_history_holds_the_id(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     local_id = write(rig.local, "local", note("tabs", "Indent with tabs."))
     global_id = write(rig.glob, "global", note("tests", "Run make check."))
     assert (await surface.find(local_id)).scope == "local"
@@ -41,13 +41,13 @@ async def test_find_names_the_store_whose_history_holds_the_id(rig: Rig) -> None
 
 
 async def test_find_of_an_unknown_id_raises_the_stores_not_found_error(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     with pytest.raises(RefinementNotFound, match="no refinement 'r-nope' in this session's or the global"):
         await surface.find("r-nope")
 
 
 async def test_history_merges_both_stores_newest_first_and_pages_by_cursor(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     ids = [
         write(rig.local, "local", note("one", "1")),
         write(rig.glob, "global", note("two", "2")),
@@ -60,13 +60,13 @@ async def test_history_merges_both_stores_newest_first_and_pages_by_cursor(rig: 
 
 
 async def test_history_with_an_unknown_cursor_raises_not_found(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     with pytest.raises(RefinementNotFound):
         await surface.history(5, "r-unknown")
 
 
 async def test_merged_state_keys_a_colliding_local_id_apart(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     write(rig.glob, "global", note("style", "Global style."))
     write(rig.local, "local", note("style", "Local style."))
     memories = (await surface.state("merged")).entries["memory"]
@@ -74,14 +74,14 @@ async def test_merged_state_keys_a_colliding_local_id_apart(rig: Rig) -> None:
 
 
 async def test_state_as_of_a_refinement_shows_the_entries_right_after_it(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     first = write(rig.local, "local", note("one", "1"))
     write(rig.local, "local", note("two", "2"))
     assert set((await surface.state(as_of=first)).entries["memory"]) == {"one"}
 
 
 async def test_search_ranks_by_shared_words_with_title_words_weighing_more(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     write(
         rig.local,
         "local",
@@ -95,14 +95,14 @@ async def test_search_ranks_by_shared_words_with_title_words_weighing_more(rig: 
 
 
 async def test_search_never_finds_a_rejected_entry(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     rid = write(rig.local, "local", note("secret", "zebra crossing"))
     rig.local.record_review(rid, "reject")
     assert await surface.search("zebra") == []
 
 
 async def test_latest_undoable_skips_rollbacks_and_what_they_undid(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     older = write(rig.local, "local", note("one", "1"))
     newer = write(rig.glob, "global", note("two", "2"))
     rig.glob.rollback(newer)
@@ -111,16 +111,16 @@ async def test_latest_undoable_skips_rollbacks_and_what_they_undid(rig: Rig) -> 
 
 
 async def test_latest_undoable_skips_a_newer_rejection_that_only_tombstoned(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     applied = write(rig.local, "local", note("one", "1"))
     rig.local.reject_proposal({"edits": [note("two", "never this")]})
     latest = await surface.latest_undoable()
     assert (latest.id if latest else None, len(rig.local.history())) == (applied, 2)
 
 
-async def test_rollback_goes_through_the_coordinator_and_reports_a_card(rig: Rig) -> None:
+async def test_rollback_goes_through_the_service_and_reports_a_card(rig: Rig) -> None:
     coordinator = rig.coordinator(auto_every=0)
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     seen: list[Any] = []
 
     async def collect(event: Any) -> None:
@@ -140,7 +140,7 @@ async def test_rollback_of_an_already_rolled_back_refinement_names_the_rollback_
     rig: Rig,
 ) -> None:
     coordinator = rig.coordinator(auto_every=0)
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     rid = write(rig.local, "local", note("one", "1"))
     async with serving(coordinator, rig):
         first = await surface.rollback(rid)
@@ -151,7 +151,7 @@ async def test_rollback_of_an_already_rolled_back_refinement_names_the_rollback_
 
 
 async def test_deciding_an_unknown_review_raises_review_not_found(rig: Rig) -> None:
-    surface = HarnessSurface(rig.coordinator(auto_every=0))
+    surface = HarnessSurface.of(rig.coordinator(auto_every=0))
     with pytest.raises(ReviewNotFound, match="no pending review or refinement 'p-nope'"):
         await surface.decide("p-nope", "apply")
 
@@ -160,7 +160,7 @@ async def test_a_decided_review_is_announced_after_its_card(rig: Rig) -> None:
     rig.policy = type(rig.policy)(mode="auto", refine_review="always")
     rig.server.push(plan_reply(memory_edit()))
     coordinator = rig.coordinator(auto_every=0)
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     seen: list[Any] = []
 
     async def collect(event: Any) -> None:
@@ -180,7 +180,9 @@ async def test_a_decided_review_is_announced_after_its_card(rig: Rig) -> None:
 async def test_the_transcript_records_a_card_before_any_subscriber_sees_it(rig: Rig) -> None:
     coordinator = rig.coordinator(auto_every=0)
     order: list[str] = []
-    surface = HarnessSurface(coordinator, record=lambda event: order.append(f"record {event.refinement_id}"))
+    surface = HarnessSurface.of(
+        coordinator, record=lambda event: order.append(f"record {event.refinement_id}")
+    )
 
     async def subscriber(event: Any) -> None:
         if isinstance(event, RefinementReported):
@@ -196,7 +198,7 @@ async def test_the_transcript_records_a_card_before_any_subscriber_sees_it(rig: 
 
 async def test_an_unsubscribed_subscriber_hears_nothing_more(rig: Rig) -> None:
     coordinator = rig.coordinator(auto_every=0)
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     seen: list[Any] = []
 
     async def collect(event: Any) -> None:
@@ -234,7 +236,7 @@ async def test_without_a_model_refine_fails_naming_the_missing_setting_and_rollb
         trajectory=lambda: rig.trajectory,
         auto_every=0,
     )
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     rid = write(rig.local, "local", note("one", "1"))
     async with serving(coordinator, rig):
         refused = await surface.refine_now()

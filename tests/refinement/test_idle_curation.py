@@ -45,14 +45,14 @@ async def test_an_idle_pass_applies_as_one_refinement_inside_a_quiescence_bracke
     records = len(rig.glob.history())
     coordinator = rig.coordinator()
     recorder = Recorder()
-    coordinator.add_listener(recorder)
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
+    surface.subscribe(recorder)
     async with serving(coordinator, rig):
         idle = _idle(rig, surface, applies=True)
         idle.arm()
         assert idle.task is not None
         await idle.task
-        assert await coordinator.wait_quiescent(30)
+        assert await surface.wait_quiescent(30)
     assert len(rig.glob.history()) == records + 1
     assert rig.glob.history()[-1].trigger == "auto"
     assert rig.glob.load().get("memory", "again").trust == "rejected"  # type: ignore[union-attr]
@@ -64,7 +64,7 @@ async def test_where_the_policy_asks_for_review_the_idle_pass_only_keeps_its_rep
     _duplicates(rig.glob)
     records = len(rig.glob.history())
     coordinator = rig.coordinator()
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     async with serving(coordinator, rig):
         idle = _idle(rig, surface, applies=False)
         idle.arm()
@@ -77,7 +77,7 @@ async def test_where_the_policy_asks_for_review_the_idle_pass_only_keeps_its_rep
 async def test_no_idle_pass_while_a_turn_runs(rig: Rig) -> None:
     _duplicates(rig.glob)
     coordinator = rig.coordinator()
-    surface = HarnessSurface(coordinator)
+    surface = HarnessSurface.of(coordinator)
     async with serving(coordinator, rig):
         idle = _idle(rig, surface, applies=True, running=True)
         idle.arm()

@@ -105,8 +105,8 @@ async def test_editor_skill_goes_through_the_host_editor_ops(
 async def test_harness_writes_from_a_cell_are_refinements_that_roll_back(
     kernel: KernelSession, rig: Rig
 ) -> None:
-    coordinator = rig.coordinator(auto_every=0)
-    register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
+    coordinator, _harness = rig.harness(auto_every=0)
+    register_host_ops(kernel.host_bridge, HarnessSurface.of(coordinator))
     async with serving(coordinator, rig):
         out = await run_cell(
             kernel,
@@ -133,8 +133,8 @@ async def test_harness_writes_from_a_cell_are_refinements_that_roll_back(
 
 
 async def test_refine_run_in_a_cell_is_held_until_the_turn_ends(kernel: KernelSession, rig: Rig) -> None:
-    coordinator = rig.coordinator(auto_every=0)
-    register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
+    coordinator, harness = rig.harness(auto_every=0)
+    register_host_ops(kernel.host_bridge, HarnessSurface.of(coordinator))
     rig.server.push(plan_reply())  # an empty proposal: nothing to keep
     async with serving(coordinator, rig):
         out = await run_cell(kernel, "r = await refine.run('remember the deploy day')\nprint(json.dumps(r))")
@@ -142,10 +142,10 @@ async def test_refine_run_in_a_cell_is_held_until_the_turn_ends(kernel: KernelSe
         status = json.loads(await run_cell(kernel, "print(json.dumps(refine.status()))"))
         assert status["pending"] == 1 and status["in_flight"] == 0
         assert rig.server.requests == []
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(WAIT)
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(WAIT)
     assert "remember the deploy day" in rig.server.requests[0]["messages"][1]["content"]
-    assert coordinator.last is not None and coordinator.last.status == "empty"
+    assert harness.status().last is not None and harness.status().last.status == "empty"
 
 
 class GatedCompletion:
@@ -183,8 +183,8 @@ async def test_kernel_write_while_the_planner_runs_is_refused_as_changed_during_
     )
     rig.local.apply(seed, scope="local", trigger="user")
     gate = GatedCompletion(ModelClientCompletion(rig.model_client(), model=refine_model(rig.config)))
-    coordinator = rig.coordinator(auto_every=0, completion=gate)
-    register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
+    coordinator, harness = rig.harness(auto_every=0, completion=gate)
+    register_host_ops(kernel.host_bridge, HarnessSurface.of(coordinator))
     rig.server.push(
         plan_reply(
             {
@@ -202,7 +202,7 @@ async def test_kernel_write_while_the_planner_runs_is_refused_as_changed_during_
             outcomes: list[Any] = []
 
             async def refine() -> None:
-                outcomes.append(await coordinator.refine_now())
+                outcomes.append(await harness.refine_now())
 
             tg.start_soon(refine)
             with anyio.fail_after(WAIT):

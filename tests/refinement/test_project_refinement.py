@@ -64,9 +64,9 @@ async def test_the_planner_is_told_the_project_rule_when_the_session_is_in_a_rep
     rig: Rig, repo: Path
 ) -> None:
     rig.server.push(plan_reply())
-    coordinator = rig.coordinator(project_store=ProjectStore(repo))
+    coordinator, harness = rig.harness(project_store=ProjectStore(repo))
     async with serving(coordinator, rig):
-        await coordinator.refine_now()
+        await harness.refine_now()
     assert PROJECT_RULE in rig.server.requests[0]["messages"][1]["content"]
 
 
@@ -75,12 +75,12 @@ async def test_a_planner_project_edit_about_a_repository_path_waits_for_review_b
 ) -> None:
     rig.server.push(plan_reply(memory_edit(), _project_edit(about=["Makefile"])))
     project = ProjectStore(repo)
-    coordinator = rig.coordinator(project_store=project)
+    coordinator, harness = rig.harness(project_store=project)
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
-        await coordinator.flushed()
+        outcome = await harness.refine_now()
+        await harness.flushed()
     assert outcome.status == "applied" and rig.local.load().get("memory", "test_command") is not None
     [requested] = recorder.of(ReviewRequested)
     assert requested.pending.scope == "project"
@@ -95,13 +95,13 @@ async def test_a_planner_project_edit_naming_no_repository_path_is_refused_with_
 ) -> None:
     rig.server.push(plan_reply(_project_edit()))
     project = ProjectStore(repo)
-    coordinator = rig.coordinator(project_store=project)
+    coordinator, harness = rig.harness(project_store=project)
     recorder = Recorder()
-    coordinator.add_listener(recorder)
+    harness.subscribe(recorder)
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
-        await coordinator.flushed()
-    assert outcome.status == "refused" and coordinator.pending_reviews == {}
+        outcome = await harness.refine_now()
+        await harness.flushed()
+    assert outcome.status == "refused" and harness.pending_reviews() == []
     [record] = project.history()
     assert [(e.applied, e.error) for e in record.applied_edits] == [
         (
@@ -119,23 +119,23 @@ async def test_the_review_gate_may_choose_the_project_scope_whose_edits_wait_for
     edit = _project_edit(about="Makefile")
     del edit["scope"]  # a project refinement: every edit is a project edit
     rig.server.push(gate_reply(True, scope="project"), plan_reply(edit))
-    coordinator = rig.coordinator(project_store=ProjectStore(repo), auto_every=1, cooldown_seconds=0)
+    coordinator, harness = rig.harness(project_store=ProjectStore(repo), auto_every=1, cooldown_seconds=0)
     async with serving(coordinator, rig):
-        coordinator.turn_ended()
-        assert await coordinator.wait_quiescent(30.0)
-    assert coordinator.last is not None and coordinator.last.status == "pending_review"
-    assert [p.scope for p in coordinator.pending_reviews.values()] == ["project"]
+        coordinator.jobs.turn_ended()
+        assert await harness.wait_quiescent(30.0)
+    assert harness.status().last is not None and harness.status().last.status == "pending_review"
+    assert [p.scope for p in harness.pending_reviews()] == ["project"]
     assert 'answer scope "project"' in rig.server.requests[0]["messages"][1]["content"]
 
 
 async def test_a_planner_project_edit_without_a_project_harness_fails_and_lands_nowhere(rig: Rig) -> None:
     rig.server.push(plan_reply(_project_edit(about=["Makefile"])))
-    coordinator = rig.coordinator()
+    coordinator, harness = rig.harness()
     async with serving(coordinator, rig):
-        outcome = await coordinator.refine_now()
+        outcome = await harness.refine_now()
     assert outcome.status == "failed" and outcome.error is not None
     assert "this session has no project harness" in outcome.error
-    assert rig.local.load().count() == 0 and coordinator.pending_reviews == {}
+    assert rig.local.load().count() == 0 and harness.pending_reviews() == []
 
 
 def test_the_project_store_refuses_a_refine_edit_about_a_path_outside_the_repository(repo: Path) -> None:
@@ -169,10 +169,10 @@ async def test_promote_to_project_waits_for_review_and_writes_nothing_until_appr
 ) -> None:
     _local_memory(rig)
     project = ProjectStore(repo)
-    coordinator = rig.coordinator(project_store=project)
+    coordinator, harness = rig.harness(project_store=project)
     async with serving(coordinator, rig):
-        done = await HarnessSurface(coordinator).promote("build", "project")
-    assert done.created is None and done.proposal_id in coordinator.pending_reviews
+        done = await HarnessSurface.of(coordinator).promote("build", "project")
+    assert done.created is None and harness.pending_review(done.proposal_id) is not None
     assert project.load().get("memory", "build") is None and project.history() == []
     assert rig.local.load().get("memory", "build") is not None
 
@@ -182,9 +182,9 @@ async def test_approving_a_project_promotion_applies_both_halves_and_rollback_un
 ) -> None:
     _local_memory(rig)
     project = ProjectStore(repo)
-    coordinator = rig.coordinator(project_store=project)
+    coordinator, _harness = rig.harness(project_store=project)
     async with serving(coordinator, rig):
-        surface = HarnessSurface(coordinator)
+        surface = HarnessSurface.of(coordinator)
         done = await surface.promote("build", "project")
         assert done.proposal_id is not None
         decided = await surface.decide(done.proposal_id, "apply")
@@ -206,9 +206,9 @@ async def test_rejecting_a_project_promotion_keeps_the_local_entry_and_writes_no
     rig: Rig, repo: Path
 ) -> None:
     _local_memory(rig)
-    coordinator = rig.coordinator(project_store=ProjectStore(repo))
+    coordinator, _harness = rig.harness(project_store=ProjectStore(repo))
     async with serving(coordinator, rig):
-        surface = HarnessSurface(coordinator)
+        surface = HarnessSurface.of(coordinator)
         done = await surface.promote("build", "project")
         assert done.proposal_id is not None
         decided = await surface.decide(done.proposal_id, "reject")
@@ -220,9 +220,9 @@ async def test_a_refine_review_of_never_promotes_to_project_at_once(rig: Rig, re
     _local_memory(rig)
     rig.policy = Policy(mode="auto", refine_review="never")
     project = ProjectStore(repo)
-    coordinator = rig.coordinator(project_store=project)
+    coordinator, _harness = rig.harness(project_store=project)
     async with serving(coordinator, rig):
-        done = await HarnessSurface(coordinator).promote("build", "project")
+        done = await HarnessSurface.of(coordinator).promote("build", "project")
     assert done.proposal_id is None and done.applied
     assert project.load().get("memory", "build") is not None
 
@@ -234,9 +234,9 @@ async def test_a_pending_project_review_waits_in_per_user_storage_not_in_the_rep
     rig: Rig, repo: Path
 ) -> None:
     _local_memory(rig)
-    coordinator = rig.coordinator(project_store=ProjectStore(repo))
+    coordinator, _harness = rig.harness(project_store=ProjectStore(repo))
     async with serving(coordinator, rig):
-        done = await HarnessSurface(coordinator).promote("build", "project")
+        done = await HarnessSurface.of(coordinator).promote("build", "project")
     saved = _per_user_pending(rig, repo) / f"{done.proposal_id}.json"
     assert oct(saved.stat().st_mode & 0o777) == "0o600"
     assert oct(saved.parent.stat().st_mode & 0o777) == "0o700"
@@ -251,11 +251,12 @@ async def test_a_pending_project_review_survives_a_restart_and_approving_it_stil
     project = ProjectStore(repo)
     first = rig.coordinator(project_store=project)
     async with serving(first, rig):
-        done = await HarnessSurface(first).promote("build", "project")
-    second = rig.coordinator(project_store=ProjectStore(repo))
-    assert done.proposal_id is not None and list(second.pending_reviews) == [done.proposal_id]
+        done = await HarnessSurface.of(first).promote("build", "project")
+    second, harness = rig.harness(project_store=ProjectStore(repo))
+    assert done.proposal_id is not None
+    assert [p.proposal_id for p in harness.pending_reviews()] == [done.proposal_id]
     async with serving(second, rig):
-        decided = await second.decide(done.proposal_id, "apply")
+        decided = await harness.decide(done.proposal_id, "apply")
     assert decided.status == "applied" and project.load().get("memory", "build") is not None
     assert rig.local.load().get("memory", "build") is None
     assert list(_per_user_pending(rig, repo).iterdir()) == []
@@ -274,8 +275,8 @@ async def test_an_old_in_repo_pending_review_moves_to_per_user_storage_with_a_lo
     )
     assert PendingFiles(old).save(waiting, "sess-0")
     with caplog.at_level(logging.WARNING, logger="agent_core.refinement.pending_files"):
-        coordinator = rig.coordinator(project_store=ProjectStore(repo))
-    assert list(coordinator.pending_reviews) == ["p-old-1"]
+        _coordinator, harness = rig.harness(project_store=ProjectStore(repo))
+    assert [p.proposal_id for p in harness.pending_reviews()] == ["p-old-1"]
     assert not old.exists() and (_per_user_pending(rig, repo) / "p-old-1.json").is_file()
     assert [r.getMessage() for r in caplog.records] == [
         f"moved 1 pending project review(s) out of the repository ({old}) to per-user storage "

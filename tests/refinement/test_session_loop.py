@@ -67,8 +67,8 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
                 plan_reply(memory_edit(evidence=[]), SKILL),
             )
             await _turn(session, "We always run `make check`, never bare pytest.")
-            assert await refinement.coordinator.wait_quiescent(WAIT)
-            last = refinement.coordinator.last
+            assert await refinement.surface.wait_quiescent(WAIT)
+            last = refinement.surface.status().last
             assert last is not None and last.status == "applied", last
             memory = session.local_store.load().get("memory", "test_command")
             assert memory is not None and memory.trust == "candidate"
@@ -80,7 +80,7 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
 
             server.push(text("Running them."), gate_reply(False))
             await _turn(session, "run the checks")
-            assert await refinement.coordinator.wait_quiescent(WAIT)
+            assert await refinement.surface.wait_quiescent(WAIT)
             system = turn_requests(server)[-1]["messages"][0]["content"]
             assert "Run `make check`, not bare pytest." in system and "run_checks" in system
 
@@ -88,10 +88,10 @@ async def test_auto_refinement_lands_in_the_next_system_prompt_and_rollback_remo
             session.local_store.rollback(last.refinement_id)
             server.push(text("Done."), gate_reply(True), plan_reply(memory_edit(evidence=[])))
             await _turn(session, "thanks")
-            assert await refinement.coordinator.wait_quiescent(WAIT)
+            assert await refinement.surface.wait_quiescent(WAIT)
             system = turn_requests(server)[-1]["messages"][0]["content"]
             assert "make check`, not bare pytest" not in system and "run_checks" not in system
-            again = refinement.coordinator.last
+            again = refinement.surface.status().last
             assert again is not None and again.status == "refused"
             assert again.error is not None and "content was rejected before (tombstone" in again.error
         finally:
@@ -142,8 +142,11 @@ async def test_refine_run_in_a_model_cell_applies_after_the_turn_through_the_rea
             finished = [e for e in events if type(e).__name__ == "CellFinished"]
             assert finished and finished[0].status == "completed" and "True" in finished[0].output
             refinement = attached[session.id]
-            assert await refinement.coordinator.wait_quiescent(WAIT)
-            assert refinement.coordinator.last is not None and refinement.coordinator.last.trigger == "model"
+            assert await refinement.surface.wait_quiescent(WAIT)
+            assert (
+                refinement.surface.status().last is not None
+                and refinement.surface.status().last.trigger == "model"
+            )
             entry = session.local_store.load().get("memory", "test_command")
             assert entry is not None and entry.trust == "candidate"
             [planner] = planner_requests(server)
@@ -173,7 +176,7 @@ async def test_evidence_is_checked_against_the_real_session_transcript(tmp_path:
                 "title": "Deploy day",
             }
             server.push(plan_reply(cited, invented))
-            outcome = await attached[session.id].coordinator.refine_now()
+            outcome = await attached[session.id].surface.refine_now()
             assert outcome.status == "applied"
             assert outcome.error == "create memory deploy_day: evidence cites unknown message m-invented"
             entry = session.local_store.load().get("memory", "test_command")
@@ -203,7 +206,34 @@ async def test_a_turn_that_fails_after_a_cell_scheduled_refinement_still_settles
             with pytest.raises(ModelError):
                 await _turn(session, "Remember: we run `make check`.")
             refinement = attached[session.id]
-            assert await refinement.coordinator.wait_quiescent(WAIT)
-            assert refinement.coordinator.last is not None and refinement.coordinator.last.status == "applied"
+            assert await refinement.surface.wait_quiescent(WAIT)
+            assert (
+                refinement.surface.status().last is not None
+                and refinement.surface.status().last.status == "applied"
+            )
+        finally:
+            await agent.aclose()
+
+
+async def test_an_autonomous_checkpoint_asks_an_attached_session_for_an_automatic_review(
+    tmp_path: Path,
+) -> None:
+    from agent_core.bus import AutonomousCheckpoint
+
+    with ScriptedModelServer() as server:
+        attached: dict[str, SessionRefinement] = {}
+        agent = Agent(
+            _config(tmp_path, server),
+            on_session=lambda s: attached.setdefault(s.id, SessionRefinement.attach(s)),
+        )
+        await agent.start()
+        try:
+            session = await agent.new_session(str(tmp_path), NoEditor())
+            server.push(gate_reply(False))
+            await session.bus.publish(AutonomousCheckpoint("autonomous checkpoint after 2 continuations"))
+            surface = attached[session.id].surface
+            assert await surface.wait_quiescent(WAIT)
+            last = surface.status().last
+            assert last is not None and (last.trigger, last.status) == ("auto", "declined")
         finally:
             await agent.aclose()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
-from agent_core.trust.promotion import PromotionError, deletion_notice, promote, undo_promotion
+from agent_core.refinement import RollbackOutcome
+from agent_core.trust.promotion import PromotionError, deletion_notice, promote
 from harness_store import HarnessStore
 from harness_store.cli import main as harness_cli
 from harness_store.project import ProjectStore
@@ -39,11 +41,21 @@ def test_promote_to_project_moves_the_entry_as_two_refinements(local: HarnessSto
     assert local.history()[-1].applied_edits[0].reason == f"promoted to project as {done.created.id}"
 
 
-def test_undo_promotion_brings_the_entry_back_to_local_only(local: HarnessStore, tmp_path: Path) -> None:
+def test_rolling_back_a_promotion_brings_the_entry_back_to_local_only(
+    local: HarnessStore, tmp_path: Path
+) -> None:
+    from agent_core.refinement import HarnessSurface
+
     glob = HarnessStore(tmp_path / "home" / "harness")
     done = promote("build", "global", local_store=local, target_store=glob, session_id="s1")
-    results = undo_promotion(done.created.id, local_store=local, target_store=glob)
-    assert [r.applied for r in results] == [True, True]
+    assert done.created is not None
+
+    async def undo() -> RollbackOutcome:
+        surface = HarnessSurface.for_stores(local, glob, session_id="s1")
+        return await surface.rollback(done.created.id)
+
+    outcome = anyio.run(undo)
+    assert outcome.result is not None and outcome.result.applied and outcome.partner_id is not None
     assert glob.load().get("memory", "build") is None
     back = local.load().get("memory", "build")
     assert back is not None and (back.content, back.trust) == ("make all", "candidate")

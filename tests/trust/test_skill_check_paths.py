@@ -33,7 +33,7 @@ def _coordinator(tmp_path: Path, service: SkillCheckService, cwd: Path) -> Refin
         trajectory=lambda: [],
         policy=lambda: Policy(mode="auto", refine_review="never"),
     )
-    coordinator.skill_verifier = lambda scope: service.verifier(cwd)
+    coordinator.service.skill_verifier = lambda scope: service.verifier(cwd)
     return coordinator
 
 
@@ -42,7 +42,8 @@ async def test_planner_proposal_with_a_failing_skill_is_refused_with_the_check_o
 ) -> None:
     coordinator = _coordinator(tmp_path, service, skill_dir)
     proposal = Proposal.model_validate({"summary": "s", "edits": [edit("needs_two", {"a": {}})]})
-    outcome = await coordinator.submit(proposal, scope="local", trigger="auto", baseline=None)
+    # the path a planner's proposal takes (pipeline.py -> the service's submit)
+    outcome = await coordinator.service.submit(proposal, scope="local", trigger="auto", baseline=None)
     assert outcome.status == "refused"
     assert outcome.error is not None and "skill check failed: signature check failed" in outcome.error
     assert "parameter 'b' has no default" in outcome.error
@@ -55,11 +56,11 @@ async def test_kernel_harness_write_of_a_good_skill_applies_verified(
     from agent_core.refinement import HarnessSurface
 
     answer: dict[str, Any] = await harness_write(
-        HarnessSurface(coordinator),
+        HarnessSurface.of(coordinator),
         {"edit": edit("add", {"x": {}, "y": {}}, [{"args": [2, 3], "expect": 5}]), "scope": "local"},
     )
     assert answer["status"] == "applied"
-    record = coordinator.local_store.get_refinement(answer["id"])
+    record = coordinator.scopes.local.get_refinement(answer["id"])
     assert record.applied_edits[0].check.startswith("verified in a scratch kernel")
 
 
@@ -75,7 +76,7 @@ async def test_harness_create_in_a_real_kernel_is_refused_by_a_failing_example(
     await pool.start()
     kernel = await pool.acquire(cwd=skill_dir, setup_code=setup_code([]))
     try:
-        register_host_ops(kernel.host_bridge, HarnessSurface(coordinator))
+        register_host_ops(kernel.host_bridge, HarnessSurface.of(coordinator))
         code = (
             "import json\n"
             "r = harness.create('skill', 'add', 'adds', id='add', arguments={'x': {}, 'y': {}},\n"
