@@ -22,12 +22,29 @@ from acp_server import frames
 from acp_server.errors import AcpError
 from acp_server.initialize import check_initialize_params, initialize_answer
 
+# The answered session lives here, beside `EarlyStart`, so early_session.py imports this module
+# and not the other way round.
 if TYPE_CHECKING:
-    from acp_server.early_session import EarlySession
+    from agent_core.fresh_session import FreshSession
 
 WAIT_SECONDS = 0.25
 MAX_FIRST_LINE = 1 << 20
 READ_CHUNK = 1 << 16
+
+
+class EarlySession:
+    """A `session/new` answered early: its request, the reserved session and the result sent. (A
+    plain class: a dataclass compiles its methods at import, on the path this module is on.)"""
+
+    __slots__ = ("fresh", "params", "request_id", "result")
+
+    def __init__(
+        self, request_id: int | str, params: dict[str, object], fresh: FreshSession, result: dict[str, object]
+    ) -> None:
+        self.request_id = request_id
+        self.params = params
+        self.fresh = fresh
+        self.result = result
 
 
 class EarlyStart:

@@ -17,35 +17,16 @@ Only a v1 connection: a v2 one (acp_server/v2) has its answers translated by the
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from acp_server import frames
 from acp_server.config_options import config_options, kernel_meta, modes_state
-from acp_server.early_initialize import EarlyStart, read_first_line, write_all
+from acp_server.early_initialize import EarlySession, EarlyStart, read_first_line, write_all
 from acp_server.v2.switch import speaks_v2
-
-if TYPE_CHECKING:
-    from agent_core.fresh_session import FreshSession
 
 # The editor's `session/new` follows the `initialize` answer within a round trip; one that comes
 # later finds the full server (this wait only delays its imports).
 WAIT_SECONDS = 0.1
 PLAIN_PARAMS = frozenset({"cwd", "mcpServers"})
-
-
-class EarlySession:
-    """A `session/new` answered early: its request, the reserved session and the result sent. (A
-    plain class: a dataclass compiles its methods at import, on the path this module is on.)"""
-
-    __slots__ = ("fresh", "params", "request_id", "result")
-
-    def __init__(
-        self, request_id: int | str, params: dict[str, object], fresh: FreshSession, result: dict[str, object]
-    ) -> None:
-        self.request_id = request_id
-        self.params = params
-        self.fresh = fresh
-        self.result = result
 
 
 def _plain_new_session(line: bytes) -> tuple[int | str, dict[str, object], str] | None:

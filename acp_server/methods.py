@@ -25,7 +25,6 @@ from acp_server.editor import JsonRpcEditor
 from acp_server.errors import INTERNAL_ERROR, METHOD_NOT_FOUND, AcpError
 from acp_server.harness import events as harness_events
 from acp_server.initialize import SETUP_METHOD_ID, initialize_answer
-from acp_server.open_session import OpenSession, SessionBound, SessionReplayed
 from acp_server.params import (
     AuthenticateParams,
     InitializeParams,
@@ -34,9 +33,11 @@ from acp_server.params import (
     read_initialize,
     read_new_session,
 )
+from acp_server.ports import OpenSession, SessionBound, SessionReplayed
 from acp_server.presenter import TurnPresenter
 from acp_server.quiescence_file import write_ended
 from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.session_ids import check_session_id
 from acp_server.session_prompt import register_prompt
 from acp_server.transport import Connection
 from agent_core.bus import EventBus
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
         SetSessionModeRequest,
     )
 
-    from acp_server.early_session import EarlySession
+    from acp_server.early_initialize import EarlySession
     from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
     from agent_core.config.loader import AgentConfig
@@ -879,26 +880,6 @@ def _system_prompt(ctx: RequestContext, method: str) -> ClientSystemPrompt | Non
     from acp_server.system_prompt_param import read_system_prompt
 
     return read_system_prompt(ctx.extras.get("params"), method)
-
-
-def check_session_id(agent: Agent, session_id: str) -> None:
-    """-32602 naming the id when its directory is unsafe (a symbolic link, a file in its place):
-    client input, so never an internal error, and refused before anything follows the path. An id
-    that can never name a stored session (`..`, a path, NUL, too long) is left to the caller: it is
-    an unknown session (-32002 naming it), and deleting one is a no-op."""
-    from agent_core.history.transcript import UnsafeSessionPath
-
-    shown = session_id if len(session_id) <= 40 else f"{session_id[:40]}..."
-    try:
-        directory = agent.store.session_dir(session_id)
-    except UnsafeSessionPath as exc:
-        raise AcpError.invalid_params(f"sessionId {shown!r} is refused: {exc}") from None
-    except ValueError:
-        return
-    if os.path.lexists(directory) and not os.path.isdir(directory):
-        raise AcpError.invalid_params(
-            f"sessionId {shown!r} is refused: {directory} is not a directory (move the file away)"
-        )
 
 
 def _config_error(exc: ValueError) -> frames.Frame:

@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from acp_server.open_session import SessionBound
+from acp_server.ports import SessionBound
 from acp_server.quiescence_file import write_ended, write_quiescence
 
 if TYPE_CHECKING:
-    from acp_server.methods import AcpServer
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import ExtensionHost, OpenSession
     from agent_core.refinement.surface import HarnessEvent
     from agent_core.subagents.records import ChildChanged
 
@@ -141,7 +140,7 @@ def watch(opened: OpenSession) -> QuiescencePublisher:
     return publisher
 
 
-def install(server: AcpServer) -> None:
+def install(server: ExtensionHost) -> None:
     """Keep a quiescence file for every session bound to this server."""
 
     def bind(opened: OpenSession) -> None:

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any
 from acp_server import frames
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
-    from acp_server.server_port import CommandContext, ForkHost
+    from acp_server.ports import CommandContext, ForkHost, OpenSession
     from agent_core import RefinementResult
     from agent_core.history.rewind import RewindPlan
 

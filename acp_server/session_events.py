@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from agent_core.bus import OutsideTurn
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import OpenSession
 
 
 def subscribe(opened: OpenSession) -> None:

@@ -13,8 +13,8 @@ from acp_server.errors import AcpError
 if TYPE_CHECKING:
     from acp.schema import PromptRequest
 
+    from acp_server.ports import HarnessHost
     from acp_server.registry import RequestContext
-    from acp_server.server_port import HarnessHost
 
 JsonObject = dict[str, object]
 
@@ -147,7 +147,7 @@ def install(server: HarnessHost) -> None:
 
     async def status(ctx: RequestContext, request: StatusParams) -> JsonObject:
         from acp_server import frames
-        from acp_server.methods import check_session_id
+        from acp_server.session_ids import check_session_id
 
         agent = await server.agent()
         check_session_id(agent, request.session_id)  # a symlinked or file-blocked dir: -32602 naming it

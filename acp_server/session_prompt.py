@@ -18,7 +18,7 @@ from acp_server import frames
 from acp_server.config_options import config_options
 from acp_server.errors import AcpError
 from acp_server.harness.review import ask_pending_reviews, wait_for_settlement
-from acp_server.server_port import CommandContext
+from acp_server.ports import CommandContext
 from acp_server.slash_commands import SKILL_PREFIX, CommandRunner, parse_command, skill_prompt
 from acp_server.turn_usage import TurnUsage
 
@@ -32,9 +32,8 @@ if TYPE_CHECKING:
         TextContentBlock,
     )
 
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import OpenSession, PromptHost, ServerPort
     from acp_server.registry import RequestContext
-    from acp_server.server_port import PromptHost, ServerPort
     from agent_core.events import PromptPart
     from agent_core.session import Session
 

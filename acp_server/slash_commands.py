@@ -20,7 +20,7 @@ from acp_server.rewind_commands import command as rewind_command
 from acp_server.rewind_commands import fork_command
 
 if TYPE_CHECKING:
-    from acp_server.server_port import CommandContext
+    from acp_server.ports import CommandContext
     from agent_core.session import Session
 
 log = logging.getLogger(__name__)

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING
 from acp_server import frames
 from acp_server.background import quiescence_params, quiescence_update
 from acp_server.frames import QUIESCENCE
-from acp_server.open_session import SessionBound, SessionReplayed
+from acp_server.ports import SessionBound, SessionReplayed
 
 if TYPE_CHECKING:
-    from acp_server.methods import AcpServer
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import ExtensionHost, OpenSession
     from agent_core.agent import Agent
     from agent_core.events import SubagentChanged
     from agent_core.session import Session
@@ -94,12 +93,12 @@ def updates_for(change: SubagentChanged, shown: set[str], *, subagent_update: bo
     return card_updates(change, shown)
 
 
-def live_updates(server: AcpServer, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
+def live_updates(server: ExtensionHost, change: SubagentChanged, shown: set[str]) -> list[frames.Frame]:
     """A live state change, in the shape this client reads (`updates_for`)."""
     return updates_for(change, shown, subagent_update=server.client.subagents)
 
 
-def watch(server: AcpServer, opened: OpenSession) -> None:
+def watch(server: ExtensionHost, opened: OpenSession) -> None:
     """Follow the children of one bound session with cards in its thread."""
     hub = hub_of(opened.session)
     if hub is None:
@@ -179,7 +178,7 @@ def running_children(session: Session) -> int:
     return hub.running_children(session.id) if hub is not None else 0
 
 
-async def after_replay(server: AcpServer, opened: OpenSession) -> None:
+async def after_replay(server: ExtensionHost, opened: OpenSession) -> None:
     """After a parent's session/load replay: a child whose state changed unrecorded (interrupted by
     a restart) gets its card updated to that state, and the change is recorded from now on."""
     hub = hub_of(opened.session)
@@ -196,7 +195,7 @@ async def after_replay(server: AcpServer, opened: OpenSession) -> None:
             await server.send_update(opened.session.id, update)
 
 
-def install(server: AcpServer) -> None:
+def install(server: ExtensionHost) -> None:
     """Show subagent cards in every session bound to this server."""
     server.bus.subscribe(SessionBound, lambda bound: watch(server, bound.opened))
     server.bus.subscribe(SessionReplayed, lambda replayed: after_replay(server, replayed.opened))

@@ -23,8 +23,7 @@ from acp_server.harness.review import card_for
 from acp_server.subagent_cards import background_entries
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
-    from acp_server.server_port import ServerPort
+    from acp_server.ports import OpenSession, ServerPort
     from agent_core.refinement.surface import HarnessEvent
 
 # The notification and its mirror, with the background work (children) still going on.

@@ -44,9 +44,8 @@ if TYPE_CHECKING:
         StatusParams,
         WhyParams,
     )
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import HarnessHost, OpenSession
     from acp_server.registry import ParamsReader, RequestContext
-    from acp_server.server_port import HarnessHost
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import anyio
 from acp_server.harness.cards import REVIEW_OPTIONS, review_card
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import OpenSession
     from agent_core.refinement.records import PendingReview, RefinementOutcome, ReviewChoice
 
 JsonObject = dict[str, object]

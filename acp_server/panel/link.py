@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import OpenSession
     from agent_core.refinement.surface import HarnessSurface
 
 T = TypeVar("T")

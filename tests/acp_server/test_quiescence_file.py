@@ -261,7 +261,7 @@ def _opened(directory: Path) -> Any:
 @pytest.mark.anyio
 async def test_the_server_shutdown_marks_the_files_of_sessions_still_open_ended(tmp_path: Path) -> None:
     from acp_server.methods import AcpServer
-    from acp_server.open_session import SessionBound
+    from acp_server.ports import SessionBound
     from acp_server.quiescence_publisher import install
     from acp_server.registry import MethodRegistry
 

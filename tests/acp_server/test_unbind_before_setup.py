@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from acp_server.methods import _unbind
-from acp_server.open_session import OpenSession
+from acp_server.ports import OpenSession
 from acp_server.quiescence_file import read_quiescence
 
 
