@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     # Typing only: acp_server imports agent_core off the startup path (see methods.py).
     from anyio.abc import TaskGroup
 
-    from acp_server.registry import MethodRegistry
+    from acp_server.protocol.registry import MethodRegistry
     from acp_server.v2.dialect import V2Dialect
     from agent_core.agent import Agent
     from agent_core.bus import EventBus

@@ -211,14 +211,14 @@ def test_cycle_checker_sees_a_cycle_through_a_type_checking_import(tmp_path: Pat
 # The concrete server, editor and presenter, and the modules that may name them (type-only imports
 # count): the server's own composition. Every feature annotates the Protocols of acp_server/ports.py.
 CONCRETE = {
-    "acp_server.methods": {"acp_server.server"},
-    "acp_server.editor": {"acp_server.methods"},
-    "acp_server.presenter": {"acp_server.methods", "acp_server.editor"},
+    "acp_server.sessions.methods": {"acp_server.server"},
+    "acp_server.sessions.editor": {"acp_server.sessions.methods"},
+    "acp_server.turn.presenter": {"acp_server.sessions.methods", "acp_server.sessions.editor"},
 }
 # The acp_server modules the ports may name: the method table and the v2 dialect, which import no
 # module that uses a port (so the ports stay below every feature).
 PORTS = "acp_server.ports"
-PORTS_MAY_IMPORT = {"acp_server.registry", "acp_server.v2.dialect"}
+PORTS_MAY_IMPORT = {"acp_server.protocol.registry", "acp_server.v2.dialect"}
 
 
 def test_features_import_the_ports_not_the_concrete_server_editor_or_presenter() -> None:

@@ -56,8 +56,8 @@ async def ask_review(opened: OpenSession, pending: PendingReview) -> RefinementO
 
 
 async def _ask_with_form(opened: OpenSession, pending: PendingReview) -> RefinementOutcome | None:
-    from acp_server import frames
     from acp_server.harness.review_form import read_review_form, review_form
+    from acp_server.protocol import frames
     from agent_core.refinement.surface import HarnessStoreError
 
     preview = await anyio.to_thread.run_sync(opened.harness.preview, pending)
