@@ -244,13 +244,33 @@ def test_the_ports_import_no_feature_module() -> None:
     assert PORTS not in reached, "a module the ports import imports them back"
 
 
+def _readme_misses(folder: Path) -> list[str]:
+    """The modules directly in `folder`, and its subfolders with Python code, that its README.md does
+    not name (backticked: `name.py`, `sub/`)."""
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    names = [p.name for p in sorted(folder.glob("*.py")) if p.name not in ("__init__.py", "__main__.py")]
+    names += [f"{d.name}/" for d in sorted(folder.iterdir()) if d.is_dir() and (d / "__init__.py").is_file()]
+    return [n for n in names if f"`{n}`" not in readme]
+
+
+def _code_folders(package: str) -> list[Path]:
+    return [
+        d
+        for d in sorted((ROOT / package).rglob("*"))
+        if d.is_dir() and (d / "__init__.py").is_file() and "node_modules" not in d.parts
+    ]
+
+
 @pytest.mark.parametrize("package", ["acp_server", "agent_core/refinement"])
 def test_the_package_readme_names_every_module(package: str) -> None:
-    readme = (ROOT / package / "README.md").read_text(encoding="utf-8")
-    modules = [
-        p.relative_to(ROOT / package).as_posix()
-        for p in sorted((ROOT / package).rglob("*.py"))
-        if p.name not in ("__init__.py", "__main__.py")
+    """The package's README and each of its folders' READMEs name the modules and folders directly
+    in it: acp_server's README is the map of its folders, each folder's README lists its modules."""
+    folders = [ROOT / package, *_code_folders(package)]
+    no_readme = [
+        f"{f.relative_to(ROOT)} has no README.md" for f in folders if not (f / "README.md").is_file()
     ]
-    missing = [m for m in modules if f"`{m}`" not in readme]
-    assert not missing, f"{package}/README.md does not name: {missing}"
+    assert not no_readme, "\n".join(no_readme)
+    missing = [
+        f"{f.relative_to(ROOT)}/README.md does not name {name}" for f in folders for name in _readme_misses(f)
+    ]
+    assert not missing, "\n".join(missing)
