@@ -35,8 +35,9 @@ Reply = Callable[[str], Awaitable[None]]
 # ---------------------------------------------------------------- the client editor and the presenter
 
 
-class EditorPort(Protocol):
-    """The client editor as a feature asks it: permission cards, forms, cancelling what waits."""
+class ClientEditorPort(Protocol):
+    """The client editor as a feature asks it: permission cards, forms, cancelling what waits. (What
+    a session asks of it, files and cell permissions, is agent_core's `EditorPort`.)"""
 
     @property
     def can_elicit_forms(self) -> bool: ...
@@ -78,7 +79,7 @@ class OpenSession:
     """A session bound to this connection: the session, its editor and presenter, its harness."""
 
     session: Session
-    editor: EditorPort
+    editor: ClientEditorPort
     presenter: PresenterPort
     # Finishes the session's setup (agent_core's `on_session`: refinement, autonomous mode) and
     # returns its harness; run once, by `set_up()` (methods.py: right after the session/new answer,
