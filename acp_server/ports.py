@@ -1,11 +1,12 @@
 """acp_server's ports: what its features (commands, cards, `harness/*`, the panel, the extensions)
 need from the server, the client editor and a turn's presenter, and the records that cross them.
 
-Features annotate these and never the concrete `AcpServer` (methods.py), `JsonRpcEditor`
-(editor.py) or `TurnPresenter` (presenter.py): those import the features, so a feature that named
-them, even for the type checker, would close an import cycle. This module imports no feature
-module of acp_server, not even for typing; the only acp_server modules it names are the method
-table (registry.py) and the v2 dialect (v2/dialect.py), which import no port user.
+Features annotate these and never the concrete `AcpServer` (sessions/methods.py), `JsonRpcEditor`
+(sessions/editor.py) or `TurnPresenter` (turn/presenter.py): those import the features, so a
+feature that named them, even for the type checker, would close an import cycle. This module
+imports no feature module of acp_server, not even for typing; the only acp_server modules it names
+are the method table (protocol/registry.py) and the v2 dialect (v2/dialect.py), which import no
+port user.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A `sessionId` from the client, checked against the agent's store before anything follows its path.
 
-Shared by the session methods of the server (methods.py) and the feature methods (session_methods.py),
+Shared by the session methods of the server (methods.py) and the feature methods (extensions.py),
 which must not import the server's module for it.
 """
 

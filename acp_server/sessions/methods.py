@@ -35,7 +35,7 @@ from acp_server.protocol.params import (
 )
 from acp_server.protocol.registry import MethodRegistry, RequestContext
 from acp_server.protocol.transport import Connection
-from acp_server.sessions import outside_turn as session_events
+from acp_server.sessions import outside_turn
 from acp_server.sessions.config_options import config_options, kernel_meta, modes_state, session_setup
 from acp_server.sessions.editor import JsonRpcEditor
 from acp_server.sessions.ids import check_session_id
@@ -272,7 +272,7 @@ class AcpServer:
 
         opened = OpenSession(session, editor, presenter, build_harness, after_set_up)
         self.sessions[session_id] = opened
-        session_events.subscribe(opened)  # notify_user / compaction outside a turn
+        outside_turn.subscribe(opened)  # notify_user / compaction outside a turn
         if set_up:
             opened.set_up()
         return opened
