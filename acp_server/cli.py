@@ -154,7 +154,7 @@ def _harden() -> None:
 
 
 def _kill_children() -> None:
-    """Before a forced exit (acp_server/watchdog.py): SIGKILL every kernel's process group the server
+    """Before a forced exit (acp_server/process/watchdog.py): SIGKILL every kernel's process group the server
     tracks (gates and MCP servers run under `group_watch`, which ends them when their parent dies)."""
     from kernel_bridge.reaper import kill_all
 
@@ -170,21 +170,21 @@ def _install_harness_methods(server: Any) -> None:
 
 def _install_session_methods(server: Any) -> None:
     """The `_session/*` extension methods (rewind)."""
-    from acp_server.session_methods import install
+    from acp_server.sessions.extensions import install
 
     install(server)
 
 
 def _install_subagent_cards(server: Any) -> None:
     """Subagent cards and `/agents`."""
-    from acp_server.subagent_cards import install
+    from acp_server.turn.subagent_cards import install
 
     install(server)
 
 
 def _install_quiescence_file(server: Any) -> None:
     """`sessions/<id>/quiescence.json` for panels in other processes."""
-    from acp_server.quiescence_publisher import install
+    from acp_server.sessions.quiescence_publisher import install
 
     install(server)
 
@@ -203,10 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code."""
     argv_list = list(sys.argv[1:] if argv is None else argv)
     if argv_list[:1] in ([], ["serve"]):  # the editor's launch: what it starts for every connection
-        from acp_server.bytecode_cache import use_private_bytecode_cache
+        from acp_server.process.bytecode_cache import use_private_bytecode_cache
 
         use_private_bytecode_cache()  # first: everything imported after it is read from (or written to) there
-    from acp_server.import_costs import skip_unused_heavy_imports
+    from acp_server.process.import_costs import skip_unused_heavy_imports
 
     skip_unused_heavy_imports()  # before any subcommand imports jsonschema (via jsonrpcserver, mcp)
     # `harness` owns its whole argv (`continual-acp harness --json list` must work), so route it
@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return panel_main(argv_list[2:])
     if argv_list[:1] == ["sessions"] or argv_list[:2] == ["harness", "sessions"]:  # clients
-        from acp_server.sessions_cli import main as sessions_main
+        from acp_server.console.sessions_cli import main as sessions_main
 
         return sessions_main(argv_list[2 if argv_list[0] == "harness" else 1 :])
     if argv_list[:1] == ["eval"]:  # the eval drives this server as a client; it owns its argv
@@ -241,14 +241,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv_list) if argv_list else None
     command = (args.command if args is not None else None) or "serve"
     if command == "setup" or (command == "serve" and getattr(args, "then", None) == "setup"):
-        from acp_server.setup import run_setup
+        from acp_server.console.setup import run_setup
 
         return run_setup()
     if command == "serve":
         # Light imports only: the first `initialize` is answered before the rest is imported.
         from acp_server.harness.names import HARNESS_METHODS, HARNESS_NOTIFICATIONS
         from acp_server.server import serve_stdio
-        from acp_server.session_methods import SESSION_METHODS
+        from acp_server.sessions.extensions import SESSION_METHODS
 
         return serve_stdio(
             agent_factory=_build_agent,
@@ -259,11 +259,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             kill_children=_kill_children,
         )
     if command == "demo":
-        from acp_server.demo import run_demo
+        from acp_server.console.demo import run_demo
 
         return run_demo()
     if command == "doctor":
-        from acp_server.doctor import run_doctor
+        from acp_server.console.doctor import run_doctor
 
         return run_doctor()
     raise AssertionError(command)

@@ -15,11 +15,11 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_server.stdio_guard import ReservedStdio, reserve_stdio
+from acp_server.protocol.stdio_guard import ReservedStdio, reserve_stdio
 
 if TYPE_CHECKING:
-    from acp_server.early_initialize import EarlyStart
-    from acp_server.watchdog import Watchdog
+    from acp_server.process.early_initialize import EarlyStart
+    from acp_server.process.watchdog import Watchdog
 
 
 def _configure_logging() -> None:
@@ -43,7 +43,7 @@ def _configure_logging() -> None:
 def _max_message_bytes() -> int:
     import logging
 
-    from acp_server.transport import DEFAULT_MAX_LINE_BYTES
+    from acp_server.protocol.transport import DEFAULT_MAX_LINE_BYTES
     from agent_core.config.table import ConfigError, from_env
 
     try:
@@ -56,7 +56,7 @@ def _max_message_bytes() -> int:
 def _watchdog(read_fd: int, kill_children: Callable[[], None] | None, parent_pid: int) -> Watchdog:
     import logging
 
-    from acp_server.watchdog import DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, Watchdog
+    from acp_server.process.watchdog import DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, Watchdog
     from agent_core.config.table import ConfigError, from_env
 
     def seconds(name: str, default: float) -> float:
@@ -96,13 +96,13 @@ def serve_stdio(
     first `initialize` is answered before anything heavy is imported (early_initialize.py).
     `harden()` runs right after that, before any kernel can exist (the composition root passes
     kernel_bridge's `make_undumpable`). `kill_children()` ends every process group the server
-    started; the watchdog (acp_server/watchdog.py) calls it before a forced exit.
+    started; the watchdog (acp_server/process/watchdog.py) calls it before a forced exit.
     """
-    parent_pid = os.getppid()  # the editor, before anything can take long (acp_server/watchdog.py)
+    parent_pid = os.getppid()  # the editor, before anything can take long (acp_server/process/watchdog.py)
     reserved = reserve_stdio()
     early = None
     if advertised is not None:
-        from acp_server.early_initialize import answer_first_initialize
+        from acp_server.process.early_initialize import answer_first_initialize
 
         early = answer_first_initialize(reserved.read_fd, reserved.write_fd, *advertised)
         if early.ended:
@@ -110,7 +110,7 @@ def serve_stdio(
             # answer or close, so exit now rather than start the loop and the agent to shut them down.
             return 0
         if early.params is not None:
-            from acp_server.early_session import answer_first_session_new
+            from acp_server.process.early_session import answer_first_session_new
 
             early = answer_first_session_new(reserved.read_fd, reserved.write_fd, early)
     if harden is not None:
@@ -118,7 +118,7 @@ def serve_stdio(
     _configure_logging()
     import anyio
 
-    from acp_server.watchdog import install
+    from acp_server.process.watchdog import install
 
     watchdog = install(_watchdog(reserved.read_fd, kill_children, parent_pid))
     try:
@@ -144,10 +144,10 @@ async def _serve(
 
     import anyio
 
-    from acp_server.methods import AcpServer
-    from acp_server.pipes import open_reader, open_writer, prefixed
-    from acp_server.registry import MethodRegistry
-    from acp_server.transport import Connection
+    from acp_server.protocol.pipes import open_reader, open_writer, prefixed
+    from acp_server.protocol.registry import MethodRegistry
+    from acp_server.protocol.transport import Connection
+    from acp_server.sessions.methods import AcpServer
 
     watchdog.start()
     asyncio.get_running_loop().call_soon(watchdog.heartbeat)
@@ -196,7 +196,7 @@ async def _stop_on_sigterm(scope: object, server: object) -> None:
 
     import anyio
 
-    from acp_server.methods import AcpServer
+    from acp_server.sessions.methods import AcpServer
 
     assert isinstance(server, AcpServer)
     with anyio.open_signal_receiver(signal.SIGTERM) as signals:

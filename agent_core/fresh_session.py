@@ -1,7 +1,7 @@
 """A `session/new` answered before the Agent exists: the id, settings and kernel guarantees a fresh
 session will have, its directory reserved in the data dir.
 
-acp_server/early_session.py answers an editor's first `session/new` with it, and the server then
+acp_server/process/early_session.py answers an editor's first `session/new` with it, and the server then
 creates the session under that id (`Agent.new_session(session_id=...)`) before it reads another
 request. Only the plain case is reserved, the one a freshly launched server meets; in every other
 case `reserve` returns None and the full path answers (its errors included): the configuration

@@ -11,7 +11,7 @@ repository, interleaved, and measures:
 * two prompts (the system prompt, with the skill index, is built for each): the first runs one cell
   (the kernel starts; the control-plane guard takes its baseline of `.continual-acp/`), the second
   is text only: request to response;
-* the worst stall of the event loop since start, as `/kernel status` reports it (acp_server/watchdog.py).
+* the worst stall of the event loop since start, as `/kernel status` reports it (acp_server/process/watchdog.py).
 
 Medians and spread (min-max) over the runs.
 """

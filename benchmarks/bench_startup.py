@@ -11,7 +11,7 @@ Two installs, because an install's bytecode decides most of the figure:
 * `bytecode`: as `pip install` leaves it (every module compiled at install);
 * `no bytecode`: installed without compiling (as `uv`/`uvx` installs by default) and launched with
   PYTHONDONTWRITEBYTECODE=1 (or a read-only install): Python may not write bytecode beside the
-  sources, so the product keeps it in its data home (acp_server/bytecode_cache.py); the first launch
+  sources, so the product keeps it in its data home (acp_server/process/bytecode_cache.py); the first launch
   in a home compiles (reported apart), later ones read it.
 
 Each arm keeps one home across its runs, as a user's launches do; each run opens a fresh project.

@@ -7,7 +7,7 @@
 Runs pytest (by default the whole suite as `.ci/run` runs it: `-n <cores + 1> --dist loadgroup`) with
 `CONTINUAL_ACP_STALL_REPORT` set to a fresh directory. Every server the suite's stdio tests start
 (`tests/acp_server/acp_client.py` passes the variable on) writes its worst stall at exit
-(`acp_server/watchdog.py`: `stall-<pid>.json`, with the loop's stack during that stall). The report:
+(`acp_server/process/watchdog.py`: `stall-<pid>.json`, with the loop's stack during that stall). The report:
 how many servers reported, the median and the 99th percentile of their worst stalls, how many went
 over 1 s and over the 10 s stall threshold, and the five worst with the innermost frames of the stack
 the watchdog saw during each.

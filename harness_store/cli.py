@@ -14,7 +14,7 @@
 repository (`<repo>/.continual-acp/harness`). `import` applies a proposal file (trigger `cli`); its
 skills are checked in a scratch kernel first when the console script supplies a checker
 (`main(argv, verifier_factory=...)`), and the result says so when they were not (`--no-verify`).
-    sessions [--cwd DIR]   (handled by acp_server/sessions_cli.py: the ids for --session)
+    sessions [--cwd DIR]   (handled by acp_server/console/sessions_cli.py: the ids for --session)
 
 `curate` prints the curator's dry-run report (curator.py); `--apply` applies the pass as one
 refinement (`rollback <id>` undoes it). The entries' standing (harmful, unfollowed) comes from the

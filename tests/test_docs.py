@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_server.editor_launch import EDITORS
+from acp_server.console.editor_launch import EDITORS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

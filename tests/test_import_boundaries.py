@@ -82,7 +82,14 @@ def test_every_package_has_a_readme() -> None:
 
 # ---------------------------------------------------------------- no import cycles inside a package
 
-CYCLE_FREE = ("acp_server", "agent_core")
+# Every package, annotations included: a module that names another only for the type checker still
+# ties the two together (docs/architecture.md), so a Protocol replaces such an import.
+CYCLE_FREE = tuple(sorted(PROJECT))
+# Cycles another change is taking apart; strict, so the mark must go when they are gone.
+KNOWN_CYCLES = {
+    "kernel_bridge": "kernel_bridge.backend <-> kernel_bridge.sandbox and "
+    "kernel_bridge.environment <-> kernel_bridge.workspace_launch",
+}
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -92,22 +99,11 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _runtime_imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[str, list[str]]]:
-    """(imported module, names taken from it) for every import that runs; `if TYPE_CHECKING:`
-    blocks are annotations only and do not count. Imports inside functions do."""
+def _imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple[str, list[str]]]:
+    """(imported module, names taken from it) for every import of the module: at the top, inside
+    functions and under `if TYPE_CHECKING:` alike."""
     found: list[tuple[str, list[str]]] = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.extend((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -117,21 +113,22 @@ def _runtime_imports(tree: ast.AST, module: str, is_package: bool) -> list[tuple
                 package = package[: len(package) - (node.level - 1)]
                 base = ".".join([*package, *([base] if base else [])])
             found.append((base, [alias.name for alias in node.names]))
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
     return found
 
 
 def import_graph(package: str, root: Path = ROOT) -> dict[str, set[str]]:
-    """Module -> the modules of `package` it imports at run time."""
-    paths = sorted(p for p in (root / package).rglob("*.py") if "node_modules" not in p.parts)
+    """Module -> the modules of `package` it imports (type-only imports included)."""
+    data = root / "continual_eval" / "tasks"
+    paths = sorted(
+        p
+        for p in (root / package).rglob("*.py")
+        if "node_modules" not in p.parts and not p.is_relative_to(data)
+    )
     modules = {_module_name(p, root): p for p in paths}
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for target, names in _runtime_imports(tree, name, path.name == "__init__.py"):
+        for target, names in _imports(tree, name, path.name == "__init__.py"):
             if target.split(".")[0] != package:
                 continue
             # `from pkg import sub` imports the submodule `pkg.sub` when there is one.
@@ -179,34 +176,101 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-@pytest.mark.parametrize("package", CYCLE_FREE)
+@pytest.mark.parametrize(
+    "package",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CYCLES[p]))
+        if p in KNOWN_CYCLES
+        else p
+        for p in CYCLE_FREE
+    ],
+)
 def test_no_import_cycle_inside_the_package(package: str) -> None:
     cycles = import_cycles(import_graph(package))
-    assert not cycles, "import cycles (run-time imports; TYPE_CHECKING ones do not count):\n" + "\n".join(
+    assert not cycles, "import cycles (TYPE_CHECKING imports count):\n" + "\n".join(
         " <-> ".join(c) for c in cycles
     )
 
 
-def test_cycle_checker_sees_a_cycle_and_ignores_type_checking_imports(tmp_path: Path) -> None:
+def test_cycle_checker_sees_a_cycle_through_a_type_checking_import(tmp_path: Path) -> None:
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from pkg import b\n")
     (pkg / "b.py").write_text("def f():\n    from pkg.a import x\n")
-    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n")
+    (pkg / "c.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import d\n")
     (pkg / "d.py").write_text("from pkg.c import y\n")
+    (pkg / "e.py").write_text("from pkg.d import z\n")
     graph = import_graph("pkg", root=tmp_path)
-    assert import_cycles(graph) == [["pkg.a", "pkg.b"]]
-    assert graph["pkg.c"] == set() and graph["pkg.d"] == {"pkg.c"}
+    assert import_cycles(graph) == [["pkg.a", "pkg.b"], ["pkg.c", "pkg.d"]]
+    assert graph["pkg.c"] == {"pkg.d"} and graph["pkg.e"] == {"pkg.d"}
+
+
+# ---------------------------------------------------------------- acp_server's features see only ports
+
+# The concrete server, editor and presenter, and the modules that may name them (type-only imports
+# count): the server's own composition. Every feature annotates the Protocols of acp_server/ports.py.
+CONCRETE = {
+    "acp_server.sessions.methods": {"acp_server.server"},
+    "acp_server.sessions.editor": {"acp_server.sessions.methods"},
+    "acp_server.turn.presenter": {"acp_server.sessions.methods", "acp_server.sessions.editor"},
+}
+# The acp_server modules the ports may name: the method table and the v2 dialect, which import no
+# module that uses a port (so the ports stay below every feature).
+PORTS = "acp_server.ports"
+PORTS_MAY_IMPORT = {"acp_server.protocol.registry", "acp_server.v2.dialect"}
+
+
+def test_features_import_the_ports_not_the_concrete_server_editor_or_presenter() -> None:
+    graph = import_graph("acp_server")
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if target in CONCRETE and module not in CONCRETE[target]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_ports_import_no_feature_module() -> None:
+    graph = import_graph("acp_server")
+    assert graph[PORTS] <= PORTS_MAY_IMPORT, sorted(graph[PORTS] - PORTS_MAY_IMPORT)
+    reached, todo = set(), list(graph[PORTS])
+    while todo:
+        module = todo.pop()
+        if module not in reached:
+            reached.add(module)
+            todo.extend(graph[module])
+    assert PORTS not in reached, "a module the ports import imports them back"
+
+
+def _readme_misses(folder: Path) -> list[str]:
+    """The modules directly in `folder`, and its subfolders with Python code, that its README.md does
+    not name (backticked: `name.py`, `sub/`)."""
+    readme = (folder / "README.md").read_text(encoding="utf-8")
+    names = [p.name for p in sorted(folder.glob("*.py")) if p.name not in ("__init__.py", "__main__.py")]
+    names += [f"{d.name}/" for d in sorted(folder.iterdir()) if d.is_dir() and (d / "__init__.py").is_file()]
+    return [n for n in names if f"`{n}`" not in readme]
+
+
+def _code_folders(package: str) -> list[Path]:
+    return [
+        d
+        for d in sorted((ROOT / package).rglob("*"))
+        if d.is_dir() and (d / "__init__.py").is_file() and "node_modules" not in d.parts
+    ]
 
 
 @pytest.mark.parametrize("package", ["acp_server", "agent_core/refinement"])
 def test_the_package_readme_names_every_module(package: str) -> None:
-    readme = (ROOT / package / "README.md").read_text(encoding="utf-8")
-    modules = [
-        p.relative_to(ROOT / package).as_posix()
-        for p in sorted((ROOT / package).rglob("*.py"))
-        if p.name not in ("__init__.py", "__main__.py")
+    """The package's README and each of its folders' READMEs name the modules and folders directly
+    in it: acp_server's README is the map of its folders, each folder's README lists its modules."""
+    folders = [ROOT / package, *_code_folders(package)]
+    no_readme = [
+        f"{f.relative_to(ROOT)} has no README.md" for f in folders if not (f / "README.md").is_file()
     ]
-    missing = [m for m in modules if f"`{m}`" not in readme]
-    assert not missing, f"{package}/README.md does not name: {missing}"
+    assert not no_readme, "\n".join(no_readme)
+    missing = [
+        f"{f.relative_to(ROOT)}/README.md does not name {name}" for f in folders for name in _readme_misses(f)
+    ]
+    assert not missing, "\n".join(missing)

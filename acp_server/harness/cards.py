@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from acp_server import client_quirks, frames
-from acp_server.frames import QUIESCENCE
+from acp_server.protocol import client_quirks, frames
+from acp_server.protocol.frames import QUIESCENCE
 
 if TYPE_CHECKING:
     from agent_core.refinement.records import PendingReview

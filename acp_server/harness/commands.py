@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from acp_server.harness.review import ask_pending_reviews, ask_review
 
 if TYPE_CHECKING:
-    from acp_server.server_port import CommandContext
+    from acp_server.ports import CommandContext
     from agent_core.refinement.records import Scope
     from agent_core.refinement.surface import HarnessEntry, HarnessState, ProjectConflict, RefinementResult
 

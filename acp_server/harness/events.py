@@ -17,18 +17,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from acp_server import frames
 from acp_server.harness.cards import QUIESCENCE, review_settled, review_waiting_message
 from acp_server.harness.review import card_for
-from acp_server.subagent_cards import background_entries
+from acp_server.protocol import frames
+from acp_server.turn.subagent_cards import background_entries
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
-    from acp_server.server_port import ServerPort
+    from acp_server.ports import OpenSession, ServerPort
     from agent_core.refinement.surface import HarnessEvent
 
 # The notification and its mirror, with the background work (children) still going on.
-from acp_server.background import quiescence_params, quiescence_update
+from acp_server.sessions.background import quiescence_params, quiescence_update
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 
-from acp_server.background import status_fields
-from acp_server.errors import AcpError
 from acp_server.harness.cards import QUIESCENCE
 from acp_server.harness.names import HARNESS_METHODS
 from acp_server.harness.wire import (
@@ -30,7 +28,9 @@ from acp_server.harness.wire import (
     state_answer,
     status_answer,
 )
-from acp_server.subagent_cards import hub_of, needing_action
+from acp_server.protocol.errors import AcpError
+from acp_server.sessions.background import status_fields
+from acp_server.turn.subagent_cards import hub_of, needing_action
 
 if TYPE_CHECKING:
     from acp_server.harness.params import (
@@ -44,9 +44,8 @@ if TYPE_CHECKING:
         StatusParams,
         WhyParams,
     )
-    from acp_server.open_session import OpenSession
-    from acp_server.registry import ParamsReader, RequestContext
-    from acp_server.server_port import HarnessHost
+    from acp_server.ports import HarnessHost, OpenSession
+    from acp_server.protocol.registry import ParamsReader, RequestContext
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ the names it advertises are declared here; `methods.install` refuses to register
 
 from __future__ import annotations
 
-from acp_server.frames import QUIESCENCE
+from acp_server.protocol.frames import QUIESCENCE
 
 HARNESS_METHODS: tuple[str, ...] = (
     "_harness/await_quiescence",

@@ -22,8 +22,8 @@ from pydantic import (
     field_validator,
 )
 
-from acp_server.errors import AcpError
 from acp_server.harness.state_pages import DEFAULT_LIMIT, MAX_LIMIT
+from acp_server.protocol.errors import AcpError
 from agent_core.refinement.surface import KINDS
 
 JsonObject = dict[str, object]

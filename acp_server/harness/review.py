@@ -15,7 +15,7 @@ import anyio
 from acp_server.harness.cards import REVIEW_OPTIONS, review_card
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import OpenSession
     from agent_core.refinement.records import PendingReview, RefinementOutcome, ReviewChoice
 
 JsonObject = dict[str, object]
@@ -56,8 +56,8 @@ async def ask_review(opened: OpenSession, pending: PendingReview) -> RefinementO
 
 
 async def _ask_with_form(opened: OpenSession, pending: PendingReview) -> RefinementOutcome | None:
-    from acp_server import frames
     from acp_server.harness.review_form import read_review_form, review_form
+    from acp_server.protocol import frames
     from agent_core.refinement.surface import HarnessStoreError
 
     preview = await anyio.to_thread.run_sync(opened.harness.preview, pending)

@@ -17,7 +17,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from acp_server.errors import AcpError
+from acp_server.protocol.errors import AcpError
 
 # The default answers a harness of ordinary size (hundreds of entries) whole, as before paging.
 DEFAULT_LIMIT = 500

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from acp_server import frames
+from acp_server.protocol import frames
 
 if TYPE_CHECKING:
     from acp_server.harness.state_pages import StateQuery

@@ -14,7 +14,7 @@ standalone panel does (docs/harness.md, "The review panel").
 
 `quiescence()` is the true per-session state, read on the server loop: refinement jobs queued and
 running and the children still queued or running, in the shape of the quiescence mirror's
-background list (acp_server/background.py) — `quiescence_publisher.snapshot`, the same state the server
+background list (acp_server/sessions/background.py) — `quiescence_publisher.snapshot`, the same state the server
 publishes in each session's `quiescence.json` for panels in other processes.
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from acp_server.open_session import OpenSession
+    from acp_server.ports import OpenSession
     from agent_core.refinement.surface import HarnessSurface
 
 T = TypeVar("T")
@@ -119,8 +119,8 @@ class ServerLink:
         return self._read(self._quiescence_now)
 
     def _quiescence_now(self) -> dict[str, dict[str, Any]]:
-        from acp_server.quiescence_file import BUSY, SETTLED
-        from acp_server.quiescence_publisher import snapshot
+        from acp_server.sessions.quiescence_file import BUSY, SETTLED
+        from acp_server.sessions.quiescence_publisher import snapshot
 
         out: dict[str, dict[str, Any]] = {}
         for sid, opened in self._sessions().items():

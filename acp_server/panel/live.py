@@ -5,7 +5,7 @@ store's `refinements.jsonl` (a refinement or rollback) and `harness_state.json` 
 `pending/` directory (reviews), the sessions directory (a new session) and, once a second,
 `/proc/locks` (a session opened or closed). A stat per file is cheap; nothing is parsed until a
 page asks. Quiescence: every session's `quiescence.json` (kept by the server that has it open,
-acp_server/quiescence_file.py) is re-read when one of those files or the sessions' owners change;
+acp_server/sessions/quiescence_file.py) is re-read when one of those files or the sessions' owners change;
 inside an ACP server (a `ServerLink`), each poll while a page listens also reads the sessions open
 in this server from memory (on the server loop). `quiescence` goes out with the whole snapshot
 when it differs from the last one. Each change goes to every subscriber's queue; a page that falls
@@ -34,7 +34,7 @@ POLL_SECONDS = 0.25
 LOCKS_EVERY = 4  # polls: the open/closed state is read once a second
 QUEUE_LIMIT = 64
 QUIESCENCE = "quiescence"  # the watched key of a session's quiescence.json (not a store change)
-QUIESCENCE_FILE = "quiescence.json"  # acp_server.quiescence_file.FILE
+QUIESCENCE_FILE = "quiescence.json"  # acp_server.sessions.quiescence_file.FILE
 
 StatKey = tuple[int, int, int] | None
 

@@ -134,9 +134,9 @@ def describe_sessions(home: Path) -> list[SessionInfo]:
 
 def published_quiescence(home: Path) -> dict[str, dict[str, Any]]:
     """`{session id: reading}` of every session, from the `quiescence.json` its server
-    keeps (acp_server/quiescence_file.py), checked against the session's owner lock: a closed
+    keeps (acp_server/sessions/quiescence_file.py), checked against the session's owner lock: a closed
     session or a dead writer is "not running", a bad file "unknown" with the reason."""
-    from acp_server.quiescence_file import read_quiescence
+    from acp_server.sessions.quiescence_file import read_quiescence
 
     flocks = held_flocks()
     out: dict[str, dict[str, Any]] = {}

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_server.errors import AcpError
+from acp_server.protocol.errors import AcpError
 from acp_server.v2 import builders, reshape
 
 Frame = dict[str, object]

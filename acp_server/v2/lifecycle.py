@@ -16,13 +16,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from acp_server.errors import AcpError
+from acp_server.protocol.errors import AcpError
 from acp_server.v2 import builders
 
 if TYPE_CHECKING:
     from acp.schema import PromptRequest
 
-    from acp_server.registry import RequestContext
+    from acp_server.protocol.registry import RequestContext
     from acp_server.v2.dialect import V2Dialect
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from acp_server.errors import PeerError
-from acp_server.registry import MethodRegistry, RequestContext
-from acp_server.transport import Connection
+from acp_server.protocol.errors import PeerError
+from acp_server.protocol.registry import MethodRegistry, RequestContext
+from acp_server.protocol.transport import Connection
 
 pytestmark = pytest.mark.anyio
 
@@ -228,7 +228,7 @@ async def test_a_v2_resume_from_a_cursor_it_cannot_replay_is_refused_not_resumed
 async def test_an_error_of_a_request_served_under_another_name_names_the_method_the_client_sent() -> None:
     """A v2 `session/resume` from the start is served as `session/load`; its refusal must still say
     `session/resume`, the only name the client knows."""
-    from acp_server.errors import AcpError
+    from acp_server.protocol.errors import AcpError
     from acp_server.v2.dialect import V2Dialect
 
     registry = MethodRegistry()

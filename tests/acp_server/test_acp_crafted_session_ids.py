@@ -23,8 +23,8 @@ NO_SESSION = {"initialize", "authenticate", "auth/login", "session/new", "sessio
 
 def _table() -> Any:
     from acp_server.cli import EXTENSIONS
-    from acp_server.methods import AcpServer
-    from acp_server.registry import MethodRegistry
+    from acp_server.protocol.registry import MethodRegistry
+    from acp_server.sessions.methods import AcpServer
 
     table = MethodRegistry()
     server = AcpServer(table)
@@ -40,8 +40,8 @@ def _takes_session_id(spec: Any) -> bool:
 
     import acp.schema
 
-    from acp_server.errors import AcpError
-    from acp_server.registry import RequestContext
+    from acp_server.protocol.errors import AcpError
+    from acp_server.protocol.registry import RequestContext
 
     model = spec.params_model
     if isinstance(model, str) or model is not None:

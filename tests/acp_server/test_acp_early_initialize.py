@@ -9,12 +9,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from acp_server.early_initialize import EarlyStart, answer_first_initialize
 from acp_server.harness.methods import install as install_harness_methods
 from acp_server.harness.names import HARNESS_METHODS, HARNESS_NOTIFICATIONS
-from acp_server.methods import AcpServer
-from acp_server.params import initialize_params
-from acp_server.registry import MethodRegistry, RequestContext
+from acp_server.process.early_initialize import EarlyStart, answer_first_initialize
+from acp_server.protocol.params import initialize_params
+from acp_server.protocol.registry import MethodRegistry, RequestContext
+from acp_server.sessions.methods import AcpServer
 
 INITIALIZE = {
     "jsonrpc": "2.0",

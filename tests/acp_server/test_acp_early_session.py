@@ -17,11 +17,11 @@ from acp_client import server_env
 from acp_fixtures import spawn  # noqa: F401  (fixture)
 from acp_helpers import ClientFactory, initialize, prompt
 
-from acp_server.early_initialize import EarlyStart
-from acp_server.early_session import answer_first_session_new
-from acp_server.errors import AcpError
-from acp_server.methods import AcpServer
-from acp_server.registry import MethodRegistry
+from acp_server.process.early_initialize import EarlyStart
+from acp_server.process.early_session import answer_first_session_new
+from acp_server.protocol.errors import AcpError
+from acp_server.protocol.registry import MethodRegistry
+from acp_server.sessions.methods import AcpServer
 from agent_core.errors import SessionInUse
 from agent_core.history.ownership import SessionOwnerLock
 from agent_core.history.transcript import SessionStore
@@ -162,7 +162,7 @@ def test_a_v2_connection_is_left_to_the_transport(
 # The real entry point, stopped the moment the early session/new answer is written.
 SPY = """
 import json, os, sys
-import acp_server.early_session as early
+import acp_server.process.early_session as early
 answer = early.answer_first_session_new
 def spy(*args, **kwargs):
     started = answer(*args, **kwargs)
@@ -177,8 +177,8 @@ main([])
 # its sessions, the turn events, the harness, the wire models and the kernels' libraries.
 NOT_BEFORE_EARLY_SESSION_NEW = (
     "acp",
-    "acp_server.methods",
-    "acp_server.transport",
+    "acp_server.sessions.methods",
+    "acp_server.protocol.transport",
     "agent_core.agent",
     "agent_core.events",
     "agent_core.history.transcript",

@@ -8,8 +8,8 @@ import anyio
 import pytest
 from acp_client import check_model
 
-from acp_server.cell_cards import HEAD_CHARS, TAIL_CHARS
-from acp_server.presenter import TurnPresenter
+from acp_server.turn.cell_cards import HEAD_CHARS, TAIL_CHARS
+from acp_server.turn.presenter import TurnPresenter
 from agent_core import events as ev
 
 pytestmark = pytest.mark.anyio

@@ -19,7 +19,7 @@ import pytest
 from acp_client import AcpClient, RpcError, server_env
 from acp_helpers import initialize, new_session
 
-from acp_server.setup import merged_config_text, write_config
+from acp_server.console.setup import merged_config_text, write_config
 from agent_core.testing.scripted_model import ScriptedModelServer, text
 
 SETUP_ID = "continual-acp-setup"
@@ -185,7 +185,7 @@ def test_a_model_already_given_needs_no_setup_and_authenticate_answers_at_once(
 def test_the_setup_method_comes_in_the_one_shape_the_client_takes(
     capabilities: dict[str, object], shape: dict[str, object]
 ) -> None:
-    from acp_server.initialize import auth_methods
+    from acp_server.protocol.initialize import auth_methods
 
     (method,) = auth_methods(capabilities)
     assert method["id"] == SETUP_ID and "continual-acp setup" in str(method["name"])

@@ -17,8 +17,8 @@ from acp_client import server_env
 def test_the_initialize_path_does_not_import_jsonrpcserver_jsonschema_or_pydantic() -> None:
     code = (
         "import sys\n"
-        "import acp_server.cli, acp_server.server, acp_server.methods, acp_server.harness.methods\n"
-        "import acp_server.transport, acp_server.registry, acp_server.params\n"
+        "import acp_server.cli, acp_server.server, acp_server.sessions.methods, acp_server.harness.methods\n"
+        "import acp_server.protocol.transport, acp_server.protocol.registry, acp_server.protocol.params\n"
         "print(sorted(m for m in ('jsonrpcserver', 'jsonschema', 'pydantic') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -28,9 +28,9 @@ def test_the_initialize_path_does_not_import_jsonrpcserver_jsonschema_or_pydanti
 # Each of these costs from ~5 ms (logging, dataclasses) to ~0.4 s (agent_core's harness models).
 NOT_BEFORE_INITIALIZE = (
     "acp",
-    "acp_server.capabilities",
-    "acp_server.methods",
-    "acp_server.transport",
+    "acp_server.protocol.capabilities",
+    "acp_server.sessions.methods",
+    "acp_server.protocol.transport",
     "agent_core",
     "anyio",
     "argparse",
@@ -51,7 +51,7 @@ NOT_BEFORE_INITIALIZE = (
 # The real `continual-acp` entry point, stopped the moment its early answer is written.
 SPY = """
 import json, os, sys
-import acp_server.early_initialize as early
+import acp_server.process.early_initialize as early
 answer = early.answer_first_initialize
 def spy(*args, **kwargs):
     started = answer(*args, **kwargs)
@@ -97,7 +97,7 @@ NOT_BEFORE_SESSION_NEW = (
 # The real entry point, stopped the moment session/new has its answer (the transport writes it next).
 SESSION_SPY = """
 import json, os, sys
-import acp_server.methods as methods
+import acp_server.sessions.methods as methods
 new_session = methods.AcpServer.new_session
 async def spy(self, ctx, req, **kwargs):
     answer = await new_session(self, ctx, req, **kwargs)

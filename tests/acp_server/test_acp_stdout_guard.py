@@ -15,7 +15,7 @@ NOISY_SERVER = textwrap.dedent(
     """
     import os, subprocess, sys
     print("noise before the guard is installed goes to the real stdout", file=sys.stderr)
-    from acp_server import methods
+    from acp_server.sessions import methods
 
     original = methods.AcpServer.initialize
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from acp_client import server_env
 
-from acp_server.pipes import open_reader
+from acp_server.protocol.pipes import open_reader
 
 # A hang is the failure this file pins: the bound only keeps a broken server from eating the run.
 EXIT_TIMEOUT_S = 20

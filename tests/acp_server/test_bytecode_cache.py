@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp_server.bytecode_cache import bytecode_dir
+from acp_server.process.bytecode_cache import bytecode_dir
 
 # Runs in a child: the switch changes process-wide import state (sys.pycache_prefix).
 CHILD = """
 import sys
-from acp_server.bytecode_cache import use_private_bytecode_cache
+from acp_server.process.bytecode_cache import use_private_bytecode_cache
 sys.path.insert(0, sys.argv[1])
 print(use_private_bytecode_cache(installed_module=sys.argv[1] + "/probe_module.py", dependency_module=sys.argv[1] + "/probe_dependency.py"))
 import probe_module

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acp_server.capabilities import ClientCapabilities
-from acp_server.params import InitializeParams
+from acp_server.protocol.capabilities import ClientCapabilities
+from acp_server.protocol.params import InitializeParams
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Every frame builder in `acp_server.frames`, pinned by a golden file and checked against `acp.schema`.
+"""Every frame builder in `acp_server.protocol.frames`, pinned by a golden file and checked against `acp.schema`.
 
 Each case calls one builder with fixed inputs; the result must equal `tests/golden/<case>.json`
 byte for byte (key order included: it is what goes on the wire), and, where ACP defines the
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from acp_client import UNMODELLED, sdk_schema_problem, without_paths
 
-from acp_server import frames as f
 from acp_server.harness.review_form import review_form
+from acp_server.protocol import frames as f
 from agent_core.control_plane.held import HeldChange, HeldFile
 from agent_core.events import PlanEntry
 from agent_core.refinement.records import PendingReview
@@ -884,6 +884,8 @@ def test_frames_does_not_import_the_wire_models() -> None:
     import subprocess
     import sys
 
-    code = "import sys, acp_server.frames; print('acp.schema' in sys.modules or 'acp' in sys.modules)"
+    code = (
+        "import sys, acp_server.protocol.frames; print('acp.schema' in sys.modules or 'acp' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -34,7 +34,7 @@ def test_only_the_named_modules_models_lose_their_field_docstrings_and_validatio
         """
         import sys
         sys.path.insert(0, ".")
-        from acp_server.import_costs import without_field_docstrings
+        from acp_server.process.import_costs import without_field_docstrings
 
         with without_field_docstrings("wire_models"):
             from wire_models import Model as skipped
@@ -56,7 +56,7 @@ def test_only_the_named_modules_models_lose_their_field_docstrings_and_validatio
 def test_the_wire_models_import_without_field_descriptions_and_pydantic_is_restored() -> None:
     lines = run(
         """
-        from acp_server import wire
+        from acp_server.protocol import wire
         from pydantic._internal import _fields
         before = _fields._update_fields_from_docstrings
         module = wire._import_now()

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_server.line_head import read_head
+from acp_server.protocol.line_head import read_head
 
 
 def test_the_id_and_method_of_a_request_are_read_from_its_head() -> None:

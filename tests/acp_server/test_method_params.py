@@ -12,10 +12,10 @@ from typing import Any, get_args
 
 import pytest
 
-from acp_server.errors import AcpError
 from acp_server.harness.methods import install
-from acp_server.methods import AcpServer
-from acp_server.registry import MethodRegistry, RequestContext, invoke
+from acp_server.protocol.errors import AcpError
+from acp_server.protocol.registry import MethodRegistry, RequestContext, invoke
+from acp_server.sessions.methods import AcpServer
 
 pytestmark = pytest.mark.anyio
 
@@ -182,14 +182,14 @@ async def test_harness_await_quiescence_caps_its_typed_timeout_at_an_hour() -> N
 
 
 async def test_initialize_params_are_read_typed_without_the_wire_models() -> None:
-    from acp_server.params import InitializeParams, read_initialize
+    from acp_server.protocol.params import InitializeParams, read_initialize
 
     read = await read_initialize({"protocolVersion": 1, "clientInfo": {"name": "zed"}}, "initialize")
     assert read == InitializeParams(1, None, {"name": "zed"})
 
 
 async def test_new_session_lists_every_bad_field_and_names_the_first() -> None:
-    from acp_server.params import read_new_session
+    from acp_server.protocol.params import read_new_session
 
     with pytest.raises(AcpError) as refused:
         await read_new_session({"mcpServers": "none", "additionalDirectories": [1]}, "session/new")

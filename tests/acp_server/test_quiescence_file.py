@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from acp_server.quiescence_file import (
+from acp_server.sessions.quiescence_file import (
     FILE,
     MAX_BYTES,
     QuiescenceReading,
@@ -260,10 +260,10 @@ def _opened(directory: Path) -> Any:
 
 @pytest.mark.anyio
 async def test_the_server_shutdown_marks_the_files_of_sessions_still_open_ended(tmp_path: Path) -> None:
-    from acp_server.methods import AcpServer
-    from acp_server.open_session import SessionBound
-    from acp_server.quiescence_publisher import install
-    from acp_server.registry import MethodRegistry
+    from acp_server.ports import SessionBound
+    from acp_server.protocol.registry import MethodRegistry
+    from acp_server.sessions.methods import AcpServer
+    from acp_server.sessions.quiescence_publisher import install
 
     server = AcpServer(MethodRegistry())
     install(server)

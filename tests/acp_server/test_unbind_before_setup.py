@@ -8,9 +8,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from acp_server.methods import _unbind
-from acp_server.open_session import OpenSession
-from acp_server.quiescence_file import read_quiescence
+from acp_server.ports import OpenSession
+from acp_server.sessions.methods import _unbind
+from acp_server.sessions.quiescence_file import read_quiescence
 
 
 def _never_built() -> Any:

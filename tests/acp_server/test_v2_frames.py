@@ -18,7 +18,7 @@ import anyio
 import pytest
 from acp_client import check_v2
 
-from acp_server.initialize import initialize_answer, initialize_result
+from acp_server.protocol.initialize import initialize_answer, initialize_result
 from acp_server.v2 import builders, reshape
 from acp_server.v2.dialect import V2Dialect
 from acp_server.v2.switch import speaks_v2, switch_on
@@ -192,10 +192,10 @@ def test_a_client_asking_for_v2_gets_the_v1_answer_byte_for_byte_while_the_switc
 
 
 def test_auth_login_is_refused_on_a_v1_connection_as_an_unknown_method() -> None:
-    from acp_server.errors import AcpError
-    from acp_server.methods import AcpServer
-    from acp_server.params import AuthenticateParams
-    from acp_server.registry import MethodRegistry, RequestContext
+    from acp_server.protocol.errors import AcpError
+    from acp_server.protocol.params import AuthenticateParams
+    from acp_server.protocol.registry import MethodRegistry, RequestContext
+    from acp_server.sessions.methods import AcpServer
 
     server = AcpServer(MethodRegistry())
     ctx = RequestContext(connection=None, method="auth/login", request_id=1, is_notification=False)  # type: ignore[arg-type]
@@ -211,9 +211,9 @@ def test_auth_login_is_refused_on_a_v1_connection_as_an_unknown_method() -> None
 def test_the_method_table_initialize_speaks_v2_only_to_a_client_asking_for_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from acp_server.methods import AcpServer
-    from acp_server.params import initialize_params
-    from acp_server.registry import MethodRegistry, RequestContext
+    from acp_server.protocol.params import initialize_params
+    from acp_server.protocol.registry import MethodRegistry, RequestContext
+    from acp_server.sessions.methods import AcpServer
 
     class Peer:
         dialect: object = None

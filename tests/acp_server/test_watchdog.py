@@ -1,4 +1,4 @@
-"""acp_server/watchdog.py in-process: a stalled loop's stack is logged once per stall and its length
+"""acp_server/process/watchdog.py in-process: a stalled loop's stack is logged once per stall and its length
 kept; a server whose editor left is forced out (children killed first) only when its loop is stuck."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_server.watchdog import FORCED_EXIT_CODE, Watchdog
+from acp_server.process.watchdog import FORCED_EXIT_CODE, Watchdog
 
 SETTLE = 30.0  # generous bound for something that must happen
 

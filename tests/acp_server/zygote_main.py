@@ -31,15 +31,15 @@ _MAX_REQUEST = 1 << 20
 
 def _preload() -> None:
     # In the order the server itself imports them (acp_server/cli.py main, server.py, wire.py).
-    from acp_server.import_costs import skip_unused_heavy_imports
+    from acp_server.process.import_costs import skip_unused_heavy_imports
 
     skip_unused_heavy_imports()
     import acp_server.cli
     import acp_server.harness.methods
-    import acp_server.methods
+    import acp_server.protocol.wire as wire
     import acp_server.server
-    import acp_server.session_methods
-    import acp_server.wire as wire
+    import acp_server.sessions.extensions
+    import acp_server.sessions.methods
 
     wire._import_now()  # the dispatcher (jsonrpcserver) and acp.schema, as its import thread does
     import jupyter_client

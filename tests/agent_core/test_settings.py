@@ -162,14 +162,14 @@ def _from_table(session: _Session) -> list[dict[str, object]]:
     ],
 )
 def test_the_table_describes_exactly_the_config_options_editors_are_sent(config: dict[str, object]) -> None:
-    from acp_server.config_options import config_options
+    from acp_server.sessions.config_options import config_options
 
     session = _Session(config, ["m1", "m2"])
     assert _from_table(session) == config_options(session)
 
 
 def test_the_table_describes_exactly_the_modes_editors_are_sent() -> None:
-    from acp_server.config_options import modes_state
+    from acp_server.sessions.config_options import modes_state
 
     session = _Session({"mode": "ask"}, [])
     assert modes_state(session)["availableModes"] == [

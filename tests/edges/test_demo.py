@@ -50,7 +50,7 @@ def test_demo_shows_the_cell_its_output_a_slash_command_and_a_rollback(
 
 
 def test_demo_exits_1_with_a_reason_when_the_server_dies(tmp_path: Path) -> None:
-    from acp_server.demo import run_demo
+    from acp_server.console.demo import run_demo
 
     out = io.StringIO()
     code = run_demo(

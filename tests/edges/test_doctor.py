@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from acp_edge_support import processes_with_env
 
-from acp_server.doctor import check_data_dir, check_model
+from acp_server.console.doctor import check_data_dir, check_model
 from agent_core import load_config
 from agent_core.testing.scripted_model import ScriptedModelServer, text
 
@@ -121,7 +121,7 @@ def test_doctor_passes_every_check_with_a_scripted_endpoint_and_warns_of_an_unkn
 
 
 def test_doctor_prints_a_launch_line_for_each_editor(hermetic_env: dict[str, str], tmp_path: Path) -> None:
-    from acp_server.editor_launch import EDITORS
+    from acp_server.console.editor_launch import EDITORS
 
     with ScriptedModelServer([], fallback=text("ok")) as model:
         done = _doctor({**hermetic_env, "OPENAI_BASE_URL": model.base_url}, tmp_path)
@@ -204,7 +204,7 @@ def test_doctor_fails_the_event_loop_line_when_a_check_blocked_the_loop(
     import asyncio
     import time
 
-    from acp_server.doctor import CheckResult, run_checks
+    from acp_server.console.doctor import CheckResult, run_checks
 
     monkeypatch.setenv("CONTINUAL_ACP_STALL_SECONDS", "0.5")
 
@@ -235,7 +235,7 @@ async def test_a_down_endpoint_from_config_toml_names_its_line_and_a_llama_cpp_e
 
 
 def test_the_example_url_fits_the_port_the_user_chose() -> None:
-    from acp_server.doctor import _example_url
+    from acp_server.console.doctor import _example_url
 
     assert _example_url("http://127.0.0.1:8080/v1") == "http://localhost:8080/v1 for llama.cpp's server"
     assert "Ollama" in _example_url("http://localhost:11434/v1")

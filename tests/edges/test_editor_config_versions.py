@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_server.editor_launch import EDITORS
+from acp_server.console.editor_launch import EDITORS
 
 CONFIGS = Path(__file__).resolve().parents[2] / "editor-configs"
 COMMENTED = ("neovim/codecompanion.lua", "neovim/avante.lua", "emacs/continual-acp-agent-shell.el")

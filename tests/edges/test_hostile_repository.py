@@ -102,7 +102,7 @@ def test_cells_run_in_a_project_with_a_hostile_skills_folder(
 # the loop, and that is where it blocks -- as a FIFO in the workspace once blocked a read there.
 BLOCKING_SERVER = """
 import os, pathlib, sys, time
-import acp_server.session_prompt as session_prompt
+import acp_server.turn.session_prompt as session_prompt
 real = session_prompt.parse_command
 def block_the_loop(marker):
     time.sleep(float(marker.read_text() or 3600))

@@ -300,7 +300,7 @@ def _gateway_env(gateway: Gateway, tmp: Path, token: str) -> dict[str, str]:
 
 
 async def test_doctor_backend_check_passes_against_the_gateway(gateway: Gateway, tmp_path: Path) -> None:
-    from acp_server.doctor import check_kernel_backend
+    from acp_server.console.doctor import check_kernel_backend
     from agent_core import load_config
 
     result = await check_kernel_backend(load_config(_gateway_env(gateway, tmp_path, gateway.token)))
@@ -312,7 +312,7 @@ async def test_doctor_backend_check_passes_against_the_gateway(gateway: Gateway,
 async def test_doctor_backend_check_fails_on_a_wrong_token_with_the_fix(
     gateway: Gateway, tmp_path: Path
 ) -> None:
-    from acp_server.doctor import check_kernel_backend
+    from acp_server.console.doctor import check_kernel_backend
     from agent_core import load_config
 
     result = await check_kernel_backend(load_config(_gateway_env(gateway, tmp_path, "wrong")))
@@ -321,7 +321,7 @@ async def test_doctor_backend_check_fails_on_a_wrong_token_with_the_fix(
 
 
 async def test_doctor_kernel_check_really_starts_a_gateway_kernel(gateway: Gateway, tmp_path: Path) -> None:
-    from acp_server.doctor import check_kernel
+    from acp_server.console.doctor import check_kernel
     from agent_core import load_config
 
     before = await _kernel_ids(gateway)

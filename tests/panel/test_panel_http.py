@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from acp_server.quiescence_file import write_quiescence
+from acp_server.sessions.quiescence_file import write_quiescence
 from agent_core.history.ownership import SessionOwnerLock
 from harness_store import HarnessStore
 

@@ -390,7 +390,7 @@ def test_a_standalone_panel_shows_a_session_of_another_process_busy_then_settled
 
 
 def test_a_session_closed_in_its_server_is_published_as_ended(in_server: InServer) -> None:
-    from acp_server.quiescence_file import read_quiescence
+    from acp_server.sessions.quiescence_file import read_quiescence
 
     client = in_server.client
     sid, _ = new_session(client, in_server.cwd)

@@ -1,0 +1,1 @@
+"""Slash commands: parsing, the runner, /kernel, /compact, /fork, /rewind, ..."""

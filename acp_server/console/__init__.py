@@ -1,0 +1,1 @@
+"""The console script's subcommands besides serve: setup, demo, doctor, sessions."""

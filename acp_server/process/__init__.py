@@ -1,0 +1,1 @@
+"""The server process: early answers before heavy imports, bytecode, import costs, watchdog."""

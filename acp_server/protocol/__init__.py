@@ -1,0 +1,1 @@
+"""JSON-RPC over stdio: transport, framing, method table, wire models, frames, errors."""

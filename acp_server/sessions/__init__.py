@@ -1,0 +1,1 @@
+"""Sessions bound to the connection: the session methods, their editor, ids, quiescence."""
