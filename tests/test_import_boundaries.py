@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = {"acp_server", "agent_core", "continual_eval", "harness_store", "kernel_bridge", "skills"}
+PROJECT = {
+    "acp_driver",
+    "acp_server",
+    "agent_core",
+    "continual_eval",
+    "harness_store",
+    "kernel_bridge",
+    "skills",
+}
 
 # package -> (project packages it may import, third-party top-level modules it may import)
 ALLOWED: dict[str, tuple[set[str], set[str]]] = {
@@ -22,9 +30,15 @@ ALLOWED: dict[str, tuple[set[str], set[str]]] = {
     # reads skill folders with harness_store.safe_read (stdlib only; the loader ships its source).
     "skills": ({"kernel_bridge", "harness_store"}, {"IPython"}),
     "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx", "mcp"}),
-    "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"}),
+    # The ACP client the demo, the eval and the tests share: standard library only.
+    "acp_driver": (set(), set()),
+    # The demo (acp_server/demo.py) drives the server through the shared client.
+    "acp_server": (
+        {"agent_core", "acp_driver"},
+        {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"},
+    ),
     # The eval drives the server as a client (a child process over stdio), never by importing it.
-    "continual_eval": ({"agent_core", "harness_store"}, set()),
+    "continual_eval": ({"acp_driver", "agent_core", "harness_store"}, set()),
 }
 # The console script is the composition root: it wires every package's subcommand together.
 COMPOSITION_ROOTS = {ROOT / "acp_server" / "cli.py"}
@@ -200,7 +214,7 @@ def test_cycle_checker_sees_a_cycle_and_ignores_type_checking_imports(tmp_path: 
     assert graph["pkg.c"] == set() and graph["pkg.d"] == {"pkg.c"}
 
 
-@pytest.mark.parametrize("package", ["acp_server", "agent_core/refinement"])
+@pytest.mark.parametrize("package", ["acp_driver", "acp_server", "agent_core/refinement"])
 def test_the_package_readme_names_every_module(package: str) -> None:
     readme = (ROOT / package / "README.md").read_text(encoding="utf-8")
     modules = [
