@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = {"acp_server", "agent_core", "continual_eval", "harness_store", "kernel_bridge", "skills"}
+PROJECT = {
+    "acp_driver",
+    "acp_server",
+    "agent_core",
+    "continual_eval",
+    "harness_store",
+    "kernel_bridge",
+    "skills",
+}
 
 # package -> (project packages it may import, third-party top-level modules it may import)
 ALLOWED: dict[str, tuple[set[str], set[str]]] = {
@@ -22,9 +30,15 @@ ALLOWED: dict[str, tuple[set[str], set[str]]] = {
     # reads skill folders with harness_store.safe_read (stdlib only; the loader ships its source).
     "skills": ({"kernel_bridge", "harness_store"}, {"IPython"}),
     "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx", "mcp"}),
-    "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"}),
+    # The ACP client the demo, the eval and the tests share: standard library only.
+    "acp_driver": (set(), set()),
+    # The demo (acp_server/console/demo.py) drives the server through the shared client.
+    "acp_server": (
+        {"agent_core", "acp_driver"},
+        {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"},
+    ),
     # The eval drives the server as a client (a child process over stdio), never by importing it.
-    "continual_eval": ({"agent_core", "harness_store"}, set()),
+    "continual_eval": ({"acp_driver", "agent_core", "harness_store"}, set()),
 }
 # The console script is the composition root: it wires every package's subcommand together.
 COMPOSITION_ROOTS = {ROOT / "acp_server" / "cli.py"}
@@ -261,7 +275,7 @@ def _code_folders(package: str) -> list[Path]:
     ]
 
 
-@pytest.mark.parametrize("package", ["acp_server", "agent_core/refinement"])
+@pytest.mark.parametrize("package", ["acp_driver", "acp_server", "agent_core/refinement"])
 def test_the_package_readme_names_every_module(package: str) -> None:
     """The package's README and each of its folders' READMEs name the modules and folders directly
     in it: acp_server's README is the map of its folders, each folder's README lists its modules."""

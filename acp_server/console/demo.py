@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import json
 import os
 import re
 import sys
@@ -21,6 +20,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+from acp_driver import AsyncClient, ClientCore, ClientError, ClientPolicy
 
 DEMO_TIMEOUT_S = 60.0
 EXIT_TIMEOUT_S = 30.0
@@ -53,84 +54,23 @@ class DemoFailed(Exception):
 
 
 class StdioClient:
-    """A minimal ACP client: JSON-RPC over a child's stdin/stdout, one line per message."""
+    """The shared ACP client on the server's stdio: permission "allow once", `fs/*` inside the
+    demo's project, updates to the transcript; its errors become `DemoFailed`."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, on_update: Callable[[dict[str, Any]], None]) -> None:
-        self._proc = proc
-        self._on_update = on_update
-        self._next_id = 0
-        self._closed = False
-        self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
-        self._reader = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        assert self._proc.stdout is not None
-        failure: Exception = DemoFailed("the server closed its stdout")
-        try:
-            while line := await self._proc.stdout.readline():
-                message = json.loads(line)
-                if "method" in message:
-                    await self._incoming(message)
-                elif message.get("id") in self._waiting:
-                    self._waiting.pop(message["id"]).set_result(message)
-                    # Let the requester print the response before the updates that follow it.
-                    await asyncio.sleep(0)
-        except Exception as exc:  # a bad line or a closed terminal: fail the waiting requests, not hang
-            failure = DemoFailed(f"reading the server failed: {type(exc).__name__}: {exc}")
-        self._closed = True
-        for future in self._waiting.values():
-            future.set_exception(failure)
-
-    async def _incoming(self, message: dict[str, Any]) -> None:
-        method, params = message["method"], message.get("params") or {}
-        if method == "session/update":
-            self._on_update(params)
-            return
-        if "id" not in message:
-            return  # other notifications (e.g. `_harness/quiescence`) need no answer
-        result: dict[str, Any]
-        if method == "session/request_permission":
-            allow = next(o for o in params["options"] if o["kind"] == "allow_once")
-            result = {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
-        elif method == "fs/read_text_file":
-            result = {"content": Path(params["path"]).read_text(encoding="utf-8")}
-        elif method == "fs/write_text_file":
-            Path(params["path"]).write_text(params["content"], encoding="utf-8")
-            result = {}
-        else:
-            await self._send(
-                {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": method}}
-            )
-            return
-        await self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
-
-    async def _send(self, message: dict[str, Any]) -> None:
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write((json.dumps(message) + "\n").encode())
-            await self._proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            raise DemoFailed("the server closed its stdin") from None
+    def __init__(
+        self, proc: asyncio.subprocess.Process, on_update: Callable[[dict[str, Any]], None], root: Path
+    ) -> None:
+        core = ClientCore(ClientPolicy(root=root))
+        self._client = AsyncClient(proc, core, on_update=on_update, exit_timeout=EXIT_TIMEOUT_S)
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        self._next_id += 1
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        if self._closed:
-            raise DemoFailed("the server closed its stdout")
-        self._waiting[self._next_id] = future
-        await self._send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
-        answer = await future  # bounded by the demo's overall timeout
-        if "error" in answer:
-            raise DemoFailed(f"{method} failed: {answer['error']}")
-        result: dict[str, Any] = answer["result"]
-        return result
+        try:
+            return await self._client.request(method, params)  # bounded by the demo's overall timeout
+        except ClientError as exc:
+            raise DemoFailed(str(exc)) from None
 
     async def close(self) -> int:
-        assert self._proc.stdin is not None
-        self._proc.stdin.close()
-        code = await asyncio.wait_for(self._proc.wait(), EXIT_TIMEOUT_S)
-        await self._reader
-        return code
+        return await self._client.close()
 
 
 _FENCE = re.compile(r"^(`{3,})[\w-]*\n(.*)\n\1$", re.DOTALL)
@@ -242,7 +182,7 @@ async def _demo(out: TextIO, server_argv: Sequence[str]) -> None:
                     env=env,
                     cwd=project,
                 )
-            client = StdioClient(proc, transcript.update)
+            client = StdioClient(proc, transcript.update, project)
             try:
                 await _conversation(client, transcript, str(project))
             except BaseException as exc:

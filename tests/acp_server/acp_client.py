@@ -16,14 +16,18 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import acp.schema as schema
 import server_zygote
+
+from acp_driver import AgentRequestError, BadLine, ClientCore, ClientPolicy, Incoming, Response, ThreadClient
+from acp_driver import RpcError as RpcError
+from acp_driver import select as select
+from acp_driver.policy import METHOD_NOT_FOUND, RESOURCE_NOT_FOUND
 
 SERVER_ARGV = [sys.executable, "-m", "acp_server"]
 
@@ -44,14 +48,6 @@ AGENT_REQUEST_MODELS = {
     "fs/read_text_file": "ReadTextFileRequest",
     "fs/write_text_file": "WriteTextFileRequest",
 }
-
-
-class RpcError(Exception):
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(f"{error.get('code')}: {error.get('message')}")
-        self.code = error.get("code")
-        self.message = error.get("message")
-        self.data = error.get("data")
 
 
 @dataclass
@@ -208,8 +204,52 @@ def check_v2(name: str, payload: Any) -> str | None:
 PermissionPolicy = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def select(option_id: str) -> PermissionPolicy:
-    return lambda params: {"outcome": {"outcome": "selected", "optionId": option_id}}
+class _TestPolicy(ClientPolicy):
+    """The shared client's answers, steered by the test through the client's attributes: the
+    permission policy, holding prompts open, an in-memory file system, the elicitation answer. Every
+    agent request is recorded, and every answer is checked against the schema."""
+
+    def __init__(self, client: AcpClient) -> None:
+        super().__init__()
+        self.client = client
+
+    def answer(self, request: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self.client._cond:
+            self.client.agent_requests.append(dict(request))
+        result = super().answer(request)
+        method, problem = request.get("method"), None
+        if result is not None and method == "session/request_permission":
+            problem = check_model("RequestPermissionResponse", result)
+        elif result is not None and method == "elicitation/create":
+            problem = sdk_schema_problem(SDK_V1_SCHEMA, "CreateElicitationResponse", result, "v1")
+        if problem:
+            self.client.violations.append(problem)
+        return result
+
+    def request_permission(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        if self.client.hold_permissions:
+            return None
+        return self.client.permission_policy(params)
+
+    def read_text_file(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        path = params["path"]
+        if path not in self.client.files:
+            raise AgentRequestError(RESOURCE_NOT_FOUND, f"no {path}")
+        return {"content": self.client.files[path]}
+
+    def write_text_file(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        self.client.files[params["path"]] = params["content"]
+        return {}
+
+    def create_elicitation(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        if self.client.elicitation_policy is None:
+            return self.unknown("elicitation/create", params)
+        if self.client.hold_permissions:
+            return None
+        return self.client.elicitation_policy(params)
+
+    def unknown(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        raise AgentRequestError(METHOD_NOT_FOUND, "Method not found")
 
 
 class AcpClient:
@@ -245,38 +285,30 @@ class AcpClient:
         self.hold_permissions = False  # when True, permission requests (and forms) stay unanswered
         # `elicitation/create` answers (a client that advertised `elicitation.form`); None: -32601.
         self.elicitation_policy: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-        self._cond = threading.Condition()
         self._seq = 0
-        self._next_id = 0
-        self._methods: dict[Any, str] = {}
-        self._write_lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        # Framing, ids, request matching and the answers to the agent come from the shared client;
+        # this class adds the schema checks, the frame list tests wait on, and the launch.
+        self.core = ClientCore(_TestPolicy(self))
+        self.transport = ThreadClient(
+            self.proc.stdin, self.proc.stdout, self.core, on_incoming=self._received
+        )
+        self._cond = self.transport.cond
+        self._reader = self.transport.reader
+        self.transport.start()
 
     # ------------------------------------------------------------ sending
 
     def send_raw(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        with self._write_lock:
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
+        self.transport.send_raw(data)
 
     def send(self, message: dict[str, Any]) -> None:
-        self.send_raw((json.dumps(message) + "\n").encode())
+        self.transport.send(message)
 
     def start_request(self, method: str, params: Any = None, *, request_id: Any = None) -> Any:
-        if request_id is None:
-            self._next_id += 1
-            request_id = self._next_id
-        self._methods[json.dumps(request_id)] = method
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.send(message)
-        return request_id
+        return self.transport.start_request(method, params, request_id=request_id)
 
     def notify(self, method: str, params: Any) -> None:
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+        self.transport.notify(method, params)
 
     def request(self, method: str, params: Any = None, *, timeout: float = 60.0) -> Any:
         return self.result(self.start_request(method, params), timeout=timeout)
@@ -373,31 +405,22 @@ class AcpClient:
 
     # ------------------------------------------------------------ reading
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                message = None
-            if not isinstance(message, dict) or not raw.endswith(b"\n"):
-                with self._cond:
-                    self.garbage.append(raw)
-                    self._cond.notify_all()
-                continue
-            self._validate(message)
+    def _received(self, item: Incoming) -> None:
+        """Each line the server wrote, on the reader thread, in order (before any answer)."""
+        if isinstance(item, BadLine):
             with self._cond:
-                self._seq += 1
-                self.frames.append(Frame(self._seq, message))
+                self.garbage.append(item.raw)
                 self._cond.notify_all()
-            if "method" in message and "id" in message:
-                threading.Thread(target=self._answer, args=(message,), daemon=True).start()
+            return
+        self._validate(item.message, item.method if isinstance(item, Response) else None)
         with self._cond:
+            self._seq += 1
+            self.frames.append(Frame(self._seq, item.message))
             self._cond.notify_all()
 
-    def _validate(self, message: dict[str, Any]) -> None:
+    def _validate(self, message: dict[str, Any], request_method: str | None) -> None:
         if self.v2:
-            self._validate_v2(message)
+            self._validate_v2(message, request_method)
             return
         problems: list[str] = []
         if message.get("jsonrpc") != "2.0":
@@ -449,7 +472,6 @@ class AcpClient:
                 ):
                     problems.append(f"malformed error object: {message}")
             else:
-                request_method = self._methods.get(json.dumps(message.get("id")))
                 model = RESPONSE_MODELS.get(request_method or "")
                 if model:
                     problem = check_model(model, message.get("result"))
@@ -459,7 +481,7 @@ class AcpClient:
             with self._cond:
                 self.violations.extend(problems)
 
-    def _validate_v2(self, message: dict[str, Any]) -> None:
+    def _validate_v2(self, message: dict[str, Any], request_method: str | None) -> None:
         method, problem = message.get("method"), None
         if message.get("jsonrpc") != "2.0":
             problem = f"bad envelope: {message}"
@@ -470,57 +492,11 @@ class AcpClient:
         elif method is not None and not method.startswith(("_", "$/")):
             problem = f"unexpected method from server: {method}"
         elif method is None and "result" in message:
-            model = V2_RESPONSES.get(self._methods.get(json.dumps(message.get("id"))) or "")
+            model = V2_RESPONSES.get(request_method or "")
             problem = check_v2(model, message["result"]) if model else None
         if problem:
             with self._cond:
                 self.violations.append(problem)
-
-    def _answer(self, message: dict[str, Any]) -> None:
-        method, params = message["method"], message.get("params") or {}
-        with self._cond:
-            self.agent_requests.append(message)
-        result: Any
-        if method == "session/request_permission":
-            if self.hold_permissions:
-                return
-            result = self.permission_policy(params)
-        elif method == "fs/read_text_file":
-            path = params["path"]
-            if path not in self.files:
-                self.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": message["id"],
-                        "error": {"code": -32002, "message": f"no {path}"},
-                    }
-                )
-                return
-            result = {"content": self.files[path]}
-        elif method == "fs/write_text_file":
-            self.files[params["path"]] = params["content"]
-            result = {}
-        elif method == "elicitation/create" and self.elicitation_policy is not None:
-            if self.hold_permissions:
-                return
-            result = self.elicitation_policy(params)
-        else:
-            self.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": message["id"],
-                    "error": {"code": -32601, "message": "Method not found"},
-                }
-            )
-            return
-        problem = None
-        if method == "session/request_permission":
-            problem = check_model("RequestPermissionResponse", result)
-        elif method == "elicitation/create":
-            problem = sdk_schema_problem(SDK_V1_SCHEMA, "CreateElicitationResponse", result, "v1")
-        if problem:
-            self.violations.append(problem)
-        self.send({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
     def answer_permission(self, request: dict[str, Any], result: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
