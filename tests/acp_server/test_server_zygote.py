@@ -64,7 +64,10 @@ def test_the_exec_launch_tests_start_real_processes(monkeypatch: pytest.MonkeyPa
 def _launch(tmp_path: Path, *args: str, **popen: object) -> subprocess.Popen[bytes]:
     env = {**os.environ, **server_env(tmp_path / "home")}
     return subprocess.Popen(
-        [*server_zygote.server_command(), *args], env=env, cwd=tmp_path, **popen  # type: ignore[call-overload]
+        [*server_zygote.server_command(), *args],
+        env=env,
+        cwd=tmp_path,
+        **popen,  # type: ignore[call-overload]
     )
 
 
@@ -148,6 +151,8 @@ def test_the_launcher_without_its_zygote_says_so_and_fails(tmp_path: Path) -> No
     )
 
 
-def test_the_launcher_is_the_server_command_only_where_servers_are_forked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_launcher_is_the_server_command_only_where_servers_are_forked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("CONTINUAL_ACP_TEST_LAUNCH", "exec")
     assert server_zygote.server_command() == [sys.executable, "-m", "acp_server"]
