@@ -35,18 +35,19 @@ import sys
 from typing import NoReturn
 
 _NAME = "zygote_launch"
-_pidfd = -1  # the server's, once the zygote has said its pid
+_conn: socket.socket | None = None  # to the zygote, once it has said the server's pid
 _pending: list[int] = []  # signals that arrived before it had
 
 
 def _forward(signum: int, _frame: object) -> None:
-    if _pidfd < 0:
+    # The zygote sends it on: it holds the server's pidfd until it has reaped it (no reused pid).
+    if _conn is None:
         _pending.append(signum)
         return
     try:
-        signal.pidfd_send_signal(_pidfd, signum)
-    except ProcessLookupError:
-        pass  # it has just exited: its status is on its way
+        _conn.sendall(f"signal {signum}\n".encode())
+    except OSError:
+        pass  # the zygote is gone: the loop below says so
 
 
 def _fail(message: str) -> NoReturn:
@@ -91,7 +92,7 @@ def _copy(fd: int) -> bool:
 
 def _run(path: str, args: list[str]) -> int:
     """The server's returncode (-N: killed by signal N)."""
-    global _pidfd
+    global _conn
     err_out, err_in = os.pipe()
     conn = _connect(path, args, err_in)
     os.close(err_in)
@@ -105,7 +106,7 @@ def _run(path: str, args: list[str]) -> int:
     said = b""
     err_open = True
     while True:
-        watch = [conn, err_out] if err_open else [conn]
+        watch: list[socket.socket | int] = [conn, err_out] if err_open else [conn]
         ready, _, _ = select.select(watch, [], [])
         if err_out in ready:
             err_open = _copy(err_out)
@@ -119,7 +120,7 @@ def _run(path: str, args: list[str]) -> int:
             line, said = said.split(b"\n", 1)
             word, _, value = line.decode().partition(" ")
             if word == "pid":
-                _pidfd = os.pidfd_open(int(value))
+                _conn = conn
                 for signum in _pending:
                     _forward(signum, None)
             elif word == "exit":

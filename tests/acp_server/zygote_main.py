@@ -15,9 +15,10 @@ Protocol, one Unix stream connection per server: the client sends one JSON line 
 with the server's stdin, stdout and stderr as SCM_RIGHTS; the zygote answers `pid <n>\\n` once the
 child exists and `exit <returncode>\\n` (Popen's convention: -N for signal N) when it has reaped it.
 A request with `"owned": true` (zygote_launch.py, a foreign client's server command) ties the server
-to its connection: when the connection closes before the server exits (the launcher was killed), the
-zygote kills the server, as a kill of an exec'd server's process group would have; so does the
-zygote's own exit. The zygote exits when its own stdin (a pipe from the pytest worker) closes.
+to its connection: the client may send `signal <n>\\n` lines, which the zygote sends on to the server
+(it holds the server's pidfd until it has reaped it, so a signal never reaches a reused pid), and when
+the connection closes before the server exits (the launcher was killed), the zygote kills the server,
+as a kill of an exec'd server's process group would have; so does the zygote's own exit. The zygote exits when its own stdin (a pipe from the pytest worker) closes.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
     selector.register(sys.stdin.fileno(), selectors.EVENT_READ, ("stdin", None))
     owned: dict[int, int] = {}  # pid -> pidfd of the live servers whose connection owns them
     watched: dict[int, socket.socket] = {}  # pid -> its owning connection, while the selector has it
+    unread: dict[int, bytes] = {}  # pid -> the start of a line its connection has not finished
     while True:
         for key, _ in selector.select():
             kind, payload = key.data
@@ -90,10 +92,19 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                     return None
             elif kind == "owner":
                 pid = payload
-                if pid in watched and not _still_connected(watched[pid]):
+                if pid not in watched:
+                    continue  # reaped earlier in this batch
+                chunk = _receive(watched[pid])
+                if not chunk:
                     # The launcher is gone (killed): its server goes too, as in its process group.
                     selector.unregister(watched.pop(pid))
                     _kill(owned[pid])
+                    continue
+                *lines, unread[pid] = (unread.get(pid, b"") + chunk).split(b"\n")
+                for line in lines:
+                    word, _, number = line.decode(errors="replace").partition(" ")
+                    if word == "signal" and number.isdigit():
+                        _kill(owned[pid], int(number))
             elif kind == "listen":
                 conn, _ = listener.accept()
                 try:
@@ -119,6 +130,7 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                 pid, conn = payload
                 selector.unregister(key.fd)
                 owned.pop(pid, None)
+                unread.pop(pid, None)
                 if pid in watched:
                     selector.unregister(watched.pop(pid))
                 os.close(key.fd)
@@ -130,19 +142,19 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                 conn.close()
 
 
-def _kill(pidfd: int) -> None:
+def _kill(pidfd: int, signum: int = signal.SIGKILL) -> None:
     try:
-        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # already gone
+        signal.pidfd_send_signal(pidfd, signum)
+    except (ProcessLookupError, ValueError):
+        pass  # already gone (or no such signal)
 
 
-def _still_connected(conn: socket.socket) -> bool:
-    """False once the peer has closed (EOF or a reset); bytes it sent are read and dropped."""
+def _receive(conn: socket.socket) -> bytes:
+    """What the peer sent; b"" once it has closed (EOF or a reset)."""
     try:
-        return bool(conn.recv(4096))
+        return conn.recv(4096)
     except OSError:
-        return False
+        return b""
 
 
 def _become_server(request: dict[str, Any], fds: list[int]) -> None:
