@@ -84,7 +84,8 @@ def _copy(fd: int) -> bool:
     if not chunk:
         return False
     try:
-        os.write(2, chunk)
+        while chunk:  # a signal handler can cut a write short
+            chunk = chunk[os.write(2, chunk) :]
     except OSError:
         pass  # our stderr is gone: the server's output has nowhere to go, as with exec
     return True
