@@ -2,6 +2,7 @@
 
 continual-acp eval [SUITE] [--tasks a,b] [--sessions K] [--arms learning,frozen] [--out DIR]
                    [--mode task|stream] [--orders N] [--seeds N] [--temperature T] [--jobs N] [--resume]
+                   [--server-command "CMD ARGS"]
                    (--scripted | --base-url URL --model ID [--refine-model ID])
 continual-acp eval --without r-<id> --from RUN_DIR [--out DIR] [--scripted | --base-url ...]
 continual-acp eval report RUN_DIR [RUN_DIR ...]
@@ -12,6 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -76,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
         help="extra environment for the server (e.g. CONTINUAL_ACP_ACTION_FORMAT=text); repeatable",
     )
     parser.add_argument(
+        "--server-command",
+        metavar='"CMD ARGS"',
+        help="the command that starts a server, split as a shell splits words (nothing is run through a "
+        "shell); the eval appends the server's arguments, for every session's server and for its "
+        "`harness` calls. Paths in ARGS are read from the task's repository: make them absolute "
+        "(default: this interpreter's `python -m acp_server`)",
+    )
+    parser.add_argument(
         "--without", metavar="REFINEMENT_ID", help="replay the task with this refinement removed"
     )
     parser.add_argument("--from", dest="from_run", type=Path, help="the run whose harness --without replays")
@@ -129,6 +140,29 @@ def _endpoint(args: argparse.Namespace) -> Endpoint:
     )
     _check_reachable(base_url, api_key)
     return endpoint
+
+
+def _server_argv(given: str | None) -> tuple[str, ...]:
+    """`--server-command` as an argv, its program checked (and a relative path made absolute: the
+    servers run in the task's repository) before anything runs."""
+    if given is None:
+        return (sys.executable, "-m", "acp_server")
+    try:
+        argv = shlex.split(given)
+    except ValueError as exc:
+        raise TaskError(f"--server-command {given!r}: {exc}") from None
+    if not argv:
+        raise TaskError("--server-command is empty; give the command that starts a server")
+    program = argv[0]
+    if os.sep in program:
+        found: str | None = os.path.abspath(program)
+        if not (os.path.isfile(program) and os.access(program, os.X_OK)):
+            found = None
+    else:
+        found = shutil.which(program)
+    if found is None:
+        raise TaskError(f"--server-command: {program!r} is not an executable program (or not on PATH)")
+    return (found, *argv[1:])
 
 
 def _configured() -> AgentConfig:
@@ -214,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args = _parser().parse_args(argv)
     try:
+        server_argv = _server_argv(args.server_command)
         endpoint = _endpoint(args)
         suite = _suite(args.suite)
         only = [n.strip() for n in args.tasks.split(",") if n.strip()]
@@ -293,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sessions=args.sessions,
         max_turn_requests=args.max_turn_requests,
         prompt_timeout=args.prompt_timeout,
+        server_argv=server_argv,
         keep_work=args.keep_work,
         progress=lambda line: print(line, file=sys.stderr, flush=True),
         mode=args.mode,

@@ -7,7 +7,8 @@ The run is cut into **units**, each an independent sequence of sessions with its
 * stream mode (`mode="stream"`): one unit per (order, arm, seed): the suite's tasks in that order,
   one session each, with ONE harness, then every task again in the same order (round 2).
 
-Each session is one server process (`python -m acp_server`, as an editor launches it): initialize,
+Each session is one server process (`python -m acp_server`, as an editor launches it, or the
+`--server-command` given; `server_argv`, also what runs the `harness` CLI calls): initialize,
 session/new in the task's repository (built fresh from the task, or once per unit with
 `reset = "arm"` in per-task mode), the prompt, then, in arms that refine, `/refine --global`, then end
 of input. The checker runs after the server has exited. Units share nothing, so `jobs > 1` runs them
@@ -41,6 +42,7 @@ import asyncio
 import json
 import os
 import random
+import shlex
 import shutil
 import subprocess
 import sys
@@ -192,7 +194,10 @@ def _cli(
     argv: Sequence[str], env: dict[str, str], server_argv: Sequence[str]
 ) -> subprocess.CompletedProcess[str]:
     """`continual-acp <argv>` as a process, with the arm's data dir (the same program as the server)."""
-    return subprocess.run([*server_argv, *argv], env=env, capture_output=True, text=True, timeout=120)
+    try:
+        return subprocess.run([*server_argv, *argv], env=env, capture_output=True, text=True, timeout=120)
+    except OSError as exc:
+        raise TaskError(f"the server command {shlex.join(server_argv)} cannot be started: {exc}") from None
 
 
 def _prepare_harness(
@@ -541,9 +546,14 @@ async def _run_step(
         (folder / "model.jsonl").open("w", encoding="utf-8") as model_log,
     ):
         proxy.set_log(model_log, task=task.name, arm=plan.name, session=step.session)
-        client = await AcpStdioClient.spawn(
-            options.server_argv, env=env, cwd=repo, frames=frames, stderr=stderr
-        )
+        try:
+            client = await AcpStdioClient.spawn(
+                options.server_argv, env=env, cwd=repo, frames=frames, stderr=stderr
+            )
+        except OSError as exc:  # the program vanished or cannot run: no session can, so the run stops
+            raise TaskError(
+                f"the server command {shlex.join(options.server_argv)} cannot be started: {exc}"
+            ) from None
         try:
             await _session(client, task, plan, prompt, repo, meta)
         except ClientError as exc:

@@ -9,6 +9,10 @@ what a fork cannot show: the referee's and the hostile repository's tests (they 
 `/proc` entries and its environment block, and count its parent), tests of the launch itself
 (marked `exec_launch`), any other argv, and every server when `CONTINUAL_ACP_TEST_LAUNCH=exec` (the
 suite's stall benchmark sets it: an import stall is one of the stalls it reports).
+
+A client the suite does not drive through `launch()` (the eval's runner, the Node SDK's conformance
+clients) gets `server_command()`: the launcher zygote_launch.py, an exec'd stdlib stub that has the
+same zygote fork its server, under the same rule.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 _MAIN = Path(__file__).with_name("zygote_main.py")
+_LAUNCH = Path(__file__).with_name("zygote_launch.py")
 _lock = threading.Lock()
 _zygote: _Zygote | None = None
 
@@ -38,6 +43,16 @@ def uses_zygote(argv: list[str] | None) -> bool:
     if not forking_allowed or os.environ.get("CONTINUAL_ACP_TEST_LAUNCH") == "exec":
         return False
     return argv is None or argv[:3] == [sys.executable, "-m", "acp_server"]
+
+
+def server_command() -> list[str]:
+    """The server command to give a client that starts servers itself (the eval's runner, the Node
+    conformance clients): the launcher (zygote_launch.py) on this worker's zygote when
+    `uses_zygote(None)`, else `python -m acp_server`. The client appends the server's arguments."""
+    if not uses_zygote(None):
+        return [sys.executable, "-m", "acp_server"]
+    # -I -S: the launcher needs the standard library only; no site-packages scan at each start.
+    return [sys.executable, "-I", "-S", str(_LAUNCH), _the_zygote().path]
 
 
 class _Zygote:

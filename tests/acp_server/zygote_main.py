@@ -14,7 +14,11 @@ zygote's), and a parent that is the test process.
 Protocol, one Unix stream connection per server: the client sends one JSON line `{argv, env, cwd}`
 with the server's stdin, stdout and stderr as SCM_RIGHTS; the zygote answers `pid <n>\\n` once the
 child exists and `exit <returncode>\\n` (Popen's convention: -N for signal N) when it has reaped it.
-The zygote exits when its own stdin (a pipe from the pytest worker) closes.
+A request with `"owned": true` (zygote_launch.py, a foreign client's server command) ties the server
+to its connection: the client may send `signal <n>\\n` lines, which the zygote sends on to the server
+(it holds the server's pidfd until it has reaped it, so a signal never reaches a reused pid), and when
+the connection closes before the server exits (the launcher was killed), the zygote kills the server,
+as a kill of an exec'd server's process group would have; so does the zygote's own exit. The zygote exits when its own stdin (a pipe from the pytest worker) closes.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import selectors
+import signal
 import socket
 import sys
 from typing import Any
@@ -74,12 +79,32 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, ("listen", None))
     selector.register(sys.stdin.fileno(), selectors.EVENT_READ, ("stdin", None))
+    owned: dict[int, int] = {}  # pid -> pidfd of the live servers whose connection owns them
+    watched: dict[int, socket.socket] = {}  # pid -> its owning connection, while the selector has it
+    unread: dict[int, bytes] = {}  # pid -> the start of a line its connection has not finished
     while True:
         for key, _ in selector.select():
             kind, payload = key.data
             if kind == "stdin":
                 if not os.read(sys.stdin.fileno(), 4096):
+                    for pidfd in owned.values():
+                        _kill(pidfd)
                     return None
+            elif kind == "owner":
+                pid = payload
+                if pid not in watched:
+                    continue  # reaped earlier in this batch
+                chunk = _receive(watched[pid])
+                if not chunk:
+                    # The launcher is gone (killed): its server goes too, as in its process group.
+                    selector.unregister(watched.pop(pid))
+                    _kill(owned[pid])
+                    continue
+                *lines, unread[pid] = (unread.get(pid, b"") + chunk).split(b"\n")
+                for line in lines:
+                    word, _, number = line.decode(errors="replace").partition(" ")
+                    if word == "signal" and number.isdigit():
+                        _kill(owned[pid], int(number))
             elif kind == "listen":
                 conn, _ = listener.accept()
                 try:
@@ -97,9 +122,17 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                 pidfd = os.pidfd_open(pid)
                 selector.register(pidfd, selectors.EVENT_READ, ("child", (pid, conn)))
                 conn.sendall(f"pid {pid}\n".encode())
+                if request.get("owned"):
+                    owned[pid] = pidfd
+                    watched[pid] = conn
+                    selector.register(conn, selectors.EVENT_READ, ("owner", pid))
             else:  # a child exited
                 pid, conn = payload
                 selector.unregister(key.fd)
+                owned.pop(pid, None)
+                unread.pop(pid, None)
+                if pid in watched:
+                    selector.unregister(watched.pop(pid))
                 os.close(key.fd)
                 _, status = os.waitpid(pid, 0)
                 try:
@@ -107,6 +140,21 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]] | None:
                 except OSError:
                     pass
                 conn.close()
+
+
+def _kill(pidfd: int, signum: int = signal.SIGKILL) -> None:
+    try:
+        signal.pidfd_send_signal(pidfd, signum)
+    except (ProcessLookupError, ValueError):
+        pass  # already gone (or no such signal)
+
+
+def _receive(conn: socket.socket) -> bytes:
+    """What the peer sent; b"" once it has closed (EOF or a reset)."""
+    try:
+        return conn.recv(4096)
+    except OSError:
+        return b""
 
 
 def _become_server(request: dict[str, Any], fds: list[int]) -> None:

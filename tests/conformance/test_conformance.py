@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import server_zygote
 from system_deps import requires
 
 HERE = Path(__file__).resolve().parent
@@ -284,7 +285,7 @@ def session_report(tmp_path_factory: pytest.TempPathFactory, http_mcp_url: str) 
         "env": [{"name": "CONTINUAL_ACP_TEST_MARK", "value": marker}],
     }
     plan = {
-        "agent": [sys.executable, "-m", "acp_server"],
+        "agent": server_zygote.server_command(),
         "cwd": str(workdir),
         "mcpServers": [stdio_mcp, {"type": "http", "name": "web-tools", "url": http_mcp_url, "headers": []}],
         "mcp": {

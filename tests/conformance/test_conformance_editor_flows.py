@@ -12,10 +12,10 @@ what the scripted model received.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import pytest
+import server_zygote
 from system_deps import requires
 from test_conformance import NODE, _node, assert_run_clean, node_env
 
@@ -97,7 +97,7 @@ def flows_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     ]
     config = tmp_path / "config.toml"
     config.write_text('refine_review = "always"\nauto_refine_every = 0\n', encoding="utf-8")
-    plan = {"agent": [sys.executable, "-m", "acp_server"], "cwd": str(workdir), **PLAN}
+    plan = {"agent": server_zygote.server_command(), "cwd": str(workdir), **PLAN}
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(plan), encoding="utf-8")
     with ScriptedModelServer(script) as model:

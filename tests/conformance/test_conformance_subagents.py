@@ -7,9 +7,9 @@ against the JSON schema the npm package ships; this test scripts parent and chil
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+import server_zygote
 from system_deps import requires
 from test_conformance import NODE, _node, assert_run_clean, node_env
 
@@ -32,7 +32,7 @@ def test_official_sdk_client_sees_a_subagent_card_end_with_the_childs_answer(tmp
     routes = {"[[conformance-child]]": [tool_call("print('child kernel ok')"), text("hello from the helper")]}
     script = [tool_call(PARENT_CELL, title="Delegate a greeting"), text("The helper said hello.")]
     plan = {
-        "agent": [sys.executable, "-m", "acp_server"],
+        "agent": server_zygote.server_command(),
         "cwd": str(workdir),
         "prompt": "Ask a helper to say hello",
         "child": "helper",

@@ -5,12 +5,12 @@ v2 draft schema the npm package ships; this test scripts the model."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import server_zygote
 from system_deps import requires
 from test_conformance import NODE, _node, assert_run_clean, node_env
 
@@ -56,7 +56,7 @@ def test_the_official_v2_client_sees_the_prompt_acknowledged_its_states_and_the_
     ]
     steered = tmp_path / "steered"
     plan = {
-        "agent": [sys.executable, "-m", "acp_server"],
+        "agent": server_zygote.server_command(),
         "cwd": str(workdir),
         "first": "We always run `make check`.",
         "second": "set x",

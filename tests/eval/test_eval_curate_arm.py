@@ -8,11 +8,13 @@ stay cheap."""
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import server_zygote
 
 from harness_store import HarnessStore
 
@@ -31,6 +33,7 @@ def test_the_curate_arm_merges_a_learned_duplicate_out_of_the_prompt_between_ses
         [
             sys.executable, "-m", "acp_server", "eval", "--scripted", str(SUITE), "--mode", "stream",
             "--orders", "1", "--arms", "learning+curate", "--out", str(out),
+            "--server-command", shlex.join(server_zygote.server_command()),
         ],
         capture_output=True,
         text=True,

@@ -33,6 +33,19 @@ TASKS = Path(__file__).parent / "tasks"
         (["--scripted", "--jobs", "0"], "--jobs must be at least 1"),
         (["--scripted", "--resume"], "--resume needs --out RUN_DIR"),
         (["--scripted", "--mode", "stream", "--without", "r-1"], "--without replays one task's sessions"),
+        (["--scripted", "--server-command", ""], "--server-command is empty"),
+        (
+            ["--scripted", "--server-command", "python 'x"],
+            '--server-command "python \'x": No closing quotation',
+        ),
+        (
+            ["--scripted", "--server-command", "no-such-server --stdio"],
+            "--server-command: 'no-such-server' is not an executable program (or not on PATH)",
+        ),
+        (
+            ["--scripted", "--server-command", "./no/such/server"],
+            "--server-command: './no/such/server' is not an executable program",
+        ),
     ],
 )
 def test_bad_arguments_are_an_error_naming_what_is_wrong(
@@ -101,6 +114,44 @@ def test_a_server_that_dies_at_start_is_a_failed_session_with_its_error_and_the_
     folder = tmp_path / "out" / "traces" / "bad-lesson" / "frozen" / "session-1"
     assert json.loads((folder / "session.json").read_text())["exit_code"] == 3
     assert (folder / "server.log").read_text() == "boom\n"
+
+
+def test_the_server_command_option_starts_every_server_and_harness_call_of_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A "server" that logs its arguments and dies: each session's server.log shows what was run.
+    server = tmp_path / "server.py"
+    server.write_text("import sys\nsys.stderr.write(' '.join(sys.argv[1:]) + '\\n')\nsys.exit(3)\n")
+    command = f"{sys.executable} {server} --as-given"
+    out = tmp_path / "out"
+    argv = [str(TASKS / "bad-lesson"), "--scripted", "--arms", "frozen", "--sessions", "1"]
+    assert main([*argv, "--server-command", command, "--out", str(out)]) == 0
+    folder = out / "traces" / "bad-lesson" / "frozen" / "session-1"
+    assert (folder / "server.log").read_text() == "--as-given\n"
+    assert json.loads((folder / "session.json").read_text())["exit_code"] == 3
+    # The seeded arm's `harness import` goes through the same command (and its failure is reported).
+    task = tmp_path / "seeded"
+    task.mkdir()
+    (task / "task.toml").write_text((TASKS / "bad-lesson" / "task.toml").read_text())
+    seed = {"edits": [{"action": "create", "kind": "memory", "title": "Seed", "content": "A."}]}
+    (task / "seed.json").write_text(json.dumps(seed))
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                str(task),
+                "--scripted",
+                "--arms",
+                "seeded",
+                "--server-command",
+                command,
+                "--out",
+                str(tmp_path / "s"),
+            ]
+        )
+        == 2
+    )
+    assert "the harness import failed: --as-given harness import" in capsys.readouterr().err
 
 
 def test_the_seeded_arm_starts_each_session_from_the_tasks_seed_harness(tmp_path: Path) -> None:

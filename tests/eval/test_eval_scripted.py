@@ -8,6 +8,7 @@ checker and the step count show it), not any model's quality.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import server_zygote
 
 from continual_eval.measure import measure_session
 from continual_eval.scripted import harness_section
@@ -27,8 +29,15 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def _eval(*args: str, timeout: float = 540) -> subprocess.CompletedProcess[str]:
+    # Servers forked from the worker's zygote where the suite forks servers (server_zygote.py).
+    server = (
+        [] if args[:1] == ("report",) else ["--server-command", shlex.join(server_zygote.server_command())]
+    )
     return subprocess.run(
-        [sys.executable, "-m", "acp_server", "eval", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "acp_server", "eval", *args, *server],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import server_zygote
 
 SUITE = Path(__file__).parent / "stream-suite"
 ARGS = ("--scripted", str(SUITE), "--mode", "stream", "--orders", "1", "--arms", "learning,frozen")
@@ -26,7 +28,19 @@ pytestmark = pytest.mark.timeout(600)
 
 
 def _command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "acp_server", "eval", *args]
+    # The eval's servers fork from the worker's zygote where the suite forks servers (server_zygote.py).
+    # The run this file kills (its process group, SIGKILL) takes its servers with it all the same: the
+    # launchers are in that group, the zygote kills a dead launcher's server, and a server's stderr
+    # (server.log) goes through its launcher, so nothing of the killed run is written after it died.
+    return [
+        sys.executable,
+        "-m",
+        "acp_server",
+        "eval",
+        *args,
+        "--server-command",
+        shlex.join(server_zygote.server_command()),
+    ]
 
 
 def _comparable(out: Path) -> str:

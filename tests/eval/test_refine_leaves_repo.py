@@ -8,11 +8,13 @@ eval puts the repository back after `/refine`, so the checker judges only what t
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import server_zygote
 
 TASK = Path(__file__).parent / "tasks" / "skill-writes"
 pytestmark = pytest.mark.timeout(600)
@@ -24,7 +26,7 @@ def test_a_skill_check_writing_into_the_task_repository_does_not_change_what_the
     out = tmp_path / "run"
     done = subprocess.run(
         [sys.executable, "-m", "acp_server", "eval", str(TASK), "--scripted", "--arms", "learning",
-         "--out", str(out)],
+         "--out", str(out), "--server-command", shlex.join(server_zygote.server_command())],
         capture_output=True, text=True, timeout=540,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
