@@ -9,22 +9,38 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROJECT = {"acp_server", "agent_core", "continual_eval", "harness_store", "kernel_bridge", "skills"}
+PROJECT = {
+    "acp_server",
+    "agent_core",
+    "continual_eval",
+    "harness_store",
+    "host_base",
+    "kernel_bridge",
+    "skills",
+}
 
 # package -> (project packages it may import, third-party top-level modules it may import)
 ALLOWED: dict[str, tuple[set[str], set[str]]] = {
-    "harness_store": (set(), {"pydantic", "pydantic_core", "typing_extensions"}),
+    # The lowest layer (private atomic files, private dirs, pid identity, process groups): stdlib only.
+    "host_base": (set(), set()),
+    "harness_store": ({"host_base"}, {"pydantic", "pydantic_core", "typing_extensions"}),
     "kernel_bridge": (
-        set(),
+        {"host_base"},
         {"jupyter_client", "jupyter_core", "zmq", "dill", "anyio", "IPython", "ipykernel", "aiohttp"},
     ),
     # Kernel-side code: it reaches the host only through kernel_bridge's kernel-side client; it
     # reads skill folders with harness_store.safe_read (stdlib only; the loader ships its source).
     "skills": ({"kernel_bridge", "harness_store"}, {"IPython"}),
-    "agent_core": ({"harness_store", "kernel_bridge"}, {"openai", "anyio", "pydantic", "httpx", "mcp"}),
-    "acp_server": ({"agent_core"}, {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"}),
+    "agent_core": (
+        {"harness_store", "host_base", "kernel_bridge"},
+        {"openai", "anyio", "pydantic", "httpx", "mcp"},
+    ),
+    "acp_server": (
+        {"agent_core", "host_base"},
+        {"acp", "jsonrpcserver", "anyio", "pydantic", "jsonschema", "aiohttp"},
+    ),
     # The eval drives the server as a client (a child process over stdio), never by importing it.
-    "continual_eval": ({"agent_core", "harness_store"}, set()),
+    "continual_eval": ({"agent_core", "harness_store", "host_base"}, set()),
 }
 # The console script is the composition root: it wires every package's subcommand together.
 COMPOSITION_ROOTS = {ROOT / "acp_server" / "cli.py"}

@@ -2,12 +2,14 @@
 
 `write_atomic` replaces a file so a reader sees the old bytes or the new ones, never a mix: the
 bytes go to a temp file in the same directory (created 0600, never following a link), are flushed
-and fsynced, get their final mode, and are renamed over the target; on any failure the temp file
-is removed and the error raised. `private_dir` creates a directory and its missing parents 0700
+and (unless told not to) fsynced, get their final mode, and are renamed over the target, which
+replaces a symlink standing there instead of writing through it; on any failure the temp file is
+removed and the error raised. `write_atomic_with` is the same for a writer that streams into the
+temp file (a large copy). `private_dir` creates a directory and its missing parents 0700
 (`mkdir(parents=True)` gives the mode to the last one only).
 
-The harness, the agent and the server keep their private state through these (agent_core
-re-exports them for acp_server).
+Imports nothing beyond what the interpreter has loaded at start (no `secrets`: ~6 ms on the
+server's startup path), so a writer on that path may use it.
 """
 
 from __future__ import annotations
@@ -15,27 +17,32 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["fsync_dir", "private_dir", "temp_path", "write_atomic", "write_atomic_with"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-def private_dir(path: Path, *, exact: bool = False) -> None:
-    """Create `path` and any missing parents with mode 0700; `exact` also makes an existing
-    `path` 0700. A dangling link counts as existing (never followed into). Raises OSError."""
+def private_dir(path: Path, *, exact: bool = True) -> Path:
+    """Create `path` and any missing parents with mode 0700 and return `path`; `exact` (the
+    default) also makes an existing `path` 0700. A dangling link counts as existing (never
+    followed into). Raises OSError."""
     absent = list(itertools.takewhile(lambda p: not os.path.lexists(p), [path, *path.parents]))
     for directory in reversed(absent):
         with contextlib.suppress(FileExistsError):  # another process made it meanwhile
             directory.mkdir(mode=0o700)
     if exact:
         os.chmod(path, 0o700)
+    return path
 
 
 def temp_path(path: Path, mark: str = ".tmp") -> Path:
     """A fresh temp name beside `path` (`.<name>.<pid>-<random><mark>`): hidden, unique per writer."""
-    return path.parent / f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}{mark}"
+    return path.parent / f".{path.name}.{os.getpid()}-{os.urandom(4).hex()}{mark}"
 
 
 def write_atomic(
@@ -47,14 +54,31 @@ def write_atomic(
     sync: bool = True,
     sync_dir: bool = False,
 ) -> None:
-    """Replace `path` with `data` atomically (see the module docstring). Raises OSError.
+    """Replace `path` with `data` (str is written as UTF-8) atomically (see the module docstring).
+    Raises OSError.
 
     `mode` None keeps an existing file's mode (new files 0600); `temp` names the temp file (default
-    `temp_path(path)`; an existing file of that name is replaced); `sync` False skips the fsync of
-    a live signal nobody must find after a crash; `sync_dir` also fsyncs the directory, making the
-    rename itself durable.
+    `temp_path(path)`; an existing file of that name is replaced, a link of that name is refused);
+    `sync` False skips the fsync of a live signal nobody must find after a crash; `sync_dir` also
+    fsyncs the directory, making the rename itself durable.
     """
     raw = data.encode("utf-8") if isinstance(data, str) else data
+    write_atomic_with(
+        path, lambda handle: handle.write(raw), mode=mode, temp=temp, sync=sync, sync_dir=sync_dir
+    )
+
+
+def write_atomic_with(
+    path: Path,
+    write: Callable[[BinaryIO], object],
+    *,
+    mode: int | None = 0o600,
+    temp: Path | None = None,
+    sync: bool = True,
+    sync_dir: bool = False,
+) -> None:
+    """`write_atomic` for a writer: `write(handle)` fills the temp file (a binary file object);
+    if it raises, the target is left as it was and the temp file is removed."""
     final = mode
     if final is None:
         try:
@@ -64,17 +88,14 @@ def write_atomic(
     temp = temp if temp is not None else temp_path(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC, 0o600)
     try:
-        try:
+        with os.fdopen(fd, "wb") as handle:
             if hasattr(os, "fchmod"):  # Windows Python < 3.13 has none; the mode is POSIX only
-                os.fchmod(fd, final)
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view) :]
+                os.fchmod(handle.fileno(), final)
+            write(handle)
+            handle.flush()
             if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
+                os.fsync(handle.fileno())
+        os.replace(temp, path)  # renames over a symlink at `path`: the link is replaced, not followed
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
