@@ -5,7 +5,9 @@ bytes go to a temp file in the same directory (created 0600, never following a l
 and (unless told not to) fsynced, get their final mode, and are renamed over the target, which
 replaces a symlink standing there instead of writing through it; on any failure the temp file is
 removed and the error raised. `write_atomic_with` is the same for a writer that streams into the
-temp file (a large copy). `private_dir` creates a directory and its missing parents 0700
+temp file (a large copy). `create_private` writes a file that must not exist yet (a new session's
+transcript, a file set aside): created 0600 and exclusively, so neither an existing file nor a
+link planted at the name is written through. `private_dir` creates a directory and its missing parents 0700
 (`mkdir(parents=True)` gives the mode to the last one only).
 
 Imports nothing beyond what the interpreter has loaded at start (no `secrets`: ~6 ms on the
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["fsync_dir", "private_dir", "temp_path", "write_atomic", "write_atomic_with"]
+__all__ = ["create_private", "fsync_dir", "private_dir", "temp_path", "write_atomic", "write_atomic_with"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -102,6 +104,19 @@ def write_atomic_with(
         raise
     if sync_dir:
         fsync_dir(path.parent)
+
+
+def create_private(path: Path, data: bytes | str, *, sync: bool = False, append: bool = False) -> None:
+    """Create `path` (mode 0600) with `data`; FileExistsError when anything (a file, a link) is
+    there already. `sync` fsyncs the file; `append` opens it O_APPEND, as its later writers do.
+    Not atomic: a reader may see it partly written (its readers do not look before it is named)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | (os.O_APPEND if append else 0)
+    with os.fdopen(os.open(path, flags, 0o600), "wb") as handle:
+        handle.write(raw)
+        if sync:
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def fsync_dir(directory: Path) -> None:

@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 import pytest
 
-from host_base.private_files import private_dir, write_atomic, write_atomic_with
+from host_base.private_files import create_private, private_dir, write_atomic, write_atomic_with
 
 
 class _DiskFull(OSError):
@@ -93,3 +93,21 @@ def test_private_dir_makes_an_existing_dir_0700_unless_told_not_to(tmp_path: Pat
     private_dir(left, exact=False)
     assert stat.S_IMODE(loose.stat().st_mode) == 0o700
     assert stat.S_IMODE(left.stat().st_mode) == 0o755
+
+
+def test_create_private_makes_a_new_0600_file_and_never_writes_through_an_existing_name(
+    tmp_path: Path,
+) -> None:
+    fresh = tmp_path / "transcript.jsonl"
+    create_private(fresh, '{"type":"header"}\n', append=True)
+    assert fresh.read_text() == '{"type":"header"}\n'
+    assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    planted = tmp_path / "aside.jsonl"
+    planted.symlink_to(victim)
+    for taken in (fresh, planted):
+        with pytest.raises(FileExistsError):
+            create_private(taken, b"other", sync=True)
+    assert victim.read_text() == "keep"
+    assert fresh.read_text() == '{"type":"header"}\n'
