@@ -131,7 +131,8 @@ class Agent:
                 # Before the first session answer the pool is not built (it imports jupyter_client and
                 # zmq, ~150 ms on the session/new path): a local kernel needs only an interpreter
                 # with ipykernel, which kernel_bridge's light environment module can tell.
-                from kernel_bridge.environment import check_ipykernel, resolve_interpreter
+                from kernel_bridge.environment import resolve_interpreter
+                from kernel_bridge.interpreter_check import check_ipykernel
 
                 if not self._local_interpreter_checked:
                     try:

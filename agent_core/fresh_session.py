@@ -31,8 +31,8 @@ from agent_core.config.loader import AgentConfig, load_config
 from agent_core.errors import SessionInUse
 from agent_core.history.ownership import LOCK_FILE, SessionOwnerLock
 from agent_core.history.session_files import META, TRANSCRIPT, header_record, meta_record, now_iso
+from host_base.private_files import create_private, private_dir, write_atomic
 from kernel_bridge.guarantees import LOCAL, KernelGuarantees
-from kernel_bridge.output import private_dir, write_private
 
 __all__ = ["FreshSession", "new_session_id", "reserve"]
 
@@ -140,11 +140,9 @@ def reserve(cwd: str, env: Mapping[str, str] | None = None) -> FreshSession | No
 def _write_files(directory: Path, session_id: str, cwd: str, created: str) -> None:
     """What `SessionStore.create` writes: the transcript's header line, then `meta.json`."""
     header = json.dumps(header_record(session_id, cwd, created), ensure_ascii=False, separators=(",", ":"))
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    with os.fdopen(os.open(directory / TRANSCRIPT, flags, 0o600), "w", encoding="utf-8") as transcript:
-        transcript.write(header + "\n")
+    create_private(directory / TRANSCRIPT, header + "\n", append=True)
     meta = meta_record(session_id, cwd=cwd, title=None, created_at=created, updated_at=created)
-    write_private(directory / META, json.dumps(meta), sync=False)
+    write_atomic(directory / META, json.dumps(meta), sync=False)
 
 
 def _remove(directory: Path) -> None:

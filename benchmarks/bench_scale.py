@@ -420,11 +420,11 @@ def harness_through_server(
 
     from agent_core.testing.scripted_model import ScriptedModelServer, text
     from harness_store import HarnessStore
-    from harness_store.private_files import private_dir
     from harness_store.statefile import save_state
+    from host_base.private_files import private_dir
 
     def save(root: Path, state: HarnessStateT) -> None:
-        private_dir(root)
+        private_dir(root, exact=False)
         save_state(root / "harness_state.json", state)
 
     out: dict[str, Any] = {"entries": entries, "scopes": list(SCOPES)}

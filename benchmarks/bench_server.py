@@ -193,7 +193,8 @@ def compile_our_packages() -> str:
     spawn, while the SDK's installed files have theirs (an unfair ~100+ ms against us)."""
     root = Path(__file__).resolve().parent.parent
     packages = [
-        str(root / name) for name in ("acp_server", "agent_core", "harness_store", "kernel_bridge", "skills")
+        str(root / name)
+        for name in ("acp_server", "agent_core", "harness_store", "host_base", "kernel_bridge", "skills")
     ]
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", *packages], check=True, stdout=subprocess.DEVNULL

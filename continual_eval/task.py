@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from continual_eval.checks import Cell, TraceRules, judge, problems_text, rules_from
+from host_base.process_groups import kill_group
 
 CHECKER_TIMEOUT_S = 120.0
 SETUP_TIMEOUT_S = 120.0
@@ -207,7 +207,7 @@ class Task:
         try:
             output, _ = proc.communicate(timeout=self.checker_timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            kill_group(proc.pid)
             output, _ = proc.communicate()
             seconds = time.monotonic() - started
             note = f"\n[checker killed after {self.checker_timeout:g} s]"

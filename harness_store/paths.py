@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness_store.private_files import private_dir
+from host_base.private_files import private_dir
 
 STATE_FILE = "harness_state.json"
 HISTORY_FILE = "refinements.jsonl"
@@ -37,5 +37,5 @@ def local_root(home: Path, session_id: str) -> Path:
 
 
 def ensure_dir(path: Path) -> None:
-    """Create `path` and any missing parents with mode 0700 (`private_files.private_dir`). Raises OSError."""
-    private_dir(path)
+    """Create `path` and any missing parents with mode 0700 (`host_base`'s `private_dir`). Raises OSError."""
+    private_dir(path, exact=False)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from harness_store import private_files
 from harness_store.models import HarnessEntry
+from host_base import private_files
 
 FIELDS: tuple[str, ...] = (
     "id",

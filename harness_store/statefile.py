@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from harness_store import private_files
 from harness_store.errors import HarnessStoreError
 from harness_store.models import KINDS, HarnessEntry, HarnessState, Tombstone, empty_entries
+from host_base import private_files
 
 log = logging.getLogger("harness_store")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness_store.ids import slugify
 from harness_store.models import HarnessEntry
 from harness_store.paths import ensure_dir
-from harness_store.private_files import write_atomic
+from host_base.private_files import write_atomic
 
 log = logging.getLogger("harness_store")
 

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 
 if TYPE_CHECKING:
+    from kernel_bridge.confinement import Confinement
     from kernel_bridge.launcher import LaunchSpec, RunningKernel
-    from kernel_bridge.sandbox import Confinement
 
 __all__ = [
     "ENTRY_POINT_GROUP",

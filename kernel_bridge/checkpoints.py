@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from host_base.private_files import write_atomic
 from kernel_bridge import checkpoint_kernelside
-from kernel_bridge.output import write_private
 from kernel_bridge.snapshot import SnapshotPaths, untrusted_reason
 
 MODULE = "_continual_acp_checkpoints"
@@ -167,4 +167,4 @@ def copy_store(source: Path, target: Path, labels: list[str]) -> None:
 
 def _write_private(path: Path, data: bytes) -> None:
     # The temp name is the snapshot's (`<name>.tmp-<pid>`): `snapshot.remove_stale_temps` sweeps it.
-    write_private(path, data, temp=path.with_name(f"{path.name}.tmp-{os.getpid()}"))
+    write_atomic(path, data, temp=path.with_name(f"{path.name}.tmp-{os.getpid()}"))

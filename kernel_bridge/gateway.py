@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from host_base.private_files import private_dir
 from kernel_bridge._tasks import spawn
 from kernel_bridge.backend import KernelBackend
 from kernel_bridge.errors import KernelStartError
@@ -25,7 +26,6 @@ from kernel_bridge.gateway_rest import GatewayError, GatewayRest, GatewaySetting
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.kernel_ledger import KernelLedger, owner_tag
 from kernel_bridge.launcher import LaunchSpec, RunningKernel
-from kernel_bridge.output import private_dir
 from kernel_bridge.snapshot import SnapshotPaths
 
 log = logging.getLogger(__name__)

@@ -37,6 +37,9 @@ def end_group(code: int = 1) -> None:
     """SIGKILL this process's group when this process leads it (which ends this process too);
     otherwise the group is someone else's (a sandbox wrapper leads it): exit alone with `code`."""
     if os.getpgrp() == os.getpid():
+        # Not `host_base.process_groups.kill_group`: this file also runs as a standalone script
+        # (`python -I -S group_watch.py`), which imports nothing of the project, and the group it
+        # ends is its own (pgid 0), which `kill_group` refuses by design.
         os.killpg(0, signal.SIGKILL)
     os._exit(code)
 

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernel_bridge.output import write_private
-from kernel_bridge.process_identity import pid_exists, start_time
+from host_base.private_files import write_atomic
+from host_base.process_identity import pid_exists, start_time
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class KernelLedger:
             before = json.dumps(entries)
             yield entries
             if json.dumps(entries) != before:
-                write_private(self.path, json.dumps(entries), sync=False)
+                write_atomic(self.path, json.dumps(entries), sync=False)
         finally:
             os.close(lock_fd)
 

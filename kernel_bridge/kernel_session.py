@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from host_base.private_files import private_dir
 from kernel_bridge import bootstrap
 from kernel_bridge._tasks import spawn
 from kernel_bridge.cell import CellRun
@@ -43,7 +44,6 @@ from kernel_bridge.output import (
     DEFAULT_MAX_OUTPUT_CHARS,
     DEFAULT_MAX_SESSION_OUTPUT_BYTES,
     OutputCollector,
-    private_dir,
     prune_outputs,
 )
 from kernel_bridge.snapshot import (

@@ -179,8 +179,8 @@ def user_names() -> list[str]:
 def _write_private(path: str, write: Any) -> None:
     """Call `write(handle)` on a temp file, then rename it over `path` (mode 0600, atomic).
 
-    Not `output.write_private`: this runs inside the kernel, which imports nothing of the host's
-    packages, and it streams (a snapshot can be as large as the cap)."""
+    Not `host_base.private_files.write_atomic_with`: this runs inside the kernel, which imports
+    nothing of the host's packages, and it streams (a snapshot can be as large as the cap)."""
     tmp = f"{path}.tmp-{_os.getpid()}"
     fd = _os.open(tmp, _os.O_WRONLY | _os.O_CREAT | _os.O_TRUNC, 0o600)
     try:

@@ -23,9 +23,9 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 
+from host_base.private_files import private_dir, write_atomic
 from kernel_bridge import group_watch, reaper
 from kernel_bridge.errors import KernelStartError
-from kernel_bridge.output import private_dir
 from kernel_bridge.snapshot import SnapshotPaths
 
 log = logging.getLogger(__name__)
@@ -215,11 +215,7 @@ def _write_spec(
         # Replaced whole, never rewritten in place: a kernel started a moment ago from the same spec
         # directory may be reading it now.
         launch_file = spec_dir / _LAUNCH_FILE
-        fresh = spec_dir / f".{_LAUNCH_FILE}.{secrets.token_hex(4)}"
-        fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(_LAUNCH_CODE)
-        os.replace(fresh, launch_file)
+        write_atomic(launch_file, _LAUNCH_CODE, sync=False)  # rewritten at every start: no fsync
         launch = [str(launch_file)]
     spec = {
         "argv": [

@@ -43,44 +43,6 @@ def truncate_middle(text: str, max_chars: int) -> str:
     return text[:head] + omitted_marker(len(text) - head - tail) + text[len(text) - tail :]
 
 
-def private_dir(path: Path) -> Path:
-    """Create `path` and any missing parents with mode 0700 (`mkdir(parents=True)` gives the
-    parents the umask's mode), make `path` itself 0700, and return it."""
-    missing: list[Path] = []
-    current = path
-    while not current.exists() and current.parent != current:
-        missing.append(current)
-        current = current.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=0o700)
-        except FileExistsError:
-            pass  # made meanwhile by another session or process
-    os.chmod(path, 0o700)
-    return path
-
-
-def write_private(path: Path, data: str | bytes, *, sync: bool = True, temp: Path | None = None) -> None:
-    """Replace `path` with `data`, mode 0600, atomically: a hidden temp file beside it (never
-    through a link; `temp` names it where a sweep looks for leftovers by name), fsynced unless
-    `sync` is False, renamed over `path`; removed on failure. kernel_bridge's and agent_core's one
-    atomic private write (harness_store has its own, as neither package may import the other).
-    Raises OSError."""
-    temp = temp if temp is not None else path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-    raw = data if isinstance(data, bytes) else data.encode("utf-8")
-    try:
-        with os.fdopen(os.open(temp, flags, 0o600), "wb") as handle:
-            handle.write(raw)
-            if sync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-
-
 class OutputCollector:
     """Collects one cell's text; `text()` is what the model sees, `path` holds all of it."""
 
@@ -117,7 +79,7 @@ class OutputCollector:
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 self._file = os.fdopen(fd, "wb")
             except OSError as exc:
-                import logging  # here: private_dir is on the early session/new path, which logs nothing
+                import logging  # here: this module is on the early session/new path, which logs nothing
 
                 logging.getLogger(__name__).warning(
                     "cannot write the cell output file %s (%s); keeping head and tail only", self.path, exc

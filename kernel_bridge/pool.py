@@ -9,14 +9,16 @@ import shutil
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 
+from host_base.private_files import private_dir
 from kernel_bridge import reaper, runtime_sweep
 from kernel_bridge._tasks import spawn
 from kernel_bridge.backend import KernelBackend, as_backend
 from kernel_bridge.bootstrap import preload
-from kernel_bridge.environment import check_ipykernel, resolve_interpreter, scrub_environment
+from kernel_bridge.environment import resolve_interpreter, scrub_environment
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.hostbridge import HostBridge
+from kernel_bridge.interpreter_check import check_ipykernel
 from kernel_bridge.kernel_session import KernelSession, SessionOptions
 from kernel_bridge.launcher import (
     DEFAULT_STARTUP_TIMEOUT,
@@ -29,7 +31,6 @@ from kernel_bridge.output import (
     DEFAULT_MAX_FILE_CHARS,
     DEFAULT_MAX_OUTPUT_CHARS,
     DEFAULT_MAX_SESSION_OUTPUT_BYTES,
-    private_dir,
 )
 from kernel_bridge.snapshot import PER_VARIABLE_CAP, TOTAL_CAP, SnapshotPaths
 from kernel_bridge.workspace_launch import workspace_environment

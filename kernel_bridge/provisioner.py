@@ -25,6 +25,7 @@ from jupyter_client.provisioning.factory import KernelProvisionerFactory
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from jupyter_client.provisioning.provisioner_base import KernelProvisionerBase
 
+from host_base.private_files import private_dir
 from kernel_bridge import reaper
 from kernel_bridge._tasks import spawn
 from kernel_bridge.backend import KernelBackend
@@ -33,7 +34,6 @@ from kernel_bridge.gateway import RemotePaths
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.kernel_ledger import KernelLedger, owner_tag
 from kernel_bridge.launcher import LaunchSpec, RunningKernel
-from kernel_bridge.output import private_dir
 from kernel_bridge.snapshot import SnapshotPaths
 
 log = logging.getLogger(__name__)

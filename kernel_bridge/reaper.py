@@ -19,6 +19,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from host_base import process_groups
+
 log = logging.getLogger(__name__)
 
 _groups: dict[int, int] = {}
@@ -59,8 +61,7 @@ def kill_group(pid: int) -> None:
     with _lock:
         pgid = _groups.get(pid, pid)
     if hasattr(os, "killpg") and pgid > 1 and pgid != os.getpgrp():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+        process_groups.kill_group(pgid)
     else:
         with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
             os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from kernel_bridge.process_identity import pid_exists, start_time
+from host_base.process_identity import is_same_process, start_time
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,10 @@ def _owner_alive(text: str) -> bool:
         pid = int(parts[0])
     except (IndexError, ValueError):
         return True  # unreadable: not ours to judge
-    if not pid_exists(pid):  # someone else's process with that pid counts: alive, not ours anyway
-        return False
     recorded = parts[1] if len(parts) > 1 else "-"
-    current = start_time(pid)
-    # A pid reused by a later process has another start time.
-    return recorded == "-" or current is None or current == recorded
+    # Someone else's process with that pid counts as alive (not ours anyway); a pid reused by a
+    # later process has another start time.
+    return is_same_process(pid, None if recorded == "-" else recorded)
 
 
 def sweep_dead(directory: Path | None = None, *, keep: Path | None = None) -> list[Path]:

@@ -47,12 +47,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from host_base.private_files import private_dir, write_atomic_with
 from kernel_bridge import landlock
 from kernel_bridge.backend import KernelBackend
+from kernel_bridge.confinement import Confinement
 from kernel_bridge.errors import KernelBridgeError, KernelStartError
 from kernel_bridge.guarantees import KernelGuarantees
 from kernel_bridge.launcher import LaunchSpec, RunningKernel, start_local_kernel
-from kernel_bridge.output import private_dir
 from kernel_bridge.snapshot import SnapshotPaths, untrusted_reason
 
 log = logging.getLogger(__name__)
@@ -236,18 +237,6 @@ def bubblewrap_argv(
     return argv
 
 
-@dataclass(frozen=True, slots=True)
-class Confinement:
-    """The argv prefix that confines one workspace command (a gate, a check) as the tier confines a
-    kernel: the same read-only `.git`, `.continual-acp/`, data dir and protected paths."""
-
-    tier: str
-    prefix: tuple[str, ...]
-    # bubblewrap: the command runs in a pid namespace of its own, where the server is not visible
-    # and `--die-with-parent` (not a watch of the parent pid) ends it with the server.
-    pid_namespace: bool
-
-
 def command_confinement(
     tier: str, cwd: Path, *, network: bool, protected: tuple[Path, ...], own_dir: Path
 ) -> Confinement:
@@ -268,7 +257,7 @@ def command_confinement(
 def _copy_private(source: Path, target: Path) -> None:
     """Copy `source` over `target` atomically (temp file in the target's dir + rename), mode 0600.
 
-    Streams the copy (`write_private` takes the bytes, and a snapshot can be as large as the cap);
+    Streams the copy (`write_atomic` takes the bytes, and a snapshot can be as large as the cap);
     the temp name is the snapshot's, which `snapshot.remove_stale_temps` sweeps."""
     # The source is in the kernel's staging dir, which the sandboxed kernel writes: a symlink
     # planted there (to /proc/self/environ, to another session's state) must not be followed, and
@@ -280,22 +269,12 @@ def _copy_private(source: Path, target: Path) -> None:
     except BaseException:
         os.close(src_fd)
         raise
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    except BaseException:
-        os.close(src_fd)
-        raise
-    try:
-        with os.fdopen(fd, "wb") as out, os.fdopen(src_fd, "rb") as src:
-            shutil.copyfileobj(src, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    with os.fdopen(src_fd, "rb") as src:
+        write_atomic_with(
+            target,
+            lambda out: shutil.copyfileobj(src, out),
+            temp=target.with_name(f"{target.name}.tmp-{os.getpid()}"),
+        )
 
 
 class SandboxKernel(RunningKernel):

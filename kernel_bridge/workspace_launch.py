@@ -17,7 +17,7 @@ started by the backend's launcher): each program is started with
   editor's protocol pipe through `/proc/<server>/fd/0`;
 * **its own process group and a parent watch** (`group_watch`): a timeout or cancel kills
   everything it started, and a SIGKILLed server leaves nothing running;
-* on a sandbox tier, **the kernel's confinement** (`sandbox.Confinement`): the kernels' backend,
+* on a sandbox tier, **the kernel's confinement** (`confinement.Confinement`): the kernels' backend,
   registered with `use_confinement` (the `SandboxLauncher`), gives a gate the same read-only
   `.git`, `.continual-acp/`, data dir and protected paths (`KernelBackend.command_confinement`).
   Git and MCP servers are not confined (see `safe_git`; an MCP server is the user's tool).
@@ -33,7 +33,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from host_base.process_groups import kill_group
 from kernel_bridge import group_watch
 from kernel_bridge.environment import scrub_environment
 from kernel_bridge.group_watch import drop_capabilities
@@ -88,7 +88,7 @@ def workspace_environment(
 
 
 class Confinement(Protocol):
-    """What `sandbox.Confinement` offers the seam (kept structural: no import of the sandbox)."""
+    """What `confinement.Confinement` offers the seam (kept structural: no import of the sandbox)."""
 
     @property
     def prefix(self) -> tuple[str, ...]: ...
@@ -224,7 +224,7 @@ async def start(
         yield process
     finally:
         if process.returncode is None:
-            _kill_group(process.pid)
+            kill_group(process.pid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,15 +256,10 @@ def run(
         try:
             out, err = process.communicate(input, timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             out, err = process.communicate()
             return RunResult(None, out, err)
         except BaseException:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             raise
         return RunResult(process.returncode, out, err)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

@@ -211,9 +211,9 @@ def write_config(path: Path, values: dict[str, str | None]) -> None:
     for key, value in values.items():
         if parsed.get(key) != value:
             raise ValueError(f"{key} would not read back from {path} as written")
-    from agent_core.files import private_dir, write_atomic
+    from host_base.private_files import private_dir, write_atomic
 
-    private_dir(path.parent)
+    private_dir(path.parent, exact=False)
     write_atomic(path, text, mode=0o600)  # 0600 even over an older, wider file: it may hold a key
 
 

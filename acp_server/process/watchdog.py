@@ -38,6 +38,9 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+from host_base.private_files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -260,13 +263,11 @@ class Watchdog:
         raises: a report must not stand in the way of an exit."""
         if self.report_dir is None:
             return
-        target = os.path.join(self.report_dir, f"stall-{os.getpid()}.json")
-        temporary = target + ".tmp"
-        try:
-            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(self.report(), out)
-            os.replace(temporary, target)
+        target = Path(self.report_dir) / f"stall-{os.getpid()}.json"
+        try:  # no fsync: read by a benchmark after the exit, not kept across a crash
+            write_atomic(
+                target, json.dumps(self.report()), temp=target.with_name(target.name + ".tmp"), sync=False
+            )
         except (OSError, ValueError) as exc:
             with contextlib.suppress(OSError):
                 os.write(

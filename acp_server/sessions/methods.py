@@ -44,6 +44,7 @@ from acp_server.turn import subagent_cards
 from acp_server.turn.presenter import TurnPresenter
 from acp_server.turn.session_prompt import register_prompt
 from agent_core.bus import EventBus
+from host_base.process_identity import start_time
 
 if TYPE_CHECKING:
     # Typing only: agent_core and the wire models are imported off the startup path.
@@ -850,9 +851,11 @@ def _data_dir_error(method: str, agent: Agent, exc: OSError) -> AcpError:
 
 def _since_spawn_ms() -> float:
     """Milliseconds since this process started (for the startup log lines)."""
+    started = start_time(os.getpid())
+    if started is None:
+        return float("nan")
     try:
-        with open("/proc/self/stat") as f:
-            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        start_ticks = int(started)
         with open("/proc/uptime") as f:
             uptime = float(f.read().split()[0])
         return (uptime - start_ticks / os.sysconf("SC_CLK_TCK")) * 1000

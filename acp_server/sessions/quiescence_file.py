@@ -34,6 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from host_base.private_files import write_atomic
+from host_base.process_identity import pid_exists, start_time
+
 log = logging.getLogger(__name__)
 
 FILE = "quiescence.json"
@@ -50,18 +53,10 @@ _CLOEXEC, _NONBLOCK, _NOFOLLOW = (getattr(os, n, 0) for n in ("O_CLOEXEC", "O_NO
 
 
 def process_start(pid: int) -> int | None:
-    """The start time of process `pid` in clock ticks since boot (Linux `/proc/<pid>/stat` field
-    22), or None when not readable (another platform, or no such process)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may contain spaces: count after the last ")".
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
+    """The start time of process `pid` in clock ticks since boot (`host_base`'s `start_time`), or
+    None when not readable (another platform, or no such process)."""
+    started = start_time(pid)
+    return int(started) if started is not None else None
 
 
 _own: tuple[int, int | None] | None = None
@@ -77,9 +72,7 @@ def _own_process() -> tuple[int, int | None]:
 
 
 def pid_alive(pid: int) -> bool:
-    """True when a process `pid` exists (`agent_core.processes.pid_exists`, the one check)."""
-    from agent_core.processes import pid_exists
-
+    """True when a process `pid` exists (`host_base`'s `pid_exists`, the one check)."""
     return pid_exists(pid)
 
 
@@ -108,25 +101,9 @@ def write_quiescence(
         "background": list(state.get("background", [])),
     }
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    path = session_dir / FILE
-    # Its own write, not the shared helper: no fsync (a live signal, rewritten at every change, that
-    # nobody must find after a crash) and nothing imported at startup (`secrets` costs ~6 ms).
-    temp = session_dir / f".{FILE}.{pid}-{os.urandom(4).hex()}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC | _NOFOLLOW, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        os.replace(temp, path)  # never follows a symlink at `path`: the link itself is replaced
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    # No fsync: a live signal, rewritten at every change, that nobody must find after a crash.
+    # The rename never follows a symlink at the target: the link itself is replaced.
+    write_atomic(session_dir / FILE, data, sync=False)
 
 
 # ------------------------------------------------------------------ the reader

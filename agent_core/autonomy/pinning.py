@@ -26,7 +26,6 @@ regular files only, opened non-blocking, digested in chunks.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -34,7 +33,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import threading
@@ -414,6 +412,7 @@ def _probe(
         if found is None:
             return None
         interpreter = found
+    from host_base.process_groups import kill_and_reap
     from kernel_bridge import workspace_launch
 
     kept = bytearray()
@@ -448,10 +447,7 @@ def _probe(
                 pass
             finally:
                 # Nothing the probe started outlives it (a `.pth` may start a process holding the pipe).
-                with contextlib.suppress(OSError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.kill()
-                proc.wait()
+                kill_and_reap(proc)
                 reader.join(timeout=5)
     except Exception as exc:  # cannot start, or the sandbox tier cannot confine it: not pinned
         log.warning("the gate interpreter probe of %s could not run: %s", interpreter, exc)

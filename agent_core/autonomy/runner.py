@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agent_core.autonomy.gates import Gate
+from host_base.process_groups import kill_group
 from kernel_bridge import reaper, workspace_launch
 from kernel_bridge.errors import KernelBridgeError
 
@@ -152,16 +152,14 @@ async def _supervise(
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
     for sig, wait in ((signal.SIGTERM, KILL_GRACE), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+        kill_group(proc.pid, sig)
         try:
             await asyncio.wait_for(proc.wait(), timeout=wait)
             break
         except TimeoutError:
             continue
     # The leader may be gone while children linger in the group; SIGKILL them too.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    kill_group(proc.pid)
 
 
 class _Utf8Stream:

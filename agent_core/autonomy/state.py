@@ -194,7 +194,7 @@ class AutonomyStateFile:
 
     def save(self, state: AutonomyState) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        from harness_store.private_files import write_atomic  # off the startup path
+        from host_base.private_files import write_atomic  # off the startup path
 
         write_atomic(self.path, json.dumps(state.to_json(), ensure_ascii=True, indent=1))
 

@@ -225,7 +225,7 @@ def _write_back(held: HeldFile) -> str | None:
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` through the one atomic write; mode 0644: a workspace file the
     user's tools read, not private state."""
-    from harness_store.private_files import write_atomic  # off the startup path
+    from host_base.private_files import write_atomic  # off the startup path
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, data, mode=0o644)

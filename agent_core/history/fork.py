@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from agent_core.history.prompt_checkpoints import INDEX, CheckpointIndex
 from agent_core.history.rewind import plan_rewind
 from agent_core.history.session_files import FORMAT_VERSION, now_iso
+from host_base.private_files import create_private
 
 if TYPE_CHECKING:
     from agent_core.history.transcript import SessionStore
@@ -133,7 +134,7 @@ def _copy_transcript(
         "forked_from": {"session_id": source.id, "before_prompt": point.turn},
     }
     line = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-    _write_private(target / "transcript.jsonl", line + body)
+    create_private(target / "transcript.jsonl", line + body)
     return len(line) - (len(data) - len(body))
 
 
@@ -198,9 +199,3 @@ def _copy_checkpoints(source: Session | SavedSession, target: Path, point: ForkP
         store_bytes=index.store_bytes,
     )
     copied.save()
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)

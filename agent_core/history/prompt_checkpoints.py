@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernel_bridge.output import write_private
+from host_base.private_files import write_atomic
 
 if TYPE_CHECKING:
     from kernel_bridge import KernelSession
@@ -116,7 +116,7 @@ class CheckpointIndex:
             "entries": [asdict(e) for e in self.entries],
         }
         # No fsync: written at every prompt; a torn index is set aside by `load` (rewind points lost, no data).
-        write_private(self.path, json.dumps(data), sync=False)
+        write_atomic(self.path, json.dumps(data), sync=False)
 
     def find(self, turn: int) -> Checkpoint | None:
         return next((e for e in self.entries if e.turn == turn), None)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core.history.prompt_checkpoints import Checkpoint, kernel_state_at
+from host_base.private_files import create_private
 
 if TYPE_CHECKING:
     from agent_core.session import Session
@@ -148,11 +149,7 @@ def cut_transcript(session: Session, plan: RewindPlan) -> Path:
     while aside.exists():
         suffix += 1
         aside = directory / f"{stamp}-prompt{plan.checkpoint.turn}-{suffix}.jsonl"
-    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(b"".join(lines))
-        handle.flush()
-        os.fsync(handle.fileno())
+    create_private(aside, b"".join(lines), sync=True)
     # The writer appends with O_APPEND: after the truncation its next line lands at the new end.
     os.truncate(path, offset)
     session.append_raw_records(b"".join(tail))

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernel_bridge.output import write_private
+from host_base.private_files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _read(path: Path) -> dict[str, dict[str, Any]]:
 def _write(path: Path, sessions: dict[str, dict[str, Any]]) -> None:
     text = json.dumps({"version": VERSION, "sessions": sessions}, separators=(",", ":"))
     try:
-        write_private(path, text, sync=False)  # rebuilt from the meta files if a crash loses it
+        write_atomic(path, text, sync=False)  # rebuilt from the meta files if a crash loses it
     except OSError as exc:  # a read-only data dir still lists (from the meta files)
         log.warning("could not write the session index %s: %s", path, exc)
 

@@ -37,7 +37,7 @@ from agent_core.history.session_files import (
 )
 from agent_core.history.session_files import now_iso as now_iso  # re-exported: callers import it here
 from agent_core.safetext import scrub
-from kernel_bridge.output import private_dir, write_private
+from host_base.private_files import private_dir, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +93,13 @@ class UnsafeSessionPath(ValueError):
 
 def _private_dir(path: Path) -> None:
     """Create `path` and every missing parent with mode 0700; an existing `path` is made 0700
-    (kernel_bridge's `private_dir`, the one this package shares: harness_store may not load yet)."""
+    (`host_base`'s `private_dir`)."""
     private_dir(path)
 
 
 def _write_private(path: Path, text: str) -> None:
-    """Atomic replace of a small file, mode 0600 (kernel_bridge's `write_private`)."""
-    write_private(path, text, sync=False)
+    """Atomic replace of a small file, mode 0600 (`host_base`'s `write_atomic`)."""
+    write_atomic(path, text, sync=False)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from pathlib import Path
 from agent_core.control_plane.held import HeldChange
 from agent_core.refinement.records import PendingReview
 from harness_store import HarnessState, ProjectStore, Proposal, Store
-from harness_store.private_files import private_dir
 from harness_store.statefile import write_atomic
+from host_base.private_files import private_dir
 
 log = logging.getLogger(__name__)
 

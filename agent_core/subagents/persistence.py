@@ -31,7 +31,7 @@ def save(session_dir: Path, record: ChildRecord) -> None:
     """Write the record atomically (the session dir exists: the child's transcript made it)."""
     target = path_of(session_dir)
     data = json.dumps(record.to_json(), indent=1, ensure_ascii=False).encode("utf-8")
-    from harness_store.private_files import write_atomic  # off the startup path
+    from host_base.private_files import write_atomic  # off the startup path
 
     write_atomic(target, data)
 

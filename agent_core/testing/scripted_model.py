@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import select
 import signal
 import socket
@@ -44,6 +43,7 @@ from agent_core.testing.script import (
     tool_calls,
     usage,
 )
+from host_base.private_files import write_atomic
 
 __all__ = [
     "Response",
@@ -564,9 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     if args.port_file:
-        tmp = args.port_file.with_name(args.port_file.name + ".tmp")
-        tmp.write_text(str(server.port), encoding="utf-8")
-        os.replace(tmp, args.port_file)  # readers never see a half-written port
+        write_atomic(args.port_file, str(server.port), sync=False)  # readers never see a half-written port
     # stderr, never stdout: a parent may be reading a protocol stream from the same pipes.
     print(f"scripted model listening on {server.base_url}", file=sys.stderr, flush=True)
     try:

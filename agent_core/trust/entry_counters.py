@@ -247,10 +247,10 @@ class CounterFile:
         return sources, counters
 
     def write(self, sources: Mapping[str, int], counters: Mapping[str, EntryCounters]) -> None:
-        from harness_store.private_files import private_dir, write_atomic
+        from host_base.private_files import private_dir, write_atomic
 
         body = {"sources": dict(sources), "counters": {k: v.to_json() for k, v in counters.items()}}
-        private_dir(self.path.parent)
+        private_dir(self.path.parent, exact=False)
         write_atomic(self.path, json.dumps(body, ensure_ascii=False, sort_keys=True), sync=False)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_store import KINDS, HarnessEntry, Proposal, RefinementResult, Store
-from harness_store.private_files import write_atomic
+from host_base.private_files import write_atomic
 
 TARGETS = ("project", "global")
 REASON_PREFIX = "promoted to"

@@ -14,7 +14,7 @@ from agent_core.config import table as config_table
 from agent_core.config.loader import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("acp_server", "agent_core", "harness_store", "kernel_bridge", "skills")
+PACKAGES = ("acp_server", "agent_core", "harness_store", "host_base", "kernel_bridge", "skills")
 
 
 def _reference_generator() -> ModuleType:

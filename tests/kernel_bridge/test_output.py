@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kernel_bridge.cell import CellRun
 from kernel_bridge.events import CellResult, Finished, Stream
-from kernel_bridge.output import OutputCollector, private_dir, strip_ansi, truncate_middle
+from kernel_bridge.output import OutputCollector, strip_ansi, truncate_middle
 
 pytestmark = pytest.mark.anyio
 MARKER = re.compile(r"\n\[\.\.\. (\d+) characters omitted; full output: (.+) \.\.\.\]\n")
@@ -78,10 +78,3 @@ async def test_consumer_that_keeps_up_sees_everything(tmp_path: Path) -> None:
     run.finish(CellResult("ok", "", None, tmp_path / "full.txt", 0.1))
     assert [event async for event in run] == [Finished("ok", 0.1)]
     assert seen == 300
-
-
-def test_private_dir_makes_every_missing_parent_private(tmp_path: Path) -> None:
-    leaf = private_dir(tmp_path / "sessions" / "s1" / "cells")
-    for directory in (tmp_path / "sessions", tmp_path / "sessions" / "s1", leaf):
-        assert directory.stat().st_mode & 0o777 == 0o700, directory
-    assert private_dir(leaf) == leaf  # existing: fine
