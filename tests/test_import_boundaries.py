@@ -106,6 +106,7 @@ def test_every_package_has_a_readme() -> None:
 # ties the two together (docs/architecture.md), so a Protocol replaces such an import.
 CYCLE_FREE = tuple(sorted(PROJECT))
 
+
 def _module_name(path: Path, root: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
