@@ -10,6 +10,7 @@ from typing import Any
 from agent_core.autonomy.gates import Gate, GateConfigError, parse_gates
 from agent_core.autonomy.loop import LoopLimits
 from agent_core.config import table as config_table
+from agent_core.config.option import ConfigError
 from agent_core.control_plane.settings import RefereeSettings
 
 __all__ = ["AutonomySettings"]
@@ -33,7 +34,7 @@ class AutonomySettings:
             # `load_config` refused a bad value at start; a mapping from elsewhere reports it here.
             try:
                 return config_table.value(extra, key)
-            except config_table.ConfigError as exc:
+            except ConfigError as exc:
                 errors.append(f"{exc}; using {config_table.BY_KEY[key].default!r}")
                 return config_table.BY_KEY[key].default
 
