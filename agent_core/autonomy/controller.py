@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.guard import ControlPlaneGuard
     from agent_core.control_plane.held import HeldChange
-    from agent_core.model import Usage
+    from agent_core.model_events import Usage
     from agent_core.ports import EditorPort
     from kernel_bridge import KernelSession
 

@@ -27,7 +27,7 @@ from agent_core.ports import PermissionRequest
 
 if TYPE_CHECKING:
     from agent_core.control_plane.guard import ControlPlaneGuard
-    from agent_core.model import Usage
+    from agent_core.model_events import Usage
     from agent_core.ports import EditorPort
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,8 @@ from agent_core.bus import Compacted, EventBus
 from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
 from agent_core.history.transcript import TranscriptWriter
-from agent_core.model import ModelClient, Usage
+from agent_core.model import ModelClient
+from agent_core.model_events import Usage
 from agent_core.turn.model_context import ModelContext
 
 log = logging.getLogger(__name__)
