@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 def _configure_logging() -> None:
     import logging  # here, not at the top: the early `initialize` answer goes out before logging loads
 
-    from agent_core.config.table import ConfigError, from_env
+    from agent_core.config.option import ConfigError
+    from agent_core.config.table import from_env
 
     try:
         level, problem = str(from_env("CONTINUAL_ACP_LOG_LEVEL", os.environ)), None
@@ -44,7 +45,8 @@ def _max_message_bytes() -> int:
     import logging
 
     from acp_server.protocol.transport import DEFAULT_MAX_LINE_BYTES
-    from agent_core.config.table import ConfigError, from_env
+    from agent_core.config.option import ConfigError
+    from agent_core.config.table import from_env
 
     try:
         return int(from_env("CONTINUAL_ACP_MAX_MESSAGE_BYTES", os.environ))
@@ -57,7 +59,8 @@ def _watchdog(read_fd: int, kill_children: Callable[[], None] | None, parent_pid
     import logging
 
     from acp_server.process.watchdog import DEFAULT_GRACE_SECONDS, DEFAULT_STALL_SECONDS, Watchdog
-    from agent_core.config.table import ConfigError, from_env
+    from agent_core.config.option import ConfigError
+    from agent_core.config.table import from_env
 
     def seconds(name: str, default: float) -> float:
         try:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import json
 import logging
-import sys
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +28,24 @@ from typing import TYPE_CHECKING, Any
 from agent_core.aio import shielded
 from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
+from agent_core.model_errors import (
+    error_detail,
+    explain,
+    is_openai_error,
+    refused_format,
+    refuses_null_content,
+)
+from agent_core.model_events import (
+    ModelDone,
+    ModelEvent,
+    ReasoningDelta,
+    StreamFallback,
+    TextDelta,
+    ToolCall,
+    Usage,
+    answer_events,
+    parse_usage,
+)
 from agent_core.safetext import StreamJoiner, scrub, scrub_value
 
 if TYPE_CHECKING:
@@ -63,83 +79,6 @@ IPYTHON_TOOL: dict[str, Any] = {
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-# ---------------------------------------------------------------- stream events
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """A piece of answer text from the model stream."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ReasoningDelta:
-    """A piece of reasoning text from the model stream."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """A complete tool call; `arguments` is the raw JSON text the model wrote."""
-
-    id: str
-    name: str
-    arguments: str
-
-    def parsed(self) -> dict[str, Any]:
-        """The arguments as an object; raises ValueError with a readable message if they are not one."""
-        try:
-            value = json.loads(self.arguments or "{}")
-        except json.JSONDecodeError as exc:
-            raise ValueError(
-                f"the arguments of {self.name} are not valid JSON ({exc.msg} at {exc.pos})"
-            ) from None
-        if not isinstance(value, dict):
-            raise ValueError(f"the arguments of {self.name} must be a JSON object")
-        # A `"\\udc80"` escape in the arguments decodes to a lone surrogate: never let it through.
-        return dict(scrub_value(value))
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts of one model request."""
-
-    input_tokens: int = 0  # prompt tokens not served from cache
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.input_tokens + self.cache_read_tokens
-
-
-@dataclass(frozen=True)
-class ModelDone:
-    """The end of one model request: why it stopped, its text, reasoning, tool calls, usage."""
-
-    finish_reason: str  # "stop" | "tool_calls" | "length" | "content_filter" | ...
-    text: str
-    reasoning: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    usage: Usage | None = None
-
-
-@dataclass(frozen=True)
-class StreamFallback:
-    """The answer that follows was not streamed. `reason` says why (the stream failed, or this model's
-    streams failed before); `restart`: deltas of a failed stream were already yielded, and the whole
-    answer that follows replaces them."""
-
-    reason: str
-    restart: bool = False
-
-
-ModelEvent = TextDelta | ReasoningDelta | StreamFallback | ModelDone
-
-
 class _StreamFailed(Exception):
     """The stream started but did not deliver a whole answer (cut, empty, or an error inside it)."""
 
@@ -148,29 +87,6 @@ class _StreamFailed(Exception):
         self.message = message  # the error, should the unstreamed request fail too
         self.reason = reason  # a few words for the user's notice
         self.partial = partial
-
-
-def parse_usage(raw: Any) -> Usage | None:
-    """Read usage from the shapes compatible servers use (OpenAI, vLLM, OpenRouter/Anthropic-style)."""
-    if raw is None:
-        return None
-    data: Mapping[str, Any] = raw.model_dump() if hasattr(raw, "model_dump") else dict(raw)
-    prompt = int(data.get("prompt_tokens") or 0)
-    output = int(data.get("completion_tokens") or 0)
-    details = data.get("prompt_tokens_details") or {}
-    cache_read = int(details.get("cached_tokens") or data.get("cache_read_input_tokens") or 0)
-    cache_write = int(
-        details.get("cache_write_tokens")
-        or details.get("cache_creation_tokens")
-        or data.get("cache_creation_input_tokens")
-        or 0
-    )
-    return Usage(
-        input_tokens=max(0, prompt - cache_read),
-        output_tokens=output,
-        cache_read_tokens=cache_read,
-        cache_write_tokens=cache_write,
-    )
 
 
 @dataclass
@@ -364,7 +280,7 @@ class ModelClient:
         except ModelError:
             raise
         except Exception as exc:
-            if _is_openai_error(exc) and not started:
+            if is_openai_error(exc) and not started:
                 raise self._explain(exc, chosen) from exc
             # A transport error while reading the stream (the openai client only wraps errors that
             # happen before the response starts): the answer is incomplete.
@@ -417,12 +333,12 @@ class ModelClient:
         except ModelError:
             raise
         except Exception as exc:
-            if _is_openai_error(exc):
+            if is_openai_error(exc):
                 raise self._explain(exc, chosen) from exc
             raise ModelError(
                 f"model endpoint {self.endpoint} failed: {type(exc).__name__}: {exc}", endpoint=self.endpoint
             ) from exc
-        return _answer_events(reply, self.endpoint)
+        return answer_events(reply, self.endpoint)
 
     def _ask_structured(self, body: dict[str, Any], chosen: str, schema: Mapping[str, Any]) -> None:
         """Put the first structured-output form the endpoint has not refused into `body`."""
@@ -452,9 +368,9 @@ class ModelClient:
             try:
                 return await post(sent)
             except Exception as exc:
-                if not _is_openai_error(exc):
+                if not is_openai_error(exc):
                     raise
-                if _refuses_null_content(exc, sent):
+                if refuses_null_content(exc, sent):
                     self._needs_text_content.add(chosen)
                     body["messages"] = _text_content(body["messages"])
                     log.warning(
@@ -463,7 +379,7 @@ class ModelClient:
                         self.endpoint,
                     )
                     continue
-                form = _refused_format(exc, sent)
+                form = refused_format(exc, sent)
                 schema = body.get(_SCHEMA_KEY)
                 if form is None or schema is None:
                     raise
@@ -474,7 +390,7 @@ class ModelClient:
                     "model endpoint %s refused structured output as %r (%s); asking %s from now on for model %s",
                     self.endpoint,
                     form,
-                    _error_detail(exc)[:200],
+                    error_detail(exc)[:200],
                     f"as {now['type']!r}" if now else "without it",
                     chosen,
                 )
@@ -524,6 +440,11 @@ class ModelClient:
         assert done is not None
         return done
 
+    def _explain(self, exc: Exception, model: str) -> ModelError:
+        return explain(
+            exc, model, endpoint=self.endpoint, max_retries=self.config.max_retries, origin=self._origin
+        )
+
     async def list_models(self) -> list[str]:
         """Models the endpoint offers (`GET /models`); empty when it cannot say."""
         try:
@@ -532,46 +453,6 @@ class ModelClient:
             log.info("listing models at %s failed: %s", self.endpoint, exc)
             return []
         return [m.id for m in page.data]
-
-    def _explain(self, exc: Exception, model: str) -> ModelError:
-        import openai
-
-        where = self.endpoint
-        retried = f" (after {self.config.max_retries} retries)" if self.config.max_retries else ""
-        status = getattr(exc, "status_code", None)
-        detail = _error_detail(exc)
-        url, key, model_at = (self._origin(k) for k in ("base_url", "api_key", "model"))
-        if isinstance(exc, openai.APITimeoutError):
-            msg = f"model endpoint {where} timed out{retried}; check that the server is up and not overloaded (the URL is {url})"
-        elif isinstance(exc, openai.APIConnectionError):
-            msg = (
-                f"model endpoint {where} could not be reached{retried} ({detail}); "
-                f"check that the model server is running there (the URL is {url})"
-            )
-        elif isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            msg = f"model endpoint {where} rejected the credentials (HTTP {status}: {detail}); check the key ({key})"
-        elif isinstance(exc, openai.NotFoundError):
-            msg = (
-                f"model endpoint {where} does not know model {model!r} (HTTP 404: {detail}); "
-                f"check the model ({model_at}) and the URL ({url})"
-            )
-        elif isinstance(exc, openai.RateLimitError):
-            msg = f"model endpoint {where} is rate limiting requests{retried} ({detail}); wait and retry, or check your plan's limits"
-        elif status is not None and status >= 500:
-            msg = f"model endpoint {where} failed with HTTP {status}{retried} ({detail}); the server had an internal error, check its logs"
-        elif status is not None:
-            msg = f"model endpoint {where} refused the request (HTTP {status}: {detail}); check the model ({model_at}) and the endpoint's limits"
-        else:
-            msg = f"model endpoint {where} failed: {detail}; check the URL ({url})"
-        wait = _retry_after(exc)
-        if wait is not None:
-            # The openai client does not retry past a long Retry-After; that wait is beyond the
-            # retry budget, so say how long the endpoint asked for instead of hiding it.
-            msg += (
-                f". The endpoint asked to wait {wait} (Retry-After), longer than the client waits "
-                f"between retries (at most {_client_retry_after_cap():g} s): wait that long before retrying"
-            )
-        return ModelError(msg, endpoint=where, status=status)
 
 
 def _text_content(messages: Sequence[Any]) -> list[Any]:
@@ -586,121 +467,3 @@ def _text_content(messages: Sequence[Any]) -> list[Any]:
 
 # The key under which a request body keeps its schema between `_request` and `_post` (not sent).
 _SCHEMA_KEY = "_continual_acp_schema"
-
-
-def _refused_format(exc: Exception, body: Mapping[str, Any]) -> str | None:
-    """The structured-output form a refusal (400/422/500) names, if the request asked for one.
-
-    A 400 for the context length or the credentials says nothing about `response_format` and is
-    not taken for a refusal of it; llama-cpp-python answers an unknown form with HTTP 500 and a
-    validation message naming `response_format`.
-    """
-    asked = body.get("response_format")
-    if not isinstance(asked, dict) or getattr(exc, "status_code", None) not in (400, 422, 500):
-        return None
-    text = _error_detail(exc).lower()
-    if not any(word in text for word in ("response_format", "json_schema", "json_object", "grammar")):
-        return None
-    return str(asked.get("type"))
-
-
-def _refuses_null_content(exc: Exception, body: Mapping[str, Any]) -> bool:
-    """A refusal (400/422/500) naming `content`, of a request holding an assistant `content: null`."""
-    status = getattr(exc, "status_code", None)
-    if status not in (400, 422, 500):
-        return False
-    text = _error_detail(exc).lower()
-    if "content" not in text or not any(word in text for word in ("string", "none", "null")):
-        return False
-    return any(
-        isinstance(m, dict) and m.get("role") == "assistant" and m.get("content") is None
-        for m in body.get("messages") or ()
-    )
-
-
-def _answer_events(reply: Any, endpoint: str) -> list[ModelEvent]:
-    """A whole (non-streamed) `chat.completion` as stream events, ending with `ModelDone`."""
-    choices = getattr(reply, "choices", None) or []
-    if not choices:
-        raise ModelError(f"model endpoint {endpoint} answered with no choices", endpoint=endpoint)
-    choice = choices[0]
-    message = choice.message
-    extra = message.model_extra or {}
-    thought = scrub(str(extra.get("reasoning_content") or extra.get("reasoning") or ""))
-    text = scrub(message.content or "")
-    calls = tuple(
-        ToolCall(
-            id=call.id or f"call_{uuid.uuid4().hex[:16]}",
-            name=call.function.name or "ipython",
-            arguments=scrub(call.function.arguments or ""),
-        )
-        for call in message.tool_calls or ()
-        if getattr(call, "function", None) is not None
-    )
-    finish = choice.finish_reason or ("tool_calls" if calls else "stop")
-    events: list[ModelEvent] = []
-    if thought:
-        events.append(ReasoningDelta(thought))
-    if text:
-        events.append(TextDelta(text))
-    events.append(ModelDone(finish, text, thought, calls, parse_usage(getattr(reply, "usage", None))))
-    return events
-
-
-def _client_retry_after_cap() -> float:
-    """How long a Retry-After the openai client honours (it does not retry past it)."""
-    try:
-        from openai._constants import MAX_RETRY_AFTER_DELAY
-    except ImportError:  # a private module: fall back to the value of older clients
-        return 60.0
-    return float(MAX_RETRY_AFTER_DELAY)
-
-
-def _retry_after(exc: Exception) -> str | None:
-    """A wait the error response asked for that the client's retries do not honour (longer than
-    `_client_retry_after_cap`, or an HTTP date), readable; None when none or within the budget."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
-    try:
-        millis = headers.get("retry-after-ms")
-        value = headers.get("retry-after")
-    except (AttributeError, TypeError):
-        return None
-    try:
-        if millis:
-            seconds = float(millis) / 1000
-        elif value:
-            seconds = float(value)
-        else:
-            return None
-    except ValueError:
-        return f"until {value}" if value else None  # an HTTP date
-    return f"{seconds:g} s" if seconds > _client_retry_after_cap() else None
-
-
-def _is_openai_error(exc: BaseException) -> bool:
-    # Not imported yet: nothing can have raised one (and importing it here would be on the loop).
-    openai = sys.modules.get("openai")
-    return openai is not None and isinstance(exc, openai.OpenAIError)
-
-
-def _joined(message: str, cause: str) -> str:
-    """`message: cause`, without the doubled stop openai's own "Connection error." leaves."""
-    return f"{message.rstrip('.')}: {cause}"
-
-
-def _error_detail(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if body.get("message"):
-            return str(body["message"])
-    message = str(exc) or type(exc).__name__
-    cause = exc.__cause__ or exc.__context__
-    if cause is not None and str(cause) and str(cause) not in message:
-        message = _joined(message, str(cause))
-    return message

@@ -41,7 +41,7 @@ from agent_core.autonomy import (
 )
 from agent_core.autonomy.pinning import gate_environment, pin_gate
 from agent_core.autonomy.tamper import TamperWatch, runner_patterns
-from agent_core.config.table import DEFAULT_RUNNER_FILES, DEFAULT_TEST_PATTERNS
+from agent_core.config.referee_defaults import DEFAULT_RUNNER_FILES, DEFAULT_TEST_PATTERNS
 
 
 def make_tree(root: Path, files: int) -> None:

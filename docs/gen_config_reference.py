@@ -28,7 +28,7 @@ environment, which wins. One row per `config.toml` key and per environment varia
 PROSE = """The environment wins over `~/.config/continual-acp/config.toml` (another file with
 `CONTINUAL_ACP_CONFIG`). The table above is generated from the one table in code
 (`agent_core/config/table.py`) by `docs/gen_config_reference.py`
-(`python -m agent_core.config.table` prints the table alone): every
+(`python -m agent_core.config.reference` prints the table alone): every
 value is checked once, typed, at start (and by `doctor`), and a wrong one is an error naming the key,
 where it came from, the value and what is allowed. An unknown key is a warning naming it and the
 closest valid one (stderr and `doctor`). A `config.toml` that cannot be read or parsed is never
@@ -51,7 +51,7 @@ def render() -> str:
     """The whole page: the header, the generated table, then what holds for every setting."""
     if str(ROOT) not in sys.path:  # run as a script from anywhere: the repository's packages first
         sys.path.insert(0, str(ROOT))
-    from agent_core.config.table import markdown_table
+    from agent_core.config.reference import markdown_table
 
     return HEADER + markdown_table() + "\n" + PROSE
 

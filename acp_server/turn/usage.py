@@ -14,7 +14,7 @@ from acp_server.protocol import frames
 
 if TYPE_CHECKING:
     from agent_core.events import UsageReport
-    from agent_core.model import Usage
+    from agent_core.model_events import Usage
 
 
 def _totals(usage: Usage | UsageReport) -> list[int]:

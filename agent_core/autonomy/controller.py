@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -28,12 +28,13 @@ from agent_core.autonomy.gates import (
     load_project_gates,
     make_gate,
     merge_gates,
-    parse_gates,
     project_gates_file,
 )
-from agent_core.autonomy.loop import LoopLimits, LoopOutcome, run_autonomous
+from agent_core.autonomy.loop import LoopOutcome, run_autonomous
+from agent_core.autonomy.loop_host import LoopHost, ModelTurn, usage_tuple
 from agent_core.autonomy.pinning import GatePin, gate_modules, pin_gate
 from agent_core.autonomy.pinning import gate_environment as pinned_environment
+from agent_core.autonomy.settings import AutonomySettings
 from agent_core.autonomy.state import (
     AutonomyState,
     AutonomyStateFile,
@@ -42,61 +43,21 @@ from agent_core.autonomy.state import (
     goal_context_block,
     new_goal,
 )
-from agent_core.autonomy.tamper import TESTS_CHANGED, Changed, Evidence, TamperWatch, runner_patterns
-from agent_core.bus import AutonomousCheckpoint, EventBus, KernelReady, TurnFinished
-from agent_core.config import table as config_table
-from agent_core.control_plane.settings import RefereeSettings
+from agent_core.autonomy.tamper import TamperWatch, runner_patterns
+from agent_core.bus import EventBus, KernelReady, TurnFinished
 from agent_core.ports import PermissionRequest
 
 if TYPE_CHECKING:
     from agent_core.config.loader import AgentConfig
     from agent_core.control_plane.guard import ControlPlaneGuard
     from agent_core.control_plane.held import HeldChange
-    from agent_core.model import Usage
+    from agent_core.model_events import Usage
     from agent_core.ports import EditorPort
     from kernel_bridge import KernelSession
 
-__all__ = ["AutonomySettings", "SessionAutonomy"]
+__all__ = ["SessionAutonomy"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class AutonomySettings:
-    """From config.toml: `autonomous_max_continuations`, `autonomous_max_tokens`,
-    `autonomous_max_seconds`, `autonomous_checkpoint_every`, `gates`."""
-
-    limits: LoopLimits = field(default_factory=LoopLimits)
-    user_gates: tuple[Gate, ...] = ()
-    referee: RefereeSettings = field(default_factory=RefereeSettings)
-    error: str | None = None  # a bad setting, reported by /autonomous status (and the defaults used)
-
-    @classmethod
-    def from_extra(cls, extra: Mapping[str, Any]) -> AutonomySettings:
-        errors: list[str] = []
-
-        def number(key: str) -> Any:
-            # `load_config` refused a bad value at start; a mapping from elsewhere reports it here.
-            try:
-                return config_table.value(extra, key)
-            except config_table.ConfigError as exc:
-                errors.append(f"{exc}; using {config_table.BY_KEY[key].default!r}")
-                return config_table.BY_KEY[key].default
-
-        limits = LoopLimits(
-            max_continuations=number("autonomous_max_continuations"),
-            max_tokens=number("autonomous_max_tokens"),
-            max_seconds=number("autonomous_max_seconds"),
-            checkpoint_every=number("autonomous_checkpoint_every"),
-        )
-        try:
-            gates = parse_gates(extra.get("gates"), source="user", where="config.toml")
-        except GateConfigError as exc:
-            errors.append(str(exc))
-            gates = ()
-        referee = RefereeSettings.from_extra(extra)
-        errors += referee.errors
-        return cls(limits=limits, user_gates=gates, referee=referee, error="; ".join(errors) or None)
 
 
 class AutonomySession(Protocol):
@@ -144,16 +105,13 @@ class AutonomySession(Protocol):
     def record_event(self, event: ev.TurnEvent) -> None: ...
 
 
-ModelTurn = Callable[[Sequence[ev.PromptPart]], Awaitable[ev.StopReason]]
-
-
 class SessionAutonomy:
     def __init__(self, session: AutonomySession, settings: AutonomySettings) -> None:
         self.session = session
         self.settings = settings
         self._file = AutonomyStateFile(session.session_dir)
         self._state = self._file.load()
-        self._seen = _usage_tuple(session.usage_totals)
+        self._seen = usage_tuple(session.usage_totals)
         self.loop_running = False
         self.interrupted_notice: str | None = None
         self._gate_entries: tuple[ev.PlanEntry, ...] = ()  # the last loop's gate statuses, for the plan
@@ -195,6 +153,14 @@ class SessionAutonomy:
     @property
     def goal(self) -> Goal | None:
         return self._state.goal
+
+    @property
+    def gate_entries(self) -> tuple[ev.PlanEntry, ...]:
+        """The last loop's gate statuses, for the plan."""
+        return self._gate_entries
+
+    def save_state(self, state: AutonomyState) -> None:
+        self._save(state)
 
     def _save(self, state: AutonomyState) -> None:
         self._state = state
@@ -266,7 +232,7 @@ class SessionAutonomy:
 
     def account_usage(self) -> None:
         """Add the tokens spent since the last call to the active goal (cache reads shown, not counted)."""
-        now = _usage_tuple(self.session.usage_totals)
+        now = usage_tuple(self.session.usage_totals)
         inp, out, read, write = (a - b for a, b in zip(now, self._seen, strict=True))
         self._seen = now
         goal = self._state.goal
@@ -416,7 +382,7 @@ class SessionAutonomy:
             shadowing=runner_patterns(referee.runner_files, modules),
         )
         pins = await asyncio.to_thread(self._pin, pinned)
-        host = _Host(self, model_turn, pinned, watch, pins)
+        host = LoopHost(self, model_turn, pinned, watch, pins)
         await asyncio.to_thread(host.start_guard)
         self.loop_running = True
         goal = self._state.goal
@@ -492,222 +458,3 @@ class SessionAutonomy:
 
 # Marks a goal whose loop is running, so a restart can say the loop was interrupted.
 _LOOP_MARK = "\0autonomous-loop-running"
-
-
-def _usage_tuple(usage: Any) -> tuple[int, int, int, int]:
-    return (
-        int(getattr(usage, "input_tokens", 0)),
-        int(getattr(usage, "output_tokens", 0)),
-        int(getattr(usage, "cache_read_tokens", 0)),
-        int(getattr(usage, "cache_write_tokens", 0)),
-    )
-
-
-class _Host:
-    """The loop's view of the session."""
-
-    def __init__(
-        self,
-        autonomy: SessionAutonomy,
-        model_turn: ModelTurn,
-        pinned: tuple[Gate, ...],
-        watch: TamperWatch,
-        pins: Mapping[str, GatePin],
-    ) -> None:
-        self._autonomy = autonomy
-        self._model_turn = model_turn
-        self._pinned = pinned
-        self._watch = watch
-        self._pins = dict(pins)
-        self._shadowed: dict[str, str] = {}  # path -> what it changed in a gate's resolution
-        self._own_guard: ControlPlaneGuard | None = None
-        self._project_gates = tuple(g for g in pinned if g.source == "project")
-        self._gate_file_reported = False
-        self.emit: Callable[[ev.TurnEvent], None] | None = None
-
-    # ------------------------------------------------------------ pins and the control plane
-
-    def start_guard(self) -> None:
-        """A control-plane guard for the loop's gates when the session has none (a confined kernel,
-        whose cells cannot write `.continual-acp/`, or no kernel yet): gates run outside any sandbox
-        the kernel has (blocking: a worker thread)."""
-        if self._autonomy.session.control_plane is not None:
-            return
-        from agent_core.control_plane.guard import CONTROL_DIR, ControlPlaneGuard
-        from agent_core.trust.project_scope import find_repo
-
-        cwd = self._autonomy.session.cwd
-        repo = find_repo(cwd)
-        roots = [Path(cwd) / CONTROL_DIR] + ([repo / CONTROL_DIR] if repo is not None else [])
-        lock = repo / CONTROL_DIR / "harness" / ".lock" if repo is not None else None
-        try:
-            guard = ControlPlaneGuard(roots, lock_path=lock)
-            guard.refresh()
-        except Exception:
-            log.exception("no control-plane guard for the loop's gates")
-            return
-        self._own_guard = guard
-
-    def close(self) -> None:
-        if self._own_guard is not None:
-            self._own_guard.close()
-            self._own_guard = None
-
-    def _guard(self) -> ControlPlaneGuard | None:
-        session_guard = self._autonomy.session.control_plane
-        if session_guard is not None:
-            if self._own_guard is not None:  # the session's took over (its kernel started)
-                self._own_guard.close()
-                self._own_guard = None
-            return session_guard
-        return self._own_guard
-
-    async def before_gate(self, gate: Gate) -> None:
-        """Resolve the gate again and compare with its pin; what differs is a shadowing file: said
-        now, and the pass is not accepted without asking."""
-        pin = self._pins.get(gate.command)
-        cwd = self._autonomy.session.cwd
-        try:
-            now = await asyncio.to_thread(
-                pin_gate,
-                gate.command,
-                cwd,
-                self.gate_environment(gate),
-                site_dirs=pin.site_dirs if pin else (),
-            )
-        except Exception:  # unresolvable now: not a pass to trust without asking
-            log.exception("could not resolve the gate %r again", gate.command)
-            now = None
-        if now is None:
-            found = [(cwd, f"what `{gate.command}` runs could not be resolved before it ran")]
-            found = [f for f in found if f[0] not in self._shadowed]
-        elif pin is None:
-            found = [(cwd, "what the gate runs could not be resolved when the loop started")]
-            self._pins[gate.command] = now
-        else:
-            found = [(path, why) for path, why in pin.differences(now, cwd) if path not in self._shadowed]
-        if not found:
-            return
-        self._shadowed.update(found)
-        if self.emit is not None:
-            listed = "; ".join(f"{path} ({why})" for path, why in found)
-            self.emit(
-                ev.MessageChunk(
-                    f"\n\nThe gate `{gate.command}` no longer runs what was pinned when the loop started: "
-                    f"{listed}. A pass will not be accepted without asking.\n",
-                    f"msg_{os.urandom(8).hex()}",
-                )
-            )
-
-    async def after_gate(self, gate_id: str, gate: Gate) -> str | None:
-        """The control-plane check after a gate's process (project code it imported may have
-        written `.continual-acp/`): restored and held before the loop builds its next request."""
-        guard = self._guard()
-        if guard is None:
-            return None
-        try:
-            held = await asyncio.to_thread(guard.check, gate_id, gate.command, when="while a gate ran")
-        except Exception:
-            log.exception("the control-plane check failed after the gate %r", gate.command)
-            return None
-        if held is None:
-            return None
-        from agent_core.control_plane.cells import hold
-
-        return await hold(self._autonomy.session, held, self.emit)
-
-    @property
-    def cwd(self) -> str:
-        return self._autonomy.session.cwd
-
-    async def model_turn(self, parts: Sequence[ev.PromptPart]) -> ev.StopReason:
-        try:
-            return await self._model_turn(parts)
-        finally:
-            self._autonomy.account_usage()
-
-    def billable_tokens(self) -> int:
-        inp, out, _read, write = _usage_tuple(self._autonomy.session.usage_totals)
-        return billable_tokens(inp, out, write)
-
-    def gates(self) -> tuple[Gate, ...]:
-        return self._pinned
-
-    def report_gate_file_change(self, emit: Callable[[ev.TurnEvent], None]) -> None:
-        """Said once per loop: the gate file no longer says what the loop started with."""
-        if self._gate_file_reported:
-            return
-        try:
-            now = load_project_gates(self._autonomy.session.cwd)
-        except GateConfigError as exc:
-            now = None
-            log.warning("%s", exc)
-        if now == self._project_gates:
-            return
-        self._gate_file_reported = True
-        emit(
-            ev.MessageChunk(
-                "\n\nThe project's gate file (.continual-acp/gates.toml) changed during this loop; the loop "
-                "keeps the gates it started with and does not use the change.\n",
-                f"msg_{os.urandom(8).hex()}",
-            )
-        )
-
-    async def judge_pass(self) -> tuple[bool, str]:
-        """The gates passed: what they judge by that changed meanwhile (tamper evidence); a change
-        to a protected path stops the loop unless the user accepts the pass."""
-        evidence = await asyncio.to_thread(self._watch.changes)
-        listed = {c.path for c in evidence.changed}
-        shadowed = tuple(
-            Changed(path, None, None, "protected", note=f"runs in the gate: {why}")
-            for path, why in self._shadowed.items()
-            if path not in listed
-        )
-        evidence = Evidence((*evidence.changed, *shadowed))
-        if not evidence.changed:
-            return True, ""
-        if self.emit is not None:
-            self.emit(
-                ev.PlanChanged(
-                    (
-                        *self._autonomy.plan_entries(),
-                        *self._autonomy._gate_entries,
-                        ev.PlanEntry(
-                            f"Gate evidence: {TESTS_CHANGED} ({'; '.join(c.line() for c in evidence.changed)})",
-                            "pending",
-                            "high",
-                        ),
-                    )
-                )
-            )
-        if evidence.protected:
-            names = ", ".join(c.path for c in evidence.protected)
-            decision = await self._autonomy.session.editor.request_permission(
-                PermissionRequest(
-                    cell_id=f"protected-{os.urandom(6).hex()}",
-                    title=f"The gates passed, but protected paths changed during the loop ({names}): accept the pass?",
-                    code=evidence.stat(),
-                    purpose="gates",
-                )
-            )
-            if decision not in ("allow_once", "allow_always"):
-                return False, (
-                    f"Stopped: the gates passed, but protected paths changed during the loop ({names}); "
-                    f"the pass was not accepted.\n\n{evidence.message()}"
-                )
-        return True, evidence.message()
-
-    def autonomy_state(self) -> AutonomyState:
-        return self._autonomy.state
-
-    def save_autonomy_state(self, state: AutonomyState) -> None:
-        self._autonomy._save(state)
-
-    def gate_environment(self, gate: Gate) -> Mapping[str, str]:
-        return self._autonomy.gate_environment(gate)
-
-    def checkpoint(self, continuation: int) -> None:
-        # Refinement subscribes its automatic review here (acp_server's composition root).
-        self._autonomy.session.bus.emit(
-            AutonomousCheckpoint(f"autonomous checkpoint after {continuation} continuations")
-        )

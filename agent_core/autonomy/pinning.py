@@ -26,19 +26,19 @@ regular files only, opened non-blocking, digested in chunks.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
 import re
-import shlex
 import shutil
-import stat
 import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from agent_core.autonomy.gate_command import module_argument, program_and_args, simple_commands
+from agent_core.autonomy.pinned_files import file_digest, read_head
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,6 @@ __all__ = [
 PROBE_TIMEOUT = 30.0
 MAX_PROBE_OUTPUT = 64 << 10  # the probe's output kept (its answer is the last line)
 MAX_SITE_ENTRIES = 2_000  # entries listed per site folder (a huge folder is cut, the cut is pinned)
-MAX_DIGEST_BYTES = 512 << 20  # larger files are pinned by size and mtime
 # Python variables that would let the environment add code to the gate's interpreter; the gate never
 # gets them from the server's environment (a gate command that wants one says so itself).
 WORKSPACE_PYTHON_VARIABLES = (
@@ -70,9 +69,6 @@ WORKSPACE_PYTHON_VARIABLES = (
     "PYTHONSAFEPATH",
 )
 _PYTHON_NAME = re.compile(r"python(\d+(\.\d+)*)?[a-z]?(\.exe)?$")
-_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "\n", "|&", ";;"})
-_PREFIX_WORDS = frozenset({"exec", "command", "env", "nohup", "time", "nice", "builtin"})
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
 _STARTUP_WHAT = "start-up file "
 _RUNNER_WHAT = "runner file "  # a Python file of the distribution that provides the gate's module
@@ -218,75 +214,28 @@ def _named_venv_bins(cwd: str | os.PathLike[str], command: str) -> list[str]:
 # ---------------------------------------------------------------- parsing the command
 
 
-def _tokens(command: str) -> list[str]:
-    try:
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        return list(lexer)
-    except ValueError:
-        return command.split()
-
-
-def _simple_commands(command: str) -> list[list[str]]:
-    commands: list[list[str]] = [[]]
-    for token in _tokens(command):
-        if token in _SEPARATORS or set(token) <= set(";&|()\n"):
-            if commands[-1]:
-                commands.append([])
-            continue
-        commands[-1].append(token)
-    return [c for c in commands if c]
-
-
-def _program_and_args(words: Sequence[str]) -> tuple[str, list[str]] | None:
-    index = 0
-    while index < len(words) and (_ASSIGNMENT.match(words[index]) or words[index] in _PREFIX_WORDS):
-        index += 1
-    while index < len(words) and words[index].startswith("-") and index > 0:
-        index += 1  # `env -i`, `nice -n`: their options (a value after one is taken as the program)
-    if index >= len(words):
-        return None
-    return words[index], list(words[index + 1 :])
-
-
 def program_words(command: str) -> list[str]:
     """The first word of each simple command of a shell command (assignments and `exec`/`env`
     skipped): the programs the shell looks up."""
     out = []
-    for words in _simple_commands(command):
-        found = _program_and_args(words)
+    for words in simple_commands(command):
+        found = program_and_args(words)
         if found is not None:
             out.append(found[0])
     return out
-
-
-def _module_argument(args: Sequence[str]) -> str | None:
-    """`X` of `python [options] -m X ...` (None when it runs a script, `-c` or nothing)."""
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg == "-m":
-            return args[index + 1] if index + 1 < len(args) else None
-        if arg.startswith("-m") and len(arg) > 2:
-            return arg[2:]
-        if arg in ("-c", "-") or not arg.startswith("-"):
-            return None
-        index += 2 if arg in ("-W", "-X", "-Q") else 1
-    return None
 
 
 def gate_modules(command: str) -> list[str]:
     """Top-level names of the modules a gate runs as `python -m X`: a workspace file named like
     one (`X.py`, `X/`) could stand in for it where the working folder is on `sys.path`."""
     names: list[str] = []
-    for words in _simple_commands(command):
-        found = _program_and_args(words)
+    for words in simple_commands(command):
+        found = program_and_args(words)
         if found is None:
             continue
         program, args = found
         if _PYTHON_NAME.match(os.path.basename(program)):
-            module = _module_argument(args)
+            module = module_argument(args)
             if module:
                 names.append(module.split(".")[0])
     return list(dict.fromkeys(names))
@@ -304,14 +253,14 @@ def pin_gate(
     no longer reports them)."""
     files: list[PinnedFile] = []
     sites: list[str] = list(site_dirs)
-    for position, words in enumerate(_simple_commands(command)):
-        found = _program_and_args(words)
+    for position, words in enumerate(simple_commands(command)):
+        found = program_and_args(words)
         if found is None:
             continue
         program, args = found
         label = f"program `{program}`" + (f" (command {position + 1})" if position else "")
         path = _which(program, cwd, env)
-        files.append(PinnedFile(label, path and os.path.realpath(path), _digest(path)))
+        files.append(PinnedFile(label, path and os.path.realpath(path), file_digest(path)))
         if path is None:
             continue
         interpreter, module = _python_of(program, path, args)
@@ -365,7 +314,7 @@ def _file(what: str, path: str | None) -> PinnedFile:
     if not path:
         return PinnedFile(what, None, None)
     real = os.path.realpath(path)
-    return PinnedFile(what, real, _digest(real))
+    return PinnedFile(what, real, file_digest(real))
 
 
 def _which(program: str, cwd: str | os.PathLike[str], env: Mapping[str, str]) -> str | None:
@@ -382,7 +331,7 @@ def _python_of(program: str, path: str, args: Sequence[str]) -> tuple[str | None
     if _PYTHON_NAME.match(os.path.basename(program)) or _PYTHON_NAME.match(
         os.path.basename(os.path.realpath(path))
     ):
-        return path, _module_argument(args)
+        return path, module_argument(args)
     line = _first_line(path)
     if not line.startswith("#!"):
         return None, None
@@ -400,7 +349,7 @@ def _python_of(program: str, path: str, args: Sequence[str]) -> tuple[str | None
 
 
 def _first_line(path: str) -> str:
-    data = _read_head(path, 256)
+    data = read_head(path, 256)
     return data.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
 
 
@@ -478,11 +427,11 @@ def _runner_files(reported: object, tag: object, workspace: str, sites: Sequence
         real = os.path.realpath(path)
         if not _outside(real, workspace) and all(_outside(real, site) for site in sites):
             continue
-        out.append(PinnedFile(f"{_RUNNER_WHAT}{real}", real, _digest(real)))
+        out.append(PinnedFile(f"{_RUNNER_WHAT}{real}", real, file_digest(real)))
         if isinstance(tag, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", tag):
             folder, name = os.path.split(real)
             cached = os.path.join(folder, "__pycache__", f"{name[:-3]}.{tag}.pyc")
-            digest = _digest(cached)
+            digest = file_digest(cached)
             if digest is not None:  # one written later is a compile, not a change (see `differences`)
                 out.append(PinnedFile(f"{_CACHE_WHAT}{cached}", cached, digest))
     return out
@@ -501,52 +450,12 @@ def _startup_files(folder: str) -> list[PinnedFile]:
                     break
                 if entry.name.endswith(".pth") or entry.name in _STARTUP_NAMES:
                     path = os.path.join(folder, entry.name)
-                    out.append(PinnedFile(f"{_STARTUP_WHAT}{path}", path, _digest(path)))
+                    out.append(PinnedFile(f"{_STARTUP_WHAT}{path}", path, file_digest(path)))
                 elif entry.name.endswith((".dist-info", ".egg-info")):
                     path = os.path.join(folder, entry.name, "entry_points.txt")
-                    digest = _digest(path)
+                    digest = file_digest(path)
                     if digest is not None:
                         out.append(PinnedFile(f"{_PLUGIN_WHAT}{path}", path, digest))
     except OSError:
         pass
     return out
-
-
-def _read_head(path: str, size: int) -> bytes:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return b""
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b""
-        return os.read(fd, size)
-    except OSError:
-        return b""
-    finally:
-        os.close(fd)
-
-
-def _digest(path: str | None) -> str | None:
-    """sha256 of a regular file (None: absent, not regular, unreadable); a file over
-    `MAX_DIGEST_BYTES` by size and mtime."""
-    if path is None:
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        if info.st_size > MAX_DIGEST_BYTES:
-            return f"size:{info.st_size}:mtime:{info.st_mtime_ns}"
-        digest = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            digest.update(chunk)
-        return digest.hexdigest()
-    except OSError:
-        return None
-    finally:
-        os.close(fd)

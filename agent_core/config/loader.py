@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.config import table as config_table
-from agent_core.config.table import ConfigError
+from agent_core.config.option import ConfigError
 from agent_core.kernel.backend import KernelBackend, parse_backend
 
 MODES = config_table.BY_KEY["mode"].choices

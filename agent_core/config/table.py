@@ -1,14 +1,13 @@
 """The one table of settings: every `config.toml` key and every environment variable the product reads.
 
-Each `Option` row says its key, its environment variable (if any), its kind, bounds or choices, its
-default and one line of what it does. Everything else is generated from the rows:
+Each `Option` row (config/option.py) says its key, its environment variable (if any), its kind, bounds
+or choices, its default and one line of what it does. Everything else is generated from the rows:
 
-* parsing and validation (`validate`, `from_env`): `config.load_config` checks every row once, at
-  start, so a bad value is an error naming the key; feature modules read a value with `value(extra,
-  key)` instead of parsing it again;
+* parsing and validation (`validate`, `from_env`; one value against its row is option.py's `check`):
+  `config.load_config` checks every row once, at start, so a bad value is an error naming the key;
+  feature modules read a value with `value(extra, key)` instead of parsing it again;
 * unknown `config.toml` keys (`unknown_key_warning`: the key and the closest valid one);
-* the configuration reference's table (`markdown_table`; `docs/gen_config_reference.py` writes
-  docs/configuration.md from it, and a test fails while that page is stale);
+* the configuration reference's table (config/reference.py's `markdown_table`);
 * the mode and review choices (taken from `settings`, the session settings table, not repeated).
 
 Adding a setting is adding a row (keep the rows of one feature together).
@@ -16,133 +15,15 @@ Adding a setting is adding a row (keep the rows of one feature together).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
 from agent_core.config import session_settings as settings
-
-# What looks like a test or CI config to the tamper evidence of a gates' pass (agent_core.autonomy).
-DEFAULT_TEST_PATTERNS = (
-    "tests/**",
-    "test/**",
-    "test_*.py",
-    "*_test.*",
-    "*.spec.*",
-    "conftest.py",
-    ".github/workflows/**",
-    ".gitlab-ci.yml",
-    ".circleci/**",
-    ".ci/**",
-    "tox.ini",
-    "noxfile.py",
-    "pytest.ini",
-    "Jenkinsfile",
-    "azure-pipelines.yml",
-)
-
-# Files that change what a test runner runs without being tests: a change to one during an
-# autonomous loop counts as a protected-path change (`protect_runner_files`), at any depth.
-DEFAULT_RUNNER_FILES = (
-    "conftest.py",
-    "pytest.ini",
-    "pyproject.toml",
-    "tox.ini",
-    "setup.cfg",
-    "sitecustomize.py",
-    "usercustomize.py",
-    "*.pth",
-    "pytest.py",
-    "pytest/**",
-    "_pytest/**",
-)
-
-Kind = Literal["str", "int", "float", "bool", "choice", "strings", "custom"]
-_MISSING: Any = object()
-
-
-class ConfigError(ValueError):
-    """A setting has a value of the wrong type or out of range; the message names the setting,
-    where it came from, the value and what is allowed."""
-
-    def __init__(self, key: str, value: Any, source: str, allowed: str) -> None:
-        shown = repr(value)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
-        super().__init__(f"setting {key} = {shown} (from {source}) is not valid: it must be {allowed}")
-        self.key = key
-        self.value = value
-        self.source = source
-
-
-@dataclass(frozen=True, slots=True)
-class Option:
-    """One setting. `key` is the `config.toml` key ("" for an environment-only variable)."""
-
-    key: str
-    kind: Kind
-    doc: str
-    default: Any = None
-    env: str | None = None
-    at_least: float | None = None  # inclusive lower bound
-    above: float | None = None  # exclusive lower bound
-    at_most: float | None = None
-    choices: tuple[str, ...] = ()
-    allowed_text: str = ""  # what the error and the docs say is allowed (generated when empty)
-    # kind "custom": returns the normalized value or raises ValueError (its text is not shown).
-    check: Callable[[Any], Any] | None = None
-    # Set by the server for the processes it starts; documented, never set by a user.
-    internal: bool = False
-    # The default as the docs show it, when it is not a literal (e.g. "the data dir").
-    default_text: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.key or str(self.env)
-
-    @property
-    def allowed(self) -> str:
-        if self.allowed_text:
-            return self.allowed_text
-        if self.kind == "bool":
-            return "true or false"
-        if self.kind == "choice":
-            return " or ".join(repr(choice) for choice in self.choices)
-        if self.kind == "strings":
-            return "a list of strings"
-        if self.kind == "str":
-            return "a string"
-        noun = "a whole number" if self.kind == "int" else "a number"
-        bounds = []
-        if self.at_least is not None:
-            bounds.append(f">= {self.at_least:g}")
-        if self.above is not None:
-            bounds.append(f"> {self.above:g}")
-        if self.at_most is not None:
-            bounds.append(f"<= {self.at_most:g}")
-        return " ".join([noun, *bounds])
-
-
-def _verify_skills(value: Any) -> Any:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, Mapping) and all(
-        scope in ("local", "project", "global") and isinstance(flag, bool) for scope, flag in value.items()
-    ):
-        return dict(value)
-    raise ValueError(value)
-
-
-def _gates(value: Any) -> Any:
-    from agent_core.autonomy.gates import parse_gates
-
-    parse_gates(value, source="user", where="config.toml")  # raises GateConfigError (a ValueError)
-    return value
-
+from agent_core.config.custom_checks import gates_value, verify_skills_value
+from agent_core.config.option import LOG_LEVELS, MISSING, ConfigError, Option, check, parse_text
+from agent_core.config.referee_defaults import DEFAULT_TEST_PATTERNS
 
 _SECONDS = "a number of seconds > 0"
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 OPTIONS: tuple[Option, ...] = (
     # the model
@@ -407,7 +288,7 @@ OPTIONS: tuple[Option, ...] = (
         "custom",
         "check skills in a scratch kernel before they apply",
         default=True,
-        check=_verify_skills,
+        check=verify_skills_value,
         allowed_text="true or false, or a table of local/project/global = true|false",
     ),
     Option(
@@ -436,7 +317,7 @@ OPTIONS: tuple[Option, ...] = (
         "custom",
         "gate commands (also `.continual-acp/gates.toml` in the project)",
         default=None,
-        check=_gates,
+        check=gates_value,
         allowed_text='a list of commands (`["pytest -q", ...]`) or {command, timeout} tables',
         default_text="none",
     ),
@@ -493,7 +374,7 @@ OPTIONS: tuple[Option, ...] = (
         "log level (stderr)",
         default="WARNING",
         env="CONTINUAL_ACP_LOG_LEVEL",
-        choices=_LOG_LEVELS,
+        choices=LOG_LEVELS,
     ),
     Option(
         "",
@@ -549,73 +430,6 @@ BY_KEY: Mapping[str, Option] = {option.key: option for option in OPTIONS if opti
 BY_ENV: Mapping[str, Option] = {option.env: option for option in OPTIONS if option.env}
 
 
-def _parse_text(option: Option, raw: str) -> Any:
-    """An environment variable's text as the option's kind (raises ValueError)."""
-    if option.kind == "int":
-        return int(raw.strip())
-    if option.kind == "float":
-        return float(raw.strip())
-    if option.kind == "bool":
-        lowered = raw.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        raise ValueError(raw)
-    if option.kind == "strings":
-        return [part.strip() for part in raw.split(",") if part.strip()]
-    if option.kind == "choice" and option.choices == _LOG_LEVELS:
-        return raw.strip().upper()
-    return raw
-
-
-def check(option: Option, value: Any, source: str) -> Any:
-    """`value` checked against `option` and normalized; raises `ConfigError` naming the setting."""
-    name = option.name
-
-    def refuse() -> ConfigError:
-        return ConfigError(name, value, source, option.allowed)
-
-    kind = option.kind
-    if kind == "custom":
-        assert option.check is not None
-        try:
-            return option.check(value)
-        except ValueError as exc:
-            detail = str(exc)
-            if not detail or detail == str(value):
-                raise refuse() from None
-            raise ConfigError(name, value, source, f"{option.allowed} ({detail})") from None
-    if kind == "str":
-        if not isinstance(value, str):
-            raise refuse()
-        return value
-    if kind == "choice":
-        if value not in option.choices:
-            raise refuse()
-        return value
-    if kind == "bool":
-        if not isinstance(value, bool):
-            raise refuse()
-        return value
-    if kind == "strings":
-        if not isinstance(value, list | tuple) or not all(isinstance(v, str) and v for v in value):
-            raise refuse()
-        return tuple(value)
-    number_ok = isinstance(value, int) if kind == "int" else isinstance(value, int | float)
-    if isinstance(value, bool) or not number_ok or (kind == "float" and not math.isfinite(value)):
-        raise refuse()
-    if kind == "float":
-        value = float(value)
-    if (
-        (option.at_least is not None and value < option.at_least)
-        or (option.above is not None and value <= option.above)
-        or (option.at_most is not None and value > option.at_most)
-    ):
-        raise refuse()
-    return value
-
-
 def validate(key: str, value: Any, source: str) -> Any:
     """A `config.toml` value (or an environment variable's text when `source` says so) checked."""
     option = BY_KEY.get(key)
@@ -623,7 +437,7 @@ def validate(key: str, value: Any, source: str) -> Any:
         return value
     if isinstance(value, str) and source.startswith("environment") and option.kind not in ("str", "choice"):
         try:
-            value = _parse_text(option, value)
+            value = parse_text(option, value)
         except ValueError:
             raise ConfigError(key, value, source, option.allowed) from None
     return check(option, value, source)
@@ -637,7 +451,7 @@ def from_env(name: str, env: Mapping[str, str]) -> Any:
         return option.default
     source = f"environment variable {name}"
     try:
-        parsed = _parse_text(option, raw)
+        parsed = parse_text(option, raw)
     except ValueError:
         raise ConfigError(option.name, raw, source, option.allowed) from None
     return check(option, parsed, source)
@@ -657,8 +471,8 @@ def value(extra: Mapping[str, Any], key: str) -> Any:
     gets the same error instead of a silent fallback.
     """
     option = BY_KEY[key]
-    raw = extra.get(key, _MISSING)
-    if raw is _MISSING or raw is None:
+    raw = extra.get(key, MISSING)
+    if raw is MISSING or raw is None:
         return option.default
     return check(option, raw, "config.toml")
 
@@ -672,39 +486,3 @@ def unknown_key_warning(key: str) -> str | None:
     close = difflib.get_close_matches(key, list(BY_KEY), n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(BY_KEY)}"
     return f"unknown setting {key!r}{hint} (it is ignored)"
-
-
-def _default_text(option: Option) -> str:
-    if option.default_text:
-        return option.default_text
-    default = option.default
-    if default is None:
-        return "unset"
-    if isinstance(default, bool):
-        return "true" if default else "false"
-    if isinstance(default, tuple):
-        return "[]" if not default else repr(list(default))
-    return (
-        f"`{default!r}`"
-        if isinstance(default, str)
-        else f"{default:g}"
-        if isinstance(default, float)
-        else str(default)
-    )
-
-
-def markdown_table() -> str:
-    """The configuration reference's table, one row per option (docs/configuration.md is generated from it)."""
-    rows = ["| `config.toml` key | environment | default | allowed | what |", "|---|---|---|---|---|"]
-    for option in OPTIONS:
-        key = f"`{option.key}`" if option.key else ""
-        env = f"`{option.env}`" if option.env else ""
-        what = option.doc + (" (set by the server for its kernels; never set it)" if option.internal else "")
-        default = "" if option.internal else _default_text(option)
-        allowed = "" if option.internal else option.allowed.replace("|", "\\|")
-        rows.append(f"| {key} | {env} | {default} | {allowed} | {what} |")
-    return "\n".join(rows) + "\n"
-
-
-if __name__ == "__main__":  # `python -m agent_core.config.table` prints the table
-    print(markdown_table(), end="")

@@ -37,6 +37,8 @@ from pathlib import Path
 
 from agent_core.control_plane.contents import Big, Content, prefix_digest, read_content
 from agent_core.control_plane.held import HeldChange, HeldFile, write_bytes_atomic
+from agent_core.control_plane.location import Where, link_text, where_now
+from agent_core.control_plane.repair_modes import make_listable, open_up
 from agent_core.control_plane.scan import IGNORED_NAMES, IGNORED_SUFFIX, scan
 from agent_core.control_plane.tree_watch import Hints, TreeWatch
 
@@ -67,9 +69,6 @@ class CheckInThread(Exception):
 
 class LockBusy(CheckInThread):
     """The store lock is held (a write in progress)."""
-
-
-Where = tuple[str | None, str, tuple[int, int] | None]  # (link text, resolved target, (dev, inode))
 
 
 @dataclass(slots=True)
@@ -164,7 +163,7 @@ class ControlPlaneGuard:
     def _take(self, root: _Root) -> None:
         """The tree as it is now becomes the verified state (watches first: a write after a file
         is read raises an event for the next check)."""
-        root.where = _where(root.path)
+        root.where = where_now(root.path)
         self._listen(root.target)
         found, dirs = self._rewatch(root)
         root.files, root.dirs, root.sticky = {}, set(dirs), set()
@@ -226,7 +225,7 @@ class ControlPlaneGuard:
             for root in self._roots:
                 if any(root.rel(p) is not None and not _ignored(p) for p in self._hints.paths):
                     return False
-            return all(_where(root.path) == root.where for root in self._roots)
+            return all(where_now(root.path) == root.where for root in self._roots)
         finally:
             self._mutex.release()
 
@@ -259,7 +258,7 @@ class ControlPlaneGuard:
                 raise CheckInThread("the whole tree to compare")
             plans: list[tuple[_Root, Where, set[str] | None]] = []
             for root in self._roots:
-                now = _where(root.path)
+                now = where_now(root.path)
                 whole = full or hints.full or not root.watched or now != root.where
                 paths = None if whole else self._quick_paths(root, hints)
                 plans.append((root, now, paths))
@@ -279,7 +278,7 @@ class ControlPlaneGuard:
                     if absent and root.where != (None, root.target, None):
                         with contextlib.suppress(OSError):
                             os.rmdir(root.path)  # the directory a cell made, emptied
-                        root.where = _where(root.path)
+                        root.where = where_now(root.path)
                 else:
                     for rel in sorted(paths):
                         self._compare(root, rel, held, errors)
@@ -328,7 +327,7 @@ class ControlPlaneGuard:
             self._compare(root, rel, held, errors, listed=True)
         for rel in sorted(dirs - root.dirs, key=lambda r: r.count(os.sep), reverse=True):
             with contextlib.suppress(OSError):
-                _open_up(root.target, os.path.dirname(rel))
+                open_up(root.target, os.path.dirname(rel))
                 os.rmdir(os.path.join(root.target, rel))  # a directory a cell made, now empty
         for rel in sorted(root.dirs - dirs):
             with contextlib.suppress(OSError):
@@ -346,10 +345,10 @@ class ControlPlaneGuard:
 
         def before_listing(directory: str) -> None:
             nonlocal ok
-            _listable(directory)
+            make_listable(directory)
             ok = ok and self._watch.add(directory, is_dir=True)
 
-        now = scan(Path(target), before_listing if ok else _listable)
+        now = scan(Path(target), before_listing if ok else make_listable)
         if ok:
             for rel in now.files:
                 self._watch.add(os.path.join(target, rel), is_dir=False)
@@ -368,20 +367,20 @@ class ControlPlaneGuard:
         try:
             if link is not None:
                 if now[0] != link:
-                    held = HeldFile(path, _link_text(link), _link_text(now[0]) if now[0] else b"directory\n")
+                    held = HeldFile(path, link_text(link), link_text(now[0]) if now[0] else b"directory\n")
                     _replace_with_link(path, link)
             elif identity is None:  # there was none: what the cell made goes (its files are held)
                 if os.path.islink(path):
-                    held = HeldFile(path, None, _link_text(os.readlink(path)))
+                    held = HeldFile(path, None, link_text(os.readlink(path)))
                     os.unlink(path)
             else:
                 if os.path.islink(path):
-                    held = HeldFile(path, b"directory\n", _link_text(os.readlink(path)))
+                    held = HeldFile(path, b"directory\n", link_text(os.readlink(path)))
                     os.unlink(path)
                 os.makedirs(path, exist_ok=True)  # a directory removed or replaced: its files come back
         except OSError as exc:
             errors.append(f"{path}: could not be restored ({exc.strerror or exc})")
-        restored = _where(root.path)
+        restored = where_now(root.path)
         if restored[:2] != root.where[:2]:
             errors.append(f"{path}: still points elsewhere ({restored[1]})")
         root.where = restored
@@ -397,7 +396,7 @@ class ControlPlaneGuard:
         too_large = isinstance(current, Big)
         after = None if isinstance(current, Big) else current
         try:
-            _open_up(root.target, os.path.dirname(rel))
+            open_up(root.target, os.path.dirname(rel))
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)  # a directory where the file was (symlinks in it are not followed)
             elif current is not None:
@@ -456,51 +455,6 @@ def _quick(root: _Root, paths: set[str]) -> bool:
         with contextlib.suppress(OSError):
             total += os.lstat(os.path.join(root.target, rel)).st_size
     return total <= MAX_QUICK_BYTES
-
-
-def _listable(directory: str) -> None:
-    """A directory of the tree its owner cannot list (a cell's chmod: the files in it must not
-    escape the comparison) is made listable again."""
-    with contextlib.suppress(OSError):
-        info = os.lstat(directory)
-        if stat.S_ISDIR(info.st_mode) and info.st_mode & 0o500 != 0o500 and info.st_uid == os.geteuid():
-            os.chmod(directory, stat.S_IMODE(info.st_mode) | 0o500)
-
-
-def _open_up(target: str, rel_dir: str) -> None:
-    """Make the directories from the tree's top down to `rel_dir` writable and searchable by their
-    owner again (a cell made one read-only so that what it wrote there could not be removed)."""
-    current = target
-    for part in ["", *(p for p in rel_dir.split(os.sep) if p)]:
-        current = os.path.join(current, part) if part else current
-        try:
-            info = os.lstat(current)
-        except OSError:
-            return
-        if not stat.S_ISDIR(info.st_mode):
-            return  # a symlink or a file: never followed
-        if info.st_mode & 0o700 != 0o700 and info.st_uid == os.geteuid():
-            with contextlib.suppress(OSError):
-                os.chmod(current, stat.S_IMODE(info.st_mode) | 0o700)
-
-
-def _where(path: Path) -> Where:
-    """Where `.continual-acp` is now: its link text (None: not a link), its target, its identity."""
-    try:
-        link: str | None = os.readlink(path)
-    except OSError:
-        link = None
-    target = os.path.realpath(path)
-    try:
-        info = os.stat(target)
-        identity: tuple[int, int] | None = (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
-    except OSError:
-        identity = None
-    return link, target, identity
-
-
-def _link_text(link: str | None) -> bytes:
-    return f"symlink -> {link}\n".encode("utf-8", "surrogateescape")
 
 
 def _replace_with_link(path: str, link: str) -> None:

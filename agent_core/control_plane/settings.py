@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_core.config.table import DEFAULT_RUNNER_FILES, DEFAULT_TEST_PATTERNS
+from agent_core.config.referee_defaults import DEFAULT_RUNNER_FILES, DEFAULT_TEST_PATTERNS
 
 __all__ = ["DEFAULT_RUNNER_FILES", "DEFAULT_TEST_PATTERNS", "RefereeSettings"]
 

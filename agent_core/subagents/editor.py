@@ -3,8 +3,8 @@
 Children have no editor of their own; a permission request from a child's cell goes to the
 editor of the parent (looked up at each call: the parent may have been reopened by another client
 connection), as the same request with its title prefixed by the child's name, and a card id that
-cannot collide with the parent's own cells. The hub then reports that cell's start and end into the
-parent's running turn, so the card follows it. File reads and writes go through the parent's editor too.
+cannot collide with the parent's own cells. That cell's start and end are then reported to the parent
+(`report_asked_cell`, called by the hub), so the card follows it. File reads and writes go through the parent's editor too.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from agent_core import events as ev
 from agent_core.ports import EditorPort, PermissionDecision, PermissionRequest
 
 if TYPE_CHECKING:
@@ -78,3 +79,21 @@ class ChildEditor:
 
     async def write_text_file(self, path: str, content: str) -> None:
         await self._editor.write_text_file(path, content)
+
+    async def report_asked_cell(self, event: object, parent: Callable[[], SubagentSession | None]) -> None:
+        """A child cell the user was asked about (its card is in the parent's thread) reports its
+        start and end to the parent -- into its running turn, or, between the parent's turns, to its
+        editor (and transcript) at once -- so that card follows the cell."""
+        if not isinstance(event, ev.CellStarted | ev.CellFinished) or event.cell_id not in self.asked:
+            return
+        session = parent()
+        if session is None:
+            return
+        card_id = self.card_id(event.cell_id)
+        if isinstance(event, ev.CellStarted):
+            await session.publish(ev.CellStarted(card_id, event.code, self.card_title(event.title)))
+        else:
+            self.asked.discard(event.cell_id)
+            await session.publish(
+                ev.CellFinished(card_id, event.status, event.error, event.output, event.duration)
+            )

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from agent_core import events as ev
 from agent_core.bus import Closing, EventBus, KernelReady, ShuttingDown
 from agent_core.subagents import persistence
 from agent_core.subagents.editor import ChildEditor
+from agent_core.subagents.kernel_release import KernelReleases
 from agent_core.subagents.limits import Limits, child_budget
 from agent_core.subagents.mailbox import Inbox, RoutingError, resolve
 from agent_core.subagents.records import (
@@ -33,6 +34,7 @@ from agent_core.subagents.records import (
     Message,
     SubagentError,
     bounded,
+    final_message,
     now_iso,
 )
 from agent_core.subagents.runner import Activity, Ending, drive
@@ -70,7 +72,7 @@ class SubagentHub:
         self._delivery: asyncio.Task[None] | None = None
         self._stopping = False
         self._change = asyncio.Event()  # set (and replaced) on every state change
-        self._releases: set[asyncio.Task[None]] = set()  # kernels of ended children being stopped
+        self._releases = KernelReleases()  # kernels of ended children being stopped
 
     # ------------------------------------------------------------ wiring
 
@@ -351,25 +353,9 @@ class SubagentHub:
         self._settle(record, ending)
 
     async def _forward_asked_cell(self, record: ChildRecord, session: SubagentSession, event: object) -> None:
-        """A child cell the user was asked about (its card is in the parent's thread) reports its
-        start and end to the parent -- into its running turn, or, between the parent's turns, to its
-        editor (and transcript) at once -- so that card follows the cell."""
         editor = session.editor
-        if not isinstance(editor, ChildEditor) or not isinstance(event, ev.CellStarted | ev.CellFinished):
-            return
-        if event.cell_id not in editor.asked:
-            return
-        parent = self.agent.get_session(record.parent_id)
-        if parent is None:
-            return
-        card_id = editor.card_id(event.cell_id)
-        if isinstance(event, ev.CellStarted):
-            await parent.publish(ev.CellStarted(card_id, event.code, editor.card_title(event.title)))
-        else:
-            editor.asked.discard(event.cell_id)
-            await parent.publish(
-                ev.CellFinished(card_id, event.status, event.error, event.output, event.duration)
-            )
+        if isinstance(editor, ChildEditor):
+            await editor.report_asked_cell(event, lambda: self.agent.get_session(record.parent_id))
 
     def _settle(self, record: ChildRecord, ending: Ending) -> None:
         self._tasks.pop(record.session_id, None)
@@ -387,55 +373,16 @@ class SubagentHub:
         self._release_kernel(record)
 
     def _release_kernel(self, record: ChildRecord) -> None:
-        """An ended child gives its kernel back (final snapshot first) instead of holding it until its
-        parent closes; the session stays open (`observe`, cards) and a later cell or `session/load`
-        starts a kernel that restores the snapshot. A child an editor has taken over (loaded in its
-        own thread: its editor is no longer the parent's) keeps its kernel."""
         session = self._sessions.get(record.session_id)
-        if session is None or not isinstance(session.editor, ChildEditor):
-            return
-        release = getattr(self.agent, "release_kernel", None)
-        if release is None:
-            return
-        task = asyncio.get_running_loop().create_task(
-            self._released_kernel(release, session), name=f"subagent-release-{record.name}"
-        )
-        self._releases.add(task)
-        task.add_done_callback(self._releases.discard)
-
-    async def _released_kernel(
-        self, release: Callable[[SubagentSession], Awaitable[bool]], session: SubagentSession
-    ) -> None:
-        try:
-            await release(session)
-        except Exception:
-            log.exception("releasing the kernel of subagent session %s failed", session.id)
+        if session is not None:
+            self._releases.release(self.agent, session, record.name)
 
     async def released(self) -> None:
         """Wait until the kernels of the children that ended so far are stopped."""
-        while self._releases:
-            await asyncio.wait(set(self._releases))
+        await self._releases.wait()
 
     def _deliver_final(self, record: ChildRecord) -> None:
-        if record.state == "finished":
-            text = record.answer or "(the child ended without a written answer)"
-        elif record.state == "idle":
-            text = f"{record.reason}. Its last words: {record.answer or '(none)'}"
-        else:
-            text = f"{record.state}: {record.reason or 'no reason given'}"
-            if record.answer:
-                text += f". Its last words: {record.answer}"
-        self.inbox(record.parent_id).put(
-            Message(
-                sender=record.name,
-                sender_session=record.session_id,
-                to_session=record.parent_id,
-                text=text,
-                kind="final",
-                state=record.state,
-                sent_messages=record.messages_sent > 0,
-            )
-        )
+        self.inbox(record.parent_id).put(final_message(record))
 
     # ------------------------------------------------------------ messages
 
@@ -535,9 +482,8 @@ class SubagentHub:
         tasks = list(self._tasks.values())
         if tasks:
             await asyncio.wait(tasks, timeout=CANCEL_WAIT)
-        if self._releases:
-            # A kernel being released finishes its final snapshot before the sessions close.
-            await asyncio.wait(set(self._releases), timeout=CANCEL_WAIT * 2)
+        # A kernel being released finishes its final snapshot before the sessions close.
+        await self._releases.wait(timeout=CANCEL_WAIT * 2)
         if self._delivery is not None and not self._delivery.done():
             self._delivery.cancel()
 

@@ -187,3 +187,25 @@ class ChildChanged:
 
 class SubagentError(ValueError):
     """A spawn/send/cancel the hub refuses; the message says what to change."""
+
+
+def final_message(record: ChildRecord) -> Message:
+    """What an ended child's parent finds in its inbox, marked final: the answer, or why it stopped
+    (and its last words), and whether it also sent messages."""
+    if record.state == "finished":
+        text = record.answer or "(the child ended without a written answer)"
+    elif record.state == "idle":
+        text = f"{record.reason}. Its last words: {record.answer or '(none)'}"
+    else:
+        text = f"{record.state}: {record.reason or 'no reason given'}"
+        if record.answer:
+            text += f". Its last words: {record.answer}"
+    return Message(
+        sender=record.name,
+        sender_session=record.session_id,
+        to_session=record.parent_id,
+        text=text,
+        kind="final",
+        state=record.state,
+        sent_messages=record.messages_sent > 0,
+    )

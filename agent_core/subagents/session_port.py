@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from agent_core.bus import EventBus
     from agent_core.config.loader import AgentConfig
     from agent_core.history.transcript import SessionStore
-    from agent_core.model import Usage
+    from agent_core.model_events import Usage
     from agent_core.ports import EditorPort
     from harness_store import HarnessStore
 

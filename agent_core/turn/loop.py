@@ -21,16 +21,8 @@ from agent_core.aio import shielded
 from agent_core.config.loader import NO_MODEL_MESSAGE, AgentConfig
 from agent_core.errors import ModelError, PermissionRequestFailed
 from agent_core.kernel.handle import KernelHandle
-from agent_core.model import (
-    IPYTHON_TOOL,
-    ModelClient,
-    ModelDone,
-    ReasoningDelta,
-    StreamFallback,
-    TextDelta,
-    ToolCall,
-    Usage,
-)
+from agent_core.model import IPYTHON_TOOL, ModelClient
+from agent_core.model_events import ModelDone, ReasoningDelta, StreamFallback, TextDelta, ToolCall, Usage
 from agent_core.ports import EditorPort, PermissionRequest
 from agent_core.turn import text_actions as ta
 from agent_core.turn.content import to_model_content

@@ -12,7 +12,8 @@ from typing import Any
 
 from agent_core import events as ev
 from agent_core.history.transcript import TranscriptWriter
-from agent_core.model import ModelClient, Usage
+from agent_core.model import ModelClient
+from agent_core.model_events import Usage
 from agent_core.turn.compaction import compact_messages, split_point
 from agent_core.turn.content import IMAGE_NOT_SEEN
 

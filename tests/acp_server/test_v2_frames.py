@@ -23,7 +23,8 @@ from acp_server.v2 import builders, reshape
 from acp_server.v2.dialect import V2Dialect
 from acp_server.v2.switch import speaks_v2, switch_on
 from agent_core import load_config
-from agent_core.config.table import ConfigError, from_env
+from agent_core.config.option import ConfigError
+from agent_core.config.table import from_env
 
 GOLDEN_V1 = Path(__file__).resolve().parents[1] / "golden"
 GOLDEN = GOLDEN_V1 / "v2"

@@ -10,7 +10,8 @@ import pytest
 
 from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
-from agent_core.model import ModelClient, ModelDone, ReasoningDelta, TextDelta, parse_usage
+from agent_core.model import ModelClient
+from agent_core.model_events import ModelDone, ReasoningDelta, TextDelta, parse_usage
 from agent_core.testing import (
     ScriptedModelServer,
     error,
@@ -188,7 +189,7 @@ async def test_complete_returns_one_tool_less_answer() -> None:
 
 
 def test_invalid_json_arguments_give_a_readable_error() -> None:
-    from agent_core.model import ToolCall
+    from agent_core.model_events import ToolCall
 
     with pytest.raises(ValueError, match="ipython are not valid JSON"):
         ToolCall("c1", "ipython", '{"code": ').parsed()

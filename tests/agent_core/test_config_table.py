@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 
+from agent_core.config import reference as config_reference
 from agent_core.config import table as config_table
 from agent_core.config.loader import ConfigError, load_config
 
@@ -35,7 +36,7 @@ def test_the_configuration_reference_page_is_the_one_generated_from_the_settings
 
 def test_the_configuration_reference_holds_every_row_of_the_settings_table() -> None:
     # The page is the generator's output, and the generator's output carries the table whole.
-    assert config_table.markdown_table() in _reference_generator().render()
+    assert config_reference.markdown_table() in _reference_generator().render()
 
 
 def test_every_environment_variable_the_product_reads_has_a_row() -> None:

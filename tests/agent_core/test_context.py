@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent_core.history.transcript import SessionStore
-from agent_core.model import Usage
+from agent_core.model_events import Usage
 from agent_core.turn.content import IMAGE_NOT_SEEN
 from agent_core.turn.model_context import CANCELLED_ANSWER, ModelContext
 

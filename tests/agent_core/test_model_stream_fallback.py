@@ -12,7 +12,8 @@ import pytest
 
 from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
-from agent_core.model import ModelClient, ModelDone, StreamFallback, TextDelta
+from agent_core.model import ModelClient
+from agent_core.model_events import ModelDone, StreamFallback, TextDelta
 from agent_core.testing import ScriptedModelServer, broken_stream, error, text, tool_call
 
 pytestmark = pytest.mark.anyio

@@ -11,7 +11,8 @@ import pytest
 
 from agent_core.config.loader import AgentConfig
 from agent_core.errors import ModelError
-from agent_core.model import ModelClient, ModelDone
+from agent_core.model import ModelClient
+from agent_core.model_events import ModelDone
 from agent_core.testing import ScriptedModelServer, error, response
 from agent_core.turn.text_actions import tools_refused
 

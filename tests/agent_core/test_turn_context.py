@@ -12,7 +12,8 @@ from agent_helpers import config_for
 from agent_core import events as ev
 from agent_core.config.loader import AgentConfig
 from agent_core.kernel.handle import KernelHandle
-from agent_core.model import ModelClient, Usage
+from agent_core.model import ModelClient
+from agent_core.model_events import Usage
 from agent_core.ports import EditorPort, NoEditor
 from agent_core.testing import ScriptedModelServer, text, tool_call
 from agent_core.turn.loop import TurnContext, TurnOutcome, run_turn_body

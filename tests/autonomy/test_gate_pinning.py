@@ -15,7 +15,7 @@ import pytest
 
 from agent_core.autonomy.pinning import gate_environment, gate_modules, pin_gate, program_words
 from agent_core.autonomy.tamper import TamperWatch, runner_patterns
-from agent_core.config.table import DEFAULT_RUNNER_FILES
+from agent_core.config.referee_defaults import DEFAULT_RUNNER_FILES
 from agent_core.control_plane.settings import RefereeSettings
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agent_core.autonomy.gates import Gate
 from agent_core.autonomy.tamper import TamperWatch, looks_like_test, restore
-from agent_core.config.table import DEFAULT_TEST_PATTERNS
+from agent_core.config.referee_defaults import DEFAULT_TEST_PATTERNS
 
 
 def test_the_default_patterns_match_tests_and_ci_files_at_any_depth_and_nothing_else() -> None:

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent_core.config.table import ConfigError
+from agent_core.config.option import ConfigError
 from agent_core.subagents.limits import Limits, child_budget
 from agent_core.subagents.records import Budget
 
