@@ -104,7 +104,7 @@ class SessionContext:
         nothing = "Nothing to compact yet: the conversation is only the most recent turns."
         if not self.context.can_compact(self.agent_config.keep_recent_turns):
             return nothing
-        # Shown as ACP compaction updates where the client advertises them (acp_server/presenter.py).
+        # Shown as ACP compaction updates where the client advertises them (acp_server/turn/presenter.py).
         compaction_id = f"compaction_{uuid.uuid4().hex[:12]}"
         await self.publish(ev.CompactionChanged(compaction_id, "in_progress"))
         try:
