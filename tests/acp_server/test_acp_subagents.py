@@ -276,14 +276,6 @@ def test_a_grandchild_cannot_spawn_beyond_the_depth_limit(served: Serve, tmp_pat
     assert "grandchild saw the limit" in tool_results(model.requests_for("[[depth-1]]")[-1])[-1]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "under CPU load the parent's second scripted answer (the collecting cell) is served to another "
-        "request and the turn ends after the first cell: passes on an idle machine, fails under the "
-        "parallel suite since the spawn path gained the host-call policy's judgement; under investigation"
-    ),
-)
 def test_cancelling_one_child_delivers_its_cancellation_and_leaves_its_sibling_finishing(
     served: Serve, tmp_path: Path
 ) -> None:
