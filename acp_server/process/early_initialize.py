@@ -85,22 +85,32 @@ def read_first_line(fd: int, wait: float, already: bytes = b"") -> tuple[bytes, 
     return bytes(buf), False
 
 
-def _initialize_request(line: bytes) -> tuple[int | str, dict[str, object]] | None:
-    """`(id, params)` of a well-formed `initialize` request that passes the hand check, else None."""
+def request_line(line: bytes, method: str) -> tuple[int | str, object] | None:
+    """`(id, params)` of a well-formed JSON-RPC request for `method` (an int or string id), else
+    None: what the early answers take over; anything else goes to the transport untouched."""
     try:
         message = json.loads(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
-    ident, params = message.get("id"), message.get("params")
-    if message.get("method") != "initialize" or type(ident) not in (int, str):
+    ident = message.get("id")
+    if message.get("method") != method or not isinstance(ident, int | str) or isinstance(ident, bool):
         return None
+    return ident, message.get("params")
+
+
+def _initialize_request(line: bytes) -> tuple[int | str, dict[str, object]] | None:
+    """`(id, params)` of a well-formed `initialize` request that passes the hand check, else None."""
+    request = request_line(line, "initialize")
+    if request is None:
+        return None
+    ident, params = request
     try:
         check_initialize_params(params)
     except AcpError:
         return None
-    assert isinstance(params, dict) and isinstance(ident, int | str)
+    assert isinstance(params, dict)
     return ident, params
 
 

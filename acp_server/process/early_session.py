@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import json
 
-from acp_server.process.early_initialize import EarlySession, EarlyStart, read_first_line, write_all
+from acp_server.process.early_initialize import (
+    EarlySession,
+    EarlyStart,
+    read_first_line,
+    request_line,
+    write_all,
+)
 from acp_server.protocol import frames
 from acp_server.sessions.config_options import config_options, kernel_meta, modes_state
 from acp_server.v2.switch import speaks_v2
@@ -31,21 +37,15 @@ PLAIN_PARAMS = frozenset({"cwd", "mcpServers"})
 
 def _plain_new_session(line: bytes) -> tuple[int | str, dict[str, object], str] | None:
     """`(id, params, cwd)` of a `session/new` request with an absolute cwd and no MCP servers, else None."""
-    try:
-        message = json.loads(line)
-    except (ValueError, RecursionError):
+    request = request_line(line, "session/new")
+    if request is None:
         return None
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    ident, params = message.get("id"), message.get("params")
-    if message.get("method") != "session/new" or type(ident) not in (int, str):
-        return None
+    ident, params = request
     if not isinstance(params, dict) or set(params) != PLAIN_PARAMS or params["mcpServers"] != []:
         return None
     cwd = params["cwd"]
     if not isinstance(cwd, str) or not cwd.startswith("/"):
         return None
-    assert isinstance(ident, int | str)
     return ident, params, cwd
 
 
