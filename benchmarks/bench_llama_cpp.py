@@ -21,17 +21,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from llama_launch import start_llama
+
+from acp_driver import BadLine, Incoming, StreamClosed, ThreadClient
 
 HERE = Path(__file__).resolve().parent
 TURNS = (
@@ -82,7 +82,9 @@ def start_smollm2(port: int, n_ctx: int, log: Path) -> subprocess.Popen[bytes]:
 
 
 class Stdio:
-    """A minimal ACP client over the server's pipes: requests, updates, permission answers."""
+    """The server as a child over its pipes, driven by the shared ACP client (acp_driver): a
+    permission asked is allowed once, any other agent request is answered method-not-found (no
+    `fs` offered); a stdout line that is not JSON-RPC is counted."""
 
     def __init__(self, env: dict[str, str], cwd: Path, stderr: Path) -> None:
         self.proc = subprocess.Popen(
@@ -93,52 +95,25 @@ class Stdio:
             env={**os.environ, **env},
             cwd=cwd,
         )
-        self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
         self.bad_lines = 0
-        self._id = 0
-        threading.Thread(target=self._read, daemon=True).start()
+        self.client = ThreadClient(self.proc.stdin, self.proc.stdout, on_incoming=self._seen)
+        self.client.start()
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.inbox.put(json.loads(line))
-            except ValueError:
-                self.bad_lines += 1  # stdout must hold JSON-RPC only
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
-        self.proc.stdin.flush()
+    def _seen(self, item: Incoming) -> None:
+        if isinstance(item, BadLine):
+            self.bad_lines += 1  # stdout must hold JSON-RPC only
 
     def call(
         self, method: str, params: dict[str, Any], timeout: float
     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """The response and every `session/update` that came before it."""
-        self._id += 1
-        self.send({"id": self._id, "method": method, "params": params})
-        updates: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                message = self.inbox.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                return {"error": {"message": f"no answer within {timeout:.0f} s"}}, updates
-            if message.get("method") == "session/update":
-                updates.append(message["params"]["update"])
-            elif message.get("method") == "session/request_permission":
-                options = message["params"]["options"]
-                chosen = next((o for o in options if o["kind"] == "allow_once"), options[0])
-                self.send(
-                    {
-                        "id": message["id"],
-                        "result": {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}},
-                    }
-                )
-            elif "method" in message and "id" in message:
-                self.send({"id": message["id"], "error": {"code": -32601, "message": "not supported"}})
-            elif message.get("id") == self._id:
-                return message, updates
+        """The response and every `session/update` that came while it was asked."""
+        before = len(self.client.updates())
+        try:
+            answer = self.client.response(self.client.start_request(method, params), timeout)
+        except (TimeoutError, StreamClosed) as exc:
+            answer = {"error": {"message": str(exc)}}
+        return answer, self.client.updates()[before:]
 
     def close(self) -> None:
         assert self.proc.stdin is not None
