@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import os
 import secrets
 import signal
@@ -33,12 +34,19 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _PortTaken(Exception):
+    """Something other than the gateway answers on its port: the free port was taken between
+    choosing it and the gateway binding it (by a kernel of another test worker: a ZMQ greeting)."""
+
+
 def _answers(url: str, token: str) -> bool:
     request = urllib.request.Request(url + "/api", headers={"Authorization": f"token {token}"})
     unverified = ssl._create_unverified_context()  # readiness only; the tests check TLS themselves
     try:
         with urllib.request.urlopen(request, timeout=2, context=unverified) as response:
             return bool(response.status == 200)
+    except http.client.HTTPException as exc:
+        raise _PortTaken(str(exc)) from exc
     except (urllib.error.URLError, OSError):
         return False
 
@@ -59,7 +67,18 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
 
 
 def start_gateway(directory: Path, timeout: float = 90.0, tls: tuple[Path, Path] | None = None) -> Gateway:
-    """Start `jupyter kernelgateway` and wait (polling /api against a deadline) until it answers."""
+    """Start `jupyter kernelgateway` and wait (polling /api against a deadline) until it answers; on
+    another port when the one chosen was taken before the gateway bound it."""
+    for attempt in range(3):
+        try:
+            return _start_gateway(directory / f"attempt-{attempt}" if attempt else directory, timeout, tls)
+        except _PortTaken:
+            continue
+    raise RuntimeError("the kernel gateway's port was taken by another process three times")
+
+
+def _start_gateway(directory: Path, timeout: float, tls: tuple[Path, Path] | None) -> Gateway:
+    directory.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     token = secrets.token_hex(16)
     log = directory / "gateway.log"
@@ -92,11 +111,16 @@ def start_gateway(directory: Path, timeout: float = 90.0, tls: tuple[Path, Path]
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     gateway = Gateway(url, token, process, log)
     deadline = time.monotonic() + timeout
-    while not _answers(url, token):
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_gateway(gateway)
-            raise RuntimeError(f"the kernel gateway did not come up; its log:\n{gateway.log_tail()}")
-        time.sleep(0.1)  # polling a real server's readiness against the deadline above
+    try:
+        while not _answers(url, token):
+            if process.poll() is not None or time.monotonic() > deadline:
+                if "Address already in use" in gateway.log_tail():
+                    raise _PortTaken(f"port {port}")
+                raise RuntimeError(f"the kernel gateway did not come up; its log:\n{gateway.log_tail()}")
+            time.sleep(0.1)  # polling a real server's readiness against the deadline above
+    except BaseException:
+        stop_gateway(gateway)
+        raise
     return gateway
 
 
