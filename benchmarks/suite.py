@@ -228,6 +228,17 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         in_suite=False,
     ),
     Benchmark(
+        "suite_time",
+        "The test suite's time",
+        ("bench_suite_time.py",),
+        "pytest's wall time for the whole suite as `.ci/run` runs it (one worker more than cores, "
+        "`--dist loadgroup`), the tests run, the seconds the workers spent in tests, and the five "
+        "longest files.",
+        "the budget of 10 minutes on 2 cores. Recorded from a fresh-clone `CI=true bash .ci/run "
+        "--junitxml=REPORT.xml`: `bench_suite_time.py --junit REPORT.xml`.",
+        in_suite=False,
+    ),
+    Benchmark(
         "eval",
         "Harness learning (`continual-acp eval`)",
         ("continual-acp", "eval", "--scripted", "--arms", "learning,frozen,seeded"),
