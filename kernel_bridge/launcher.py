@@ -173,6 +173,21 @@ from ipykernel.kernelapp import IPKernelApp
 
 
 class ContinualAcpKernelApp(IPKernelApp):
+    def initialize(self, argv=None):
+        # The Jupyter debug protocol is never served (no ACP client speaks it), yet ipykernel loads
+        # the debugger's pydevd while it sets up when debugpy is installed: a quarter of a kernel's
+        # start-up CPU. Hidden meanwhile, so the kernel reports no debugger; a cell can still
+        # import debugpy.
+        hidden = sys.modules.get("debugpy")
+        sys.modules["debugpy"] = None
+        try:
+            super().initialize(argv)
+        finally:
+            if hidden is None:
+                del sys.modules["debugpy"]
+            else:
+                sys.modules["debugpy"] = hidden
+
     def init_iopub(self, context):
         context.setsockopt(zmq.SNDHWM, 0)
         super().init_iopub(context)

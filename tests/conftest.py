@@ -30,12 +30,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The tests whose servers are started with exec, never forked from the suite's pre-imported zygote
-# (tests/acp_server/server_zygote.py): the referee's and the hostile repository's (they read the
-# server's /proc entries and environment block and count on its parent), and the tests of the launch
-# itself (imports, start-up, the watchdog, exits, stdin kinds, the bytecode cache, the installed wheel).
+# (tests/acp_server/server_zygote.py): the referee's and the hostile repository's that read the
+# server's /proc entries or environment block, or count on its parent (a forked server shows the
+# zygote's), the tests that start servers as another user, and the tests of the launch itself
+# (imports, start-up, the watchdog, exits, stdin kinds, the bytecode cache, the installed wheel). The
+# other referee and edge files (gates, guards, tampering, clear errors, the data dir, unicode) look
+# only at what the server says and writes: forked, like the rest of the suite.
 EXEC_LAUNCH = (
-    "tests/referee/",
-    "tests/edges/",
+    "tests/referee/test_referee_boundary_matrix.py",
+    "tests/referee/test_referee_host_calls.py",
+    "tests/referee/test_referee_launch_seam.py",
+    "tests/referee/test_referee_plain_user.py",
+    "tests/referee/test_referee_stdio.py",
+    "tests/edges/test_hostile_repository.py",
+    "tests/edges/test_defect_runtime_sweep.py",
+    "tests/edges/test_defect_secrets.py",
+    "tests/edges/test_doctor.py",
+    "tests/edges/test_demo.py",
+    "tests/edges/test_editor_config",
     "tests/packaging/",
     "tests/newuser/",
     "tests/acp_server/test_acp_early_initialize.py",

@@ -160,3 +160,20 @@ async def test_default_output_dir_is_removed_when_the_session_shuts_down(
     assert result.full_output_path.read_text() == "kept until shutdown\n"
     await s.shutdown(final_snapshot=False)
     assert not result.full_output_path.parent.exists()
+
+
+async def test_the_kernel_starts_without_the_debugger_and_a_cell_can_still_import_debugpy(
+    session: KernelSession,
+) -> None:
+    # The launch hides debugpy while ipykernel sets up (no ACP client speaks the debug protocol);
+    # nothing of it may stay hidden from the cells.
+    code = (
+        "import sys\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('debugpy', '_pydevd_bundle')))\n"
+        "import debugpy\n"
+        "print(debugpy.__name__, hasattr(debugpy, 'listen'))\n"
+    )
+    events = [event async for event in session.execute(code)]
+    text = "".join(e.text for e in events if isinstance(e, Stream) and e.name == "stdout")
+    assert text == "[]\ndebugpy True\n"
+    assert isinstance(events[-1], Finished) and events[-1].status == "ok"
