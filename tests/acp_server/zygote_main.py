@@ -57,10 +57,13 @@ def _preload() -> None:
     import kernel_bridge.pool
     import skills.loader
 
+    # Building a model client imports its HTTP stack (anyio, h11, httpcore, truststore); no request.
+    openai.AsyncOpenAI(api_key="preload", base_url="http://127.0.0.1:9/v1")
+
     # What a forked server still imported on its first session and turn (measured: sys.modules after
     # fork against before): the start path's own modules, the session's and the v2 dialect's, the
-    # trust checks, and the model client's HTTP stack, which openai imports when a client is built
-    # (anyio, h11, httpcore, truststore). ~0.1 s of CPU per server, hundreds of servers.
+    # trust checks, and the model client's HTTP stack (above). ~0.1 s of CPU per server, hundreds of
+    # servers.
     import acp_server.process.bytecode_cache
     import acp_server.process.early_initialize
     import acp_server.process.early_session
@@ -81,8 +84,6 @@ def _preload() -> None:
     import agent_core.trust.skill_check
     import agent_core.trust.skill_check_cell
     import kernel_bridge.hardening
-
-    openai.AsyncOpenAI(api_key="preload", base_url="http://127.0.0.1:9/v1")  # no request is made
 
     del acp_server, agent_core, jupyter_client, kernel_bridge, openai, skills
 
