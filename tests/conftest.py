@@ -27,6 +27,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{system_deps.MARK}(available, reason): needs a system dependency (fails under CI)"
     )
+    config.addinivalue_line(
+        "markers", "exec_server: the test's servers are exec'd, never forked from the zygote (EXEC_LAUNCH)"
+    )
 
 
 # The tests whose servers are started with exec, never forked from the suite's pre-imported zygote
@@ -35,14 +38,16 @@ def pytest_configure(config: pytest.Config) -> None:
 # zygote's), the tests that start servers as another user, and the tests of the launch itself
 # (imports, start-up, the watchdog, exits, stdin kinds, the bytecode cache, the installed wheel). The
 # other referee and edge files (gates, guards, tampering, clear errors, the data dir, unicode) look
-# only at what the server says and writes: forked, like the rest of the suite.
+# only at what the server says and writes: forked, like the rest of the suite. A test elsewhere that
+# needs an exec'd server says so with `@pytest.mark.exec_server` (a parameter of it too, through
+# `pytest.param(..., marks=...)`); a test whose server command is not `python -m acp_server` (a
+# patched server under `-c`, a wrapper) is exec'd whatever it says.
 EXEC_LAUNCH = (
     "tests/referee/test_referee_boundary_matrix.py",
     "tests/referee/test_referee_host_calls.py",
     "tests/referee/test_referee_launch_seam.py",
     "tests/referee/test_referee_plain_user.py",
     "tests/referee/test_referee_stdio.py",
-    "tests/edges/test_hostile_repository.py",
     "tests/edges/test_defect_runtime_sweep.py",
     "tests/edges/test_defect_secrets.py",
     "tests/edges/test_doctor.py",
@@ -66,7 +71,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     import server_zygote
 
     # Before the test's fixtures: a module-scoped server is started by the first test that needs it.
-    server_zygote.forking_allowed = not _file_key(item.path).startswith(EXEC_LAUNCH)
+    server_zygote.forking_allowed = not (
+        _file_key(item.path).startswith(EXEC_LAUNCH) or item.get_closest_marker("exec_server") is not None
+    )
 
 
 @pytest.fixture(scope="session")

@@ -29,12 +29,21 @@ from agent_core.testing.scripted_model import ScriptedModelServer, text, tool_ca
 __all__ = ["model", "spawn"]  # the stdio fixtures, shared with tests/acp_server
 GENEROUS = 120.0  # seconds: an answer is asserted, never a time
 
+# One case per shape and one with all of them. A skills folder that links /proc/self/environ makes
+# the server read its own environment block: that server is exec'd (a forked one's block is the
+# zygote's, which holds no model key, so the check that the key never reaches the prompt would hold
+# for nothing). The other shapes fork their servers, as the rest of the suite does.
+SHAPE_CASES = [
+    pytest.param(shapes, id=name, marks=[pytest.mark.exec_server] if "proc_environ" in shapes else [])
+    for name, shapes in [*((name, [name]) for name in SHAPES), ("all", list(SHAPES))]
+]
+
 
 def _warnings_for(stderr: str, path: Path) -> list[str]:
     return [line for line in stderr.splitlines() if "WARNING" in line and f"skipped {path}:" in line]
 
 
-@pytest.mark.parametrize("shapes", [[name] for name in SHAPES] + [list(SHAPES)], ids=[*SHAPES, "all"])
+@pytest.mark.parametrize("shapes", SHAPE_CASES)
 def test_hostile_skills_folder_neither_hangs_prompts_nor_warns_twice(
     spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path, shapes: list[str]
 ) -> None:
@@ -72,7 +81,7 @@ def test_a_skill_whose_body_is_over_the_cap_is_not_sent_to_the_model(
     assert model.requests == []  # 60 MB of instructions never left for the model
 
 
-@pytest.mark.parametrize("shapes", [[name] for name in SHAPES] + [list(SHAPES)], ids=[*SHAPES, "all"])
+@pytest.mark.parametrize("shapes", SHAPE_CASES)
 def test_cells_run_in_a_project_with_a_hostile_skills_folder(
     spawn: ClientFactory, tmp_path: Path, shapes: list[str]
 ) -> None:
