@@ -23,6 +23,7 @@ as a kill of an exec'd server's process group would have; so does the zygote's o
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import selectors
@@ -209,6 +210,13 @@ def _become_server(request: dict[str, Any], fds: list[int]) -> None:
 def main() -> None:
     path = sys.argv[1]
     _preload()
+    # What the preload made lives as long as any server: frozen out of the cyclic collector's sight.
+    # A forked server's full collections otherwise walk it, writing to every page of it, and each
+    # write copies a page the fork shared: measured side by side on prompt-turn files, the forked
+    # servers' CPU fell by about a quarter. (An exec'd server gains nothing measurable from a freeze:
+    # its pages are its own.)
+    gc.collect()
+    gc.freeze()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
