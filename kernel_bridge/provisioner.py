@@ -394,5 +394,11 @@ async def _end_kernel(kernel_id: str, info: dict[str, Any]) -> bool:
             await asyncio.sleep(0.5)
         return False
     finally:
+        # gateway_provisioners' launcher forks a signal listener that exits when the kernel, ending,
+        # SIGTERMs its children. A kernel that had to be SIGKILLed (a loaded host: kill's SIGTERM
+        # not answered in time), or whose launcher died with the server, never does that: tell the
+        # listener itself (a no-op for provisioners without one).
+        with contextlib.suppress(Exception):
+            await provisioner.shutdown_requested(restart=False)
         with contextlib.suppress(Exception):
             await provisioner.cleanup(restart=False)
