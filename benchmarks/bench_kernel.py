@@ -73,6 +73,36 @@ async def bench_acquire(rounds: int, work: Path) -> dict[str, float]:
     return {"warm": statistics.median(warm), "cold": statistics.median(cold)}
 
 
+def _process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process `pid` has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def bench_kernel_start(rounds: int, work: Path) -> dict[str, float]:
+    """A local kernel launched (exec of its interpreter) against one forked from the kernel template,
+    alternating: wall time start -> ready, and the kernel process's own CPU by then."""
+    from kernel_bridge.kernel_template import KernelTemplates
+
+    spec = LaunchSpec(
+        python=Path(sys.executable), cwd=work, env=dict(os.environ), runtime_dir=work / "start-rt"
+    )
+    templates = KernelTemplates()
+    try:
+        warm_up = await start_local_kernel(spec, templates=templates)  # the template's own start
+        await warm_up.shutdown()
+        for _ in range(rounds):
+            for name, given in (("launched", None), ("forked", templates)):
+                start = time.perf_counter()
+                kernel = await start_local_kernel(spec, templates=given)
+                SAMPLES.setdefault(f"start_{name}", []).append(time.perf_counter() - start)
+                SAMPLES.setdefault(f"start_cpu_{name}", []).append(_process_cpu(kernel.pid))
+                await kernel.shutdown()
+    finally:
+        templates.close()
+    return {key: statistics.median(SAMPLES[key]) for key in SAMPLES if key.startswith("start")}
+
+
 async def _bare_round_trip(client: Any, code: str) -> float:
     start = time.perf_counter()
     msg_id = client.execute(code, store_history=True, allow_stdin=False)
@@ -270,6 +300,12 @@ async def _run(work: Path, scale: int) -> None:
         f"acquire warm->first result: {_ms(acquire['warm'])} | cold start->first result: {_ms(acquire['cold'])}"
         f" | warm/cold = {acquire['warm'] / acquire['cold']:.3f}   (target warm <= 50 ms)"
     )
+    started = await bench_kernel_start(5 * scale, work)
+    print(
+        f"kernel start -> ready: launched {_ms(started['start_launched'])} | forked from the template"
+        f" {_ms(started['start_forked'])}; the kernel's own CPU by then: launched"
+        f" {_ms(started['start_cpu_launched'])} | forked {_ms(started['start_cpu_forked'])}"
+    )
     rt = await bench_round_trip(100 * scale, work)
     print(
         f"execute('x=1+1') round trip: bridge {_ms(rt['bridge'])} | bare AsyncKernelClient {_ms(rt['bare'])}"
@@ -298,6 +334,10 @@ async def _run(work: Path, scale: int) -> None:
     figures = {
         "acquire from a warm pool -> first cell result": ms("warm"),
         "cold start -> first cell result (baseline)": ms("cold"),
+        "local kernel start -> ready, launched (baseline)": ms("start_launched"),
+        "local kernel start -> ready, forked from the template": ms("start_forked"),
+        "a launched kernel's own CPU by then (baseline)": ms("start_cpu_launched"),
+        "a forked kernel's own CPU by then": ms("start_cpu_forked"),
         'execute("x=1+1") round trip': ms("bridge"),
         "the same on a bare AsyncKernelClient (baseline)": ms("bare"),
         "stdout chunk latency (print -> event)": ms("chunk"),

@@ -31,6 +31,7 @@ from kernel_bridge.guarantees import LOCAL, KernelGuarantees
 
 if TYPE_CHECKING:
     from kernel_bridge.confinement import Confinement
+    from kernel_bridge.kernel_template import KernelTemplates
     from kernel_bridge.launcher import LaunchSpec, RunningKernel
 
 __all__ = [
@@ -80,14 +81,30 @@ class KernelBackend(abc.ABC):
 
 
 class LocalBackend(KernelBackend):
-    """Kernels as local child processes of this server (`launcher.start_local_kernel`)."""
+    """Kernels as local processes of this server (`launcher.start_local_kernel`), forked from a
+    template that imported ipykernel once where this host allows it (`kernel_template`)."""
 
     local_interpreter = True
+
+    def __init__(self, *, fork: bool = True) -> None:
+        self._templates: KernelTemplates | None = None
+        if fork:
+            from kernel_bridge.kernel_template import KernelTemplates, forking_supported
+
+            self._templates = KernelTemplates() if forking_supported() else None
 
     async def __call__(self, spec: LaunchSpec) -> RunningKernel:
         from kernel_bridge.launcher import start_local_kernel
 
-        return await start_local_kernel(spec)
+        return await start_local_kernel(spec, templates=self._templates)
+
+    async def aclose(self) -> None:
+        """End the kernel templates (after the pool shut its kernels down: they watch them)."""
+        templates, self._templates = self._templates, None
+        if templates is not None:
+            import anyio
+
+            await anyio.to_thread.run_sync(templates.close)
 
 
 class _FunctionBackend(KernelBackend):

@@ -13,6 +13,7 @@ import os
 import secrets
 import sys
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
 
 from host_base.private_files import private_dir, write_atomic
-from kernel_bridge import group_watch, reaper
+from kernel_bridge import group_watch, kernel_template, reaper
 from kernel_bridge.errors import KernelStartError
 from kernel_bridge.snapshot import SnapshotPaths
 
@@ -195,17 +196,26 @@ class ContinualAcpKernelApp(IPKernelApp):
     def init_poller(self):
         super().init_poller()
         parent = self.parent_handle
-        if sys.platform != "win32" and parent and parent != 1 and os.getppid() == parent:
-            self.poller = ParentWatch(parent)
+        if sys.platform != "win32" and parent and parent != 1:
+            if os.getppid() == parent:
+                self.poller = ParentWatch(parent)
+            elif _TEMPLATE is not None and os.getppid() == _TEMPLATE:
+                # Forked by the kernel template, which ends when the server does: watch the template.
+                self.poller = ParentWatch(_TEMPLATE)
 
+
+_TEMPLATE = None  # in a kernel forked from a template (kernel_bridge.kernel_template): its pid
 
 # Not the launch's own directory on the import path: "" under `-c`, the spec directory when run as
 # the file beside kernel.json (neither is the workspace's, and neither was ever importable from).
 if sys.path and sys.path[0] in ("", os.path.dirname(os.path.abspath(sys.argv[0]))):
     del sys.path[0]
+if len(sys.argv) == 3 and sys.argv[1] == "--template":
+    _TEMPLATE = os.getpid()
+    _template_serve(int(sys.argv[2]))  # returns only in a forked kernel, set up as a launch would be
 ContinualAcpKernelApp.launch_instance()
 """
-_LAUNCH_CODE = group_watch.embeddable_source() + _KERNEL_APP_CODE
+_LAUNCH_CODE = group_watch.embeddable_source() + kernel_template.embeddable_source() + _KERNEL_APP_CODE
 # The launch code as a file beside its kernel.json, for a kernel outside any sandbox: one short
 # path in `ps` instead of hundreds of lines of `-c` source. Written from `_LAUNCH_CODE` (read when
 # this module loaded) at every kernel start, into the same private spec directory as kernel.json,
@@ -255,12 +265,17 @@ def _write_spec(
 
 
 async def start_local_kernel(
-    spec: LaunchSpec, *, argv_prefix: Sequence[str] = (), interrupt_mode: str = "signal"
+    spec: LaunchSpec,
+    *,
+    argv_prefix: Sequence[str] = (),
+    interrupt_mode: str = "signal",
+    templates: kernel_template.KernelTemplates | None = None,
 ) -> RunningKernel:
     """Start a kernel over ipc (tcp on 127.0.0.1 where ipc is missing) and wait until it answers.
 
     `argv_prefix` wraps the kernel command (a sandbox: `bwrap ... --`); a wrapped kernel that
-    signals cannot reach is interrupted by message (`interrupt_mode="message"`).
+    signals cannot reach is interrupted by message (`interrupt_mode="message"`). With `templates`,
+    an unwrapped kernel of this server's own interpreter is forked from a template (`kernel_template`).
     """
     runtime = private_dir(spec.runtime_dir)
     if not spec.cwd.is_dir():
@@ -281,6 +296,19 @@ async def start_local_kernel(
     else:
         options.update(transport="tcp", ip="127.0.0.1")
     km = AsyncKernelManager(**options)
+    if (
+        templates is not None
+        and not argv_prefix
+        and os.path.abspath(spec.python) == os.path.abspath(sys.executable)
+    ):
+        km.kernel_id = str(uuid.uuid4())
+        provisioner = kernel_template.TemplateProvisioner(
+            kernel_id=km.kernel_id, kernel_spec=km.kernel_spec, parent=km
+        )
+        provisioner.use_templates(
+            templates, str(spec_root / name / _LAUNCH_FILE), runtime, spec.startup_timeout
+        )
+        km.provisioner = provisioner
     log_path = runtime / f"kernel-{tag}.log"
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     log_file = os.fdopen(log_fd, "ab")

@@ -21,7 +21,7 @@ import pytest
 from acp_client import AcpClient, Frame, close_and_check, server_env
 from acp_helpers import ClientFactory, initialize, new_session, prompt
 
-from agent_core.testing.scripted_model import Response, ScriptedModelServer, text, tool_call
+from agent_core.testing.scripted_model import Response, ScriptedModelServer, response, text, tool_call
 
 WAIT = 120.0
 
@@ -209,18 +209,31 @@ def wait_for_file(path: str) -> str:
     return f"import os, time\nwhile not os.path.exists({path!r}):\n    time.sleep(0.05)\nprint('released')"
 
 
+def held_answer(hold: str, answer: str) -> Response:
+    """A child's model reply that waits until the test calls `model.release(hold)`, then answers.
+
+    For a child that only has to stay running: it waits at its model, so it never starts a kernel (a
+    kernel start is about a second of CPU). Children that must be busy in a cell (cancelled, killed,
+    interrupted by a restart) wait in one with `wait_for_file` instead."""
+    return response([{"hold": hold}, {"content": answer}])
+
+
+def hold_name(tmp_path: Path) -> str:
+    """A hold name of this test only: the endpoint is shared, and a released hold stays released."""
+    return f"hold-{tmp_path.name}"
+
+
 def test_a_fourth_child_is_queued_while_three_run_and_runs_when_a_slot_frees(
     served: Serve, tmp_path: Path
 ) -> None:
-    release = str(tmp_path / "release")
-    routes = {f"[[q{i}]]": [tool_call(wait_for_file(release)), text(f"q{i} done")] for i in range(1, 5)}
+    hold = hold_name(tmp_path)
+    routes = {f"[[q{i}]]": [held_answer(hold, f"q{i} done")] for i in range(1, 5)}
     parent = [
         cell(
-            f"""
+            """
             import json
-            states = [(await agents.spawn(f"[[q{{i}}]] wait", name=f"q{{i}}"))["state"] for i in range(1, 5)]
+            states = [(await agents.spawn(f"[[q{i}]] wait", name=f"q{i}"))["state"] for i in range(1, 5)]
             print(json.dumps(states))
-            open({release!r}, "w").close()
             """
         ),
         cell(collect(4)),
@@ -228,7 +241,20 @@ def test_a_fourth_child_is_queued_while_three_run_and_runs_when_a_slot_frees(
     ]
     here = served(parent, routes)
     client, sid = here.client, here.sid
-    assert prompt(client, sid, "four children", timeout=WAIT * 2)[0] == "end_turn"
+    rid = client.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "four children"}]}
+    )
+    here.wait_for(  # the spawning cell ended: the four states are taken, three children hold at their model
+        lambda m: (
+            m.get("method") == "session/update"
+            and m["params"]["update"].get("sessionUpdate") == "tool_call_update"
+            and not m["params"]["update"]["toolCallId"].startswith("subagent-")
+            and m["params"]["update"].get("status") in ("completed", "failed")
+        ),
+        WAIT,
+    )
+    here.model.release(hold)
+    assert client.result(rid, WAIT * 2)["stopReason"] == "end_turn"
     parent_requests = [r for r in here.requests() if "[[" not in _first_user(r)]
     assert json.loads(tool_results(parent_requests[1])[-1]) == ["running", "running", "running", "queued"]
     finals = json.loads(last_tool_result(here.requests()))
@@ -367,14 +393,14 @@ def subagent_updates(client: AcpClient, sid: str) -> list[dict[str, Any]]:
 def test_the_spawn_card_follows_the_child_after_the_parent_turn_ended_and_ends_with_its_answer(
     served: Serve, tmp_path: Path
 ) -> None:
-    release = str(tmp_path / "release")
-    routes = {"[[late]]": [tool_call(wait_for_file(release)), text("late answer: 7")]}
+    hold = hold_name(tmp_path)
+    routes = {"[[late]]": [held_answer(hold, "late answer: 7")]}
     parent = [cell('await agents.spawn("[[late]] finish after the parent", name="late")'), text("spawned")]
     here = served(parent, routes)
     client, sid = here.client, here.sid
     stop, answered_at = prompt(client, sid, "spawn and end", timeout=WAIT)
     assert stop == "end_turn"
-    Path(release).touch()
+    here.model.release(hold)
     done = here.wait_for(
         lambda m: (
             m.get("method") == "session/update"
@@ -602,14 +628,14 @@ def test_a_child_session_can_be_loaded_in_the_editor_and_replays_its_task_and_an
 
 
 def test_harness_status_counts_the_running_subagents_until_they_end(served: Serve, tmp_path: Path) -> None:
-    release = str(tmp_path / "release")
-    routes = {"[[counted]]": [tool_call(wait_for_file(release)), text("counted done")]}
+    hold = hold_name(tmp_path)
+    routes = {"[[counted]]": [held_answer(hold, "counted done")]}
     parent = [cell('await agents.spawn("[[counted]] wait", name="counted")'), text("spawned")]
     here = served(parent, routes)
     client, sid = here.client, here.sid
     assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
     assert client.request("_harness/status", {"sessionId": sid})["runningSubagents"] == 1
-    Path(release).touch()
+    here.model.release(hold)
     here.wait_for(
         lambda m: (
             m.get("method") == "session/update"
@@ -665,15 +691,15 @@ def background_work(update: dict[str, Any]) -> list[dict[str, Any]] | None:
 def test_the_background_work_mirror_lists_running_children_until_they_settle(
     served: Serve, tmp_path: Path
 ) -> None:
-    release = str(tmp_path / "release")
-    routes = {"[[bg]]": [tool_call(wait_for_file(release)), text("bg done")]}
+    hold = hold_name(tmp_path)
+    routes = {"[[bg]]": [held_answer(hold, "bg done")]}
     parent = [cell('await agents.spawn("[[bg]] wait", name="bg")'), text("spawned")]
     here = served(parent, routes)
     client, sid = here.client, here.sid
     assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
     mirrors = [w for u in client.updates(sid) if (w := background_work(u)) is not None]
     assert [(s["name"], s["state"], s["parentSessionId"]) for s in mirrors[-1]] == [("bg", "running", sid)]
-    Path(release).touch()
+    here.model.release(hold)
     here.wait_for(
         lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
         WAIT,
@@ -683,8 +709,8 @@ def test_the_background_work_mirror_lists_running_children_until_they_settle(
 def test_agents_command_answers_while_the_parent_turn_is_still_waiting(served: Serve, tmp_path: Path) -> None:
     from acp_helpers import run_command
 
-    release = str(tmp_path / "release")
-    routes = {"[[held]]": [tool_call(wait_for_file(release)), text("held done")]}
+    hold = hold_name(tmp_path)
+    routes = {"[[held]]": [held_answer(hold, "held done")]}
     parent = [
         cell(
             'await agents.spawn("[[held]] wait", name="held")\nprint("SPAWN" + "ED", flush=True)\n'
@@ -699,25 +725,26 @@ def test_agents_command_answers_while_the_parent_turn_is_still_waiting(served: S
     )
     here.wait_for(lambda m: "SPAWNED" in json.dumps(m.get("params", {}).get("update", {})), WAIT)
     assert "`held` **running**" in run_command(client, sid, "/agents")
-    Path(release).touch()
+    here.model.release(hold)
     assert client.result(rid, WAIT)["stopReason"] == "end_turn"
 
 
-def _held_child(tmp_path: Path) -> tuple[str, list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
-    """A parent script spawning one child `held` that runs until the file `release` exists."""
-    release = str(tmp_path / "release")
-    routes = {"[[held]]": [tool_call(wait_for_file(release)), text("held done")]}
+def _held_child(tmp_path: Path) -> tuple[str, list[Response], dict[str, list[Response]]]:
+    """A parent script spawning one child `held` that runs until the test releases the hold named
+    first."""
+    hold = hold_name(tmp_path)
+    routes = {"[[held]]": [held_answer(hold, "held done")]}
     parent = [cell('await agents.spawn("[[held]] wait", name="held")'), text("spawned")]
-    return release, parent, routes
+    return hold, parent, routes
 
 
 def test_harness_status_is_not_quiescent_while_a_child_runs(served: Serve, tmp_path: Path) -> None:
-    release, parent, routes = _held_child(tmp_path)
+    hold, parent, routes = _held_child(tmp_path)
     here = served(parent, routes)
     client, sid = here.client, here.sid
     assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
     assert client.request("_harness/status", {"sessionId": sid})["quiescent"] is False
-    Path(release).touch()
+    here.model.release(hold)
     assert client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000})[
         "quiescent"
     ]
@@ -725,28 +752,28 @@ def test_harness_status_is_not_quiescent_while_a_child_runs(served: Serve, tmp_p
 
 
 def test_await_quiescence_waits_for_a_running_child(served: Serve, tmp_path: Path) -> None:
-    release, parent, routes = _held_child(tmp_path)
+    hold, parent, routes = _held_child(tmp_path)
     here = served(parent, routes)
     client, sid = here.client, here.sid
     assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
     held = client.request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": 300})
     assert held["quiescent"] is False  # the child still runs: not settled
     waiting = client.start_request("_harness/await_quiescence", {"sessionId": sid, "timeoutMs": WAIT * 1000})
-    Path(release).touch()
+    here.model.release(hold)
     assert client.result(waiting, timeout=WAIT)["quiescent"] is True
 
 
 def test_the_quiescence_mirror_is_not_quiescent_while_a_child_runs_and_settles_with_it(
     served: Serve, tmp_path: Path
 ) -> None:
-    release, parent, routes = _held_child(tmp_path)
+    hold, parent, routes = _held_child(tmp_path)
     here = served(parent, routes)
     client, sid = here.client, here.sid
     assert prompt(client, sid, "spawn", timeout=WAIT)[0] == "end_turn"
     mirrors = [m for u in client.updates(sid) if (m := quiescence_mirror(u)) is not None]
     assert mirrors[-1]["quiescent"] is False
     assert [b["type"] for b in mirrors[-1]["background"]] == ["session"]
-    Path(release).touch()
+    here.model.release(hold)
     settled = here.wait_for(
         lambda m: m.get("method") == "session/update" and background_work(m["params"]["update"]) == [],
         WAIT,

@@ -33,7 +33,8 @@ def _start_host() -> tuple[subprocess.Popen[str], int, int, str]:
 
 
 def _kernels_started_in(runtime_dir: str) -> list[int]:
-    """Live processes whose command line names a connection file in `runtime_dir` (its kernels)."""
+    """Live processes whose command line names a file in `runtime_dir`: its kernels, and the kernel
+    template they were forked from (all run its launch file)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -45,6 +46,15 @@ def _kernels_started_in(runtime_dir: str) -> list[int]:
         if runtime_dir in cmdline and not process_gone(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def _forked_kernels(runtime_dir: str, kernel_pid: int) -> tuple[int, list[int]]:
+    """The kernel template (the parent of `kernel_pid`) and the kernels beside it."""
+    stat = Path(f"/proc/{kernel_pid}/stat").read_text()
+    template = int(stat.rsplit(")", 1)[1].split()[1])
+    processes = _kernels_started_in(runtime_dir)
+    assert template in processes, f"kernel {kernel_pid} was not forked from the template: {processes}"
+    return template, [pid for pid in processes if pid != template]
 
 
 def _wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
@@ -81,12 +91,14 @@ def cleanup_dirs() -> Iterator[list[Path]]:
 
 def test_sigterm_of_the_server_kills_every_kernel_and_their_children(cleanup: list[int]) -> None:
     host, kernel_pid, child_pid, runtime_dir = _start_host()
-    kernels = _kernels_started_in(runtime_dir)
+    template, kernels = _forked_kernels(runtime_dir, kernel_pid)
     assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
-    cleanup.extend([*kernels, child_pid])
+    cleanup.extend([template, *kernels, child_pid])
     host.send_signal(signal.SIGTERM)
     assert host.wait(timeout=30) == -signal.SIGTERM
-    assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), "a kernel survived SIGTERM"
+    assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), (
+        "a kernel (or the template) survived SIGTERM"
+    )
     assert _wait_gone(child_pid), f"kernel child {child_pid} survived SIGTERM of the server"
     assert not Path(runtime_dir).exists(), "SIGTERM left the runtime dir (connection files) behind"
 
@@ -95,10 +107,10 @@ def test_sigkill_of_the_server_ends_every_kernel_and_their_children(
     cleanup: list[int], cleanup_dirs: list[Path]
 ) -> None:
     host, kernel_pid, child_pid, runtime_dir = _start_host()
-    kernels = _kernels_started_in(runtime_dir)
+    template, kernels = _forked_kernels(runtime_dir, kernel_pid)
     assert kernel_pid in kernels and len(kernels) == 2, f"expected session + warm kernel, saw {kernels}"
-    cleanup.extend([*kernels, child_pid])
-    for kernel in kernels:  # each runs kernel_bridge's group watch, embedded in its launch code
+    cleanup.extend([template, *kernels, child_pid])
+    for kernel in [template, *kernels]:  # each runs kernel_bridge's group watch, embedded in its launch code
         argv = Path(f"/proc/{kernel}/cmdline").read_bytes().decode().split("\0")
         launch = next(a for a in argv if a.endswith("continual_acp_ipykernel.py"))
         assert Path(launch).read_text().startswith(group_watch.embeddable_source())
@@ -106,5 +118,7 @@ def test_sigkill_of_the_server_ends_every_kernel_and_their_children(
     host.wait(timeout=30)
     cleanup_dirs.append(Path(runtime_dir))  # nothing in the server runs after SIGKILL
     # Nothing in the server runs after SIGKILL: each kernel's parent watch kills its process group.
-    assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), "a kernel survived SIGKILL"
+    assert _wait_until(lambda: not _kernels_started_in(runtime_dir)), (
+        "a kernel (or the template) survived SIGKILL"
+    )
     assert _wait_gone(child_pid), f"kernel child {child_pid} survived SIGKILL of the server"

@@ -99,6 +99,15 @@ if sys.argv[1:2] == ["clean"]:
 """
 
 
+# The server's pid as a cell finds it: the kernel's parent, or the parent of the kernel template a
+# local kernel is forked from (its command line says `--template`).
+_CELLS_SERVER = (
+    "server = os.getppid()\n"
+    "if b'--template' in open(f'/proc/{server}/cmdline', 'rb').read().split(b'\\0'):\n"
+    "    server = int(open(f'/proc/{server}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+)
+
+
 def _probe_source(report: Path | str, server: str = "None") -> str:
     return _PROBE.format(server=server, report=str(report))
 
@@ -125,9 +134,7 @@ def _plant_cell(kind: str) -> str:
         ),
     }[kind]
     return (
-        "import os, sys\n"
-        "server = os.getppid()  # the kernel's parent\n"
-        "spy = os.path.abspath('spy.py')\n"
+        "import os, sys\n" + _CELLS_SERVER + "spy = os.path.abspath('spy.py')\n"
         "report = os.path.abspath('spy-report.txt')\n"
         f"source = {_PROBE!r}.format(server=server, report=report)\n"
         "open(spy, 'w').write('#!' + sys.executable + '\\n' + source)\n"
@@ -171,9 +178,7 @@ def test_a_cell_cannot_read_the_servers_environment_or_open_its_stdin(
     spawn: ClientFactory, model: ScriptedModelServer, tmp_path: Path
 ) -> None:
     report = tmp_path / "cell-report.txt"
-    cell = (
-        f"import os\nexec({_probe_source(report, 'os.getppid()')!r})\nprint(open({str(report)!r}).read())\n"
-    )
+    cell = f"import os\n{_CELLS_SERVER}exec({_probe_source(report, 'server')!r})\nprint(open({str(report)!r}).read())\n"
     model.push(tool_call(cell, title="probe"), text("done"))
     client = spawn(model.base_url)
     initialize(client)
