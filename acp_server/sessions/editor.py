@@ -126,23 +126,16 @@ class JsonRpcEditor:
     ) -> tuple[str | None, str | None]:
         """`ask`, plus the client's error message when it failed the request instead of answering."""
         params = frames.permission_request(self._sid(), tool_call, options, meta)
-        scope = anyio.CancelScope()
-        self._pending.add(scope)
-        result: object = None
         try:
-            with scope:
-                result = await self._connection.request(
-                    "session/request_permission", params, cancel_if_abandoned=cancel_if_abandoned
-                )
+            cancelled, result = await self._cancellable_request(
+                "session/request_permission", params, cancel_if_abandoned
+            )
         except (PeerError, ConnectionClosed) as exc:
             log.warning("permission request failed (%s)", exc)
             error = getattr(exc, "error", None)
             message = error.get("message") if isinstance(error, dict) else None
             return None, str(message or exc or type(exc).__name__)
-        finally:
-            self._pending.discard(scope)
-        if scope in self._cancelled_scopes:
-            self._cancelled_scopes.discard(scope)
+        if cancelled:
             return "cancelled", None
         outcome = result.get("outcome") if isinstance(result, dict) else None
         if not isinstance(outcome, dict):
@@ -164,21 +157,12 @@ class JsonRpcEditor:
         content), "decline" or "cancel" -- or None when the client failed the request or answered
         malformed. A `session/cancel` resolves a waiting form as "cancel"."""
         params = frames.elicitation_form_request(self._sid(), message, schema, tool_call_id=tool_call_id)
-        scope = anyio.CancelScope()
-        self._pending.add(scope)
-        result: object = None
         try:
-            with scope:
-                result = await self._connection.request(
-                    "elicitation/create", params, cancel_if_abandoned=True
-                )
+            cancelled, result = await self._cancellable_request("elicitation/create", params, True)
         except (PeerError, ConnectionClosed) as exc:
             log.warning("elicitation request failed (%s)", exc)
             return None
-        finally:
-            self._pending.discard(scope)
-        if scope in self._cancelled_scopes:
-            self._cancelled_scopes.discard(scope)
+        if cancelled:
             return "cancel", {}
         action = result.get("action") if isinstance(result, dict) else None
         if not isinstance(action, str):
@@ -186,6 +170,26 @@ class JsonRpcEditor:
             return None
         content = result.get("content") if isinstance(result, dict) else None
         return action, dict(content) if isinstance(content, dict) else {}
+
+    async def _cancellable_request(
+        self, method: str, params: Mapping[str, object], cancel_if_abandoned: bool
+    ) -> tuple[bool, object]:
+        """A request to the client that `session/cancel` resolves (`cancel_pending_permissions`):
+        (True, None) when it did, else (False, the client's answer). The client's errors propagate."""
+        scope = anyio.CancelScope()
+        self._pending.add(scope)
+        result: object = None
+        try:
+            with scope:
+                result = await self._connection.request(
+                    method, params, cancel_if_abandoned=cancel_if_abandoned
+                )
+        finally:
+            self._pending.discard(scope)
+        if scope in self._cancelled_scopes:
+            self._cancelled_scopes.discard(scope)
+            return True, None
+        return False, result
 
     def cancel_pending_permissions(self) -> int:
         """Resolve every waiting permission request as "cancelled" (session/cancel); returns how many."""
