@@ -17,7 +17,8 @@ runs), `editor-write` (the host call aimed at the gates, .git/config, the data d
 leaves behind writes an entry later), `new-entry-dir`, `gate-shadow` (./pytest.py), `gate-env` (what
 code planted in the gated test sees), `signal`, `ptrace`, `data-dir` (the transcript, appended to),
 `panel` and `panel-network` (the review panel's token), `skill-check` (the scratch kernel a skill
-is imported in), `control-swap` (.continual-acp/ replaced by a symlink).
+is imported in), `control-swap` (.continual-acp/ replaced by a symlink), `template` (the local
+kernels' template process).
 """
 
 from __future__ import annotations
@@ -592,6 +593,38 @@ def test_a_cell_cannot_ptrace_the_server(attack: Served) -> None:
     result = told(attack.model)
     assert found_as_expected(attack, result), result
     assert "SEIZED" not in result and "REFUSED" in result, result
+
+
+@pytest.mark.parametrize(("user", "backend"), [p for p in cases("template") if "local" in p.id])
+def test_a_cell_cannot_read_or_ptrace_the_kernel_template(attack: Served) -> None:
+    """A local kernel is forked from the kernel template, its parent: code a cell put into the
+    template would run in every later session's kernel. Its memory and environ must stay closed
+    and PTRACE_SEIZE must fail (from a child of the cell, as for the server)."""
+    sid = attack.probe_session()
+    seize = (
+        "import ctypes, sys\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "ok = libc.ptrace(0x4206, int(sys.argv[1]), 0, 0) == 0\n"
+        "print('SEIZ' + 'ED' if ok else 'REFU' + 'SED %d' % ctypes.get_errno())\n"
+    )
+    cell = (
+        "import os, subprocess, sys\n"
+        "t = os.getppid()\n"
+        "if b'--template' not in open(f'/proc/{t}/cmdline', 'rb').read().split(b'\\0'):\n"
+        "    print('NOT FOR' + 'KED')\n"
+        "for name in ('mem', 'environ'):\n"
+        "    try:\n"
+        "        open(f'/proc/{t}/{name}', 'rb').read(1)\n"
+        "        print(name, 'OP' + 'ENED')\n"
+        "    except OSError as exc:\n"
+        "        print(name, 'REFU' + 'SED', type(exc).__name__)\n"
+        f"print(subprocess.run([sys.executable, '-c', {seize!r}, str(t)], capture_output=True, text=True).stdout)\n"
+    )
+    run(attack, sid, tool_call(cell, title="read the kernel template"), text("done"))
+    result = told(attack.model)
+    assert "NOT FORKED" not in result, result  # the attack reached a template
+    assert "mem REFUSED PermissionError" in result and "environ REFUSED PermissionError" in result, result
+    assert "OPENED" not in result and "SEIZED" not in result and "REFUSED 1" in result, result
 
 
 # ---------------------------------------------------------------- beyond: the review panel's token
