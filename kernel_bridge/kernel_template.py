@@ -24,6 +24,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -192,10 +193,6 @@ class KernelTemplate:
             )
         return ForkedProcess(self, int(reply["pid"]), pidfd)
 
-    def abandon(self, process: ForkedProcess) -> None:
-        """Kill a kernel that was forked for a start that gave up."""
-        process.kill()
-
     def exit_code(self, pid: int, pidfd: int | None) -> int | None:
         with self._lock:
             if pid in self._exits:
@@ -284,8 +281,6 @@ class KernelTemplate:
 
 
 def _exited(pidfd: int) -> bool:
-    import select
-
     readable, _, _ = select.select([pidfd], [], [], 0)
     return bool(readable)
 
