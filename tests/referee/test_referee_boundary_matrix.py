@@ -571,23 +571,26 @@ def test_a_cell_cannot_append_to_its_own_transcript_in_the_data_dir(attack: Serv
 # ---------------------------------------------------------------- beyond: ptrace
 
 
+# PTRACE_SEIZE of the pid in argv[1], run as a short-lived child of the cell (its exit detaches).
+SEIZE = (
+    "import ctypes, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "ok = libc.ptrace(0x4206, int(sys.argv[1]), 0, 0) == 0\n"
+    "print('SEIZ' + 'ED' if ok else 'REFU' + 'SED %d' % ctypes.get_errno())\n"
+)
+
+
 @pytest.mark.parametrize(("user", "backend"), cases("ptrace"))
 def test_a_cell_cannot_ptrace_the_server(attack: Served) -> None:
     """PTRACE_SEIZE from a short-lived child of the cell (its exit detaches, so the server never
     stays stopped): a seize that works is the server's memory, key and pipes."""
     sid = attack.probe_session()
-    seize = (
-        "import ctypes, sys\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "ok = libc.ptrace(0x4206, int(sys.argv[1]), 0, 0) == 0\n"
-        "print('SEIZ' + 'ED' if ok else 'REFU' + 'SED %d' % ctypes.get_errno())\n"
-    )
     cell = FIND_SERVER + (
         "import subprocess, sys\n"
         "if pid is None:\n"
         "    print('REFU' + 'SED no server in sight')\n"
         "else:\n"
-        f"    print(subprocess.run([sys.executable, '-c', {seize!r}, str(pid)], capture_output=True, text=True).stdout)\n"
+        f"    print(subprocess.run([sys.executable, '-c', {SEIZE!r}, str(pid)], capture_output=True, text=True).stdout)\n"
     )
     run(attack, sid, tool_call(cell, title="ptrace the server"), text("done"))
     result = told(attack.model)
@@ -601,12 +604,6 @@ def test_a_cell_cannot_read_or_ptrace_the_kernel_template(attack: Served) -> Non
     template would run in every later session's kernel. Its memory and environ must stay closed
     and PTRACE_SEIZE must fail (from a child of the cell, as for the server)."""
     sid = attack.probe_session()
-    seize = (
-        "import ctypes, sys\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "ok = libc.ptrace(0x4206, int(sys.argv[1]), 0, 0) == 0\n"
-        "print('SEIZ' + 'ED' if ok else 'REFU' + 'SED %d' % ctypes.get_errno())\n"
-    )
     cell = (
         "import os, subprocess, sys\n"
         "t = os.getppid()\n"
@@ -618,7 +615,7 @@ def test_a_cell_cannot_read_or_ptrace_the_kernel_template(attack: Served) -> Non
         "        print(name, 'OP' + 'ENED')\n"
         "    except OSError as exc:\n"
         "        print(name, 'REFU' + 'SED', type(exc).__name__)\n"
-        f"print(subprocess.run([sys.executable, '-c', {seize!r}, str(t)], capture_output=True, text=True).stdout)\n"
+        f"print(subprocess.run([sys.executable, '-c', {SEIZE!r}, str(t)], capture_output=True, text=True).stdout)\n"
     )
     run(attack, sid, tool_call(cell, title="read the kernel template"), text("done"))
     result = told(attack.model)
