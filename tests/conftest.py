@@ -21,6 +21,7 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 import system_deps  # noqa: E402  (importable once the path above is set)
+from scheduling import group_of, pytest_xdist_make_scheduler  # noqa: E402,F401  (the hook is registered from here)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -96,14 +97,6 @@ def _file_seconds() -> dict[str, float]:
     return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
-# A test file whose module-scoped servers are keyed by a parameter may split into one scheduling
-# group per value of that parameter (each worker starts only the servers its group needs): the file
-# name and the parameter whose value names the group.
-SPLIT_BY_PARAMETER: dict[str, str] = {
-    "tests/referee/test_referee_boundary_matrix.py": "backend",
-}
-
-
 def _file_key(path: Path) -> str:
     try:
         return path.relative_to(_ROOT).as_posix()
@@ -111,32 +104,20 @@ def _file_key(path: Path) -> str:
         return path.as_posix()
 
 
-def _group(item: pytest.Item) -> str:
-    """The scheduling group of `item`: its file, or its file and the value of the parameter that
-    `SPLIT_BY_PARAMETER` names for the file."""
-    key = _file_key(item.path)
-    parameter = SPLIT_BY_PARAMETER.get(key)
-    callspec = getattr(item, "callspec", None)
-    if parameter is not None and callspec is not None and parameter in callspec.params:
-        return f"{key}[{callspec.params[parameter]}]"
-    return key
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns the group mark into the node id
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, hand out whole groups, the longest first.
+    """Under pytest-xdist, the longest groups go first.
 
-    `.ci/run` distributes groups (`--dist loadgroup`): a group is a test file (so a module-scoped
-    kernel or server starts once), or a part of one (`SPLIT_BY_PARAMETER`). They go out in collection
-    order, and a long group that comes last runs alone on one worker while the others idle, so the
-    longest go first. A group's length is its file's measured seconds (tests/file_durations.json)
-    shared among the file's groups by test count; a file not measured yet counts 0.5 s per test.
-    Within a group the order is kept, and serial runs keep the usual order.
+    The groups (`group_of`) go out in collection order, and a long group that comes last runs alone
+    on one worker while the others idle, so the longest go first. A group's length is its file's
+    measured seconds (tests/file_durations.json) shared among the file's groups by test count; a file
+    not measured yet counts 0.5 s per test. Within a group the order is kept, and serial runs keep
+    the usual order.
     """
     if not hasattr(config, "workerinput"):
         return
     measured = _file_seconds()
-    groups = {item.nodeid: _group(item) for item in items}
+    groups = {item.nodeid: group_of(item.nodeid) for item in items}
     per_file = Counter(item.path for item in items)
     per_group = Counter(groups.values())
     lengths: dict[str, float] = {}
@@ -145,8 +126,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if group not in lengths:
             share = per_group[group] / per_file[item.path]
             lengths[group] = measured.get(_file_key(item.path), 0.5 * per_file[item.path]) * share
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
     items.sort(key=lambda item: (-lengths[groups[item.nodeid]], groups[item.nodeid]))  # stable within a group
 
 
