@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -402,6 +404,14 @@ class AcpClient:
     def stderr(self) -> str:
         self._stderr.seek(0)
         return self._stderr.read().decode(errors="replace")
+
+    def wait_for_stderr(self, text: str, timeout: float = 30.0) -> None:
+        """Wait until the server's stderr (a file it writes directly: no frame, no event) holds `text`."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{text!r} not on the server's stderr within {timeout} s")
+            threading.Event().wait(0.02)
 
     # ------------------------------------------------------------ reading
 

@@ -59,7 +59,7 @@ def test_a_steer_sent_before_the_prompts_turn_starts_joins_its_first_model_reque
     steer = client.start_request(
         "_session/steer", {"sessionId": sid, "prompt": [{"type": "text", "text": "use the new API"}]}
     )
-    _wait(lambda: "a steering message waits for the next model request" in client.stderr(), "steer queued")
+    client.wait_for_stderr("a steering message waits for the next model request")
     asked = _permission_requests(client)[-1]
     reject = next(o["optionId"] for o in asked["params"]["options"] if o["kind"].startswith("reject"))
     client.hold_permissions = False
@@ -95,7 +95,7 @@ def test_a_steer_queued_for_a_prompt_that_runs_no_turn_answers_that_nothing_ente
     steer = client.start_request(
         "_session/steer", {"sessionId": sid, "prompt": [{"type": "text", "text": "never mind"}]}
     )
-    _wait(lambda: "a steering message waits for the next model request" in client.stderr(), "steer queued")
+    client.wait_for_stderr("a steering message waits for the next model request")
     client.notify("session/cancel", {"sessionId": sid})
     assert client.result(command)["stopReason"] == "cancelled"
     answer = client.result(steer)

@@ -185,7 +185,7 @@ def test_a_v2_prompt_sent_mid_turn_steers_it_under_the_id_it_was_answered_with(
     model.wait_for_requests(before + 1)
     steer_id, _ = prompt_v2(client, sid, "and mention the tests")  # answered at once, mid-turn
     assert steer_id != first_id
-    client.wait_for(lambda _m: "a steering message waits for the next model request" in client.stderr(), 30.0)
+    client.wait_for_stderr("a steering message waits for the next model request")
     model.release("v2-steer")
     wait_idle(client, sid, 1)
     assert len(model.requests) == before + 2  # one turn: the steer joined its second request
