@@ -60,6 +60,7 @@ class GatewayKernel(RunningKernel):
         self.log_path = log_path
         self._closed = False
         self._silent_since: float | None = None
+        self._asked_at: float | None = None  # when the check in flight was sent
         self.kernel_id = kernel_id
         self.channels = channels
         self._launcher = launcher
@@ -85,14 +86,17 @@ class GatewayKernel(RunningKernel):
         rest = self._launcher.rest
         while not self._closed:
             await asyncio.sleep(_MONITOR_INTERVAL)
+            asked = self._asked_at = time.monotonic()
             try:
                 # Bounded: a gateway that stopped answering must count as silence, not hang here.
                 model = await asyncio.wait_for(rest.kernel(self.kernel_id), _MONITOR_TIMEOUT)
             except (GatewayError, TimeoutError) as exc:
                 log.debug("gateway check of kernel %s failed: %s", self.kernel_id, exc)
                 if self._silent_since is None:
-                    self._silent_since = time.monotonic()
+                    self._silent_since = asked  # silent since we asked, not since we gave up
                 continue
+            finally:
+                self._asked_at = None
             self._silent_since = None
             if model is None:
                 self._gone = "the gateway no longer has this kernel"
@@ -115,8 +119,11 @@ class GatewayKernel(RunningKernel):
         return self._death() or "the kernel was stopped"
 
     def heartbeat_silence(self) -> float:
-        """Seconds the gateway has failed every check of this kernel in a row."""
-        since = self._silent_since
+        """Seconds since the oldest check of this kernel the gateway has not answered: the first of
+        the checks failed in a row, or the one in flight. Counted from when it was asked, so a frozen
+        gateway is found `heartbeat_timeout` after the first unanswered check began, not after that
+        check's own timeout and another `heartbeat_timeout` on top."""
+        since = self._silent_since if self._silent_since is not None else self._asked_at
         return 0.0 if since is None else time.monotonic() - since
 
     async def interrupt(self) -> None:
@@ -130,13 +137,16 @@ class GatewayKernel(RunningKernel):
         if self._closed:
             return
         self._closed = True
+        unanswered = (
+            self._silent_since is not None or self._asked_at is not None
+        )  # before the cancel ends the check
         self._monitor.cancel()
         await self.channels.aclose()
-        if self._silent_since is not None:
-            # The gateway stopped answering (frozen, unreachable): its DELETE would only time out
-            # (10 s), and the cell waiting on this kill would be reported dead that much later. The
-            # delete goes on in the background; the launcher's aclose waits for it, and the ledger
-            # keeps the kernel for the next start if it never succeeds.
+        if unanswered:
+            # The gateway stopped answering (frozen, unreachable), or a check of it is in flight: its
+            # DELETE could only time out (10 s), and the cell waiting on this kill would be reported
+            # dead that much later. The delete goes on in the background; the launcher's aclose waits
+            # for it, and the ledger keeps the kernel for the next start if it never succeeds.
             self._launcher.delete_soon(self.kernel_id)
             return
         await self._launcher.delete(self.kernel_id)

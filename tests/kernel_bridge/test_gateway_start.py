@@ -34,10 +34,14 @@ def zmq_like_port() -> Iterator[int]:
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield int(listener.getsockname()[1])
+    port = int(listener.getsockname()[1])
+    yield port
     stop.set()
-    listener.close()
+    # A close from this thread does not wake an accept() blocked in another: one last connection does.
+    socket.create_connection(("127.0.0.1", port), timeout=10).close()
     thread.join(timeout=10)
+    assert not thread.is_alive()
+    listener.close()
 
 
 def test_a_gateway_whose_port_was_taken_starts_on_another(
