@@ -99,6 +99,10 @@ class ForkedProcess:
         self._close_pidfd()
         return code
 
+    def exit_fd(self) -> int | None:
+        """The kernel's pidfd (readable once it has exited), None once its exit is known."""
+        return self._pidfd
+
     def send_signal(self, signum: int) -> None:
         # By pidfd: the kernel's pid is the template's child, reaped there, and may be reused.
         if self.returncode is None and self._pidfd is not None:

@@ -27,6 +27,7 @@ from jupyter_client.manager import AsyncKernelManager
 from host_base.private_files import private_dir, write_atomic
 from kernel_bridge import group_watch, kernel_template, reaper
 from kernel_bridge.errors import KernelStartError
+from kernel_bridge.kernel_manager import ExitAwareKernelManager
 from kernel_bridge.snapshot import SnapshotPaths
 
 log = logging.getLogger(__name__)
@@ -170,10 +171,37 @@ if _problem is not None:
     sys.stderr.write("continual-acp kernel: " + _problem + "\\n")
 
 import zmq
+from ipykernel.ipkernel import IPythonKernel
 from ipykernel.kernelapp import IPKernelApp
+from traitlets import Type
+
+
+class ContinualAcpKernel(IPythonKernel):
+    def _process_children(self):
+        # At shutdown ipykernel signals the children in the kernel's process group until none is
+        # left, for up to ~15 s: the server kills the kernel after 1 s. A child that has ended but
+        # that nothing waited for (a cell's `subprocess.Popen`) stays listed as a zombie, which no
+        # signal ends, so every such kernel took the whole second to stop. Ours are reaped here and
+        # zombies are not counted.
+        children = []
+        for child in super()._process_children():
+            try:
+                zombie = child.status() == "zombie"
+            except Exception:  # ended and reaped meanwhile
+                continue
+            if not zombie:
+                children.append(child)
+                continue
+            try:
+                os.waitpid(child.pid, os.WNOHANG)
+            except ChildProcessError:
+                pass  # not our child: its own parent reaps it
+        return children
 
 
 class ContinualAcpKernelApp(IPKernelApp):
+    kernel_class = Type(ContinualAcpKernel, klass="ipykernel.kernelbase.Kernel")
+
     def initialize(self, argv=None):
         # The Jupyter debug protocol is never served (no ACP client speaks it), yet ipykernel loads
         # the debugger's pydevd while it sets up when debugpy is installed: a quarter of a kernel's
@@ -295,7 +323,7 @@ async def start_local_kernel(
         options.update(transport="ipc", ip=str(runtime / f"k-{tag}"))
     else:
         options.update(transport="tcp", ip="127.0.0.1")
-    km = AsyncKernelManager(**options)
+    km = ExitAwareKernelManager(**options)
     if (
         templates is not None
         and not argv_prefix
