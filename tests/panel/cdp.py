@@ -1,7 +1,8 @@
 """A tiny Chrome DevTools Protocol client: Debian's chromium, headless, over aiohttp's websocket.
 
 `Browser.launch(tmp)` starts `chromium --headless=new --remote-debugging-port=0` and reads the
-DevTools URL it prints on stderr; `page.evaluate(js)`, `page.navigate(url)`, `page.screenshot()`
+DevTools URL it prints on stderr; `browser.isolated_page()` opens a tab in a browser context of its
+own (what a fresh profile would give, without starting another chromium); `page.evaluate(js)`, `page.navigate(url)`, `page.screenshot()`
 and `page.wait_for(js_condition)` are all a test needs. Waiting happens inside the page: a promise
 that re-checks the condition on every animation frame and rejects at its deadline (no sleeps here).
 """
@@ -136,11 +137,15 @@ class Page:
 class Browser:
     """A headless chromium process and the HTTP session its DevTools websockets run on."""
 
-    def __init__(self, proc: subprocess.Popen[str], endpoint: str, http: aiohttp.ClientSession) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[str], endpoint: str, http: aiohttp.ClientSession, browser_ws: str = ""
+    ) -> None:
         self.proc = proc
         self.endpoint = endpoint  # http://127.0.0.1:<port>
         self.http = http
+        self.browser_ws = browser_ws  # the browser target's DevTools websocket
         self.pages: list[Page] = []
+        self._browser: Page | None = None  # a session on the browser target (contexts are made there)
 
     @classmethod
     async def launch(cls, profile: Path, *, timeout: float = 60.0) -> Browser:
@@ -192,7 +197,7 @@ class Browser:
                 ws_url = match.group(1)
                 break
         endpoint = "http://" + ws_url.split("/")[2]
-        return cls(proc, endpoint, aiohttp.ClientSession())
+        return cls(proc, endpoint, aiohttp.ClientSession(), ws_url)
 
     async def new_page(self) -> Page:
         """A fresh tab, with Page and Runtime events on."""
@@ -205,9 +210,36 @@ class Browser:
         self.pages.append(page)
         return page
 
+    async def isolated_page(self) -> tuple[Page, str]:
+        """A tab in a browser context of its own (no cookies, storage or cache shared with any other
+        tab), and that context's id for `dispose`: a fresh profile without a fresh browser."""
+        if self._browser is None:
+            ws = await self.http.ws_connect(self.browser_ws, max_msg_size=64 * 1024 * 1024)
+            self._browser = Page(ws)
+        context = (await self._browser.call("Target.createBrowserContext"))["browserContextId"]
+        target = await self._browser.call(
+            "Target.createTarget", {"url": "about:blank", "browserContextId": context}
+        )
+        ws = await self.http.ws_connect(
+            f"ws://{self.endpoint.split('//', 1)[1]}/devtools/page/{target['targetId']}",
+            max_msg_size=64 * 1024 * 1024,
+        )
+        page = Page(ws)
+        await page.call("Page.enable")
+        await page.call("Runtime.enable")
+        return page, context
+
+    async def dispose(self, page: Page, context: str) -> None:
+        """Close `page` and its browser context (its tabs and everything they stored)."""
+        await page.close()
+        assert self._browser is not None
+        await self._browser.call("Target.disposeBrowserContext", {"browserContextId": context})
+
     async def close(self) -> None:
         for page in self.pages:
             await page.close()
+        if self._browser is not None:
+            await self._browser.close()
         await self.http.close()
         self.proc.terminate()
         try:

@@ -97,19 +97,29 @@ def panel(populated: Populated) -> Iterator[RunningPanel]:
         running.stop()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"  # aiohttp's websocket client (the CDP helper) runs on asyncio
 
 
-@pytest.fixture
-async def page(tmp_path: Path) -> AsyncIterator[Page]:
-    """A tab of a fresh headless chromium (closed with the browser after the test)."""
-    browser = await Browser.launch(tmp_path / "chromium-profile")
+@pytest.fixture(scope="module")
+async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Browser]:
+    """One headless chromium per test module: a start costs more than most of the tests."""
+    launched = await Browser.launch(tmp_path_factory.mktemp("chromium") / "profile")
     try:
-        yield await browser.new_page()
+        yield launched
     finally:
-        await browser.close()
+        await launched.close()
+
+
+@pytest.fixture
+async def page(browser: Browser) -> AsyncIterator[Page]:
+    """A tab in a browser context of its own: nothing stored by an earlier test's page is seen."""
+    tab, context = await browser.isolated_page()
+    try:
+        yield tab
+    finally:
+        await browser.dispose(tab, context)
 
 
 async def open_panel(page: Page, panel: RunningPanel, fragment: str = "timeline") -> None:

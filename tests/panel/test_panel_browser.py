@@ -9,7 +9,7 @@ from system_deps import requires
 
 from harness_store import HarnessStore
 
-from .cdp import Page, chromium_path
+from .cdp import Browser, Page, chromium_path
 from .conftest import RunningPanel, open_panel
 from .populate import Populated, create, proposal
 
@@ -17,6 +17,23 @@ pytestmark = [
     pytest.mark.anyio,
     requires(chromium_path() is not None, "needs Debian's chromium (apt-get install chromium)"),
 ]
+
+
+async def test_a_page_sees_nothing_an_earlier_tests_page_stored(
+    browser: Browser, panel: RunningPanel
+) -> None:
+    """The module's tests share one chromium; each page is in a browser context of its own."""
+    first, context = await browser.isolated_page()
+    await first.navigate(panel.base + "/")
+    await first.evaluate("localStorage.setItem('left-behind', '1'); document.cookie = 'left=1'; 0")
+    assert await first.evaluate("[localStorage.getItem('left-behind'), document.cookie]") == ["1", "left=1"]
+    await browser.dispose(first, context)
+    second, context = await browser.isolated_page()
+    try:
+        await second.navigate(panel.base + "/")
+        assert await second.evaluate("[localStorage.getItem('left-behind'), document.cookie]") == [None, ""]
+    finally:
+        await browser.dispose(second, context)
 
 
 async def test_the_page_lists_the_timeline_newest_first(
