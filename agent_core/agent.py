@@ -28,6 +28,7 @@ from agent_core.session import Session
 if TYPE_CHECKING:
     from agent_core.fresh_session import FreshSession
     from agent_core.history.fork import SavedSession
+    from agent_core.history.ownership import SessionOwnerLock
     from agent_core.subagents.hub import SubagentHub
     from agent_core.trust.promotion import DeletionNotice
     from harness_store import HarnessStore
@@ -137,6 +138,7 @@ class Agent(AgentKernels):
         mcp_servers: Sequence[ServerConfig] = (),
         setup: bool = True,
         reserved: FreshSession | None = None,
+        locked: SessionOwnerLock | None = None,
         **state: object,
     ) -> Session:
         from agent_core.history.ownership import SessionOwnerLock
@@ -147,7 +149,7 @@ class Agent(AgentKernels):
             writer = self.store.open(session_id)
         elif restore:
             # Locked before the transcript is opened: another process may be appending to it.
-            owner = SessionOwnerLock.acquire(self.store.session_dir(session_id), session_id)
+            owner = locked or SessionOwnerLock.acquire(self.store.session_dir(session_id), session_id)
             try:
                 writer = self.store.open(session_id)
             except BaseException:
@@ -258,12 +260,17 @@ class Agent(AgentKernels):
             raise  # on disk but damaged: say so and where, not "unknown session"
         except ValueError as exc:
             raise SessionNotFound(session_id) from exc
+        from agent_core.history.ownership import acquire_when_owner_gone
+
+        # Waits out a killed owner's lock that one of its half-started children still holds.
+        owner = await acquire_when_owner_gone(self.store.session_dir(session_id), session_id)
         # The editor's cwd is authoritative for where the kernel runs now; the transcript keeps its own.
         session = self._make(
             session_id,
             resolve_cwd(cwd or loaded.cwd),
             editor,
             restore=True,
+            locked=owner,
             mcp_servers=mcp_servers or (),
             created_at=loaded.created_at,
             messages=loaded.messages,

@@ -322,9 +322,13 @@ def test_a_server_killed_mid_loop_leaves_the_session_loadable_with_the_goal_and_
     run_command(first, sid, "/goal make the tests pass")
     _autonomous(first, sid)
     first.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    # The gate's output, not its card: the card (the command in it) goes out before the server
+    # starts the gate's process. A kill then can catch a child between fork and exec, which outlives
+    # the server holding a copy of its descriptors, the session's owner lock among them.
     first.wait_for(
         lambda m: (
             m.get("method") == "session/update"
+            and m["params"]["update"].get("sessionUpdate") == "tool_call_update"
             and "GATE-RUNNING" in str(m["params"]["update"].get("content"))
         ),
         timeout=60,
