@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from agent_core.errors import SessionInUse
+from host_base.process_identity import pid_exists
 
 LOCK_FILE = "owner.lock"
 DEAD_OWNER_WAIT = 2.0  # seconds a dead owner's not yet exec'd child may still hold its lock
@@ -83,17 +84,11 @@ async def acquire_when_owner_gone(session_dir: Path, session_id: str) -> Session
         try:
             return SessionOwnerLock.acquire(session_dir, session_id)
         except SessionInUse as exc:
-            if exc.pid is None or exc.pid == os.getpid() or _running(exc.pid) or time.monotonic() > deadline:
+            if (
+                exc.pid is None
+                or exc.pid == os.getpid()
+                or pid_exists(exc.pid)
+                or time.monotonic() > deadline
+            ):
                 raise
         await asyncio.sleep(0.01)  # a lock file has no event to wait on
-
-
-def _running(pid: int) -> bool:
-    """Whether a process `pid` exists (someone else's counts: it may be the owner)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
