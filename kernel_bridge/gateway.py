@@ -137,9 +137,8 @@ class GatewayKernel(RunningKernel):
         if self._closed:
             return
         self._closed = True
-        unanswered = (
-            self._silent_since is not None or self._asked_at is not None
-        )  # before the cancel ends the check
+        # Read before the cancel: the watch clears `_asked_at` as its check ends.
+        unanswered = self._silent_since is not None or self._asked_at is not None
         self._monitor.cancel()
         await self.channels.aclose()
         if unanswered:
